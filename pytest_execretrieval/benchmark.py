@@ -1,0 +1,209 @@
+"""The benchmark run: embed queries and pool, rank the whole pool per query, decide exec@k.
+
+Whether a top-10 snippet passes a query's tests comes from the outcomes recorded in the corpus
+when the snippet belongs to that query; a snippet of another query that does not define the
+query's entry point fails without running; any other pair is executed in the sandbox.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .corpus import Corpus, Snippet
+from .embedders import Embedder
+from .embedding_cache import EmbeddingCache, Progress, encode_cached
+from .execution import SuiteRunner
+from .items import Item, defines
+from .retrieval import DECIMALS, TIE_POLICY, Ranking, normalize, rank_dense, rank_rows
+
+TOP_K = 10
+
+
+@dataclass(frozen=True)
+class Hit:
+    rank: int
+    snippet_id: str
+    kind: str
+    operator: str | None
+    query_id: str
+    score: float
+    passes: bool
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    query_id: str
+    domain: str
+    passed: bool  # the rank-1 snippet passes every test of the query
+    canonical_rank: int
+    canonical_score: float
+    top: tuple[Hit, ...]
+    rank1_outcomes: tuple[str, ...]  # rank-1 snippet's outcome per test
+    # The query's own distractors with their score for this query (snippet_id, operator, score,
+    # edit_lines, edit_chars, kill), and cosine similarities canonical -> alternatives and
+    # canonical -> own distractors (dense embedders only).
+    own_distractors: tuple[dict, ...] = ()
+    code_similarity: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        row = asdict(self)
+        row["top"] = [asdict(h) for h in self.top]
+        row["own_distractors"] = list(self.own_distractors)
+        return row
+
+    @classmethod
+    def from_json(cls, row: dict) -> QueryResult:
+        return cls(**{**row, "top": tuple(Hit(**h) for h in row["top"]),
+                      "rank1_outcomes": tuple(row["rank1_outcomes"]),
+                      "own_distractors": tuple(row["own_distractors"])})  # fmt: skip
+
+
+@dataclass(frozen=True)
+class BenchmarkRun:
+    embedder: dict  # the invocation
+    corpus_sha256: str
+    n_snippets: int
+    results: dict[str, QueryResult]  # by query id
+    encode_s: float
+
+    def to_json(self) -> dict:
+        return {
+            "embedder": self.embedder, "corpus_sha256": self.corpus_sha256,
+            "n_snippets": self.n_snippets, "encode_s": self.encode_s,
+            "results": {q: r.to_json() for q, r in self.results.items()},
+        }  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: dict) -> BenchmarkRun:
+        results = {q: QueryResult.from_json(r) for q, r in data["results"].items()}
+        return cls(data["embedder"], data["corpus_sha256"], data["n_snippets"], results,
+                   data["encode_s"])  # fmt: skip
+
+
+def document_text(snippet: Snippet) -> str:
+    return snippet.code
+
+
+@dataclass(frozen=True)
+class Scored:
+    ranking: Ranking
+    code_similarity: dict[str, dict]  # query id -> {"alternatives": [...], "distractors": [...]}
+
+
+def rank_pool(
+    embedder: Embedder, items: Sequence[Item], pool: Sequence[Snippet], targets: Sequence[int],
+    watch: Sequence[Sequence[int]], alternatives: Sequence[Snippet], cache_dir: Path | None,
+    progress: Progress | None = None,
+) -> Scored:  # fmt: skip
+    queries = [item.query for item in items]
+    documents = [document_text(s) for s in pool]
+    if embedder.similarity == "bm25":
+        return Scored(rank_rows(embedder.score(queries, documents), targets, TOP_K, watch), {})
+    cache = EmbeddingCache(cache_dir, embedder.invocation()) if cache_dir else None
+    doc_vectors = encode_cached(embedder, documents, [s.snippet_id for s in pool], "document",
+                                cache, progress=progress)  # fmt: skip
+    query_vectors = encode_cached(embedder, queries, [item.id for item in items], "query", cache,
+                                  progress=progress)  # fmt: skip
+    ranking = rank_dense(query_vectors, doc_vectors, targets, TOP_K, watch=watch)
+    return Scored(ranking, code_similarity(embedder, pool, doc_vectors, alternatives, cache,
+                                           progress))  # fmt: skip
+
+
+def code_similarity(
+    embedder: Embedder, pool: Sequence[Snippet], doc_vectors: np.ndarray,
+    alternatives: Sequence[Snippet], cache: EmbeddingCache | None, progress: Progress | None,
+) -> dict[str, dict]:  # fmt: skip
+    """Code->code cosine: each canonical against its alternatives and its own distractors."""
+    if not alternatives:
+        return {}
+    alt_vectors = encode_cached(embedder, [document_text(a) for a in alternatives],
+                                [a.snippet_id for a in alternatives], "document", cache,
+                                progress=progress)  # fmt: skip
+    unit = normalize(doc_vectors)
+    alt_unit = normalize(alt_vectors)
+    canonical = {s.query_id: i for i, s in enumerate(pool) if s.kind == "canonical"}
+    out: dict[str, dict] = {}
+    for i, s in enumerate(pool):
+        if s.kind == "distractor" and s.query_id in canonical:
+            sim = float(np.round(unit[canonical[s.query_id]] @ unit[i], DECIMALS))
+            out.setdefault(s.query_id, {"alternatives": [], "distractors": []})
+            out[s.query_id]["distractors"].append(sim)
+    for j, a in enumerate(alternatives):
+        if a.query_id in canonical:
+            sim = float(np.round(unit[canonical[a.query_id]] @ alt_unit[j], DECIMALS))
+            out.setdefault(a.query_id, {"alternatives": [], "distractors": []})
+            out[a.query_id]["alternatives"].append(sim)
+    return out
+
+
+def run_benchmark(
+    items: Sequence[Item], corpus: Corpus, corpus_sha256: str, embedder: Embedder,
+    runner: SuiteRunner, cache_dir: Path | None = None, progress: Progress | None = None,
+) -> BenchmarkRun:  # fmt: skip
+    items = sorted(items, key=lambda item: item.id)
+    pool = sorted(corpus.snippets, key=lambda s: s.snippet_id)
+    position = {s.snippet_id: i for i, s in enumerate(pool)}
+    canonical = {s.query_id: position[s.snippet_id] for s in pool if s.kind == "canonical"}
+    missing = [item.id for item in items if item.id not in canonical]
+    if missing:
+        raise ValueError(f"items without a canonical in the corpus: {missing[:5]}")
+    own: dict[str, list[int]] = {}
+    for i, s in enumerate(pool):
+        if s.kind == "distractor":
+            own.setdefault(s.query_id, []).append(i)
+    started = time.perf_counter()
+    scored = rank_pool(
+        embedder, items, pool, [canonical[item.id] for item in items],
+        [own.get(item.id, []) for item in items],
+        sorted(corpus.alternatives, key=lambda s: s.snippet_id), cache_dir, progress,
+    )  # fmt: skip
+    ranking = scored.ranking
+    encode_s = time.perf_counter() - started
+
+    # Outcomes of every top-k pair: recorded ones first, the rest executed together.
+    pairs = {(item.id, int(i)) for q, item in enumerate(items) for i in ranking.indices[q]}
+    by_id = {item.id: item for item in items}
+    outcomes: dict[tuple[str, int], tuple[str, ...]] = {}
+    to_run = []
+    for query_id, i in sorted(pairs):
+        snippet, item = pool[i], by_id[query_id]
+        if snippet.query_id == query_id:
+            outcomes[query_id, i] = snippet.outcomes
+        elif not defines(snippet.code, item.entry_point):
+            outcomes[query_id, i] = ("error:NameError",) * len(item.tests)
+        else:
+            to_run.append((query_id, i))
+    results = runner.run_many([(pool[i].code, by_id[q].setup, by_id[q].tests) for q, i in to_run])
+    for key, result in zip(to_run, results):
+        outcomes[key] = result.outcomes if result.passed else (
+            result.outcomes if any(o != "pass" for o in result.outcomes) else ("error:Sandbox",)
+        )  # fmt: skip
+
+    out = {}
+    for q, item in enumerate(items):
+        hits = []
+        for rank, (i, score) in enumerate(zip(ranking.indices[q], ranking.scores[q]), 1):
+            s, o = pool[int(i)], outcomes[item.id, int(i)]
+            hits.append(Hit(rank, s.snippet_id, s.kind, s.operator, s.query_id,
+                            round(float(score), DECIMALS), all(x == "pass" for x in o)))  # fmt: skip
+        own_rows = tuple(
+            {"snippet_id": pool[i].snippet_id, "operator": pool[i].operator,
+             "score": round(score, DECIMALS),
+             "edit_lines": pool[i].edit_lines, "edit_chars": pool[i].edit_chars,
+             "kill": pool[i].kill}
+            for i, score in zip(own.get(item.id, []), ranking.watched[q])
+        )  # fmt: skip
+        out[item.id] = QueryResult(
+            item.id, item.domain, hits[0].passes, int(ranking.target_rank[q]),
+            round(float(ranking.target_score[q]), DECIMALS), tuple(hits), outcomes[item.id, int(ranking.indices[q][0])],
+            own_rows, scored.code_similarity.get(item.id, {"alternatives": [], "distractors": []}),
+        )  # fmt: skip
+    return BenchmarkRun(embedder.invocation(), corpus_sha256, len(pool), out, encode_s)
+
+
+__all__ = ["TIE_POLICY", "BenchmarkRun", "Hit", "QueryResult", "run_benchmark"]

@@ -1,0 +1,158 @@
+"""The ``execretrieval`` command: build, verify, embed, embedders (and the report commands)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from .corpus import stale_reasons
+
+
+def default_items() -> Path:
+    from .plugin import bundled_items_dir
+
+    return Path("items") if Path("items").is_dir() else bundled_items_dir()
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from .build import MUTANT_TIMEOUT_S, BuildError, build, engine, yield_report
+    from .corpus import write_corpus
+    from .execution import SuiteRunner
+    from .items import load_items
+    from .sandbox import Limits
+
+    items_dir = Path(args.items_dir or default_items())
+    if args.check:
+        reasons = stale_reasons(items_dir, engine())
+        for reason in reasons:
+            print(f"stale: {reason}")
+        print("corpus is up to date" if not reasons else
+              f"{len(reasons)} difference(s): run `execretrieval build {items_dir}`")  # fmt: skip
+        return 1 if reasons else 0
+    items, problems = load_items(items_dir)
+    if problems:
+        for problem in problems:
+            print(problem, file=sys.stderr)
+        print(f"{len(problems)} problem(s) in item files; nothing written", file=sys.stderr)
+        return 2
+    if not items:
+        print(f"no items in {items_dir}", file=sys.stderr)
+        return 2
+    cache = Path(args.cache_dir)
+    mutant_limits = Limits(timeout_s=MUTANT_TIMEOUT_S)
+    with SuiteRunner(cache_dir=cache, jobs=args.jobs) as runner, \
+            SuiteRunner(mutant_limits, cache_dir=cache, jobs=args.jobs) as mutant_runner:
+        try:
+            result = build(items, runner, mutant_runner)
+        except BuildError as exc:
+            print(exc, file=sys.stderr)
+            print("nothing written", file=sys.stderr)
+            return 1
+    meta = write_corpus(items_dir, result.corpus)
+    print(yield_report(result.yields))
+    counts = meta["counts"]
+    print(f"wrote {items_dir}/corpus.jsonl: {counts['queries']} queries, {counts['snippets']} "
+          f"snippets ({counts['distractors']} distractors), {counts['alternatives']} alternatives;"
+          f" corpus sha256 {meta['corpus_sha256'][:16]}")  # fmt: skip
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace, rest: list[str]) -> int:
+    import pytest
+
+    items_dir = Path(args.items_dir or default_items()).resolve()
+    argv = ["--execretrieval-verify", "--execretrieval-items", str(items_dir), "-p", "no:cacheprovider"]
+    if args.n is not None:
+        argv += ["-n", args.n]
+    return int(pytest.main(argv + rest))
+
+
+def cmd_embedders(args: argparse.Namespace) -> int:
+    from .embedders import EmbedderOptions, known_names, usability
+
+    options = EmbedderOptions(cache_dir=args.cache_dir)
+    for name in known_names():
+        if name.endswith(":PATH"):
+            print(f"{name:<18} usable with a path")
+            continue
+        why = usability(name, options)
+        print(f"{name:<18} {'usable' if why is None else 'not usable: ' + why}")
+    return 0
+
+
+def cmd_embed(args: argparse.Namespace) -> int:
+    from .benchmark import document_text
+    from .corpus import read_corpus
+    from .embedders import EmbedderError, EmbedderOptions, get_embedder
+    from .embedding_cache import EmbeddingCache, encode_cached, stderr_progress
+    from .embedders.npz import write_npz
+    from .build import engine
+    from .items import load_items
+
+    items_dir = Path(args.items_dir or default_items())
+    try:
+        corpus = read_corpus(items_dir, engine())
+        items, problems = load_items(items_dir)
+        embedder = get_embedder(args.embedder, EmbedderOptions(cache_dir=args.cache_dir))
+        embedder.check_usable()
+        invocation = embedder.invocation()
+        cache = EmbeddingCache(Path(args.cache_dir), invocation)
+        pool = sorted(corpus.snippets, key=lambda s: s.snippet_id)
+        docs = encode_cached(embedder, [document_text(s) for s in pool],
+                             [s.snippet_id for s in pool], "document", cache,
+                             progress=stderr_progress)  # fmt: skip
+        items = sorted(items, key=lambda i: i.id)
+        queries = encode_cached(embedder, [i.query for i in items], [i.id for i in items],
+                                "query", cache, progress=stderr_progress)  # fmt: skip
+    except Exception as exc:  # noqa: BLE001 - report any failure as one line
+        if not isinstance(exc, EmbedderError) and not str(exc):
+            raise
+        print(f"execretrieval embed: {exc}", file=sys.stderr)
+        return 2
+    write_npz(Path(args.out), invocation, {
+        "query": ([i.id for i in items], queries),
+        "document": ([s.snippet_id for s in pool], docs),
+    })  # fmt: skip
+    print(f"wrote {args.out}: {len(items)} queries, {len(pool)} snippets, dim {docs.shape[1]}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="execretrieval", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    cache = {"default": ".execretrieval_cache", "help": "cache directory"}
+
+    b = sub.add_parser("build", help="generate corpus.jsonl, alternatives.jsonl, manifest.json")
+    b.add_argument("items_dir", nargs="?")
+    b.add_argument("--check", action="store_true", help="exit 1, naming what is stale")
+    b.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    b.add_argument("--cache-dir", **cache)
+
+    v = sub.add_parser("verify", help="run the verification gates (pytest --execretrieval-verify)")
+    v.add_argument("items_dir", nargs="?")
+    v.add_argument("-n", help="pytest-xdist workers (e.g. 2 or auto)")
+
+    sub.add_parser("embedders", help="known embedder names and whether each is usable here") \
+        .add_argument("--cache-dir", **cache)  # fmt: skip
+
+    e = sub.add_parser("embed", help="write frozen embedding matrices (.npz) for npz:PATH")
+    e.add_argument("items_dir", nargs="?")
+    e.add_argument("--embedder", required=True)
+    e.add_argument("--out", required=True)
+    e.add_argument("--cache-dir", **cache)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, rest = parser().parse_known_args(argv)
+    if args.command == "verify":
+        return cmd_verify(args, rest)
+    if rest:
+        parser().error(f"unrecognized arguments: {' '.join(rest)}")
+    return {"build": cmd_build, "embedders": cmd_embedders, "embed": cmd_embed}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,199 @@
+"""The generated corpus: snippets, their JSONL files and the manifest.
+
+``corpus.jsonl`` is the retrieval pool (canonicals and distractors), ``alternatives.jsonl`` the
+equivalent implementations kept out of the pool, ``manifest.json`` the hashes that tie them to the
+item files. Everything is written byte-identically for the same items on every machine.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .items import Item, item_id, item_paths
+
+CORPUS = "corpus.jsonl"
+ALTERNATIVES = "alternatives.jsonl"
+MANIFEST = "manifest.json"
+KINDS = ("canonical", "distractor", "alternative")
+
+
+class CorpusError(Exception):
+    """The corpus is missing, stale or malformed; the message says which and how to fix it."""
+
+
+@dataclass(frozen=True)
+class Snippet:
+    snippet_id: str
+    query_id: str
+    kind: str
+    operator: str | None
+    line: int | None
+    code: str
+    diff: str
+    outcomes: tuple[str, ...] = ()  # per test of the owning query, in test order
+    failing_tests: tuple[int, ...] = ()
+    kill: str | None = None  # distractors: "assertion" | "exception" | "timeout"
+    edit_lines: int = 0
+    edit_chars: int = 0
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, row: dict) -> Snippet:
+        row = dict(row)
+        row["outcomes"] = tuple(row.get("outcomes", ()))
+        row["failing_tests"] = tuple(row.get("failing_tests", ()))
+        return cls(**row)
+
+
+@dataclass(frozen=True)
+class Corpus:
+    snippets: tuple[Snippet, ...]  # the retrieval pool, sorted by snippet_id
+    alternatives: tuple[Snippet, ...] = ()
+    engine: dict = field(default_factory=dict)
+
+    def by_query(self) -> dict[str, list[Snippet]]:
+        groups: dict[str, list[Snippet]] = {}
+        for snippet in self.snippets:
+            groups.setdefault(snippet.query_id, []).append(snippet)
+        return groups
+
+
+def sha256(data: str | bytes) -> str:
+    return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
+
+
+def unified_diff(canonical: str, code: str) -> str:
+    lines = difflib.unified_diff(
+        canonical.splitlines(keepends=True), code.splitlines(keepends=True),
+        "canonical", "snippet", n=1,
+    )  # fmt: skip
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def make_snippet(item: Item, kind: str, code: str, outcomes: tuple[str, ...], **extra) -> Snippet:
+    failing = tuple(i for i, outcome in enumerate(outcomes) if outcome != "pass")
+    return Snippet(
+        snippet_id=sha256(code), query_id=item.id, kind=kind, operator=extra.pop("operator", None),
+        line=extra.pop("line", None), code=code, diff=unified_diff(item.canonical, code),
+        outcomes=outcomes, failing_tests=failing, **extra,
+    )  # fmt: skip
+
+
+def jsonl(snippets: list[Snippet] | tuple[Snippet, ...]) -> bytes:
+    rows = sorted(snippets, key=lambda s: s.snippet_id)
+    text = "".join(json.dumps(s.to_json(), ensure_ascii=False, sort_keys=False) + "\n" for s in rows)
+    return text.encode()
+
+
+def manifest(items_dir: Path, corpus: Corpus, corpus_bytes: bytes, alt_bytes: bytes) -> dict:
+    per_domain: dict[str, Counter] = {}
+    for snippet in corpus.snippets:
+        per_domain.setdefault(snippet.query_id.partition("/")[0], Counter())[snippet.kind] += 1
+    operators = Counter(s.operator for s in corpus.snippets if s.kind == "distractor")
+    return {
+        "corpus_sha256": sha256(corpus_bytes),
+        "alternatives_sha256": sha256(alt_bytes),
+        "engine": corpus.engine,
+        "counts": {
+            "queries": sum(s.kind == "canonical" for s in corpus.snippets),
+            "snippets": len(corpus.snippets),
+            "distractors": sum(operators.values()),
+            "alternatives": len(corpus.alternatives),
+            "per_domain": {d: dict(sorted(c.items())) for d, c in sorted(per_domain.items())},
+            "per_operator": dict(sorted(operators.items())),
+        },
+        "items": {item_id(p): sha256(p.read_bytes()) for p in item_paths(items_dir)},
+    }
+
+
+def write_corpus(items_dir: Path, corpus: Corpus) -> dict:
+    """Write corpus.jsonl, alternatives.jsonl and manifest.json; returns the manifest."""
+    items_dir = Path(items_dir)
+    corpus_bytes, alt_bytes = jsonl(corpus.snippets), jsonl(corpus.alternatives)
+    meta = manifest(items_dir, corpus, corpus_bytes, alt_bytes)
+    for name, data in (
+        (CORPUS, corpus_bytes),
+        (ALTERNATIVES, alt_bytes),
+        (MANIFEST, (json.dumps(meta, indent=2, sort_keys=False) + "\n").encode()),
+    ):
+        tmp = items_dir / f".{name}.tmp"
+        tmp.write_bytes(data)
+        tmp.replace(items_dir / name)
+    return meta
+
+
+def stale_reasons(items_dir: Path, engine: dict) -> list[str]:
+    """Why the committed corpus does not match the item files and engine (empty: up to date).
+
+    Compares hashes only (no execution): every item file against the manifest, the corpus files
+    against their recorded sha256, and the engine versions that generated them.
+    """
+    items_dir = Path(items_dir)
+    try:
+        meta = json.loads((items_dir / MANIFEST).read_text())
+    except FileNotFoundError:
+        return [f"{items_dir / MANIFEST} does not exist: the corpus was never built"]
+    except (OSError, json.JSONDecodeError) as exc:
+        return [f"{items_dir / MANIFEST} is unreadable: {exc}"]
+    reasons = []
+    for name, key in ((CORPUS, "corpus_sha256"), (ALTERNATIVES, "alternatives_sha256")):
+        path = items_dir / name
+        if not path.exists():
+            reasons.append(f"{path} is missing")
+        elif sha256(path.read_bytes()) != meta.get(key):
+            reasons.append(f"{path} differs from the manifest (edited or truncated)")
+    if meta.get("engine") != engine:
+        reasons.append(f"generated by engine {meta.get('engine')}, current engine is {engine}")
+    recorded: dict = meta.get("items", {})
+    current = {item_id(p): p for p in item_paths(items_dir)}
+    for iid in sorted(set(recorded) | set(current)):
+        if iid not in current:
+            reasons.append(f"item {iid} was removed since the corpus was built")
+        elif iid not in recorded:
+            reasons.append(f"item {iid} is new: not in the corpus")
+        elif sha256(current[iid].read_bytes()) != recorded[iid]:
+            reasons.append(f"item {iid} changed since the corpus was built ({current[iid]})")
+    return reasons
+
+
+def read_snippets(path: Path) -> list[Snippet]:
+    snippets = []
+    with open(path, encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            try:
+                snippet = Snippet.from_json(json.loads(line))
+            except (json.JSONDecodeError, TypeError) as exc:
+                raise CorpusError(f"{path}:{number}: malformed corpus row: {exc}") from None
+            if snippet.kind not in KINDS or snippet.snippet_id != sha256(snippet.code):
+                raise CorpusError(f"{path}:{number}: bad kind or snippet_id does not hash its code")
+            snippets.append(snippet)
+    return snippets
+
+
+def read_corpus(items_dir: Path, engine: dict | None = None) -> Corpus:
+    """Load the committed corpus; raises :class:`CorpusError` when missing or stale."""
+    items_dir = Path(items_dir)
+    if engine is not None:
+        reasons = stale_reasons(items_dir, engine)
+        if reasons:
+            raise CorpusError(
+                f"the corpus in {items_dir} is stale; run `execretrieval build {items_dir}`:\n  "
+                + "\n  ".join(reasons)
+            )
+    meta = json.loads((items_dir / MANIFEST).read_text())
+    return Corpus(
+        snippets=tuple(read_snippets(items_dir / CORPUS)),
+        alternatives=tuple(read_snippets(items_dir / ALTERNATIVES)),
+        engine=meta.get("engine", {}),
+    )
+
+
+def corpus_sha256(items_dir: Path) -> str:
+    return json.loads((Path(items_dir) / MANIFEST).read_text())["corpus_sha256"]

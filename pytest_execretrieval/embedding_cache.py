@@ -1,0 +1,96 @@
+"""Embedding cache: vectors keyed by the full invocation, the role and sha256 of the text.
+
+Layout: ``<cache>/embeddings/<sha256(invocation)[:32]>/<role>/<shard>.npz``; each shard holds one
+encoded batch (text hashes + vectors) and is written atomically (temp file + rename) as soon as the
+batch is done, so an interrupted run resumes where it stopped. An unreadable shard is removed and
+its texts are encoded again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .embedders import Embedder, check_vectors
+
+Progress = Callable[[str, int, int, float], None]  # (role, done, total, texts per second)
+
+
+def text_key(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def invocation_key(invocation: dict) -> str:
+    return hashlib.sha256(json.dumps(invocation, sort_keys=True).encode()).hexdigest()[:32]
+
+
+class EmbeddingCache:
+    def __init__(self, root: Path, invocation: dict):
+        self.dir = Path(root) / "embeddings" / invocation_key(invocation)
+        self.invocation = invocation
+
+    def load(self, role: str) -> dict[str, np.ndarray]:
+        table: dict[str, np.ndarray] = {}
+        for shard in sorted((self.dir / role).glob("*.npz")):
+            try:
+                with np.load(shard, allow_pickle=False) as npz:
+                    keys, vectors = npz["keys"].tolist(), npz["vectors"]
+                check_vectors(vectors, len(keys), str(shard))
+            except Exception:  # any damage: forget the shard, its texts get re-encoded
+                shard.unlink(missing_ok=True)
+                continue
+            table.update(zip(keys, vectors))
+        return table
+
+    def store(self, role: str, keys: Sequence[str], vectors: np.ndarray) -> None:
+        folder = self.dir / role
+        folder.mkdir(parents=True, exist_ok=True)
+        meta = self.dir / "invocation.json"
+        if not meta.exists():
+            meta.write_text(json.dumps(self.invocation, indent=1, sort_keys=True))
+        name = hashlib.sha256("".join(keys).encode()).hexdigest()[:24]
+        tmp = folder / f".{name}.{os.getpid()}.tmp.npz"
+        np.savez(tmp, keys=np.array(list(keys), dtype=str), vectors=vectors)
+        tmp.replace(folder / f"{name}.npz")
+
+
+def stderr_progress(role: str, done: int, total: int, rate: float) -> None:
+    end = "\n" if done == total else ""
+    print(f"\r  encoding {role}s: {done}/{total} ({rate:.1f}/s)", end=end, file=sys.stderr,
+          flush=True)  # fmt: skip
+
+
+def encode_cached(
+    embedder: Embedder,
+    texts: Sequence[str],
+    ids: Sequence[str],
+    role: str,
+    cache: EmbeddingCache | None,
+    batch: int = 256,
+    progress: Progress | None = None,
+) -> np.ndarray:
+    """Vectors for ``texts`` in order, encoding only what the cache lacks, batch by batch."""
+    keys = [text_key(t) for t in texts]
+    table = cache.load(role) if cache else {}
+    missing = sorted({k: i for i, k in enumerate(keys) if k not in table}.values())
+    started = time.perf_counter()
+    for start in range(0, len(missing), batch):
+        rows = missing[start:start + batch]
+        vectors = embedder.encode([texts[i] for i in rows], role, [ids[i] for i in rows])
+        vectors = check_vectors(vectors, len(rows), f"{embedder.name} ({role} batch {start // batch})")
+        if cache:
+            cache.store(role, [keys[i] for i in rows], vectors)
+        table.update(zip((keys[i] for i in rows), vectors))
+        if progress:
+            done = start + len(rows)
+            progress(role, done, len(missing), done / max(time.perf_counter() - started, 1e-9))
+    if not keys:
+        return np.zeros((0, 0), np.float32)
+    return np.stack([table[k] for k in keys]).astype(np.float32, copy=False)

@@ -1,0 +1,69 @@
+"""Running many suites: the outcome cache in front of per-thread sandboxes.
+
+Library code (build, verification, the benchmark) asks a :class:`SuiteRunner` for results; it answers
+from the content-addressed cache or runs the suite in a sandbox, several at once with ``jobs > 1``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from .outcome_cache import OutcomeCache, cached_run
+from .sandbox import Limits, Sandbox, SuiteResult
+
+Suite = tuple[str, str, Sequence[str]]  # (code, setup, tests)
+
+
+def limits_key(limits: Limits) -> str:
+    fields = json.dumps(dataclasses.asdict(limits), sort_keys=True).encode()
+    return hashlib.sha256(fields).hexdigest()[:16]
+
+
+class SuiteRunner:
+    def __init__(self, limits: Limits = Limits(), cache_dir: Path | None = None, jobs: int = 1):
+        self.limits = limits
+        # Outcomes depend on the limits (a timeout at 1 s may pass at 5 s): one cache per limits.
+        self.cache = OutcomeCache(Path(cache_dir) / "outcomes" / limits_key(limits)) \
+            if cache_dir else None  # fmt: skip
+        self.jobs = max(1, jobs or os.cpu_count() or 1)
+        self._local = threading.local()
+        self._sandboxes: list[Sandbox] = []
+        self._lock = threading.Lock()
+
+    def _sandbox(self) -> Sandbox:
+        sandbox = getattr(self._local, "sandbox", None)
+        if sandbox is None:
+            sandbox = self._local.sandbox = Sandbox(self.limits)
+            with self._lock:
+                self._sandboxes.append(sandbox)
+        return sandbox
+
+    def run(self, code: str, setup: str, tests: Sequence[str]) -> SuiteResult:
+        return cached_run(self.cache, self._sandbox(), code, setup, list(tests))
+
+    def run_many(self, suites: Sequence[Suite]) -> list[SuiteResult]:
+        """Results in the order of ``suites``; uncached ones run ``jobs`` at a time."""
+        if self.jobs == 1 or len(suites) < 2:
+            return [self.run(*suite) for suite in suites]
+        with ThreadPoolExecutor(self.jobs) as pool:
+            return list(pool.map(lambda suite: self.run(*suite), suites))
+
+    def close(self) -> None:
+        with self._lock:
+            for sandbox in self._sandboxes:
+                sandbox.close()
+            self._sandboxes.clear()
+        self._local = threading.local()
+
+    def __enter__(self) -> SuiteRunner:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,193 @@
+"""Benchmark item files: loading, the schema gate and the AST gate.
+
+One TOML file per item, ``<items dir>/<domain>/<stem>.toml``; the item id is ``<domain>/<stem>``.
+Every problem is an :class:`ItemProblem` naming the file, the field and the reason; loading a
+directory reports all bad files in one pass instead of stopping at the first.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+REQUIRED = {"domain": str, "query": str, "entry_point": str, "canonical": str, "tests": list}
+OPTIONAL = {"setup": str, "alternatives": list}
+DOMAINS = (
+    "strings", "parsing_validation", "date_time", "bit_manipulation", "arrays_lists",
+    "sorting_searching", "data_structures", "math_number_theory", "graphs_trees",
+    "dynamic_programming",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Item:
+    id: str
+    path: Path
+    domain: str
+    query: str
+    entry_point: str
+    canonical: str
+    tests: tuple[str, ...]
+    setup: str = ""
+    alternatives: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ItemProblem:
+    path: Path
+    field: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.field}: {self.reason}"
+
+
+class ItemError(Exception):
+    """One or more problems in item files; ``str()`` lists them all, one per line."""
+
+    def __init__(self, problems: list[ItemProblem]):
+        self.problems = problems
+        super().__init__("\n".join(map(str, problems)))
+
+
+def item_id(path: Path) -> str:
+    return f"{path.parent.name}/{path.stem}"
+
+
+def item_paths(root: Path) -> list[Path]:
+    """Every item file under ``root``, sorted by item id."""
+    return sorted(Path(root).glob("*/*.toml"), key=item_id)
+
+
+def load_item(path: Path) -> Item:
+    """Parse and check one item file; raises :class:`ItemError` with every problem found."""
+    path = Path(path)
+    problems: list[ItemProblem] = []
+
+    def problem(field: str, reason: str) -> None:
+        problems.append(ItemProblem(path, field, reason))
+
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ItemError([ItemProblem(path, "<file>", f"not valid TOML: {exc}")]) from None
+
+    for key in sorted(set(data) - set(REQUIRED) - set(OPTIONAL)):
+        problem(key, "unknown key (allowed: " + ", ".join([*REQUIRED, *OPTIONAL]) + ")")
+    for key, kind in {**REQUIRED, **OPTIONAL}.items():
+        if key not in data:
+            if key in REQUIRED:
+                problem(key, "missing required field")
+        elif not isinstance(data[key], kind):
+            problem(key, f"must be a {kind.__name__}, got {type(data[key]).__name__}")
+    for key in ("tests", "alternatives"):
+        values = data.get(key)
+        if isinstance(values, list):
+            for i, value in enumerate(values):
+                if not isinstance(value, str):
+                    problem(f"{key}[{i}]", f"must be a string, got {type(value).__name__}")
+    if problems:
+        raise ItemError(problems)
+
+    if data["domain"] != path.parent.name:
+        problem("domain", f"is {data['domain']!r} but the file lies in folder {path.parent.name!r}")
+    entry_point = data["entry_point"]
+    if not entry_point.isidentifier():
+        problem("entry_point", f"{entry_point!r} is not a Python identifier")
+    if not data["query"].strip():
+        problem("query", "is empty")
+    if not data["tests"]:
+        problem("tests", "needs at least one test")
+
+    for field, code in [("canonical", data["canonical"])] + [
+        (f"alternatives[{i}]", code) for i, code in enumerate(data.get("alternatives", []))
+    ]:
+        for reason in code_problems(code, entry_point):
+            problem(field, reason)
+    for reason in code_problems(data.get("setup", ""), None):
+        problem("setup", reason)
+    for i, test in enumerate(data["tests"]):
+        reason = test_problem(test)
+        if reason:
+            problem(f"tests[{i}]", reason)
+    if problems:
+        raise ItemError(problems)
+
+    return Item(
+        id=item_id(path),
+        path=path,
+        domain=data["domain"],
+        query=data["query"].strip(),
+        entry_point=entry_point,
+        canonical=data["canonical"],
+        tests=tuple(data["tests"]),
+        setup=data.get("setup", ""),
+        alternatives=tuple(data.get("alternatives", ())),
+    )
+
+
+def load_items(root: Path) -> tuple[list[Item], list[ItemProblem]]:
+    """Load every item under ``root``: the good items and the problems of the bad files."""
+    items: list[Item] = []
+    problems: list[ItemProblem] = []
+    for path in item_paths(root):
+        try:
+            items.append(load_item(path))
+        except ItemError as exc:
+            problems.extend(exc.problems)
+    return items, problems
+
+
+def code_problems(code: str, entry_point: str | None) -> list[str]:
+    """AST gate for code: it parses, imports only the standard library and, when
+    ``entry_point`` is given, defines that function at module level."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as exc:
+        return [f"does not parse: {exc.msg} (line {exc.lineno})"]
+    reasons = [f"imports {name!r}, which is not in the standard library" for name in imports(tree)
+               if name not in sys.stdlib_module_names and name != "__future__"]  # fmt: skip
+    if entry_point is not None and entry_point not in defined_functions(tree):
+        reasons.append(f"does not define function {entry_point!r} at module level")
+    return reasons
+
+
+def test_problem(test: str) -> str | None:
+    """AST gate for one test: exactly one statement."""
+    try:
+        body = ast.parse(test).body
+    except SyntaxError as exc:
+        return f"does not parse: {exc.msg}"
+    if len(body) != 1:
+        return f"must be exactly one statement, found {len(body)}"
+    return None
+
+
+def imports(tree: ast.AST) -> list[str]:
+    """Top-level module names imported anywhere in ``tree``."""
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name.partition(".")[0] for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module.partition(".")[0])
+    return names
+
+
+def defined_functions(tree: ast.Module) -> set[str]:
+    return {
+        node.name
+        for node in tree.body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+
+
+def defines(code: str, entry_point: str) -> bool:
+    """Whether ``code`` defines ``entry_point`` at module level (False if it does not parse)."""
+    try:
+        return entry_point in defined_functions(ast.parse(code))
+    except SyntaxError:
+        return False

@@ -1,0 +1,679 @@
+"""Mutmut-style single-edit mutation operators over the standard ``ast``.
+
+An operator maps one syntax node to its mutated alternatives, each an :class:`Edit`: a character
+span of the ORIGINAL source plus replacement text. Mutants are made by splicing edits into the
+original source (never ``ast.unparse``), so formatting survives outside the edited span.
+``OPERATORS`` maps each class name to its operator functions.
+
+Core classes
+------------
+``off_by_one``
+    An ``int`` literal (not ``bool``; ``-k`` is one literal) becomes ``k + 1`` and ``k - 1``,
+    written as a literal. As the right operand of ``+``/``-`` the signed term is shifted and a
+    zero term dropped: ``n - 1`` -> ``n - 2`` / ``n``; ``n + 1`` -> ``n + 2`` / ``n``. Skips
+    literals owned by ``off_by_one_boundary``: a bound (slice lower/upper, subscript index,
+    ``range`` start/end) that is the literal itself or the ``c`` of ``e ± c``. ``range`` steps and
+    slice steps are ordinary literals.
+``wrong_operator``
+    One operator token replaced, binary or augmented (``+=`` ...): ``+ -> -``, ``- -> +``,
+    ``* -> //``, ``// -> *``, ``/ -> *``, ``% -> //``, ``** -> *``, ``& -> |``, ``| -> &``,
+    ``^ -> |``, ``<< -> >>``, ``>> -> <<``; ``and <-> or`` (each token of a chain on its own);
+    unary minus dropped, ``-x`` -> ``x`` (int literals excluded: they are ``off_by_one``'s).
+``swap_arguments``
+    Two adjacent positional arguments of a call exchanged (neither starred, texts differ); or
+    the operands of a non-commutative ``-  /  //  %  **  <<  >>`` exchanged, parenthesised by
+    precedence (``a - b - c`` -> ``c - (a - b)``).
+``remove_edge_case_check``
+    An ``if`` with no ``else``/``elif``, not itself an ``elif``, whose body's last statement is
+    ``return``/``raise``/``continue``/``break``: its lines are deleted (``pass`` at the same
+    indentation when it is the only statement of its block). Works at any nesting (loops too).
+``wrong_comparison``
+    Each operator of a (chained) comparison: ``== <-> !=``, ``< <-> >``, ``<= <-> >=``,
+    ``in <-> not in``, ``is <-> is not``.
+``off_by_one_boundary``
+    ``< <-> <=``, ``> <-> >=``; ``range`` end and start ±1 (``range(b)`` -> ``range(b + 1)``,
+    ``range(b - 1)``, ``range(1, b)``); each present slice bound ±1 (``x[:n]`` -> ``x[:n + 1]``,
+    ``x[:n - 1]``); a subscript index ±1 when it is an int literal or ``e ± c``. A bound is
+    shifted like ``off_by_one`` for literals and ``e ± c``, else `` + 1``/`` - 1`` is appended
+    (parenthesising the bound when precedence requires).
+
+Polarity fillers
+----------------
+``negate_condition``
+    Test of ``if``/``elif``/``while``/ternary: ``x`` -> ``not x`` (``not (x)`` unless ``x`` is
+    an atom, call, subscript or unary), ``not x`` -> ``x``. Constant tests are skipped.
+``swap_min_max``
+    ``min(...) <-> max(...)``; ``sorted(...)`` -> ``sorted(..., reverse=True)`` and
+    ``sorted(..., reverse=True)`` -> ``sorted(...)`` (other ``reverse=`` values are left alone).
+``complement_comparison``
+    Logical complement of an order comparison: ``< <-> >=``, ``> <-> <=``.
+
+Never touched: string/bytes literals and docstrings, anything inside an f-string, ``True``/
+``False``/``None`` (bar ``reverse=True`` above), annotations, parameter defaults, decorators.
+
+Candidate validity (:func:`generate_mutants`): the mutant compiles, defines ``entry_point`` at
+module level (``def``/``async def``/``class`` or a plain name assignment), its ``ast.dump``
+(no attributes) differs from the canonical's and every earlier candidate's, and
+``difflib.SequenceMatcher(autojunk=False).get_grouped_opcodes(0)`` over lines gives exactly one
+group (= one ``@@`` hunk of ``unified_diff(n=0)``). Sizes: ``lines_changed`` sums
+``max(removed, added)`` lines over the diff's change blocks; ``chars_changed`` sums, per edit,
+the removed plus inserted characters after trimming the prefix and suffix common to the
+span's old text and its replacement (``<`` -> ``<=`` is 1).
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import difflib
+import itertools
+import re
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace ``source[start:end]`` (character offsets) by ``replacement``."""
+
+    start: int
+    end: int
+    replacement: str
+    description: str
+    operator: str = ""
+
+
+@dataclass(frozen=True)
+class Mutant:
+    operator: str  # class name; "+"-joined sorted classes for stacked mutants
+    line: int  # 1-based line of the (first) edit in the original source
+    code: str  # full mutated source
+    description: str  # e.g. "`<` -> `<=`"
+    lines_changed: int  # sum of max(removed, added) lines over diff change blocks
+    chars_changed: int  # removed + inserted chars per edit, common prefix/suffix trimmed
+    edits: tuple[Edit, ...] = ()  # the spliced edits, sorted by start
+
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their endings, splitting on ``\\r\\n``/``\\r``/``\\n`` only (as ``ast`` does)."""
+    starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
+    return [text[a:b] for a, b in zip(starts, starts[1:] + [len(text)]) if a < b]
+
+
+class SourceContext:
+    """A parsed source: char offsets of AST positions, parent links, protected subtrees."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.tree = ast.parse(source)
+        self._line_starts = [0] + [m.end() for m in _NEWLINE.finditer(source)]
+        self._parents: dict[int, ast.AST] = {}
+        self.bounds: set[int] = set()  # ids of boundary expressions (see _bound_exprs)
+        self.nodes: list[ast.AST] = []  # unprotected nodes, pre-order
+        self._index(self.tree, protected=False)
+
+    def _index(self, node: ast.AST, protected: bool) -> None:
+        if not protected:
+            self.nodes.append(node)
+            self.bounds.update(id(b) for b in _bound_exprs(node))
+        shielded = {id(n) for n in _protected_children(node)}
+        for child in ast.iter_child_nodes(node):
+            self._parents[id(child)] = node
+            self._index(child, protected or id(child) in shielded)
+
+    def parent(self, node: ast.AST) -> ast.AST | None:
+        return self._parents.get(id(node))
+
+    def offset(self, lineno: int, col: int) -> int:
+        """Char offset of an AST (1-based line, UTF-8 byte column) position."""
+        start = self._line_starts[lineno - 1]
+        line = self.source[start : start + col]
+        if line.isascii():
+            return start + col
+        end = self._line_starts[lineno] if lineno < len(self._line_starts) else len(self.source)
+        prefix = self.source[start:end].encode("utf-8")[:col]
+        return start + len(prefix.decode("utf-8", errors="replace"))
+
+    def start(self, node: ast.AST) -> int:
+        return self.offset(node.lineno, node.col_offset)
+
+    def end(self, node: ast.AST) -> int:
+        return self.offset(node.end_lineno, node.end_col_offset)
+
+    def text(self, node: ast.AST) -> str:
+        return self.source[self.start(node) : self.end(node)]
+
+    def line_start(self, lineno: int) -> int:
+        starts = self._line_starts
+        return starts[lineno - 1] if lineno <= len(starts) else len(self.source)
+
+    def line_of(self, offset: int) -> int:
+        return bisect.bisect_right(self._line_starts, offset)
+
+    def op_span(self, lo: int, hi: int) -> tuple[int, int]:
+        """Operator token(s) in ``source[lo:hi]``, skipping blanks, parens, ``\\`` and comments."""
+        src, first, last, i = self.source, -1, -1, lo
+        while i < hi:
+            ch = src[i]
+            if ch == "#":
+                newline = src.find("\n", i, hi)
+                i = hi if newline < 0 else newline
+                continue
+            if not (ch.isspace() or ch in "()\\"):
+                first = i if first < 0 else first
+                last = i + 1
+            i += 1
+        if first < 0:
+            raise ValueError(f"no operator between offsets {lo} and {hi}")
+        return first, last
+
+    def between(self, left: ast.AST, right: ast.AST) -> tuple[int, int]:
+        return self.op_span(self.end(left), self.start(right))
+
+
+def _protected_children(node: ast.AST) -> list[ast.AST]:
+    """Children whose subtree no operator may touch."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return [*node.decorator_list, node.args, *([node.returns] if node.returns else [])]
+    if isinstance(node, ast.ClassDef):
+        return list(node.decorator_list)
+    if isinstance(node, ast.Lambda):
+        return [node.args]
+    if isinstance(node, ast.AnnAssign):
+        return [node.annotation]
+    if isinstance(node, ast.JoinedStr):
+        return list(node.values)
+    return []
+
+
+# --- shared helpers -------------------------------------------------------------------------
+
+Operator = Callable[[ast.AST, SourceContext], Iterator[Edit]]
+
+_BINOP_TEXT: dict[type[ast.operator], str] = {
+    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.MatMult: "@", ast.Div: "/",
+    ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**", ast.LShift: "<<", ast.RShift: ">>",
+    ast.BitOr: "|", ast.BitXor: "^", ast.BitAnd: "&",
+}  # fmt: skip
+_BINOP_PREC: dict[type[ast.operator], int] = {
+    ast.BitOr: 7, ast.BitXor: 8, ast.BitAnd: 9, ast.LShift: 10, ast.RShift: 10, ast.Add: 11,
+    ast.Sub: 11, ast.Mult: 12, ast.MatMult: 12, ast.Div: 12, ast.FloorDiv: 12, ast.Mod: 12,
+    ast.Pow: 14,
+}  # fmt: skip
+_UNARY_PREC, _ADD_PREC, _POW_PREC, _ATOM_PREC = 13, 11, 14, 16
+
+
+def _prec(node: ast.AST, ctx: SourceContext) -> int:
+    """Binding strength of an expression as written (higher binds tighter)."""
+    if isinstance(node, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Starred)):
+        return 0
+    if isinstance(node, (ast.Tuple, ast.GeneratorExp)):  # bare tuples/genexps need parens
+        return _ATOM_PREC if ctx.text(node).startswith("(") else 0
+    if isinstance(node, ast.Lambda):
+        return 1
+    if isinstance(node, ast.IfExp):
+        return 2
+    if isinstance(node, ast.BoolOp):
+        return 3 if isinstance(node.op, ast.Or) else 4
+    if isinstance(node, ast.UnaryOp):
+        return 5 if isinstance(node.op, ast.Not) else _UNARY_PREC
+    if isinstance(node, ast.Compare):
+        return 6
+    if isinstance(node, ast.BinOp):
+        return _BINOP_PREC[type(node.op)]
+    if isinstance(node, ast.Await):
+        return 15
+    return _ATOM_PREC
+
+
+def _operand(node: ast.AST, ctx: SourceContext, op: ast.operator, side: str) -> str:
+    """Source of ``node`` as the ``side`` operand of ``op``, parenthesised if needed."""
+    p, q = _prec(node, ctx), _BINOP_PREC[type(op)]
+    if isinstance(op, ast.Pow):  # right-associative; `a ** -b` is fine
+        needs = p <= q if side == "left" else p < _UNARY_PREC
+    else:
+        needs = p < q if side == "left" else p <= q
+    return f"({ctx.text(node)})" if needs else ctx.text(node)
+
+
+def _short(text: str, width: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _edit(
+    ctx: SourceContext, start: int, end: int, new: str, context: ast.AST | None = None
+) -> Edit:
+    """An edit described as "`old` -> `new`", quoting the ``context`` node when given."""
+    src = ctx.source
+    if context is None:
+        old, shown = src[start:end], new
+    else:
+        lo, hi = ctx.start(context), ctx.end(context)
+        old, shown = src[lo:hi], src[lo:start] + new + src[end:hi]
+    return Edit(start, end, new, f"`{_short(old)}` -> `{_short(shown)}`")
+
+
+def _int_literal(node: ast.AST) -> int | None:
+    """Value of an int literal ``k`` or ``-k`` (bools excluded), else None."""
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _int_literal(node.operand)
+        if isinstance(node.operand, ast.Constant) and inner is not None:
+            return -inner
+    return None
+
+
+def _is_term(node: ast.AST) -> bool:
+    """``e + c`` or ``e - c`` with an int literal ``c``."""
+    return (
+        isinstance(node, ast.BinOp)
+        and isinstance(node.op, (ast.Add, ast.Sub))
+        and _int_literal(node.right) is not None
+    )
+
+
+def _is_range_call(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "range"
+        and 1 <= len(node.args) <= 3
+        and not node.keywords
+        and not any(isinstance(a, ast.Starred) for a in node.args)
+    )
+
+
+def _bound_exprs(node: ast.AST) -> list[ast.expr]:
+    """Boundary expressions of a node: range start/end, slice lower/upper, subscript index."""
+    if _is_range_call(node):
+        return list(node.args[:2])
+    if isinstance(node, ast.Subscript):
+        if isinstance(node.slice, ast.Slice):
+            return [b for b in (node.slice.lower, node.slice.upper) if b is not None]
+        return [node.slice]
+    return []
+
+
+def _term_shifts(ctx: SourceContext, term: ast.BinOp) -> Iterator[Edit]:
+    """``e ± c`` shifted by +1 and -1 through ``c``; a zero term is dropped."""
+    src, right = ctx.source, term.right
+    sign = 1 if isinstance(term.op, ast.Add) else -1
+    signed = sign * (_int_literal(right) or 0)
+    op_start, op_end = ctx.between(term.left, right)
+    for delta in (1, -1):
+        value = signed + delta
+        if value == 0:
+            start = op_start
+            while src[start - 1] in " \t":
+                start -= 1
+            yield _edit(ctx, start, ctx.end(term), "", term)
+        elif (value > 0) == (sign > 0) and isinstance(right, ast.Constant):
+            yield _edit(ctx, ctx.start(right), ctx.end(right), str(abs(value)), term)
+        else:
+            new_op = "+" if value > 0 else "-"
+            spacing = src[op_end : ctx.start(right)]
+            yield _edit(ctx, op_start, ctx.end(right), f"{new_op}{spacing}{abs(value)}", term)
+
+
+def _literal_shifts(ctx: SourceContext, node: ast.AST, context: ast.AST) -> Iterator[Edit]:
+    value = _int_literal(node)
+    assert value is not None
+    parent = ctx.parent(node)
+    pow_base = isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Pow)
+    pow_base = pow_base and parent.left is node
+    for new in (value + 1, value - 1):
+        text = f"({new})" if new < 0 and pow_base else str(new)
+        yield _edit(ctx, ctx.start(node), ctx.end(node), text, context)
+
+
+def _bound_shifts(ctx: SourceContext, bound: ast.expr, context: ast.AST) -> Iterator[Edit]:
+    """A boundary expression moved by +1 and -1."""
+    if _int_literal(bound) is not None:
+        yield from _literal_shifts(ctx, bound, context)
+    elif _is_term(bound):
+        yield from _term_shifts(ctx, bound)
+    else:
+        text = ctx.text(bound)
+        text = f"({text})" if _prec(bound, ctx) < _ADD_PREC else text
+        for suffix in (" + 1", " - 1"):
+            yield _edit(ctx, ctx.start(bound), ctx.end(bound), text + suffix, context)
+
+
+def _drop_prefix_op(ctx: SourceContext, node: ast.UnaryOp) -> Edit:
+    """Delete a unary operator token (and blanks after it), keeping any parentheses."""
+    op_start, op_end = ctx.op_span(ctx.start(node), ctx.start(node.operand))
+    while ctx.source[op_end] in " \t":
+        op_end += 1
+    return _edit(ctx, op_start, op_end, "", node)
+
+
+# --- operators ----------------------------------------------------------------------------
+
+
+def _off_by_one(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
+    if _int_literal(node) is None:
+        return
+    parent = ctx.parent(node)
+    if isinstance(node, ast.Constant) and _int_literal(parent) is not None:
+        return  # the `k` of `-k`: handled as the literal `-k`
+    term = _is_term(parent) and parent.right is node
+    if id(node) in ctx.bounds or (term and id(parent) in ctx.bounds):
+        return  # owned by off_by_one_boundary
+    if term:
+        yield from _term_shifts(ctx, parent)
+    else:
+        yield from _literal_shifts(ctx, node, node)
+
+
+_WRONG_BINOP: dict[type[ast.operator], str] = {
+    ast.Add: "-", ast.Sub: "+", ast.Mult: "//", ast.FloorDiv: "*", ast.Div: "*",
+    ast.Mod: "//", ast.Pow: "*", ast.BitAnd: "|", ast.BitOr: "&", ast.BitXor: "|",
+    ast.LShift: ">>", ast.RShift: "<<",
+}  # fmt: skip
+
+
+def _wrong_binop(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
+    if isinstance(node, ast.BinOp) and type(node.op) in _WRONG_BINOP:
+        start, end = ctx.between(node.left, node.right)
+        yield _edit(ctx, start, end, _WRONG_BINOP[type(node.op)])
+    elif isinstance(node, ast.AugAssign) and type(node.op) in _WRONG_BINOP:
+        start, end = ctx.between(node.target, node.value)
+        yield _edit(ctx, start, end, _WRONG_BINOP[type(node.op)] + "=")
+
+
+def _wrong_boolop(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
+    if isinstance(node, ast.BoolOp):
+        new = "or" if isinstance(node.op, ast.And) else "and"
+        for left, right in itertools.pairwise(node.values):
+            start, end = ctx.between(left, right)
+            yield _edit(ctx, start, end, new)
+
+
+def _drop_unary_minus(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
+    unary_minus = isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)
+    if unary_minus and _int_literal(node) is None:
+        yield _drop_prefix_op(ctx, node)
+
+
+def _swap_call_args(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
+    if not isinstance(node, ast.Call):
+        return
+    for a, b in itertools.pairwise(node.args):
+        text_a, text_b = ctx.text(a), ctx.text(b)
+        if isinstance(a, ast.Starred) or isinstance(b, ast.Starred) or text_a == text_b:
+            continue
+        gap = ctx.source[ctx.end(a) : ctx.start(b)]
+        description = f"swap `{_short(text_a)}` and `{_short(text_b)}`"
+        yield Edit(ctx.start(a), ctx.end(b), text_b + gap + text_a, description)
+
+
+_NON_COMMUTATIVE = (ast.Sub, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.LShift, ast.RShift)
+
+
+def _swap_operands(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, _NON_COMMUTATIVE)):
+        return
+    text_left, text_right = ctx.text(node.left), ctx.text(node.right)
+    if text_left == text_right:
+        return
+    src = ctx.source
+    op_start, op_end = ctx.between(node.left, node.right)
+    before = op_start
+    while before > ctx.end(node.left) and src[before - 1] in " \t":
+        before -= 1
+    after = op_end
+    while after < ctx.start(node.right) and src[after] in " \t":
+        after += 1
+    new_left = _operand(node.right, ctx, node.op, "left")
+    new_right = _operand(node.left, ctx, node.op, "right")
+    swapped = new_left + src[before:after] + new_right
+    description = f"swap `{_short(text_left)}` and `{_short(text_right)}`"
+    yield Edit(ctx.start(node), ctx.end(node), swapped, description)
+
+
+_EARLY_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+
+
+def _remove_guard(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
+    if not isinstance(node, ast.If) or node.orelse or not isinstance(node.body[-1], _EARLY_EXITS):
+        return
+    parent, src = ctx.parent(node), ctx.source
+    if (
+        isinstance(parent, ast.If)
+        and parent.orelse == [node]
+        and src.startswith("elif", ctx.start(node))
+    ):
+        return
+    block = next((v for _, v in ast.iter_fields(parent) if isinstance(v, list) and node in v), None)
+    first, last = ctx.line_start(node.lineno), ctx.line_start(node.end_lineno + 1)
+    indent, tail = src[first : ctx.start(node)], src[ctx.end(node) : last]
+    if block is None or indent.strip() or (tail.strip() and not tail.strip().startswith("#")):
+        return
+    newline = _NEWLINE.search(tail)
+    replacement = indent + "pass" + (newline.group() if newline else "") if len(block) == 1 else ""
+    header = split_lines(src[ctx.start(node) : last])[0]
+    yield Edit(first, last, replacement, f"remove `{_short(header)}`")
+
+
+_CMP_TEXT: dict[type[ast.cmpop], str] = {
+    ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+    ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in",
+}  # fmt: skip
+
+
+def _comparison_operator(table: dict[type[ast.cmpop], str]) -> Operator:
+    """An operator replacing each comparison token found in ``table``."""
+
+    def operator(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
+        if not isinstance(node, ast.Compare):
+            return
+        operands = [node.left, *node.comparators]
+        for op, left, right in zip(node.ops, operands, operands[1:]):
+            if type(op) in table:
+                start, end = ctx.between(left, right)
+                yield _edit(ctx, start, end, table[type(op)])
+
+    return operator
+
+
+_WRONG_COMPARISON = {
+    ast.Eq: "!=", ast.NotEq: "==", ast.Lt: ">", ast.Gt: "<", ast.LtE: ">=", ast.GtE: "<=",
+    ast.In: "not in", ast.NotIn: "in", ast.Is: "is not", ast.IsNot: "is",
+}  # fmt: skip
+_BOUNDARY_COMPARISON = {ast.Lt: "<=", ast.LtE: "<", ast.Gt: ">=", ast.GtE: ">"}
+_COMPLEMENT_COMPARISON = {ast.Lt: ">=", ast.GtE: "<", ast.Gt: "<=", ast.LtE: ">"}
+
+
+def _shift_bounds(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
+    if _is_range_call(node):
+        args = node.args
+        for bound in args[:2]:
+            yield from _bound_shifts(ctx, bound, node)
+        if len(args) == 1:
+            yield _edit(ctx, ctx.start(args[0]), ctx.start(args[0]), "1, ", node)
+    elif isinstance(node, ast.Subscript):
+        for bound in _bound_exprs(node):
+            if bound is node.slice and _int_literal(bound) is None and not _is_term(bound):
+                continue  # a plain index such as `d[key]`
+            yield from _bound_shifts(ctx, bound, node)
+
+
+def _negate_condition(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
+    if not isinstance(node, (ast.If, ast.While, ast.IfExp)) or isinstance(node.test, ast.Constant):
+        return
+    test = node.test
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        yield _drop_prefix_op(ctx, test)
+    else:
+        text = ctx.text(test)
+        new = f"not {text}" if _prec(test, ctx) >= _UNARY_PREC else f"not ({text})"
+        yield _edit(ctx, ctx.start(test), ctx.end(test), new)
+
+
+def _swap_min_max(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
+    name = node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) else ""
+    if name in ("min", "max"):
+        new = "max" if name == "min" else "min"
+        yield _edit(ctx, ctx.start(node.func), ctx.end(node.func), new)
+
+
+def _flip_sorted(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+        return
+    if node.func.id != "sorted" or not node.args or any(k.arg is None for k in node.keywords):
+        return
+    items = sorted([*node.args, *node.keywords], key=ctx.start)
+    if ctx.end(items[-1]) == ctx.end(node):
+        return  # a bare generator argument shares the call's parentheses
+    reverse = [k for k in node.keywords if k.arg == "reverse"]
+    if not reverse:
+        at = ctx.end(items[-1])
+        yield _edit(ctx, at, at, ", reverse=True", node)
+    elif isinstance(reverse[0].value, ast.Constant) and reverse[0].value.value is True:
+        position = items.index(reverse[0])
+        if position > 0:
+            yield _edit(ctx, ctx.end(items[position - 1]), ctx.end(reverse[0]), "", node)
+
+
+OPERATORS: dict[str, tuple[Operator, ...]] = {
+    "off_by_one": (_off_by_one,),
+    "wrong_operator": (_wrong_binop, _wrong_boolop, _drop_unary_minus),
+    "swap_arguments": (_swap_call_args, _swap_operands),
+    "remove_edge_case_check": (_remove_guard,),
+    "wrong_comparison": (_comparison_operator(_WRONG_COMPARISON),),
+    "off_by_one_boundary": (_comparison_operator(_BOUNDARY_COMPARISON), _shift_bounds),
+    "negate_condition": (_negate_condition,),
+    "swap_min_max": (_swap_min_max, _flip_sorted),
+    "complement_comparison": (_comparison_operator(_COMPLEMENT_COMPARISON),),
+}
+OPERATOR_CLASSES: tuple[str, ...] = tuple(OPERATORS)
+CORE_CLASSES: tuple[str, ...] = OPERATOR_CLASSES[:6]
+
+
+# --- candidates ---------------------------------------------------------------------------
+
+
+def generate_edits(source: str) -> list[Edit]:
+    """Every raw single-edit candidate (not yet validated), ordered by position, class, text."""
+    ctx = SourceContext(source)
+    order = {name: i for i, name in enumerate(OPERATOR_CLASSES)}
+    found = [
+        replace(edit, operator=name)
+        for node in ctx.nodes
+        for name, operators in OPERATORS.items()
+        for operator in operators
+        for edit in operator(node, ctx)
+    ]
+    found.sort(key=lambda e: (e.start, order[e.operator], e.end, e.replacement))
+    unique: dict[tuple[int, int, str], Edit] = {}
+    for edit in found:  # identical splices: the earliest class keeps it
+        unique.setdefault((edit.start, edit.end, edit.replacement), edit)
+    return list(unique.values())
+
+
+def apply_edits(source: str, edits: Sequence[Edit]) -> str:
+    """Splice non-overlapping edits into ``source``."""
+    ordered = sorted(edits, key=lambda e: (e.start, e.end))
+    for a, b in itertools.pairwise(ordered):
+        if b.start < a.end or b.start == a.start:
+            raise ValueError(f"overlapping edits: {a} and {b}")
+    for edit in reversed(ordered):
+        source = source[: edit.start] + edit.replacement + source[edit.end :]
+    return source
+
+
+def edit_lines(source: str, edit: Edit) -> tuple[int, int]:
+    """First and last 1-based original lines an edit touches."""
+    return _line(source, edit.start), _line(source, max(edit.start, edit.end - 1))
+
+
+def _line(source: str, offset: int) -> int:
+    return len(_NEWLINE.findall(source, 0, offset)) + 1
+
+
+def diff_blocks(source: str, code: str) -> tuple[int, int]:
+    """(hunks, lines_changed) of the line diff with zero context."""
+    matcher = difflib.SequenceMatcher(None, split_lines(source), split_lines(code), autojunk=False)
+    groups = list(matcher.get_grouped_opcodes(0))
+    changed = sum(
+        max(i2 - i1, j2 - j1) for group in groups for tag, i1, i2, j1, j2 in group if tag != "equal"
+    )
+    return len(groups), changed
+
+
+def _chars_changed(source: str, edit: Edit) -> int:
+    old, new = source[edit.start : edit.end], edit.replacement
+    prefix = len(_common_prefix(old, new))
+    old, new = old[prefix:], new[prefix:]
+    suffix = len(_common_prefix(old[::-1], new[::-1]))
+    return len(old) + len(new) - 2 * suffix
+
+
+def _common_prefix(a: str, b: str) -> str:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return a[:n]
+
+
+def defines(tree: ast.Module, name: str) -> bool:
+    """Whether a module defines ``name`` at top level (def, class or plain assignment)."""
+    for stmt in tree.body:
+        definition = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        if definition and stmt.name == name:
+            return True
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else []
+        targets = [stmt.target] if isinstance(stmt, ast.AnnAssign) else targets
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            return True
+    return False
+
+
+def validated_dump(code: str, entry_point: str) -> str | None:
+    """``ast.dump`` of code that compiles and defines ``entry_point``, else None."""
+    try:
+        with warnings.catch_warnings():  # e.g. SyntaxWarning for `x is 1`
+            warnings.simplefilter("ignore")
+            tree = ast.parse(code)
+            compile(tree, "<mutant>", "exec")
+    except (SyntaxError, ValueError):
+        return None
+    return ast.dump(tree) if defines(tree, entry_point) else None
+
+
+def build_mutant(source: str, edits: Sequence[Edit]) -> Mutant:
+    """The (unvalidated) mutant that applies ``edits`` to ``source``."""
+    ordered = tuple(sorted(edits, key=lambda e: (e.start, e.end)))
+    code = apply_edits(source, ordered)
+    return Mutant(
+        operator="+".join(sorted(e.operator for e in ordered)),
+        line=edit_lines(source, ordered[0])[0],
+        code=code,
+        description="; ".join(e.description for e in ordered),
+        lines_changed=diff_blocks(source, code)[1],
+        chars_changed=sum(_chars_changed(source, e) for e in ordered),
+        edits=ordered,
+    )
+
+
+def generate_mutants(source: str, entry_point: str) -> list[Mutant]:
+    """Every valid single-edit mutant of ``source``, in :func:`generate_edits` order."""
+    canonical = ast.parse(source)
+    if not defines(canonical, entry_point):
+        raise ValueError(f"source does not define {entry_point!r} at module level")
+    seen = {ast.dump(canonical)}
+    mutants = []
+    for edit in generate_edits(source):
+        code = apply_edits(source, [edit])
+        dump = validated_dump(code, entry_point)
+        if dump is None or dump in seen or diff_blocks(source, code)[0] != 1:
+            continue
+        seen.add(dump)
+        mutants.append(build_mutant(source, [edit]))
+    return mutants

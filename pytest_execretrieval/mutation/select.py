@@ -1,0 +1,62 @@
+"""Choosing each item's distractors among its killed mutants.
+
+Rule (deterministic; items are processed in item-id order): repeatedly take the candidate with the
+smallest key
+    (class already chosen for this item, extra class rather than core, kill kind rank,
+     distractors of that class chosen so far in the corpus, candidate position)
+until ``limit`` are chosen or none is left. So an item first gets as many distinct operator classes
+as it can, core classes before the polarity extras, wrong-output kills before crashes and timeouts,
+the class that is rarest in the corpus so far, and finally the earliest candidate in source order.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..sandbox import SuiteResult
+from .operators import CORE_CLASSES, Mutant
+
+KILL_RANK = {"assertion": 0, "exception": 1, "timeout": 2}
+MAX_DISTRACTORS = 4
+
+
+def kill_kind(result: SuiteResult) -> str | None:
+    """How a suite killed a mutant: ``None`` if it survived, else the strongest kind of failure:
+    a wrong output (assertion) over an exception over a timeout."""
+    if result.passed:
+        return None
+    if "fail" in result.outcomes:
+        return "assertion"
+    if "timeout" in result.outcomes and not any(o.startswith("error:") for o in result.outcomes):
+        return "timeout"
+    return "exception"
+
+
+@dataclass(frozen=True)
+class Killed:
+    position: int  # index in the item's candidate order
+    mutant: Mutant
+    result: SuiteResult
+    kill: str
+
+
+def select_distractors(
+    killed: Sequence[Killed], class_totals: Counter, limit: int = MAX_DISTRACTORS
+) -> list[Killed]:
+    """Pick up to ``limit`` of ``killed``; updates ``class_totals`` with the choice."""
+    chosen: list[Killed] = []
+    left = list(killed)
+    while left and len(chosen) < limit:
+        used = Counter(k.mutant.operator for k in chosen)
+
+        def key(k: Killed) -> tuple:
+            op = k.mutant.operator
+            return (used[op], op not in CORE_CLASSES, KILL_RANK[k.kill], class_totals[op], k.position)
+
+        best = min(left, key=key)
+        left.remove(best)
+        chosen.append(best)
+        class_totals[best.mutant.operator] += 1
+    return chosen

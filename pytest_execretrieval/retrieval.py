@@ -1,0 +1,131 @@
+"""Exact top-k ranking in bounded memory.
+
+Tie rule: score descending, then pool position ascending; the pool is sorted by snippet_id, so ties
+go to the smaller snippet_id. Dense scores (cosine of L2-normalised vectors, rounded to 6 decimals) are computed in blocks
+of the pool and merged into a running top-k, so the full query x pool matrix never exists; a second
+pass over the same blocks counts, per query, the documents ranked above its target (the canonical).
+Lexical scorers (BM25) hand over blocks of whole rows instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+TIE_POLICY = "score desc, then snippet_id asc"
+# Cosine scores are rounded to this many decimals: BLAS kernels for different block shapes differ
+# in the last float32 bits (~1e-7), which would otherwise make exact ties depend on chunking.
+DECIMALS = 6
+
+
+@dataclass(frozen=True)
+class Ranking:
+    indices: np.ndarray  # (n_queries, k) pool positions, best first
+    scores: np.ndarray  # (n_queries, k)
+    target_rank: np.ndarray  # (n_queries,) 1-based rank of each query's target in the whole pool
+    target_score: np.ndarray  # (n_queries,)
+    watched: list[list[float]]  # per query, the scores of its watched positions, in order
+
+
+def normalize(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return (vectors / np.where(norms == 0, 1, norms)).astype(np.float32, copy=False)
+
+
+def merge(idx_a, score_a, idx_b, score_b, k: int):
+    """Best ``k`` of two candidate sets per row, by (score desc, position asc)."""
+    idx = np.concatenate([idx_a, idx_b], axis=1)
+    score = np.concatenate([score_a, score_b], axis=1)
+    order = np.lexsort((idx, -score), axis=1)[:, :k]
+    return np.take_along_axis(idx, order, axis=1), np.take_along_axis(score, order, axis=1)
+
+
+def block_top(block: np.ndarray, offset: int, k: int):
+    """Top ``k`` of one block, exact under the tie rule (stable sort keeps position order)."""
+    idx = np.argsort(-block, axis=1, kind="stable")[:, :k]
+    return idx + offset, np.take_along_axis(block, idx, axis=1)
+
+
+def above(block: np.ndarray, offset: int, targets: np.ndarray, target_score: np.ndarray):
+    """Per row: how many documents of this block rank strictly before the row's target."""
+    ts = target_score[:, None]
+    positions = np.arange(offset, offset + block.shape[1])[None, :]
+    return ((block > ts) | ((block == ts) & (positions < targets[:, None]))).sum(axis=1)
+
+
+class Watch:
+    """Scores of chosen (query, position) pairs, read from the same blocks as the ranking so that
+    they compare exactly with the ranked scores."""
+
+    def __init__(self, watch: Sequence[Sequence[int]] | None, n: int):
+        watch = watch or [[] for _ in range(n)]
+        self.shape = [len(w) for w in watch]
+        self.rows = np.repeat(np.arange(n), self.shape).astype(np.int64)
+        self.cols = np.concatenate([np.asarray(w, np.int64) for w in watch] or [np.zeros(0)])
+        self.cols = self.cols.astype(np.int64)
+        self.scores = np.full(len(self.cols), np.nan, dtype=np.float32)
+
+    def see(self, block: np.ndarray, offset: int, row_offset: int = 0) -> None:
+        rows = self.rows - row_offset
+        inside = (rows >= 0) & (rows < block.shape[0])
+        inside &= (self.cols >= offset) & (self.cols < offset + block.shape[1])
+        self.scores[inside] = block[rows[inside], self.cols[inside] - offset]
+
+    def result(self) -> list[list[float]]:
+        if np.isnan(self.scores).any():
+            raise ValueError("a watched position lies outside the pool")
+        bounds = np.cumsum([0, *self.shape])
+        return [self.scores[a:b].tolist() for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def rank_dense(
+    queries: np.ndarray, documents: np.ndarray, targets: Sequence[int], k: int = 10,
+    chunk: int = 65536, watch: Sequence[Sequence[int]] | None = None,
+) -> Ranking:  # fmt: skip
+    q = normalize(np.asarray(queries, dtype=np.float32))
+    targets = np.asarray(targets, dtype=np.int64)
+    n = len(q)
+
+    def blocks() -> Iterator[tuple[int, np.ndarray]]:
+        for start in range(0, len(documents), chunk):
+            block = q @ normalize(np.asarray(documents[start:start + chunk], np.float32)).T
+            yield start, np.round(block, DECIMALS)
+
+    best_idx, best_score = np.zeros((n, 0), np.int64), np.zeros((n, 0), np.float32)
+    target_score = np.full(n, np.nan, dtype=np.float32)
+    watched = Watch(watch, n)
+    for offset, block in blocks():
+        inside = (targets >= offset) & (targets < offset + block.shape[1])
+        target_score[inside] = block[inside, targets[inside] - offset]
+        watched.see(block, offset)
+        best_idx, best_score = merge(best_idx, best_score, *block_top(block, offset, k), k)
+    if np.isnan(target_score).any():
+        raise ValueError("a target position lies outside the pool")
+    rank = np.ones(n, dtype=np.int64)
+    for offset, block in blocks():
+        rank += above(block, offset, targets, target_score)
+    return Ranking(best_idx, best_score, rank, target_score, watched.result())
+
+
+def rank_rows(
+    row_blocks: Iterable[np.ndarray], targets: Sequence[int], k: int = 10,
+    watch: Sequence[Sequence[int]] | None = None,
+) -> Ranking:  # fmt: skip
+    """Rank from blocks of complete score rows (consecutive queries, every pool column)."""
+    targets = np.asarray(targets, dtype=np.int64)
+    watched = Watch(watch, len(targets))
+    parts = []
+    start = 0
+    for block in row_blocks:
+        t = targets[start:start + len(block)]
+        ts = block[np.arange(len(block)), t].astype(np.float32)
+        watched.see(block, 0, row_offset=start)
+        idx, score = block_top(block, 0, k)
+        parts.append((idx, score, 1 + above(block, 0, t, ts), ts))
+        start += len(block)
+    if start != len(targets):
+        raise ValueError(f"scorer returned {start} rows for {len(targets)} queries")
+    return Ranking(*(np.concatenate(p) for p in zip(*parts)), watched.result())
+

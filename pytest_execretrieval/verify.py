@@ -1,0 +1,81 @@
+"""Verification gates that need execution: every snippet behaves as its kind claims, and no two
+items are the same function under one name.
+
+Gate 3 (execution): canonicals and alternatives pass every test of their item; every distractor
+fails at least one. Gate 5 (name collision): items sharing an entry-point name run each other's
+canonical against their own tests; a canonical passing another item's suite is reported.
+Outcomes recorded in the corpus are never trusted here: everything is executed.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .corpus import Corpus, Snippet
+from .execution import SuiteRunner
+from .items import Item
+from .sandbox import SuiteResult
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str  # e.g. "canonical", "alternative[0]", "distractor[off_by_one@L4]"
+    item: Item
+    code: str
+    must_pass: bool
+    snippet: Snippet | None = None
+
+
+def cases(items: Sequence[Item], corpus: Corpus | None) -> list[Case]:
+    """All per-snippet checks, grouped by item in item-id order."""
+    distractors: dict[str, list[Snippet]] = defaultdict(list)
+    for snippet in corpus.snippets if corpus else ():
+        if snippet.kind == "distractor":
+            distractors[snippet.query_id].append(snippet)
+    out = []
+    for item in sorted(items, key=lambda i: i.id):
+        out.append(Case("canonical", item, item.canonical, True))
+        out += [Case(f"alternative[{i}]", item, code, True)
+                for i, code in enumerate(item.alternatives)]  # fmt: skip
+        for s in sorted(distractors.get(item.id, []), key=lambda s: (s.line or 0, s.snippet_id)):
+            out.append(Case(f"distractor[{s.operator}@L{s.line}:{s.snippet_id[:8]}]",
+                            item, s.code, False, s))  # fmt: skip
+    return out
+
+
+def check(case: Case, result: SuiteResult) -> str | None:
+    """``None`` when the case holds, else a readable explanation."""
+    if case.must_pass and not result.passed:
+        failing = [f"  {case.item.tests[i]}\n      -> {o}"
+                   for i, o in enumerate(result.outcomes) if o != "pass"]  # fmt: skip
+        why = f" ({result.detail})" if result.detail else ""
+        return (f"{case.item.id}: {case.name} must pass every test but does not{why}:\n"
+                + "\n".join(failing))  # fmt: skip
+    if not case.must_pass and result.passed:
+        diff = case.snippet.diff if case.snippet else ""
+        return (f"{case.item.id}: {case.name} passes every test, so it is not a distractor "
+                f"(an equivalent mutant or weak tests):\n{diff}")  # fmt: skip
+    return None
+
+
+def name_collisions(items: Sequence[Item], runner: SuiteRunner) -> list[str]:
+    """Gate 5: reports for each canonical that passes the suite of another item of the same name."""
+    by_name: dict[str, list[Item]] = defaultdict(list)
+    for item in items:
+        by_name[item.entry_point].append(item)
+    pairs = [(a, b) for group in by_name.values() if len(group) > 1
+             for a in group for b in group if a is not b]  # fmt: skip
+    pairs.sort(key=lambda p: (p[0].id, p[1].id))
+    results = runner.run_many([(a.canonical, b.setup, b.tests) for a, b in pairs])
+    return [f"{a.id}'s canonical passes every test of {b.id} (both define {a.entry_point!r}): "
+            "the two items are the same function" for (a, b), r in zip(pairs, results)
+            if r.passed]  # fmt: skip
+
+
+def shared_names(items: Sequence[Item]) -> dict[str, list[str]]:
+    by_name: dict[str, list[str]] = defaultdict(list)
+    for item in items:
+        by_name[item.entry_point].append(item.id)
+    return {name: sorted(ids) for name, ids in sorted(by_name.items()) if len(ids) > 1}

@@ -1,0 +1,108 @@
+"""Schema and AST gates of item files: each kind of malformed item gives a precise error."""
+
+from __future__ import annotations
+
+import string
+from pathlib import Path
+
+import pytest
+import tomli_w
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_execretrieval.items import ItemError, load_item, load_items
+
+GOOD = {
+    "domain": "strings",
+    "query": "Reverse the order of words in a sentence.",
+    "entry_point": "reverse_words",
+    "canonical": "def reverse_words(s):\n    return ' '.join(reversed(s.split()))\n",
+    "tests": ["assert reverse_words('a b') == 'b a'", "assert reverse_words('') == ''"],
+}
+
+
+def write(tmp_path: Path, data: dict, domain: str = "strings", stem: str = "reverse") -> Path:
+    path = tmp_path / domain / f"{stem}.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(tomli_w.dumps(data))
+    return path
+
+
+def problems(tmp_path: Path, **changes) -> list[str]:
+    data = {k: v for k, v in {**GOOD, **changes}.items() if v is not None}
+    with pytest.raises(ItemError) as excinfo:
+        load_item(write(tmp_path, data))
+    return [f"{p.field}: {p.reason}" for p in excinfo.value.problems]
+
+
+def test_good_item_loads(tmp_path):
+    item = load_item(write(tmp_path, {**GOOD, "setup": "import math", "alternatives": [
+        "def reverse_words(s):\n    return ' '.join(s.split()[::-1])\n"]}))  # fmt: skip
+    assert item.id == "strings/reverse"
+    assert item.tests == tuple(GOOD["tests"])
+    assert item.setup == "import math" and len(item.alternatives) == 1
+
+
+@pytest.mark.parametrize(
+    "changes, expected",
+    [
+        ({"extra": 1}, "extra: unknown key"),
+        ({"query": None}, "query: missing required field"),
+        ({"tests": "assert True"}, "tests: must be a list, got str"),
+        ({"tests": [1]}, "tests[0]: must be a string, got int"),
+        ({"domain": "arrays_lists"}, "domain: is 'arrays_lists' but the file lies in folder"),
+        ({"canonical": "def reverse_words(s:\n"}, "canonical: does not parse"),
+        ({"canonical": "def other(s):\n    return s\n"}, "canonical: does not define function"),
+        ({"canonical": "def f():\n    def reverse_words(s):\n        return s\n"},
+         "canonical: does not define function 'reverse_words' at module level"),
+        ({"canonical": "import numpy\ndef reverse_words(s):\n    return s\n"},
+         "canonical: imports 'numpy', which is not in the standard library"),
+        ({"alternatives": ["def nope(): pass"]}, "alternatives[0]: does not define function"),
+        ({"tests": ["assert 1\nassert 2"]}, "tests[0]: must be exactly one statement, found 2"),
+        ({"tests": ["assert ("]}, "tests[0]: does not parse"),
+        ({"tests": []}, "tests: needs at least one test"),
+        ({"setup": "import requests"}, "setup: imports 'requests'"),
+        ({"entry_point": "not valid"}, "entry_point: 'not valid' is not a Python identifier"),
+    ],
+)  # fmt: skip
+def test_each_malformation_is_named(tmp_path, changes, expected):
+    found = problems(tmp_path, **changes)
+    assert any(p.startswith(expected) for p in found), found
+
+
+def test_invalid_toml_names_the_file(tmp_path):
+    path = tmp_path / "strings" / "bad.toml"
+    path.parent.mkdir()
+    path.write_text("query = ")
+    with pytest.raises(ItemError, match=r"bad\.toml: <file>: not valid TOML"):
+        load_item(path)
+
+
+def test_all_bad_files_reported_in_one_pass(tmp_path):
+    write(tmp_path, GOOD, stem="good")
+    write(tmp_path, {**GOOD, "extra": 1}, stem="bad1")
+    write(tmp_path, {**GOOD, "domain": "x"}, stem="bad2")
+    items, found = load_items(tmp_path)
+    assert [i.id for i in items] == ["strings/good"]
+    assert sorted(p.path.stem for p in found) == ["bad1", "bad2"]
+    assert all(str(p).startswith(str(p.path)) for p in found)
+
+
+names = st.text(string.ascii_lowercase, min_size=1, max_size=8).map(lambda s: f"f_{s}")
+texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+
+
+@settings(max_examples=40, deadline=None)
+@given(name=names, query=texts.filter(str.strip), value=st.integers(-10**6, 10**6),
+       with_alt=st.booleans())  # fmt: skip
+def test_any_generated_item_round_trips(tmp_path_factory, name, query, value, with_alt):
+    code = f"def {name}(x):\n    return x + {value!r}\n"
+    data = {"domain": "math_number_theory", "query": query, "entry_point": name,
+            "canonical": code, "tests": [f"assert {name}(0) == {value!r}"]}  # fmt: skip
+    if with_alt:
+        data["alternatives"] = [f"def {name}(x):\n    return {value!r} + x\n"]
+    root = tmp_path_factory.mktemp("items")
+    item = load_item(write(root, data, "math_number_theory", name))
+    assert (item.query, item.entry_point, item.canonical) == (query.strip(), name, code)
+    assert item.tests == tuple(data["tests"])
+    assert item.alternatives == tuple(data.get("alternatives", ()))

@@ -1,0 +1,599 @@
+"""Behaviour of the fork-server sandbox: outcomes, proven completion, limits and guards."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_execretrieval.sandbox import (
+    Limits,
+    Sandbox,
+    SandboxError,
+    SuiteResult,
+    run_suite,
+)
+
+TIMEOUT = 1.0
+F = "def f(x):\n    return 10 // x\n"
+
+
+@pytest.fixture(scope="module")
+def sb():
+    with Sandbox(Limits(timeout_s=TIMEOUT)) as sandbox:
+        yield sandbox
+
+
+@pytest.fixture(scope="module")
+def unguarded():
+    """Audit hook off: exercises the supervisor's own checks against real child processes."""
+    with Sandbox(Limits(timeout_s=TIMEOUT), _guard=False) as sandbox:
+        yield sandbox
+
+
+@pytest.fixture(scope="module")
+def tight():
+    limits = Limits(timeout_s=TIMEOUT, file_size_bytes=1024**2, output_bytes=100)
+    with Sandbox(limits) as sandbox:
+        yield sandbox
+
+
+def assert_not_passed(result: SuiteResult) -> None:
+    assert not result.passed, result
+    assert result.detail or any(o != "pass" for o in result.outcomes), result
+
+
+# --- basic outcomes ---------------------------------------------------------------------------
+
+
+def test_all_pass(sb):
+    r = sb.run(F, "", ["assert f(1) == 10", "assert f(5) == 2"])
+    assert r == SuiteResult(("pass", "pass"), True, "", "")
+
+
+def test_assertion_failure(sb):
+    r = sb.run(F, "", ["assert f(1) == 10", "assert f(1) == 11"])
+    assert r.outcomes == ("pass", "fail")
+    assert not r.passed
+    assert r.detail == ""
+
+
+def test_exception_in_test(sb):
+    r = sb.run(F, "", ["assert f(0) == 1", "assert f(2) == 5"])
+    assert r.outcomes == ("error:ZeroDivisionError", "pass")
+    assert not r.passed
+
+
+def test_module_level_exception_marks_every_test(sb):
+    r = sb.run("x = 1 / 0\n" + F, "", ["assert f(1) == 10", "assert True"])
+    assert r.outcomes == ("error:ZeroDivisionError",) * 2
+    assert not r.passed
+    assert "ZeroDivisionError" in r.detail
+
+
+def test_setup_runs_before_code_in_same_namespace(sb):
+    r = sb.run("def g():\n    return sqrt(16)\n", "from math import sqrt", ["assert g() == 4"])
+    assert r.passed, r
+
+
+def test_syntax_errors(sb):
+    assert sb.run("def f(:\n", "", ["assert 1"]).outcomes == ("error:SyntaxError",)
+    r = sb.run(F, "", ["assert f(1) ==", "assert f(1) == 10"])
+    assert r.outcomes == ("error:SyntaxError", "pass")
+
+
+def test_each_test_gets_a_fresh_namespace_copy(sb):
+    r = sb.run("x = 1", "", ["x = 2\nassert x == 2", "assert x == 1", "del x", "assert x == 1"])
+    assert r.passed, r
+
+
+def test_output_is_captured(sb):
+    r = sb.run("import sys\nprint('hello')\nprint('oops', file=sys.stderr)", "", ["assert 1"])
+    assert r.passed
+    assert "hello" in r.output and "oops" in r.output
+
+
+def test_output_is_truncated_and_large_output_does_not_block(tight):
+    r = tight.run("print('x' * 1_000_000)", "", ["assert 1"])
+    assert r.passed, r
+    assert len(r.output.encode()) <= 100
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.sampled_from(["pass", "fail", "error:KeyError", "error:SystemExit"]),
+                min_size=1, max_size=6))
+def test_outcomes_follow_tests(sb, kinds):
+    source = {
+        "pass": "assert True",
+        "fail": "assert False",
+        "error:KeyError": "{}[1]",
+        "error:SystemExit": "raise SystemExit(0)",
+    }
+    r = sb.run("", "", [source[k] for k in kinds])
+    assert r.outcomes == tuple(kinds)
+    assert r.passed == all(k == "pass" for k in kinds)
+
+
+# --- timeouts ---------------------------------------------------------------------------------
+
+
+def test_timeout_marks_running_and_remaining_tests(sb):
+    code = F + "def spin():\n    while True:\n        pass\n"
+    start = time.monotonic()
+    r = sb.run(code, "", ["assert f(1) == 10", "spin()", "assert f(1) == 10"])
+    assert time.monotonic() - start < TIMEOUT + 2
+    assert r.outcomes == ("pass", "timeout", "timeout")
+    assert not r.passed
+    assert r.detail.startswith(f"timed out after {TIMEOUT} s during test 2")
+
+
+def test_timeout_ignores_sigterm_and_sigint(sb):
+    code = (
+        "import signal\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "while True:\n    pass\n"
+    )
+    start = time.monotonic()
+    r = sb.run(code, "", ["assert 1", "assert 1"])
+    assert time.monotonic() - start < TIMEOUT + 2
+    assert r.outcomes == ("timeout", "timeout")
+    assert "setup/module code" in r.detail
+    # the server is still healthy afterwards
+    assert sb.run(F, "", ["assert f(1) == 10"]).passed
+
+
+# --- early exits: exit status never means pass ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("code", "tests", "outcomes"),
+    [
+        ("import sys\ndef f():\n    sys.exit(0)", ["f()", "assert 1"], ("error:SystemExit", "pass")),
+        ("import sys\nsys.exit(0)", ["assert 1", "assert 1"], ("error:SystemExit",) * 2),
+        ("def f():\n    raise SystemExit", ["f()"], ("error:SystemExit",)),
+        ("def f():\n    raise KeyboardInterrupt", ["f()"], ("error:KeyboardInterrupt",)),
+        ("def f():\n    raise GeneratorExit", ["f()"], ("error:GeneratorExit",)),
+    ],
+)
+def test_exit_exceptions_are_errors(sb, code, tests, outcomes):
+    r = sb.run(code, "", tests)
+    assert r.outcomes == outcomes
+    assert not r.passed
+
+
+def test_os_exit_mid_suite(sb):
+    r = sb.run("import os", "", ["assert 1", "os._exit(0)", "assert 1"])
+    assert r.outcomes == ("pass", "error:EarlyExit", "error:EarlyExit")
+    assert not r.passed
+    assert "exited early (status 0) after 1 of 3 tests" in r.detail
+
+
+def test_os_exit_at_module_level(sb):
+    r = sb.run("import os\nos._exit(0)", "", ["assert 1"])
+    assert r.outcomes == ("error:EarlyExit",)
+    assert not r.passed
+
+
+def test_os_exit_after_last_test_is_not_a_pass(sb):
+    r = sb.run("import os", "", ["assert 1", "import atexit\nos._exit(0)"])
+    assert_not_passed(r)
+
+
+def test_crash_by_signal(sb):
+    r = sb.run("import os, signal", "", ["assert 1", "os.kill(os.getpid(), signal.SIGSEGV)"])
+    assert r.outcomes == ("pass", "error:EarlyExit")
+    assert "SIGSEGV" in r.detail
+
+
+def test_closing_fd_1_is_contained(sb):
+    r = sb.run("import os\nos.close(1)\ndef f():\n    print('x')\n    return 1", "", ["f()"])
+    assert r.outcomes == ("error:OSError",)
+    assert not r.passed
+
+
+def test_closing_sys_stdout(sb):
+    r = sb.run("import sys\nsys.stdout.close()", "", ["assert 1"])
+    assert r.passed, r  # the runner survives a closed stdout and still proves completion
+    r = sb.run("import sys\nsys.stdout.close()", "", ["print('x')"])
+    assert r.outcomes == ("error:ValueError",)
+
+
+@pytest.mark.parametrize("where", ["module", "test"])
+def test_closing_the_result_fd(sb, where):
+    close = "import os\nos.closerange(3, 1024)\n"
+    if where == "module":
+        r = sb.run(close, "", ["assert 1", "assert 1"])
+    else:
+        r = sb.run("", "", ["assert 1", close, "assert 1"])
+    assert_not_passed(r)
+    assert "error:EarlyExit" in r.outcomes
+
+
+def test_forged_records_without_nonce_do_not_pass(sb):
+    code = (
+        "import os\n"
+        "def f():\n"
+        "    p = os.getpid()\n"
+        "    os.write(3, f'T {p} 0 pass\\nD {p} 1 0123456789abcdef\\n'.encode())\n"
+        "    os._exit(0)\n"
+    )
+    assert_not_passed(sb.run(code, "", ["f()"]))
+
+
+# --- child processes --------------------------------------------------------------------------
+
+
+def test_fork_is_blocked(sb):
+    r = sb.run("import os\ndef f():\n    return os.fork()", "", ["assert f() >= 0"])
+    assert r.outcomes == ("error:SandboxViolation",)
+    assert "blocked os.fork" in r.detail
+
+
+@pytest.mark.parametrize(
+    "stmt",
+    [
+        "import subprocess\nsubprocess.run(['touch', MARK])",
+        "os.system('touch ' + MARK)",
+        "os.popen('touch ' + MARK).read()",
+        "os.posix_spawn('/usr/bin/touch', ['touch', MARK], {})",
+        "os.execv('/usr/bin/touch', ['touch', MARK])",
+        "import pty\npty.fork()",
+        "import multiprocessing\nmultiprocessing.Process(target=print).start()",
+        "import multiprocessing as mp\nmp.get_context('spawn').Process(target=print).start()",
+        "import subprocess\nsubprocess._fork_exec(*[None] * 23)",
+        "import asyncio\nasyncio.run(asyncio.create_subprocess_exec('touch', MARK))",
+        "os.kill(os.getppid(), 9)",
+        "os.killpg(os.getpgid(os.getppid()), 9)",
+        "import resource\nresource.setrlimit(resource.RLIMIT_AS, (-1, -1))",
+    ],
+)
+def test_process_creation_and_signals_are_blocked(sb, tmp_path, stmt):
+    mark = tmp_path / "mark"
+    r = sb.run(f"import os\nMARK = {str(mark)!r}", "", [stmt, "assert 1"])
+    assert r.outcomes[1] == "pass" and not r.passed, r
+    if r.outcomes[0] == "error:SandboxViolation":
+        assert "blocked" in r.detail
+    else:  # multiprocessing's spawn needs the unaudited _posixsubprocess module
+        assert r.outcomes[0] == "error:SandboxImportViolation", r
+    assert not mark.exists()
+    assert sb.run(F, "", ["assert f(1) == 10"]).passed  # server alive
+
+
+@pytest.mark.parametrize(
+    "stmt",
+    [
+        "import ctypes; ctypes.CDLL(None).fork()",
+        "import _posixsubprocess",
+        "import sys; del sys.modules['subprocess']; import subprocess",
+    ],
+)
+def test_dangerous_imports_fail_as_import_errors(sb, stmt):
+    r = sb.run("", "", [f"try:\n    {stmt}\nexcept ImportError:\n    pass\nelse:\n    1 / 0"])
+    assert r.passed, r
+
+
+def test_common_libraries_still_work(sb):
+    code = "import asyncio, uuid, sqlite3\nasync def g():\n    return 3\n"
+    tests = [
+        "assert asyncio.run(g()) == 3",
+        "assert uuid.uuid4() != uuid.uuid4()",
+        "assert sqlite3.connect(':memory:').execute('select 2').fetchone() == (2,)",
+        (
+            "from concurrent.futures import ThreadPoolExecutor\n"
+            "with ThreadPoolExecutor(2) as ex:\n    assert list(ex.map(abs, [-1, 2])) == [1, 2]"
+        ),
+    ]
+    r = sb.run(code, "", tests)
+    assert r == SuiteResult(("pass",) * 4, True, "", ""), r
+
+
+def test_left_child_processes_are_detected_and_killed(unguarded, tmp_path):
+    mark = tmp_path / "alive"
+    code = (
+        "import os, time\n"
+        "def f():\n"
+        "    if os.fork() == 0:\n"
+        "        time.sleep(0.5)\n"
+        f"        open({str(mark)!r}, 'w').close()\n"
+        "        os._exit(0)\n"
+        "    return 1\n"
+    )
+    r = unguarded.run(code, "", ["assert f() == 1"])
+    assert r.outcomes == ("pass",)
+    assert not r.passed
+    assert "left child processes" in r.detail
+    time.sleep(0.8)
+    assert not mark.exists()  # the grandchild was SIGKILLed with its process group
+
+
+def test_forked_child_finishing_the_suite_is_not_a_pass(unguarded):
+    code = "import os\ndef f():\n    if os.fork() != 0:\n        os._exit(0)\n    return 1\n"
+    r = unguarded.run(code, "", ["assert f() == 1", "assert 1"])
+    assert_not_passed(r)
+
+
+def test_escaped_child_holding_pipes_is_detected(unguarded):
+    code = (
+        "import os, time\n"
+        "def f():\n"
+        "    if os.fork() == 0:\n"
+        "        os.setsid()\n"
+        "        time.sleep(0.3)\n"
+        "        os._exit(0)\n"
+        "    return 1\n"
+    )
+    r = unguarded.run(code, "", ["assert f() == 1"])
+    assert not r.passed
+    assert "left child processes" in r.detail
+
+
+# --- the raises helper ------------------------------------------------------------------------
+
+
+def test_raises_semantics(sb):
+    tests = [
+        "assert raises(ValueError, int, 'x')",
+        "assert not raises(ValueError, int, '1')",
+        "assert not raises(KeyError, int, 'x')",
+        "assert raises(LookupError, {}.__getitem__, 1)",
+        "assert raises((KeyError, ValueError), int, 'x')",
+        "import sys\nassert raises(SystemExit, sys.exit, 3)",
+        "import sys\nassert not raises(ValueError, sys.exit, 3)",
+        "def ki():\n    raise KeyboardInterrupt\nassert not raises(ValueError, ki)",
+        "assert not raises(ValueError, 'not callable')",
+        "assert not raises('not a type', int, 'x')",
+        (
+            "def g(a, *, b):\n    if a != b:\n        raise ValueError\n"
+            "assert raises(ValueError, g, 1, b=2) and not raises(ValueError, g, 1, b=1)"
+        ),
+    ]
+    r = sb.run("", "", tests)
+    assert r.outcomes == ("pass",) * len(tests), r
+
+
+def test_snippet_cannot_redefine_raises(sb):
+    code = "def raises(*args, **kwargs):\n    return True\ndef f(x):\n    return x\n"
+    r = sb.run(code, "", ["assert raises(ValueError, f, 1)"])
+    assert r.outcomes == ("fail",)
+
+
+# --- resource limits --------------------------------------------------------------------------
+
+
+def test_memory_limit(sb):
+    r = sb.run("", "", ["x = bytearray(4 * 1024**3)\nassert len(x) > 0"])
+    assert r.outcomes == ("error:MemoryError",)
+    assert not r.passed
+
+
+def test_file_size_limit(tight):
+    r = tight.run("", "", ["with open('big', 'wb') as fh:\n    fh.write(b'x' * 2 * 1024**2)"])
+    assert r.outcomes == ("error:OSError",)
+
+
+# --- filesystem -------------------------------------------------------------------------------
+
+
+def test_writes_inside_the_temp_dir_work(sb):
+    tests = [
+        "open('a.txt', 'w').write('hi')\nassert open('a.txt').read() == 'hi'",
+        "import os\nos.mkdir('d')\nos.rename('a.txt', 'd/b.txt')\nos.remove('d/b.txt')",
+        "import shutil, tempfile\nd = tempfile.mkdtemp()\nshutil.rmtree(d)",
+        "import os\nwith open(os.devnull, 'w') as fh:\n    fh.write('x')",
+    ]
+    r = sb.run("", "", tests)
+    assert r.passed, r
+
+
+def test_writes_outside_the_temp_dir_are_blocked(sb, tmp_path):
+    outside = f"/tmp/x_outside_{uuid.uuid4().hex}"
+    home = os.path.expanduser(f"~/x_outside_{uuid.uuid4().hex}")
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    tests = [
+        f"open({outside!r}, 'w')",
+        f"import os\nopen(os.path.expanduser({'~/' + os.path.basename(home)!r}), 'w')",
+        f"import os\nos.open({outside!r}, os.O_WRONLY | os.O_CREAT)",
+        f"open({str(victim)!r}, 'a')",
+        f"import os\nos.remove({str(victim)!r})",
+        f"import os\nos.rename({str(victim)!r}, 'stolen')",
+        f"import os\nos.truncate({str(victim)!r}, 0)",
+        f"import os\nos.chmod({str(victim)!r}, 0)",
+        f"import os\nos.symlink({str(tmp_path)!r}, 'lnk')\nopen('lnk/new', 'w')",
+        f"import shutil\nshutil.copyfile('/etc/hostname', {outside!r})",
+        f"import sqlite3\nsqlite3.connect({outside!r})",
+    ]
+    r = sb.run("", "", tests)
+    assert all(o == "error:SandboxViolation" for o in r.outcomes), r
+    assert not os.path.exists(outside)
+    assert not os.path.exists(home)
+    assert not (tmp_path / "new").exists()
+    assert victim.read_text() == "keep"
+    assert (victim.stat().st_mode & 0o777) != 0
+
+
+def test_other_processes_proc_entries_are_unreadable(sb):
+    tests = [
+        f"open('/proc/{os.getpid()}/environ', 'rb').read()",
+        "import os\nopen(f'/proc/{os.getppid()}/environ', 'rb').read()",
+    ]
+    r = sb.run("", "", tests + ["assert open('/proc/self/status').read()"])
+    assert r.outcomes == ("error:SandboxViolation",) * 2 + ("pass",), r
+
+
+def test_temp_dir_is_fresh_and_removed(sb):
+    code = "import os\nprint(os.getcwd())\nassert os.listdir('.') == []\nopen('junk', 'w')"
+    first = sb.run(code, "", ["import os\nassert os.path.exists('junk')"])
+    second = sb.run(code, "", ["assert 1"])
+    assert first.passed and second.passed, (first, second)
+    cwd1, cwd2 = first.output.strip(), second.output.strip()
+    assert cwd1 != cwd2
+    assert "execretrieval-" in cwd1
+    assert not os.path.exists(cwd1) and not os.path.exists(cwd2)
+
+
+def test_tempfile_uses_the_temp_dir(sb):
+    r = sb.run("import os, tempfile", "", ["assert tempfile.gettempdir() == os.getcwd()"])
+    assert r.passed, r
+
+
+# --- environment and stdin --------------------------------------------------------------------
+
+
+def test_environment_is_scrubbed(monkeypatch):
+    secret = "secret-" + uuid.uuid4().hex
+    for name in ("GEMINI_API_KEY", "OPENAI_API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, secret)
+    tests = [
+        "import os\nassert 'GEMINI_API_KEY' not in os.environ",
+        "import os\nassert not [k for k in os.environ if 'TOKEN' in k or k.startswith('AWS_')]",
+        f"import os\nassert not any({secret!r} in k + v for k, v in os.environ.items())",
+        f"import os\nassert {secret!r}.encode() not in b''.join(os.environb.values())",
+    ]
+    with Sandbox(Limits(timeout_s=TIMEOUT)) as sandbox:
+        r = sandbox.run("", "", tests)
+    assert r.passed, r
+
+
+def test_stdin_is_empty(sb):
+    tests = [
+        "import sys\nassert sys.stdin.read() == ''",
+        "assert raises(EOFError, input)",
+        "import os\nassert os.read(0, 10) == b''",
+    ]
+    assert sb.run("", "", tests).passed
+
+
+# --- server lifecycle -------------------------------------------------------------------------
+
+
+def test_server_restarts_after_being_killed():
+    with Sandbox(Limits(timeout_s=TIMEOUT)) as sandbox:
+        assert sandbox.run(F, "", ["assert f(1) == 10"]).passed
+        old = sandbox.server_pid
+        os.kill(old, signal.SIGKILL)
+        time.sleep(0.05)
+        assert sandbox.run(F, "", ["assert f(1) == 10"]).passed
+        assert sandbox.server_pid not in (None, old)
+
+
+def test_server_exits_when_closed():
+    sandbox = Sandbox(Limits(timeout_s=TIMEOUT))
+    pid = sandbox.server_pid
+    sandbox.close()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    with pytest.raises(SandboxError, match="closed"):
+        sandbox.run(F, "", ["assert 1"])
+
+
+def test_run_suite_reuses_a_shared_sandbox():
+    limits = Limits(timeout_s=TIMEOUT)
+    assert run_suite(F, "", ["assert f(1) == 10"], limits).passed
+    assert run_suite(F, "", ["assert f(1) == 11"], limits).outcomes == ("fail",)
+
+
+def test_input_validation(sb):
+    with pytest.raises(ValueError, match="empty"):
+        sb.run(F, "", [])
+    with pytest.raises(TypeError):
+        sb.run(F, "", "assert 1")
+    with pytest.raises(ValueError, match="timeout_s"):
+        Limits(timeout_s=0)
+
+
+# --- SuiteResult JSON -------------------------------------------------------------------------
+
+outcome = st.one_of(
+    st.sampled_from(["pass", "fail", "timeout"]),
+    st.text(min_size=1).map(lambda s: "error:" + s),
+)
+
+
+@given(st.lists(outcome).map(tuple), st.booleans(), st.text(), st.text())
+def test_suite_result_json_round_trip(outcomes, passed, detail, output):
+    result = SuiteResult(outcomes, passed, detail, output)
+    assert SuiteResult.from_json(json.loads(json.dumps(result.to_json()))) == result
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [None, [], {"outcomes": ["pass"]}, {"outcomes": "pass", "passed": True, "detail": "",
+                                       "output": ""},
+     {"outcomes": ["pass"], "passed": 1, "detail": "", "output": ""}],
+)
+def test_suite_result_from_json_rejects_garbage(bad):
+    with pytest.raises((TypeError, ValueError)):
+        SuiteResult.from_json(bad)
+
+
+def test_sandbox_is_not_usable_across_fork(sb):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            sb.run(F, "", ["assert 1"])
+        except SandboxError:
+            os._exit(0)
+        except BaseException:  # noqa: BLE001 - any other failure is exit status 2
+            os._exit(2)
+        os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_patching_builtins_or_main_cannot_fake_a_pass(sb):
+    code = (
+        "import builtins, __main__\n"
+        "builtins.AssertionError = ZeroDivisionError\n"
+        "builtins.exec = lambda *a, **k: None\n"
+        "builtins.isinstance = lambda *a: True\n"
+        "__main__._error = lambda exc: 'pass'\n"
+        "def f():\n    return 1\n"
+    )
+    r = sb.run(code, "", ["assert f() == 2", "assert raises(KeyError, int, 'x')", "1 / 0"])
+    assert r.outcomes == ("fail", "fail", "error:ZeroDivisionError")
+
+
+def test_candidate_module_is_importable(sb):
+    code = "import dataclasses\n@dataclasses.dataclass\nclass P:\n    x: 'int'\n"
+    tests = ["import pickle\nassert pickle.loads(pickle.dumps(P(1))) == P(1)",
+             "assert __name__ != '__main__'"]
+    assert sb.run(code, "", tests).passed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_server_dies_with_its_parent():
+    script = (
+        "import os, signal, sys\n"
+        "from pytest_execretrieval.sandbox import Sandbox\n"
+        "sb = Sandbox()\n"
+        "print(sb.server_pid, flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=root,
+        check=False,
+    )
+    server = int(proc.stdout.split()[0])
+    deadline = time.monotonic() + 10
+    while _alive(server) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(server)
