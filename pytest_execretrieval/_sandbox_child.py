@@ -56,6 +56,7 @@ _MAX_RESULT_BYTES = 1 << 20  # more record bytes than this is a flood, not a sui
 _MAX_DRAIN_READS = 64
 _MAX_VIOLATIONS = 5
 _IDLE_POLL_S = 1.0
+_CPU_LIMIT_FACTOR = 30
 _SCRATCH_BASE: str | None = None  # set by serve(); None means tempfile's default
 
 # --- audit guard tables ----------------------------------------------------------------------
@@ -244,17 +245,21 @@ def _make_guard(root: str, pid: int, report: _Reporter) -> Callable[[str, tuple]
 
 
 def _set_limits(limits: dict[str, Any]) -> None:
+    # RLIMIT_CPU is only a backstop for a child orphaned by a SIGKILLed server (the wall clock
+    # is the server's job), so it is generous enough for many busy threads.
+    cpu = int(limits["timeout_s"] * _CPU_LIMIT_FACTOR) + 30
     wanted = {
-        resource.RLIMIT_AS: limits["memory_bytes"],
-        resource.RLIMIT_FSIZE: limits["file_size_bytes"],
-        resource.RLIMIT_NPROC: limits["max_processes"],
-        resource.RLIMIT_CORE: 0,
+        resource.RLIMIT_AS: (limits["memory_bytes"],) * 2,
+        resource.RLIMIT_FSIZE: (limits["file_size_bytes"],) * 2,
+        resource.RLIMIT_NPROC: (limits["max_processes"],) * 2,
+        resource.RLIMIT_CORE: (0, 0),
+        resource.RLIMIT_CPU: (cpu, cpu + 5),  # SIGXCPU, then SIGKILL
     }
-    for which, value in wanted.items():
-        _, hard = resource.getrlimit(which)
-        if hard != resource.RLIM_INFINITY:
-            value = min(value, hard)
-        resource.setrlimit(which, (value, value))
+    for which, (soft, hard) in wanted.items():
+        _, old_hard = resource.getrlimit(which)
+        if old_hard != resource.RLIM_INFINITY:
+            soft, hard = min(soft, old_hard), min(hard, old_hard)
+        resource.setrlimit(which, (soft, hard))
 
 
 def _child_setup(tmp: str, limits: dict[str, Any], res_w: int, out_w: int) -> tuple[Any, ...]:
@@ -657,9 +662,14 @@ def write_frame(fd: int, obj: Any) -> None:
         view = view[os.write(fd, view):]
 
 
+def _terminate(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds _supervise: kills the child, removes its temp dir
+
+
 def serve() -> None:
     """Server loop: one request frame in, one reply frame out, until stdin closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _terminate)
     for name in PRELOAD:
         try:
             __import__(name)

@@ -70,6 +70,8 @@ class ExecRetrievalSession:
         self.runs: dict[str, BenchmarkRun] = {}
         self.records: dict[str, list[TestRecord]] = {name: [] for name in embedders}
         self.corpus: Corpus | None = None
+        self.stale: list[str] = []
+        self.changed: set[str] = set()
         self.started = time.perf_counter()
         self._runner: SuiteRunner | None = None
         # Collect the benchmark only: the given paths inside the items dir, else all of it.
@@ -86,25 +88,31 @@ class ExecRetrievalSession:
         return self._runner
 
     def load(self) -> list[Item]:
-        """Good items and the corpus; malformed files are left to collection to report."""
+        """Good items and the corpus; malformed files are left to collection to report.
+
+        A benchmark refuses a stale corpus. Verification goes on: it reports the staleness as
+        the failing ``corpus-freshness`` gate and checks the distractors of unchanged items only.
+        """
         items, problems = load_items(self.items_dir)
         bad = {item_id(p.path) for p in problems}
         from .build import engine
 
-        reasons = [r for r in stale_reasons(self.items_dir, engine())
-                   if not any(f"item {b} " in r for b in bad)]  # fmt: skip
-        if self.verify and not (self.items_dir / "manifest.json").exists():
-            self.corpus = None  # nothing built yet: canonicals and alternatives only
-            return items
-        if reasons:
+        self.stale = [r for r in stale_reasons(self.items_dir, engine())
+                      if not any(f"item {b} " in r for b in bad)]  # fmt: skip
+        self.changed = {item.id for item in items if any(f"item {item.id} " in r for r in self.stale)}
+        built = (self.items_dir / "manifest.json").exists()
+        if self.stale and not self.verify:
             raise pytest.UsageError(
                 f"the corpus in {self.items_dir} is stale; run "
-                f"`execretrieval build {self.items_dir}`:\n  " + "\n  ".join(reasons)
+                f"`execretrieval build {self.items_dir}`:\n  " + "\n  ".join(self.stale)
             )
         try:
-            self.corpus = read_corpus(self.items_dir)
-        except CorpusError as exc:
-            raise pytest.UsageError(str(exc)) from None
+            self.corpus = read_corpus(self.items_dir) if built else None
+        except (CorpusError, OSError, ValueError) as exc:
+            if not self.verify:
+                raise pytest.UsageError(str(exc)) from None
+            self.stale.append(str(exc))
+            self.corpus = None
         return items
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -226,6 +234,7 @@ class ItemsDir(pytest.Dir):
 
     def collect(self):
         yield from super().collect()
+        yield CorpusFreshnessItem.from_parent(self, name="corpus-freshness")
         yield NameCollisionItem.from_parent(self, name="name-collision")
 
 
@@ -239,7 +248,7 @@ class ItemFile(pytest.File):
         if self.state.verify:
             from .verify import cases
 
-            corpus = self.state.corpus
+            corpus = None if item.id in self.state.changed else self.state.corpus
             for case in cases([item], corpus):
                 yield VerifyItem.from_parent(self, name=case.name, nodeid=f"{item.id}::{case.name}",
                                              case=case)  # fmt: skip
@@ -302,6 +311,28 @@ class NameCollisionItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, 0, "name-collision gate"
+
+
+class CorpusFreshnessItem(pytest.Item):
+    """Fails when the committed corpus does not match the item files (or was never built)."""
+
+    def runtest(self) -> None:
+        state = session_state(self)
+        if not (state.items_dir / "manifest.json").exists():
+            raise VerificationFailure(f"no corpus: run `execretrieval build {state.items_dir}`")
+        if state.stale:
+            raise VerificationFailure(
+                f"the corpus is stale; run `execretrieval build {state.items_dir}`:\n  "
+                + "\n  ".join(state.stale)
+            )
+
+    def repr_failure(self, excinfo):
+        if isinstance(excinfo.value, VerificationFailure):
+            return "corpus freshness gate: " + str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self):
+        return self.path, 0, "corpus-freshness gate"
 
 
 class VerificationFailure(Exception):

@@ -597,3 +597,48 @@ def test_server_dies_with_its_parent():
     while _alive(server) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(server)
+
+
+def test_interrupted_request_does_not_desynchronise_replies(monkeypatch):
+    from pytest_execretrieval import sandbox as sandbox_module
+
+    with Sandbox(Limits(timeout_s=TIMEOUT)) as sandbox:
+        real = sandbox_module._read_frame
+
+        def interrupted(fd, deadline):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(sandbox_module, "_read_frame", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            sandbox.run(F, "", ["assert f(1) == 10"])
+        monkeypatch.setattr(sandbox_module, "_read_frame", real)
+        assert sandbox.run(F, "", ["assert f(1) == 11"]).outcomes == ("fail",)
+
+
+def test_stopping_the_server_mid_run_kills_the_child_and_its_temp_dir(monkeypatch):
+    from pytest_execretrieval import sandbox as sandbox_module
+
+    seen: dict[str, object] = {}
+    with Sandbox(Limits(timeout_s=60)) as sandbox:
+        server = sandbox.server_pid
+
+        def interrupted(fd, deadline):
+            children = Path(f"/proc/{server}/task/{server}/children")
+            stop = time.monotonic() + 10
+            while time.monotonic() < stop and "child" not in seen:
+                kids = children.read_text().split()
+                if kids:
+                    seen["child"] = int(kids[0])
+                    time.sleep(0.2)  # let it reach the loop
+                    seen["cwd"] = os.readlink(f"/proc/{kids[0]}/cwd")
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(sandbox_module, "_read_frame", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            sandbox.run("while True:\n    pass", "", ["assert 1"])
+    assert "execretrieval-" in str(seen["cwd"])
+    stop = time.monotonic() + 5
+    while _alive(seen["child"]) and time.monotonic() < stop:
+        time.sleep(0.05)
+    assert not _alive(seen["child"])
+    assert not os.path.exists(seen["cwd"])

@@ -1,0 +1,266 @@
+"""Hosted-API embedders against local fake providers (tests/fake_providers.py): request shapes,
+batching, retries, validation, secrets, the embedding cache, and a whole pytest run."""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fake_providers import KEY, FakeProvider, fake_vector
+
+from pytest_execretrieval import cli
+from pytest_execretrieval.embedders import EmbedderError, EmbedderOptions, get_embedder, usability
+from pytest_execretrieval.embedders.hosted import FACTORIES, SPECS, parse_base_url, split_batches
+from pytest_execretrieval.embedders.hosted_http import (
+    RateLimiter,
+    backoff_delay,
+    http_settings,
+    retry_after_seconds,
+)
+from pytest_execretrieval.embedding_cache import EmbeddingCache, encode_cached
+
+SPEC = {s.name: s for s in SPECS}
+KEY_VARS = {v for s in SPECS for v in s.api.key_vars}
+ENV = ("EXECRETRIEVAL_EMBED_DIMENSIONS", "EXECRETRIEVAL_HTTP_CONCURRENCY", "EXECRETRIEVAL_RPM",
+       "EXECRETRIEVAL_HTTP_MAX_ATTEMPTS", "EXECRETRIEVAL_HTTP_TIMEOUT_S",
+       "EXECRETRIEVAL_HTTP_BACKOFF_S", "EXECRETRIEVAL_HTTP_MAX_DELAY_S",
+       *(s.api.base_env for s in SPECS))  # fmt: skip
+QUERIES = ["Count the vowels in a string.", "Reverse the words of a sentence.", "Sum a list."]
+DOCS = ["def f(s):\n    return sum(c in 'aeiou' for c in s)", "def g(s):\n    return s[::-1]"]
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch):
+    for var in (*KEY_VARS, *ENV):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    """``fake(embedder_name, **server_options)`` -> a started server, its base URL set in the
+    environment with a key; all are stopped at teardown."""
+    servers = []
+
+    def start(name: str, **options) -> FakeProvider:
+        api = SPEC[name].api
+        server = FakeProvider(api.provider, **options).start()
+        servers.append(server)
+        monkeypatch.setenv(api.base_env, server.url)
+        monkeypatch.setenv(api.key_vars[0], KEY)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def make(name: str, batch_size: int | None = None, **extra):
+    embedder = get_embedder(name, EmbedderOptions(batch_size=batch_size,
+                                                  extra={"concurrency": 2, **extra}))  # fmt: skip
+    embedder.sleeps = []
+    embedder.sleep = embedder.sleeps.append  # no real waiting between retries
+    return embedder
+
+
+def expected(embedder, texts: list[str], role: str) -> np.ndarray:
+    spec = embedder.spec
+    prefix = spec.query_prefix if role == "query" else spec.document_prefix
+    return np.stack([fake_vector(prefix + t, embedder.dim) for t in texts]).astype(np.float32)
+
+
+def raised(call) -> str:
+    with pytest.raises(EmbedderError) as info:
+        call()
+    return str(info.value)
+
+
+# -- registry, invocation, configuration -------------------------------------------------------
+def test_registry_and_cheap_import():
+    assert set(FACTORIES) == {"gemini-2", "gemini-001", "openai-3-large", "openai-3-small",
+                              "voyage-code-3", "codestral-embed"}  # fmt: skip
+    code = "import sys, pytest_execretrieval.embedders.hosted; print('httpx' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+def test_missing_key_names_the_variable(name):
+    embedder = get_embedder(name)
+    message = raised(embedder.check_usable)
+    for var in SPEC[name].api.key_vars:
+        assert var in message
+    assert usability(name) == message
+    assert embedder.invocation()["name"] == name  # no key needed to describe it
+
+
+def test_google_api_key_is_accepted(monkeypatch):
+    monkeypatch.setenv("GOOGLE_API_KEY", KEY)
+    get_embedder("gemini-001").check_usable()
+
+
+def test_invocation_is_offline_and_complete(monkeypatch):
+    monkeypatch.setenv("EXECRETRIEVAL_VOYAGE_BASE_URL", "https://user:s3cr3t-pw@proxy.example:8443/v")
+    monkeypatch.setenv("VOYAGE_API_KEY", KEY)
+    embedder = get_embedder("voyage-code-3")
+    inv = embedder.invocation()  # nothing listens on proxy.example: no request is made
+    assert inv == get_embedder("voyage-code-3").invocation()
+    assert inv["model"] == "voyage-code-3" and inv["dim"] == 1024 and inv["similarity"] == "cosine"
+    assert inv["normalize"] is True and inv["batch_size"] == 1000
+    assert inv["api_base"] == "https://proxy.example:8443" and inv["endpoint"] == "/v1/embeddings"
+    assert inv["task_values"] == {"query": "query", "document": "document"}
+    assert inv["documentation"].startswith("https://docs.voyageai.com/")
+    assert "httpx" in inv["package_versions"]
+    text = json.dumps(inv)
+    assert KEY not in text and "s3cr3t" not in text and "user" not in text
+    gemini = get_embedder("gemini-2").invocation()
+    assert gemini["query_prefix"] == "task: code retrieval | query: "
+    assert gemini["document_prefix"] == "title: none | text: "
+    assert gemini["api_base"] == "https://generativelanguage.googleapis.com"
+    assert get_embedder("gemini-001").invocation()["task_values"] == {
+        "query": "CODE_RETRIEVAL_QUERY", "document": "RETRIEVAL_DOCUMENT"}
+
+
+def test_dimensions_and_settings(monkeypatch):
+    monkeypatch.setenv("EXECRETRIEVAL_EMBED_DIMENSIONS", "512")
+    assert get_embedder("openai-3-small").invocation()["dim"] == 512
+    options = EmbedderOptions(batch_size=5000, extra={"dimensions": 256})
+    embedder = get_embedder("openai-3-small", options)
+    assert embedder.dim == 256 and embedder.batch_size == 2048  # clamped to the provider's limit
+    assert "768" in raised(lambda: get_embedder("voyage-code-3", EmbedderOptions(
+        extra={"dimensions": 768})))  # fmt: skip
+    assert "outside" in raised(lambda: get_embedder("openai-3-small", EmbedderOptions(
+        extra={"dimensions": 3072})))  # fmt: skip
+    monkeypatch.setenv("EXECRETRIEVAL_EMBED_DIMENSIONS", "lots")
+    assert "EXECRETRIEVAL_EMBED_DIMENSIONS" in raised(lambda: get_embedder("gemini-2"))
+    monkeypatch.setenv("EXECRETRIEVAL_HTTP_CONCURRENCY", "0")
+    assert "concurrency" in raised(lambda: http_settings({}))
+    monkeypatch.setenv("EXECRETRIEVAL_RPM", "90")
+    settings = http_settings({"concurrency": 3, "timeout_s": "2.5"})
+    assert (settings.concurrency, settings.timeout_s, settings.requests_per_minute) == (3, 2.5, 90)
+
+
+def test_base_url_parsing():
+    base = parse_base_url("http://127.0.0.1:8080/prefix/", "x")
+    assert (base.url, base.public) == ("http://127.0.0.1:8080/prefix", "http://127.0.0.1:8080")
+    assert "query" in raised(lambda: parse_base_url("https://h/?key=abc", "x"))
+    assert "http(s)" in raised(lambda: parse_base_url("ftp://h", "x"))
+
+
+# -- request shapes and answers ------------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+def test_documented_shapes_round_trip(fake, name):
+    server = fake(name, latency_s=0.01)
+    embedder = make(name, batch_size=2, dimensions=256)
+    for role, texts in (("query", QUERIES), ("document", DOCS)):
+        vectors = embedder.encode(texts, role, [str(i) for i in range(len(texts))])
+        assert vectors.dtype == np.float32 and vectors.shape == (len(texts), 256)
+        np.testing.assert_allclose(vectors, expected(embedder, texts, role), atol=1e-6)
+    assert server.violations == []
+    assert len(server.answered) == 3 and all(len(s.texts) <= 2 for s in server.answered)
+    spec = SPEC[name]
+    bodies = [s.body for s in server.answered]
+    if spec.api.provider == "gemini":
+        first = bodies[0]["requests"][0]
+        assert first["outputDimensionality"] == 256
+        assert first.get("taskType") == (spec.role_values[0] or None)
+        assert bodies[-1]["requests"][0].get("taskType") == (spec.role_values[1] or None)
+    else:
+        assert bodies[0][spec.api.dim_field] == 256 and bodies[0]["model"] == spec.model
+    embedder.close()
+
+
+def test_default_dimension_is_not_sent(fake):
+    server = fake("gemini-001")
+    embedder = make("gemini-001")
+    assert embedder.encode(QUERIES, "query", ["a", "b", "c"]).shape == (3, 3072)
+    assert "outputDimensionality" not in server.answered[0].body["requests"][0]
+
+
+def test_batches_keep_order_under_concurrency(fake):
+    server = fake("gemini-2", latency_s=0.02)
+    embedder = make("gemini-2", dimensions=64, concurrency=4)
+    texts = [f"text number {i}" for i in range(250)]
+    vectors = embedder.encode(texts, "document", [str(i) for i in range(250)])
+    np.testing.assert_allclose(vectors, expected(embedder, texts, "document"), atol=1e-6)
+    assert sorted(len(s.texts) for s in server.answered) == [50, 100, 100]
+    assert server.violations == []
+
+
+def test_split_batches_by_count_and_characters():
+    assert split_batches(["a"] * 5, 2) == [range(0, 2), range(2, 4), range(4, 5)]
+    assert split_batches(["aaaa", "bb", "cc", "dddddd", "e"], 10, 5) == [
+        range(0, 1), range(1, 3), range(3, 4), range(4, 5)]  # fmt: skip
+    assert split_batches([], 3) == []
+
+
+def test_mistral_batches_stay_under_the_token_budget(fake):
+    server = fake("codestral-embed")
+    embedder = make("codestral-embed", dimensions=32)
+    texts = [f"def f{i}():\n    return {i}\n" + "#" * 4000 for i in range(20)]
+    embedder.encode(texts, "document", [str(i) for i in range(20)])
+    assert len(server.answered) > 1
+    assert all(sum(map(len, s.texts)) <= 16_384 * 2 for s in server.answered)
+
+
+# -- retries --------------------------------------------------------------------------------------
+def test_429_honours_retry_after_seconds(fake):
+    server = fake("openai-3-small", faults=[("status", 429, {"Retry-After": "7"})])
+    embedder = make("openai-3-small", dimensions=16)
+    embedder.encode(QUERIES, "query", ["a", "b", "c"])
+    assert embedder.sleeps == [7.0] and len(server.seen) == 2
+
+
+def test_429_honours_retry_after_date(fake):
+    when = email.utils.formatdate(time.time() + 30, usegmt=True)
+    fake("voyage-code-3", faults=[("status", 429, {"Retry-After": when})])
+    embedder = make("voyage-code-3", dimensions=256)
+    embedder.encode(QUERIES, "query", ["a", "b", "c"])
+    assert len(embedder.sleeps) == 1 and 27 <= embedder.sleeps[0] <= 30
+
+
+def test_500_then_success_backs_off(fake):
+    server = fake("gemini-2", faults=[("status", 500), ("status", 503)])
+    embedder = make("gemini-2", dimensions=16, backoff_s=2)
+    vectors = embedder.encode(QUERIES, "query", ["a", "b", "c"])
+    np.testing.assert_allclose(vectors, expected(embedder, QUERIES, "query"), atol=1e-6)
+    first, second = embedder.sleeps
+    assert 1 <= first <= 2 and 2 <= second <= 4 and len(server.seen) == 3
+
+
+def test_stall_past_the_timeout_is_retried(fake):
+    server = fake("codestral-embed", faults=[("stall", 1.5)])
+    embedder = make("codestral-embed", dimensions=16, timeout_s=0.3)
+    embedder.encode(DOCS, "document", ["a", "b"])
+    assert len(embedder.sleeps) == 1 and len(server.seen) == 2
+
+
+def test_gives_up_after_max_attempts(fake):
+    server = fake("openai-3-large", faults=[("status", 503)] * 3)
+    embedder = make("openai-3-large", dimensions=16, max_attempts=3)
+    message = raised(lambda: embedder.encode(QUERIES, "query", ["a", "b", "c"]))
+    assert "openai-3-large" in message and "query request 1/1" in message
+    assert "failed 3 time(s)" in message and "HTTP 503" in message and "injected" in message
+    assert len(server.seen) == 3 and len(embedder.sleeps) == 2
+
+
+def test_client_errors_are_not_retried(fake):
+    server = fake("openai-3-small", faults=[("status", 400)])
+    embedder = make("openai-3-small", dimensions=16)
+    message = raised(lambda: embedder.encode(QUERIES, "query", ["a", "b", "c"]))
+    assert "HTTP 400" in message and "not retried" in message and len(server.seen) == 1
+
+
+def test_connection_refused_is_retried_then_reported(monkeypatch):
+    with FakeProvider("gemini") as_unused if False else _closed_port() as port:  # noqa: SIM117
+        monkeypatch.setenv("EXECRETRIEVAL_GEMINI_BASE_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    embedder = make("gemini-2", max_attempts=2)
+    message = raised(lambda: embedder.encode(QUERIES, "query", ["a", "b", "c"]))
+    assert "connection error" in message and "failed 2 time(s)" in message
