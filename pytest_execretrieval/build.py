@@ -9,16 +9,18 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .corpus import Corpus, Snippet, make_snippet
 from .execution import SuiteRunner
 from .items import Item
 from .mutation.operators import OPERATOR_CLASSES, Mutant, generate_mutants
 from .mutation.select import MAX_DISTRACTORS, Killed, kill_kind, select_distractors
+from .mutation.equivalence import evidence
+from .mutation.stacking import stack_mutants
 from .sandbox import RUNNER_VERSION, SuiteResult
 
-MUTATION_VERSION = "1"
+MUTATION_VERSION = "2"
 
 
 MUTANT_TIMEOUT_S = 1.0
@@ -62,12 +64,23 @@ def failure_summary(item: Item, result: SuiteResult) -> str:
     return "; ".join(bad) or result.detail
 
 
-def build(items: Sequence[Item], runner: SuiteRunner, mutant_runner: SuiteRunner) -> BuildResult:
+STACK_CANDIDATES = 12  # stacked candidates tried per item
+
+
+def build(
+    items: Sequence[Item], runner: SuiteRunner, mutant_runner: SuiteRunner, stack: int = 1
+) -> BuildResult:
     """``runner`` runs canonicals and alternatives under the full limits; ``mutant_runner`` runs
     candidates, usually with a shorter timeout (a mutant that loops is killed either way, and
-    verification re-runs every chosen distractor under the full limits)."""
+    verification re-runs every chosen distractor under the full limits).
+
+    With ``stack`` K > 1 the candidates are stacked mutants: K single edits on disjoint lines
+    (:func:`.mutation.stacking.stack_mutants`), drawn from the item's killed single-edit
+    mutants in selection-preference order, so each edit is itself proven wrong."""
     items = sorted(items, key=lambda item: item.id)
     mutants = {item.id: generate_mutants(item.canonical, item.entry_point) for item in items}
+    if stack > 1:
+        mutants = stacked_candidates(items, mutants, mutant_runner, stack)
     originals = [(code, item.setup, item.tests)
                  for item in items for code in (item.canonical, *item.alternatives)]  # fmt: skip
     candidates = [(m.code, item.setup, item.tests) for item in items for m in mutants[item.id]]
@@ -104,11 +117,57 @@ def build(items: Sequence[Item], runner: SuiteRunner, mutant_runner: SuiteRunner
         ))  # fmt: skip
     if problems:
         raise BuildError("\n".join(problems))
+    pool, alternatives = with_evidence(items, pool, alternatives, mutant_runner)
     ids = Counter(s.snippet_id for s in pool)
     duplicates = sorted(i for i, n in ids.items() if n > 1)
     if duplicates:
         raise BuildError(f"identical code in several items: snippet ids {duplicates}")
-    return BuildResult(Corpus(tuple(pool), tuple(alternatives), engine()), tuple(yields))
+    return BuildResult(Corpus(tuple(pool), tuple(alternatives), engine(stack)), tuple(yields))
+
+
+def with_evidence(
+    items: Sequence[Item], pool: list[Snippet], alternatives: list[Snippet], runner: SuiteRunner
+) -> tuple[list[Snippet], list[Snippet]]:
+    """Attach equivalence evidence to distractors and alternatives of annotated items."""
+    by_id = {item.id: item for item in items}
+    snippets = [s for s in (*pool, *alternatives) if s.kind != "canonical"]
+    found: dict[str, dict] = {}
+    for query_id in sorted({s.query_id for s in snippets}):
+        item = by_id[query_id]
+        own = [s for s in snippets if s.query_id == query_id]
+        for s, e in zip(own, evidence(item.canonical, item.entry_point, item.setup,
+                                      [s.code for s in own], runner)):  # fmt: skip
+            if e is not None:
+                found[s.snippet_id] = e.to_json()
+    attach = lambda s: replace(s, equivalence=found.get(s.snippet_id))  # noqa: E731
+    return [attach(s) for s in pool], [attach(s) for s in alternatives]
+
+
+def evidence_report(corpus: Corpus) -> str:
+    distractors = [s for s in corpus.snippets if s.equivalence]
+    alternatives = [s for s in corpus.alternatives if s.equivalence]
+    if not distractors and not alternatives:
+        return "equivalence evidence: no item has a fully annotated entry point"
+    shown = sum(s.equivalence["differing"] > 0 for s in distractors)
+    agree = sum(s.equivalence["differing"] == 0 for s in alternatives)
+    return (f"equivalence evidence (annotated items): {shown}/{len(distractors)} distractors "
+            f"differ from the canonical on drawn inputs; {agree}/{len(alternatives)} "
+            "alternatives agree on every drawn input")
+
+
+def stacked_candidates(
+    items: Sequence[Item], singles: dict[str, list[Mutant]], runner: SuiteRunner, k: int
+) -> dict[str, list[Mutant]]:
+    suites = [(m.code, item.setup, item.tests) for item in items for m in singles[item.id]]
+    results = iter(runner.run_many(suites))
+    out = {}
+    for item in items:
+        killed = [Killed(i, m, r, kill_kind(r)) for i, m in enumerate(singles[item.id])
+                  for r in [next(results)] if kill_kind(r)]  # fmt: skip
+        preferred = select_distractors(killed, Counter(), limit=len(killed))
+        out[item.id] = stack_mutants(item.canonical, item.entry_point, k,
+                                     [c.mutant for c in preferred], STACK_CANDIDATES)  # fmt: skip
+    return out
 
 
 def distractor(item: Item, killed: Killed) -> Snippet:
@@ -121,7 +180,13 @@ def distractor(item: Item, killed: Killed) -> Snippet:
 
 def count_classes(mutants) -> dict[str, int]:
     counts = Counter(m.operator for m in mutants)
-    return {op: counts[op] for op in OPERATOR_CLASSES if counts[op]}
+    order = {op: i for i, op in enumerate(OPERATOR_CLASSES)}
+    return dict(sorted(counts.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
+
+
+def count_classes_from(counts: Counter) -> dict[str, int]:
+    order = {op: i for i, op in enumerate(OPERATOR_CLASSES)}
+    return dict(sorted(counts.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
 
 
 def yield_report(yields: Sequence[ItemYield], minimum: int = MAX_DISTRACTORS) -> str:
@@ -141,6 +206,6 @@ def yield_report(yields: Sequence[ItemYield], minimum: int = MAX_DISTRACTORS) ->
     total = sum(shares.values())
     if total:
         lines.append(f"distractors: {total}; share per operator class:")
-        lines += [f"  {op:<24} {shares[op]:>5}  {shares[op] / total:6.1%}"
-                  for op in OPERATOR_CLASSES if shares[op]]  # fmt: skip
+        lines += [f"  {op:<24} {n:>5}  {n / total:6.1%}"
+                  for op, n in count_classes_from(shares).items()]  # fmt: skip
     return "\n".join(lines)

@@ -17,15 +17,18 @@ def default_items() -> Path:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from .build import MUTANT_TIMEOUT_S, BuildError, build, engine, yield_report
-    from .corpus import write_corpus
+    from .build import (
+        MUTANT_TIMEOUT_S, BuildError, build, engine, evidence_report, yield_report,
+    )  # fmt: skip
+    from .corpus import corpus_dir, write_corpus
     from .execution import SuiteRunner
     from .items import load_items
     from .sandbox import Limits
 
     items_dir = Path(args.items_dir or default_items())
+    out_dir = corpus_dir(items_dir, args.stack)
     if args.check:
-        reasons = stale_reasons(items_dir, engine())
+        reasons = stale_reasons(items_dir, engine(args.stack), out_dir)
         for reason in reasons:
             print(f"stale: {reason}")
         print("corpus is up to date" if not reasons else
@@ -45,15 +48,16 @@ def cmd_build(args: argparse.Namespace) -> int:
     with SuiteRunner(cache_dir=cache, jobs=args.jobs) as runner, \
             SuiteRunner(mutant_limits, cache_dir=cache, jobs=args.jobs) as mutant_runner:
         try:
-            result = build(items, runner, mutant_runner)
+            result = build(items, runner, mutant_runner, args.stack)
         except BuildError as exc:
             print(exc, file=sys.stderr)
             print("nothing written", file=sys.stderr)
             return 1
-    meta = write_corpus(items_dir, result.corpus)
+    meta = write_corpus(items_dir, result.corpus, out_dir)
     print(yield_report(result.yields))
+    print(evidence_report(result.corpus))
     counts = meta["counts"]
-    print(f"wrote {items_dir}/corpus.jsonl: {counts['queries']} queries, {counts['snippets']} "
+    print(f"wrote {out_dir}/corpus.jsonl: {counts['queries']} queries, {counts['snippets']} "
           f"snippets ({counts['distractors']} distractors), {counts['alternatives']} alternatives;"
           f" corpus sha256 {meta['corpus_sha256'][:16]}")  # fmt: skip
     return 0
@@ -127,6 +131,8 @@ def parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="generate corpus.jsonl, alternatives.jsonl, manifest.json")
     b.add_argument("items_dir", nargs="?")
     b.add_argument("--check", action="store_true", help="exit 1, naming what is stale")
+    b.add_argument("--stack", type=int, default=1, choices=range(1, 5), metavar="K",
+                   help="K edits per distractor (2-4): a separate corpus in DIR/stack-K/")
     b.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     b.add_argument("--cache-dir", **cache)
 

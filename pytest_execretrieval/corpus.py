@@ -40,6 +40,9 @@ class Snippet:
     kill: str | None = None  # distractors: "assertion" | "exception" | "timeout"
     edit_lines: int = 0
     edit_chars: int = 0
+    # Annotated entry points only: {"inputs": N, "differing": D}, inputs drawn by hypothesis on
+    # which this snippet and the canonical disagree (see mutation/equivalence.py).
+    equivalence: dict | None = None
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -113,9 +116,17 @@ def manifest(items_dir: Path, corpus: Corpus, corpus_bytes: bytes, alt_bytes: by
     }
 
 
-def write_corpus(items_dir: Path, corpus: Corpus) -> dict:
+def corpus_dir(items_dir: Path, stack: int = 1) -> Path:
+    """Where a corpus lives: the items directory itself, ``stack-K/`` inside it for the
+    stacked-mutation corpora (K edits per distractor)."""
+    return Path(items_dir) if stack == 1 else Path(items_dir) / f"stack-{stack}"
+
+
+def write_corpus(items_dir: Path, corpus: Corpus, out_dir: Path | None = None) -> dict:
     """Write corpus.jsonl, alternatives.jsonl and manifest.json; returns the manifest."""
     items_dir = Path(items_dir)
+    out_dir = Path(out_dir or items_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
     corpus_bytes, alt_bytes = jsonl(corpus.snippets), jsonl(corpus.alternatives)
     meta = manifest(items_dir, corpus, corpus_bytes, alt_bytes)
     for name, data in (
@@ -123,28 +134,29 @@ def write_corpus(items_dir: Path, corpus: Corpus) -> dict:
         (ALTERNATIVES, alt_bytes),
         (MANIFEST, (json.dumps(meta, indent=2, sort_keys=False) + "\n").encode()),
     ):
-        tmp = items_dir / f".{name}.tmp"
+        tmp = out_dir / f".{name}.tmp"
         tmp.write_bytes(data)
-        tmp.replace(items_dir / name)
+        tmp.replace(out_dir / name)
     return meta
 
 
-def stale_reasons(items_dir: Path, engine: dict) -> list[str]:
+def stale_reasons(items_dir: Path, engine: dict, where: Path | None = None) -> list[str]:
     """Why the committed corpus does not match the item files and engine (empty: up to date).
 
     Compares hashes only (no execution): every item file against the manifest, the corpus files
     against their recorded sha256, and the engine versions that generated them.
     """
     items_dir = Path(items_dir)
+    where = Path(where or items_dir)
     try:
-        meta = json.loads((items_dir / MANIFEST).read_text())
+        meta = json.loads((where / MANIFEST).read_text())
     except FileNotFoundError:
-        return [f"{items_dir / MANIFEST} does not exist: the corpus was never built"]
+        return [f"{where / MANIFEST} does not exist: the corpus was never built"]
     except (OSError, json.JSONDecodeError) as exc:
-        return [f"{items_dir / MANIFEST} is unreadable: {exc}"]
+        return [f"{where / MANIFEST} is unreadable: {exc}"]
     reasons = []
     for name, key in ((CORPUS, "corpus_sha256"), (ALTERNATIVES, "alternatives_sha256")):
-        path = items_dir / name
+        path = where / name
         if not path.exists():
             reasons.append(f"{path} is missing")
         elif sha256(path.read_bytes()) != meta.get(key):
@@ -177,23 +189,28 @@ def read_snippets(path: Path) -> list[Snippet]:
     return snippets
 
 
-def read_corpus(items_dir: Path, engine: dict | None = None) -> Corpus:
-    """Load the committed corpus; raises :class:`CorpusError` when missing or stale."""
+def read_corpus(items_dir: Path, engine: dict | None = None, where: Path | None = None) -> Corpus:
+    """Load the committed corpus (from ``where``, default the items directory); raises
+    :class:`CorpusError` when it is missing, malformed or, given ``engine``, stale."""
     items_dir = Path(items_dir)
+    where = Path(where or items_dir)
     if engine is not None:
-        reasons = stale_reasons(items_dir, engine)
+        reasons = stale_reasons(items_dir, engine, where)
         if reasons:
             raise CorpusError(
-                f"the corpus in {items_dir} is stale; run `execretrieval build {items_dir}`:\n  "
+                f"the corpus in {where} is stale; run `execretrieval build {items_dir}`:\n  "
                 + "\n  ".join(reasons)
             )
-    meta = json.loads((items_dir / MANIFEST).read_text())
+    try:
+        meta = json.loads((where / MANIFEST).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CorpusError(f"{where / MANIFEST}: {exc}; run `execretrieval build`") from None
     return Corpus(
-        snippets=tuple(read_snippets(items_dir / CORPUS)),
-        alternatives=tuple(read_snippets(items_dir / ALTERNATIVES)),
+        snippets=tuple(read_snippets(where / CORPUS)),
+        alternatives=tuple(read_snippets(where / ALTERNATIVES)),
         engine=meta.get("engine", {}),
     )
 
 
-def corpus_sha256(items_dir: Path) -> str:
-    return json.loads((Path(items_dir) / MANIFEST).read_text())["corpus_sha256"]
+def corpus_sha256(where: Path) -> str:
+    return json.loads((Path(where) / MANIFEST).read_text())["corpus_sha256"]

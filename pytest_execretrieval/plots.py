@@ -24,8 +24,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .analyses import DENSITIES, code_similarity_samples, operator_order
 from .analyses import analyses as run_analyses
-from .analyses import code_similarity_samples, operator_order
 from .compare import ComparisonError, ReportError, compare_reports, load_report, report_names
 from .metrics import KS
 from .report import file_stem
@@ -174,7 +174,8 @@ def summary_markdown(
          "expected exec@1 keeping d own distractors per query. rho: Spearman(edit chars, "
          "margin). AUC: equivalent vs mutant code-to-code similarity (< 0.5 = inverted)."), "",
         ("| model | deceived pairs | queries deceived | median margin | rank-1 misses to own "
-         "distractor | exec@1 at d=0 / d=max | rho | AUC | false-high rate |"),
+         f"distractor | exec@1 at d={DENSITIES[0]} / d={DENSITIES[-1]} | rho | AUC | "
+         "false-high rate |"),
         "|---|---|---|---|---|---|---|---|---|",
     ]  # fmt: skip
     for name, a in zip(names, analyses):
@@ -240,6 +241,9 @@ def main_report(argv: Sequence[str] | None = None) -> int:
         written = write_report(directory, reports)
     except (ReportError, ComparisonError) as exc:
         print(f"execretrieval report: {exc}", file=sys.stderr)
+        return 2
+    except KeyError as exc:
+        print(f"execretrieval report: malformed report (missing key {exc})", file=sys.stderr)
         return 2
     for path in written:
         print(f"wrote {path}")

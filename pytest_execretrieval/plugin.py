@@ -17,7 +17,7 @@ import pytest
 
 from . import settings
 from .benchmark import BenchmarkRun, QueryResult
-from .corpus import Corpus, CorpusError, read_corpus, stale_reasons
+from .corpus import Corpus, CorpusError, corpus_dir, read_corpus, stale_reasons
 from .embedders import EmbedderError, EmbedderOptions, get_embedder
 from .embedding_cache import stderr_progress
 from .execution import SuiteRunner
@@ -66,6 +66,8 @@ class ExecRetrievalSession:
         if not self.items_dir.is_dir():
             raise pytest.UsageError(f"items directory {self.items_dir} does not exist")
         self.cache_dir = settings.setting(config, "cache-dir")
+        self.stack = settings.setting(config, "stack")
+        self.corpus_dir = corpus_dir(self.items_dir, self.stack)
         self.is_worker = hasattr(config, "workerinput")
         self.runs: dict[str, BenchmarkRun] = {}
         self.records: dict[str, list[TestRecord]] = {name: [] for name in embedders}
@@ -97,17 +99,17 @@ class ExecRetrievalSession:
         bad = {item_id(p.path) for p in problems}
         from .build import engine
 
-        self.stale = [r for r in stale_reasons(self.items_dir, engine())
+        self.stale = [r for r in stale_reasons(self.items_dir, engine(self.stack), self.corpus_dir)
                       if not any(f"item {b} " in r for b in bad)]  # fmt: skip
         self.changed = {item.id for item in items if any(f"item {item.id} " in r for r in self.stale)}
-        built = (self.items_dir / "manifest.json").exists()
+        built = (self.corpus_dir / "manifest.json").exists()
         if self.stale and not self.verify:
             raise pytest.UsageError(
                 f"the corpus in {self.items_dir} is stale; run "
                 f"`execretrieval build {self.items_dir}`:\n  " + "\n  ".join(self.stale)
             )
         try:
-            self.corpus = read_corpus(self.items_dir) if built else None
+            self.corpus = read_corpus(self.items_dir, where=self.corpus_dir) if built else None
         except (CorpusError, OSError, ValueError) as exc:
             if not self.verify:
                 raise pytest.UsageError(str(exc)) from None
@@ -139,7 +141,7 @@ class ExecRetrievalSession:
                 embedders[name].check_usable()
             except EmbedderError as exc:
                 raise pytest.UsageError(f"--embedder {name}: {exc}") from None
-        sha = corpus_sha256(self.items_dir)
+        sha = corpus_sha256(self.corpus_dir)
         for name, embedder in embedders.items():
             try:
                 self.runs[name] = run_benchmark(items, self.corpus, sha, embedder, self.runner,
@@ -318,7 +320,7 @@ class CorpusFreshnessItem(pytest.Item):
 
     def runtest(self) -> None:
         state = session_state(self)
-        if not (state.items_dir / "manifest.json").exists():
+        if not (state.corpus_dir / "manifest.json").exists():
             raise VerificationFailure(f"no corpus: run `execretrieval build {state.items_dir}`")
         if state.stale:
             raise VerificationFailure(
@@ -368,7 +370,7 @@ class QueryItem(pytest.Item):
     def state_corpus_code(self) -> dict[str, str]:
         state = session_state(self)
         if state.corpus is None:
-            state.corpus = read_corpus(state.items_dir)
+            state.corpus = read_corpus(state.items_dir, where=state.corpus_dir)
         wanted = {self.result.top[0].snippet_id}
         return {s.snippet_id: s.code for s in state.corpus.snippets if s.snippet_id in wanted}
 

@@ -23,6 +23,7 @@ class Option:
 OPTIONS = (
     Option("verify", bool, False, "verification run: one item per snippet, plus the name gate"),
     Option("items", Path, None, "items directory (default: the bundled benchmark)"),
+    Option("stack", int, 1, "benchmark/verify the stacked corpus with K edits per distractor"),
     Option("report-dir", Path, None, "write <embedder>.json/.xml per model and summary.md here"),
     Option("baseline", Path, None, "gate against this earlier report JSON"),
     Option("alpha", float, 0.05, "significance level of the gate (exact McNemar on exec@1)"),

@@ -91,7 +91,8 @@ class FakeProvider:
         self.server.daemon_threads = True
         self.server.block_on_close = False
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,),
+                                       daemon=True)  # fmt: skip
 
     def start(self) -> FakeProvider:
         self.thread.start()

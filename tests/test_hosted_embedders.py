@@ -6,10 +6,12 @@ from __future__ import annotations
 import email.utils
 import json
 import random
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -19,7 +21,10 @@ from pytest_execretrieval import cli
 from pytest_execretrieval.embedders import EmbedderError, EmbedderOptions, get_embedder, usability
 from pytest_execretrieval.embedders.hosted import FACTORIES, SPECS, parse_base_url, split_batches
 from pytest_execretrieval.embedders.hosted_http import (
+    EXCERPT_CHARS,
+    HttpSettings,
     RateLimiter,
+    Transport,
     backoff_delay,
     http_settings,
     retry_after_seconds,
@@ -98,6 +103,12 @@ def test_missing_key_names_the_variable(name):
         assert var in message
     assert usability(name) == message
     assert embedder.invocation()["name"] == name  # no key needed to describe it
+
+
+def test_missing_httpx_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "httpx", None)  # makes `import httpx` fail
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    assert "pip install 'pytest-execretrieval[hosted]'" in raised(get_embedder("gemini-2").check_usable)
 
 
 def test_google_api_key_is_accepted(monkeypatch):
@@ -194,9 +205,9 @@ def test_batches_keep_order_under_concurrency(fake):
 
 
 def test_split_batches_by_count_and_characters():
-    assert split_batches(["a"] * 5, 2) == [range(0, 2), range(2, 4), range(4, 5)]
+    assert split_batches(["a"] * 5, 2) == [range(2), range(2, 4), range(4, 5)]
     assert split_batches(["aaaa", "bb", "cc", "dddddd", "e"], 10, 5) == [
-        range(0, 1), range(1, 3), range(3, 4), range(4, 5)]  # fmt: skip
+        range(1), range(1, 3), range(3, 4), range(4, 5)]  # fmt: skip
     assert split_batches([], 3) == []
 
 
@@ -257,10 +268,192 @@ def test_client_errors_are_not_retried(fake):
     assert "HTTP 400" in message and "not retried" in message and len(server.seen) == 1
 
 
+def free_port() -> int:
+    with socket.socket() as sock:  # bound, then closed: nothing listens there afterwards
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def test_connection_refused_is_retried_then_reported(monkeypatch):
-    with FakeProvider("gemini") as_unused if False else _closed_port() as port:  # noqa: SIM117
-        monkeypatch.setenv("EXECRETRIEVAL_GEMINI_BASE_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("EXECRETRIEVAL_GEMINI_BASE_URL", f"http://127.0.0.1:{free_port()}")
     monkeypatch.setenv("GEMINI_API_KEY", KEY)
     embedder = make("gemini-2", max_attempts=2)
     message = raised(lambda: embedder.encode(QUERIES, "query", ["a", "b", "c"]))
     assert "connection error" in message and "failed 2 time(s)" in message
+    assert len(embedder.sleeps) == 1
+
+
+def test_backoff_retry_after_and_rate_limit_helpers():
+    rng = random.Random(1)
+    for attempt in range(1, 8):
+        ceiling = min(10.0, 2.0 ** (attempt - 1))
+        assert ceiling / 2 <= backoff_delay(attempt, rng, 1.0, 10.0) <= ceiling
+    now = time.time()
+    assert retry_after_seconds("12", now) == 12.0
+    assert retry_after_seconds("-3", now) == 0.0
+    assert abs(retry_after_seconds(email.utils.formatdate(now + 60, usegmt=True), now) - 60) <= 1
+    assert retry_after_seconds("soon", now) is None and retry_after_seconds(None, now) is None
+    clock, sleeps = [100.0], []
+
+    def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        clock[0] += seconds
+
+    limiter = RateLimiter(120, clock=lambda: clock[0], sleep=sleep)  # one start per 0.5 s
+    for _ in range(4):
+        limiter.wait()
+    assert sleeps == [0.5, 0.5, 0.5]
+    RateLimiter(0, sleep=sleeps.append).wait()
+    assert len(sleeps) == 3
+
+
+def test_rate_limit_spaces_requests(fake):
+    fake("openai-3-small")
+    embedder = make("openai-3-small", batch_size=1, dimensions=8, requests_per_minute=600)
+    embedder.encode(QUERIES, "query", ["a", "b", "c"])  # starts reserved 0.1 s apart
+    first, second = sorted(embedder.sleeps)  # the fake sleep returns at once
+    assert 0.05 < first <= 0.1 and 0.15 < second <= 0.2
+
+
+# -- validation of answers -------------------------------------------------------------------------
+FAULTS = {"malformed": "not JSON", "count": "2 embeddings for 3 texts", "nan": "non-finite",
+          "zero": "zero-norm", "dim": "expected dimension 16, got 17", "ragged": "malformed",
+          "order": "indices"}  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "fault"), [
+    *(("gemini-2", f) for f in sorted(FAULTS) if f != "order"),  # Gemini answers have no index
+    *(("openai-3-small", f) for f in sorted(FAULTS)),
+])  # fmt: skip
+def test_bad_answers_name_provider_and_request(fake, name, fault):
+    server = fake(name, faults=[fault])
+    embedder = make(name, dimensions=16)
+    message = raised(lambda: embedder.encode(QUERIES, "query", ["a", "b", "c"]))
+    assert FAULTS[fault] in message, message
+    assert name in message and SPEC[name].api.provider in message and "request 1/1" in message
+    assert len(server.seen) == 1  # a bad answer is not retried
+
+
+# -- secrets -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["gemini-2", "voyage-code-3"])
+@pytest.mark.parametrize("status", [401, 500])
+def test_keys_never_reach_exception_text(fake, name, status):
+    server = fake(name, faults=[("echo", status)] * 2)
+    embedder = make(name, dimensions=256, max_attempts=2)
+    message = raised(lambda: embedder.encode(QUERIES, "query", ["a", "b", "c"]))
+    assert KEY in str(server.seen[0].headers)  # the server did echo it back...
+    assert KEY not in message and "[redacted]" in message  # ...and the message hides it
+    assert KEY not in json.dumps(embedder.invocation())
+
+
+def test_secrets_are_redacted_before_truncation():
+    transport = Transport(HttpSettings(), {}, [KEY])
+    body = transport.body(SimpleNamespace(text="x" * (EXCERPT_CHARS - 6) + KEY))
+    assert KEY[:6] not in body and "xx[red" in body
+    transport.close()
+
+
+def test_base_url_password_is_redacted(monkeypatch):
+    url = f"http://admin:pw-Secret-42@127.0.0.1:{free_port()}"
+    monkeypatch.setenv("EXECRETRIEVAL_OPENAI_BASE_URL", url)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    embedder = make("openai-3-small", max_attempts=1)
+    message = raised(lambda: embedder.encode(QUERIES, "query", ["a", "b", "c"]))
+    assert "pw-Secret-42" not in message and KEY not in message
+    assert "pw-Secret-42" not in json.dumps(embedder.invocation())
+
+
+# -- through the embedding cache -------------------------------------------------------------------
+def test_interrupted_run_resumes_with_only_missing_batches(fake, tmp_path):
+    server = fake("gemini-2", fail_after=4)
+    texts = [f"snippet {i} body" for i in range(30)]
+    ids = [f"s{i}" for i in range(30)]
+
+    def run() -> np.ndarray:
+        embedder = make("gemini-2", batch_size=4, dimensions=32, max_attempts=2)
+        cache = EmbeddingCache(tmp_path / "cache", embedder.invocation())
+        return encode_cached(embedder, texts, ids, "document", cache, batch=10)
+
+    assert "HTTP 500" in raised(run)  # cache batch 1 (3 requests) stored, batch 2 failed
+    assert len(server.answered) == 4
+    server.fail_after, server.seen = None, []
+    vectors = run()
+    sent = sorted(t for s in server.answered for t in s.texts)
+    assert len(server.seen) == 6
+    assert sent == sorted("title: none | text: " + t for t in texts[10:])
+    want = expected(make("gemini-2", dimensions=32), texts, "document")
+    np.testing.assert_allclose(vectors, want, atol=1e-6)
+    server.seen = []
+    np.testing.assert_array_equal(run(), vectors)
+    assert server.seen == []  # the second identical run sends no request at all
+
+
+# -- a whole benchmark run -------------------------------------------------------------------------
+ITEMS = {  # name -> (query, canonical, tests)
+    "count_vowels": (
+        "Count the vowels (a, e, i, o, u, either case) in a string.",
+        'def count_vowels(text):\n    return sum(1 for ch in text.lower() if ch in "aeiou")\n',
+        ['count_vowels("") == 0', 'count_vowels("Hello") == 2', 'count_vowels("AEIOU x") == 5'],
+    ),
+    "reverse_words": (
+        "Reverse the order of the words in a sentence of single-spaced words.",
+        'def reverse_words(sentence):\n    return " ".join(reversed(sentence.split(" ")))\n',
+        ['reverse_words("a b c") == "c b a"', 'reverse_words("one") == "one"'],
+    ),
+    "repeat_chars": (
+        "Repeat every character of a string n times in place: 'ab' with 2 gives 'aabb'.",
+        ("def repeat_chars(text, n):\n    out = []\n    for ch in text:\n"
+         "        out.append(ch * n)\n    return ''.join(out)\n"),
+        ['repeat_chars("ab", 2) == "aabb"', 'repeat_chars("", 3) == ""',
+         'repeat_chars("q", 0) == ""'],
+    ),
+}  # fmt: skip
+
+
+def write_items(root: Path) -> Path:
+    folder = root / "items" / "strings"
+    folder.mkdir(parents=True)
+    for name, (query, canonical, tests) in ITEMS.items():
+        lines = ['domain = "strings"', f"query = {json.dumps(query)}",
+                 f'entry_point = "{name}"', f"canonical = {json.dumps(canonical)}", "tests = ["]
+        lines += [f"  {json.dumps('assert ' + t)}," for t in tests] + ["]"]
+        (folder / f"{name}.toml").write_text("\n".join(lines) + "\n")
+    return root / "items"
+
+
+def per_query(path: Path) -> list:
+    return json.loads(path.read_text())["per_query"]
+
+
+def test_pytest_run_export_and_replay(fake, pytester, monkeypatch):
+    items = write_items(pytester.path)
+    cache = pytester.path / "cache"
+    assert cli.main(["build", str(items), "--cache-dir", str(cache), "-j", "2"]) == 0
+    server = fake("gemini-2")
+    monkeypatch.setenv("EXECRETRIEVAL_EMBED_DIMENSIONS", "64")
+    common = ("--execretrieval-items", str(items), "--execretrieval-cache-dir", str(cache),
+              "-p", "no:randomly", "-p", "no:cacheprovider")  # fmt: skip
+    live = pytester.runpytest_subprocess("--embedder", "gemini-2", *common,
+                                         "--execretrieval-report-dir", "live")  # fmt: skip
+    assert live.ret in (0, 1), live.stdout.str() + live.stderr.str()
+    assert server.violations == [] and server.answered
+    live_report = pytester.path / "live" / "gemini-2.json"
+    invocation = json.loads(live_report.read_text())["embedder"]
+    assert invocation["dim"] == 64 and invocation["provider"] == "gemini"
+    for path in (live_report, pytester.path / "live" / "gemini-2.xml"):
+        assert KEY not in path.read_text()
+    assert KEY not in live.stdout.str() + live.stderr.str()
+
+    out = pytester.path / "frozen.npz"
+    assert cli.main(["embed", str(items), "--embedder", "gemini-2", "--out", str(out),
+                     "--cache-dir", str(cache)]) == 0  # fmt: skip
+    replay = pytester.runpytest_subprocess("--embedder", f"npz:{out}", *common,
+                                           "--execretrieval-report-dir", "replay")  # fmt: skip
+    assert replay.ret == live.ret
+    (frozen,) = (pytester.path / "replay").glob("npz*.json")
+    assert per_query(frozen) == per_query(live_report)
+
+    monkeypatch.delenv("GEMINI_API_KEY")
+    missing = pytester.runpytest_subprocess("--embedder", "gemini-2", *common)
+    assert missing.ret == pytest.ExitCode.USAGE_ERROR
+    assert "GEMINI_API_KEY" in missing.stderr.str()

@@ -161,6 +161,9 @@ class Transport:
     def fail(self, message: str) -> EmbedderError:
         return EmbedderError(self.redact(message))
 
+    def body(self, response) -> str:
+        return repr(excerpt(self.redact(response.text)))  # redact first: no half-cut secret
+
     def post_json(self, url: str, body: dict, label: str) -> object:
         """The decoded JSON of a 2xx answer; :class:`EmbedderError` naming ``label`` otherwise."""
         httpx, s = self.httpx, self.settings
@@ -173,9 +176,9 @@ class Transport:
             except httpx.TimeoutException as exc:
                 last = f"{type(exc).__name__} (no answer within {s.timeout_s:g} s)"
             except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
-                last = f"connection error: {type(exc).__name__}: {exc}"
+                last = f"connection error: {type(exc).__name__}: {self.redact(str(exc))}"
             except httpx.HTTPError as exc:  # bad URL, proxy, protocol: retrying cannot help
-                raise self.fail(f"{label}: request failed: {type(exc).__name__}: {exc}") from None
+                raise self.fail(f"{label}: {type(exc).__name__}: {self.redact(str(exc))}") from None
             else:
                 status = response.status_code
                 if 200 <= status < 300:
@@ -183,8 +186,8 @@ class Transport:
                         return response.json()
                     except ValueError:
                         raise self.fail(f"{label}: HTTP {status} but the body is not JSON: "
-                                        f"{excerpt(response.text)!r}") from None  # fmt: skip
-                last = f"HTTP {status}: {excerpt(response.text)!r}"
+                                        f"{self.body(response)}") from None  # fmt: skip
+                last = f"HTTP {status}: {self.body(response)}"
                 if not retryable(status):
                     raise self.fail(f"{label}: {last} (not retried)")
                 wait = retry_after_seconds(response.headers.get("retry-after"), self.clock())

@@ -53,7 +53,8 @@ def select_distractors(
 
         def key(k: Killed) -> tuple:
             op = k.mutant.operator
-            return (used[op], op not in CORE_CLASSES, KILL_RANK[k.kill], class_totals[op], k.position)
+            core = all(part in CORE_CLASSES for part in op.split("+"))  # stacked: "a+b"
+            return (used[op], not core, KILL_RANK[k.kill], class_totals[op], k.position)
 
         best = min(left, key=key)
         left.remove(best)

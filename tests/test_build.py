@@ -1,0 +1,173 @@
+"""`execretrieval build`: killed distractors, selection, determinism, staleness, stacking."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pytest_execretrieval import cli
+from pytest_execretrieval.build import build, yield_report
+from pytest_execretrieval.corpus import jsonl
+from pytest_execretrieval.execution import SuiteRunner
+from pytest_execretrieval.items import load_items
+from pytest_execretrieval.mutation.equivalence import annotations, evidence
+from pytest_execretrieval.mutation.operators import Mutant
+from pytest_execretrieval.mutation.select import Killed, kill_kind, select_distractors
+from pytest_execretrieval.sandbox import Limits, SuiteResult
+
+DATA = Path(__file__).parent / "data" / "items"
+
+
+@pytest.fixture
+def items(tmp_path) -> Path:
+    target = tmp_path / "items"
+    shutil.copytree(DATA, target)
+    return target
+
+
+@pytest.fixture(scope="module")
+def runners(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("cache")
+    with SuiteRunner(cache_dir=cache) as runner, \
+            SuiteRunner(Limits(timeout_s=1.0), cache_dir=cache) as mutant_runner:  # fmt: skip
+        yield runner, mutant_runner
+
+
+def test_distractors_are_killed_single_edits(items, runners):
+    loaded, _ = load_items(items)
+    result = build(loaded, *runners)
+    distractors = [s for s in result.corpus.snippets if s.kind == "distractor"]
+    assert distractors
+    for d in distractors:
+        assert d.failing_tests and any(o != "pass" for o in d.outcomes)
+        assert d.kill in ("assertion", "exception", "timeout")
+        assert d.diff.count("\n@@") + d.diff.startswith("@@") == 1  # one hunk
+        assert d.edit_lines >= 1 and d.edit_chars >= 1 and d.line >= 1
+    per_item = Counter(d.query_id for d in distractors)
+    assert set(per_item.values()) == {4}
+    for qid in per_item:  # distinct classes within an item where available
+        ops = [d.operator for d in distractors if d.query_id == qid]
+        assert len(set(ops)) == len(ops)
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.nested_given])
+@given(st.permutations(range(5)))
+def test_build_is_independent_of_item_order(runners, order):
+    loaded, _ = load_items(DATA)
+    shuffled = [loaded[i] for i in order if i < len(loaded)]
+    a = build(loaded, *runners).corpus
+    b = build(shuffled, *runners).corpus
+    assert jsonl(a.snippets) == jsonl(b.snippets)
+    assert jsonl(a.alternatives) == jsonl(b.alternatives)
+
+
+def test_cli_build_is_byte_identical_and_check_names_staleness(items, tmp_path, capsys):
+    cache = ["--cache-dir", str(tmp_path / "c")]
+    assert cli.main(["build", str(items), *cache]) == 0
+    first = {p.name: p.read_bytes() for p in items.glob("*.json*")}
+    assert cli.main(["build", str(items), "-j", "1", *cache]) == 0
+    assert first == {p.name: p.read_bytes() for p in items.glob("*.json*")}
+    assert "4/4 items have >= 4 killed mutants" in capsys.readouterr().out
+    assert cli.main(["build", "--check", str(items)]) == 0
+
+    count = items / "strings" / "count_vowels.toml"
+    count.write_text(count.read_text().replace("Count the vowels", "Count vowels"))
+    (items / "arrays_lists" / "last_index_of.toml").unlink()
+    shutil.copy(count, items / "strings" / "count_vowels_copy.toml")
+    (items / "corpus.jsonl").write_text((items / "corpus.jsonl").read_text()[:-50])
+    capsys.readouterr()
+    assert cli.main(["build", "--check", str(items)]) == 1
+    out = capsys.readouterr().out
+    assert "item strings/count_vowels changed since the corpus was built" in out
+    assert "item arrays_lists/last_index_of was removed" in out
+    assert "item strings/count_vowels_copy is new" in out
+    assert "corpus.jsonl differs from the manifest" in out
+
+
+def test_build_refuses_an_item_whose_canonical_fails(items, tmp_path, capsys):
+    count = items / "strings" / "count_vowels.toml"
+    count.write_text(count.read_text().replace('"aeiou"', '"aeio"'))
+    assert cli.main(["build", str(items), "--cache-dir", str(tmp_path / "c")]) == 1
+    err = capsys.readouterr().err
+    assert "count_vowels.toml: canonical: fails its tests" in err and "nothing written" in err
+
+
+def result(*outcomes: str, passed: bool | None = None) -> SuiteResult:
+    ok = all(o == "pass" for o in outcomes) if passed is None else passed
+    return SuiteResult(outcomes=outcomes, passed=ok, detail="", output="")
+
+
+@pytest.mark.parametrize("outcomes, kind", [
+    (("pass", "pass"), None),
+    (("pass", "fail"), "assertion"),
+    (("error:ZeroDivisionError", "fail"), "assertion"),
+    (("pass", "error:IndexError"), "exception"),
+    (("timeout", "timeout"), "timeout"),
+    (("error:EarlyExit", "timeout"), "exception"),
+])  # fmt: skip
+def test_kill_classification(outcomes, kind):
+    assert kill_kind(result(*outcomes)) == kind
+
+
+def test_left_behind_child_is_a_kill_even_with_passing_outcomes():
+    assert kill_kind(result("pass", passed=False)) == "exception"
+
+
+def killed(position: int, operator: str, kill: str = "assertion") -> Killed:
+    mutant = Mutant(operator=operator, line=position, code=f"# {position}", description="",
+                    lines_changed=1, chars_changed=1)  # fmt: skip
+    return Killed(position, mutant, result("fail"), kill)
+
+
+def test_selection_prefers_new_core_classes_then_wrong_outputs_then_rare_classes():
+    candidates = [killed(0, "off_by_one"), killed(1, "off_by_one"), killed(2, "negate_condition"),
+                  killed(3, "wrong_operator", "timeout"), killed(4, "wrong_comparison"),
+                  killed(5, "wrong_comparison", "exception")]  # fmt: skip
+    totals = Counter({"off_by_one": 10})
+    chosen = select_distractors(candidates, totals)
+    assert [k.position for k in chosen] == [4, 0, 3, 2]
+    assert totals == Counter({"off_by_one": 11, "wrong_comparison": 1, "wrong_operator": 1,
+                              "negate_condition": 1})  # fmt: skip
+
+
+def test_selection_balances_classes_across_the_corpus():
+    totals: Counter = Counter()
+    for _ in range(6):  # each item offers three classes, one slot each
+        select_distractors([killed(0, "off_by_one"), killed(1, "swap_arguments"),
+                            killed(2, "wrong_operator")], totals, limit=1)  # fmt: skip
+    assert set(totals.values()) == {2}
+
+
+def test_yield_report_lists_weak_items():
+    from pytest_execretrieval.build import ItemYield
+
+    text = yield_report([ItemYield("a/x", 9, {"off_by_one": 2, "wrong_operator": 3},
+                                   {"off_by_one": 1}), ItemYield("a/y", 3, {"off_by_one": 1}, {})])
+    assert "a/x: 5/9 killed  off_by_one=2 wrong_operator=3" in text
+    assert "items with fewer than 4 killed mutants (1):\n  a/y" in text
+
+
+def test_equivalence_evidence(runners):
+    canonical = "def f(xs: list[int], k: int):\n    return [x for x in xs if x < k]\n"
+    assert annotations(canonical, "f") == ["list[int]", "int"]
+    assert annotations("def f(x, y: int): pass", "f") is None
+    mutant = canonical.replace("x < k", "x <= k")
+    equivalent = "def f(xs: list[int], k: int):\n    return list(filter(lambda v: v < k, xs))\n"
+    shown, same = evidence(canonical, "f", "", [mutant, equivalent], runners[1])
+    assert shown.inputs == same.inputs == 50
+    assert shown.differing > 0 and same.differing == 0
+
+
+def test_stacked_corpus_has_k_edits_per_distractor(items, tmp_path):
+    assert cli.main(["build", str(items), "--stack", "3", "--cache-dir", str(tmp_path / "c")]) == 0
+    rows = [json.loads(line) for line in (items / "stack-3" / "corpus.jsonl").read_text().splitlines()]
+    distractors = [r for r in rows if r["kind"] == "distractor"]
+    assert distractors and all(len(r["operator"].split("+")) == 3 for r in distractors)
+    assert all(r["failing_tests"] for r in distractors)
+    assert cli.main(["build", "--check", "--stack", "3", str(items)]) == 0
