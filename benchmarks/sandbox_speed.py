@@ -51,7 +51,11 @@ def naive(n: int) -> float:
     for _ in range(n):
         proc = subprocess.run(
             [sys.executable, "-I", "-c", NAIVE_RUNNER],
-            input=payload, capture_output=True, text=True, timeout=30, check=True,
+            input=payload,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
         )
         assert json.loads(proc.stdout) == ["pass"] * len(TESTS)
     return time.perf_counter() - start

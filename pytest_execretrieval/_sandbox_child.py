@@ -41,11 +41,47 @@ RUNNER_VERSION = "1"
 
 # Imported once in the server so that forked children get them for free.
 PRELOAD = (
-    "abc", "array", "base64", "binascii", "bisect", "calendar", "cmath", "collections",
-    "collections.abc", "contextlib", "copy", "dataclasses", "datetime", "decimal", "enum",
-    "fractions", "functools", "hashlib", "heapq", "inspect", "io", "itertools", "json", "math",
-    "numbers", "operator", "pprint", "queue", "random", "re", "statistics", "string", "struct",
-    "subprocess", "textwrap", "threading", "time", "types", "typing", "unicodedata", "weakref",
+    "abc",
+    "array",
+    "base64",
+    "binascii",
+    "bisect",
+    "calendar",
+    "cmath",
+    "collections",
+    "collections.abc",
+    "contextlib",
+    "copy",
+    "dataclasses",
+    "datetime",
+    "decimal",
+    "enum",
+    "fractions",
+    "functools",
+    "hashlib",
+    "heapq",
+    "inspect",
+    "io",
+    "itertools",
+    "json",
+    "math",
+    "numbers",
+    "operator",
+    "pprint",
+    "queue",
+    "random",
+    "re",
+    "statistics",
+    "string",
+    "struct",
+    "subprocess",
+    "textwrap",
+    "threading",
+    "time",
+    "types",
+    "typing",
+    "unicodedata",
+    "weakref",
     "zlib",
 )
 
@@ -61,10 +97,20 @@ _SCRATCH_BASE: str | None = None  # set by serve(); None means tempfile's defaul
 
 # --- audit guard tables ----------------------------------------------------------------------
 
-_PROCESS_EVENTS = frozenset({
-    "os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
-    "subprocess.Popen", "pty.spawn", "resource.setrlimit", "resource.prlimit",
-})
+_PROCESS_EVENTS = frozenset(
+    {
+        "os.fork",
+        "os.forkpty",
+        "os.system",
+        "os.exec",
+        "os.posix_spawn",
+        "os.spawn",
+        "subprocess.Popen",
+        "pty.spawn",
+        "resource.setrlimit",
+        "resource.prlimit",
+    }
+)
 # Dropped from the child's sys.modules, so importing them fires an "import" event that the guard
 # blocks. _posixsubprocess.fork_exec raises no audit event; the preloaded `subprocess` keeps
 # working (its Popen is audited) with its private reference to fork_exec replaced.
@@ -659,7 +705,7 @@ def write_frame(fd: int, obj: Any) -> None:
     data = json.dumps(obj).encode("utf-8")
     view = memoryview(_HEADER.pack(len(data)) + data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _terminate(signum: int, _frame: object) -> None:

@@ -139,9 +139,7 @@ def _classes(report: dict) -> list[str]:
 def per_domain(report: dict) -> dict[str, dict]:
     """``{domain: {n, exec@1, exec@10}}`` over the queries of each domain, domains sorted."""
     domains = sorted({q["domain"] for q in report["per_query"]})
-    return {
-        d: _exec_rates([q for q in report["per_query"] if q["domain"] == d]) for d in domains
-    }
+    return {d: _exec_rates([q for q in report["per_query"] if q["domain"] == d]) for d in domains}
 
 
 def per_operator(report: dict) -> dict[str, dict]:
@@ -199,6 +197,7 @@ def deception(report: dict) -> dict:
 
     Per query this is :func:`pytest_execretrieval.stats.deception_rates`.
     """
+
     def pairs(c: str | None) -> list[tuple[dict, list[dict]]]:
         return [(q, _own(q, c)) for q in report["per_query"] if _own(q, c)]
 

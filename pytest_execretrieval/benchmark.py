@@ -8,11 +8,11 @@ query's entry point fails without running; any other pair is executed in the san
 from __future__ import annotations
 
 import time
-
-import numpy as np
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from .corpus import Corpus, Snippet
 from .embedders import Embedder
@@ -189,8 +189,9 @@ def run_benchmark(
         hits = []
         for rank, (i, score) in enumerate(zip(ranking.indices[q], ranking.scores[q]), 1):
             s, o = pool[int(i)], outcomes[item.id, int(i)]
-            hits.append(Hit(rank, s.snippet_id, s.kind, s.operator, s.query_id,
-                            round(float(score), DECIMALS), all(x == "pass" for x in o)))  # fmt: skip
+            score = round(float(score), DECIMALS)
+            passes = all(x == "pass" for x in o)
+            hits.append(Hit(rank, s.snippet_id, s.kind, s.operator, s.query_id, score, passes))
         own_rows = tuple(
             {"snippet_id": pool[i].snippet_id, "operator": pool[i].operator,
              "score": round(score, DECIMALS),
@@ -200,8 +201,9 @@ def run_benchmark(
         )  # fmt: skip
         out[item.id] = QueryResult(
             item.id, item.domain, hits[0].passes, int(ranking.target_rank[q]),
-            round(float(ranking.target_score[q]), DECIMALS), tuple(hits), outcomes[item.id, int(ranking.indices[q][0])],
-            own_rows, scored.code_similarity.get(item.id, {"alternatives": [], "distractors": []}),
+            round(float(ranking.target_score[q]), DECIMALS), tuple(hits),
+            outcomes[item.id, int(ranking.indices[q][0])], own_rows,
+            scored.code_similarity.get(item.id, {"alternatives": [], "distractors": []}),
         )  # fmt: skip
     return BenchmarkRun(embedder.invocation(), corpus_sha256, len(pool), out, encode_s)
 

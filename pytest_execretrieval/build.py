@@ -14,9 +14,9 @@ from dataclasses import dataclass, replace
 from .corpus import Corpus, Snippet, make_snippet
 from .execution import SuiteRunner
 from .items import Item
+from .mutation.equivalence import evidence
 from .mutation.operators import OPERATOR_CLASSES, Mutant, generate_mutants
 from .mutation.select import MAX_DISTRACTORS, Killed, kill_kind, select_distractors
-from .mutation.equivalence import evidence
 from .mutation.stacking import stack_mutants
 from .sandbox import RUNNER_VERSION, SuiteResult
 
@@ -150,9 +150,11 @@ def evidence_report(corpus: Corpus) -> str:
         return "equivalence evidence: no item has a fully annotated entry point"
     shown = sum(s.equivalence["differing"] > 0 for s in distractors)
     agree = sum(s.equivalence["differing"] == 0 for s in alternatives)
-    return (f"equivalence evidence (annotated items): {shown}/{len(distractors)} distractors "
-            f"differ from the canonical on drawn inputs; {agree}/{len(alternatives)} "
-            "alternatives agree on every drawn input")
+    return (
+        f"equivalence evidence (annotated items): {shown}/{len(distractors)} distractors "
+        f"differ from the canonical on drawn inputs; {agree}/{len(alternatives)} "
+        "alternatives agree on every drawn input"
+    )
 
 
 def stacked_candidates(

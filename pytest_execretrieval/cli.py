@@ -18,7 +18,12 @@ def default_items() -> Path:
 
 def cmd_build(args: argparse.Namespace) -> int:
     from .build import (
-        MUTANT_TIMEOUT_S, BuildError, build, engine, evidence_report, yield_report,
+        MUTANT_TIMEOUT_S,
+        BuildError,
+        build,
+        engine,
+        evidence_report,
+        yield_report,
     )  # fmt: skip
     from .corpus import corpus_dir, write_corpus
     from .execution import SuiteRunner
@@ -45,8 +50,10 @@ def cmd_build(args: argparse.Namespace) -> int:
         return 2
     cache = Path(args.cache_dir)
     mutant_limits = Limits(timeout_s=MUTANT_TIMEOUT_S)
-    with SuiteRunner(cache_dir=cache, jobs=args.jobs) as runner, \
-            SuiteRunner(mutant_limits, cache_dir=cache, jobs=args.jobs) as mutant_runner:
+    with (
+        SuiteRunner(cache_dir=cache, jobs=args.jobs) as runner,
+        SuiteRunner(mutant_limits, cache_dir=cache, jobs=args.jobs) as mutant_runner,
+    ):
         try:
             result = build(items, runner, mutant_runner, args.stack)
         except BuildError as exc:
@@ -67,7 +74,13 @@ def cmd_verify(args: argparse.Namespace, rest: list[str]) -> int:
     import pytest
 
     items_dir = Path(args.items_dir or default_items()).resolve()
-    argv = ["--execretrieval-verify", "--execretrieval-items", str(items_dir), "-p", "no:cacheprovider"]
+    argv = [
+        "--execretrieval-verify",
+        "--execretrieval-items",
+        str(items_dir),
+        "-p",
+        "no:cacheprovider",
+    ]
     if args.n is not None:
         argv += ["-n", args.n]
     return int(pytest.main(argv + rest))
@@ -88,11 +101,11 @@ def cmd_embedders(args: argparse.Namespace) -> int:
 
 def cmd_embed(args: argparse.Namespace) -> int:
     from .benchmark import document_text
-    from .corpus import read_corpus
-    from .embedders import EmbedderError, EmbedderOptions, get_embedder
-    from .embedding_cache import EmbeddingCache, encode_cached, stderr_progress
-    from .embedders.npz import write_npz
     from .build import engine
+    from .corpus import CorpusError, read_corpus
+    from .embedders import EmbedderError, EmbedderOptions, get_embedder
+    from .embedders.npz import write_npz
+    from .embedding_cache import EmbeddingCache, encode_cached, stderr_progress
     from .items import load_items
 
     items_dir = Path(args.items_dir or default_items())
@@ -110,11 +123,12 @@ def cmd_embed(args: argparse.Namespace) -> int:
         items = sorted(items, key=lambda i: i.id)
         queries = encode_cached(embedder, [i.query for i in items], [i.id for i in items],
                                 "query", cache, progress=stderr_progress)  # fmt: skip
-    except Exception as exc:  # noqa: BLE001 - report any failure as one line
-        if not isinstance(exc, EmbedderError) and not str(exc):
-            raise
+    except (EmbedderError, CorpusError) as exc:
         print(f"execretrieval embed: {exc}", file=sys.stderr)
         return 2
+    finally:
+        if "embedder" in locals():
+            embedder.close()
     write_npz(Path(args.out), invocation, {
         "query": ([i.id for i in items], queries),
         "document": ([s.snippet_id for s in pool], docs),
@@ -131,8 +145,14 @@ def parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="generate corpus.jsonl, alternatives.jsonl, manifest.json")
     b.add_argument("items_dir", nargs="?")
     b.add_argument("--check", action="store_true", help="exit 1, naming what is stale")
-    b.add_argument("--stack", type=int, default=1, choices=range(1, 5), metavar="K",
-                   help="K edits per distractor (2-4): a separate corpus in DIR/stack-K/")
+    b.add_argument(
+        "--stack",
+        type=int,
+        default=1,
+        choices=range(1, 5),
+        metavar="K",
+        help="K edits per distractor (2-4): a separate corpus in DIR/stack-K/",
+    )
     b.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     b.add_argument("--cache-dir", **cache)
 
@@ -143,6 +163,10 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("embedders", help="known embedder names and whether each is usable here") \
         .add_argument("--cache-dir", **cache)  # fmt: skip
 
+    sub.add_parser("compare", help="side-by-side metrics, paired McNemar p, CIs of differences",
+                   add_help=False)  # fmt: skip
+    sub.add_parser("report", help="PNG plots and summary.md from the report JSONs in DIR",
+                   add_help=False)  # fmt: skip
     e = sub.add_parser("embed", help="write frozen embedding matrices (.npz) for npz:PATH")
     e.add_argument("items_dir", nargs="?")
     e.add_argument("--embedder", required=True)
@@ -152,6 +176,15 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["compare"]:
+        from .compare import main_compare
+
+        return main_compare(argv[1:])
+    if argv[:1] == ["report"]:
+        from .plots import main_report
+
+        return main_report(argv[1:])
     args, rest = parser().parse_known_args(argv)
     if args.command == "verify":
         return cmd_verify(args, rest)

@@ -130,8 +130,12 @@ def paired_comparison(a: dict, b: dict, seed: int = 0) -> dict:
     for k in KS:
         j = METRIC_NAMES.index(f"exec@{k}")
         test = mcnemar_exact(ma[:, j] > 0, mb[:, j] > 0)
-        mcnemar[f"exec@{k}"] = {"only_a": test.only_a, "only_b": test.only_b,
-                                "p_value": test.p_value, "difference": test.difference}
+        mcnemar[f"exec@{k}"] = {
+            "only_a": test.only_a,
+            "only_b": test.only_b,
+            "p_value": test.p_value,
+            "difference": test.difference,
+        }
     names = report_names([a, b])
     return {"a": names[0], "b": names[1], "n_queries": len(qa), "seed": seed,
             "n_resamples": N_RESAMPLES, "metrics": metrics, "mcnemar": mcnemar}  # fmt: skip

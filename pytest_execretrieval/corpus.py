@@ -91,7 +91,9 @@ def make_snippet(item: Item, kind: str, code: str, outcomes: tuple[str, ...], **
 
 def jsonl(snippets: list[Snippet] | tuple[Snippet, ...]) -> bytes:
     rows = sorted(snippets, key=lambda s: s.snippet_id)
-    text = "".join(json.dumps(s.to_json(), ensure_ascii=False, sort_keys=False) + "\n" for s in rows)
+    text = "".join(
+        json.dumps(s.to_json(), ensure_ascii=False, sort_keys=False) + "\n" for s in rows
+    )
     return text.encode()
 
 

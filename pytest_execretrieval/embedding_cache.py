@@ -63,7 +63,8 @@ class EmbeddingCache:
 
 def stderr_progress(role: str, done: int, total: int, rate: float) -> None:
     end = "\n" if done == total else ""
-    print(f"\r  encoding {role}s: {done}/{total} ({rate:.1f}/s)", end=end, file=sys.stderr,
+    noun = "queries" if role == "query" else "documents"
+    print(f"\r  encoding {noun}: {done}/{total} ({rate:.1f}/s)", end=end, file=sys.stderr,
           flush=True)  # fmt: skip
 
 
@@ -82,9 +83,11 @@ def encode_cached(
     missing = sorted({k: i for i, k in enumerate(keys) if k not in table}.values())
     started = time.perf_counter()
     for start in range(0, len(missing), batch):
-        rows = missing[start:start + batch]
+        rows = missing[start : start + batch]
         vectors = embedder.encode([texts[i] for i in rows], role, [ids[i] for i in rows])
-        vectors = check_vectors(vectors, len(rows), f"{embedder.name} ({role} batch {start // batch})")
+        vectors = check_vectors(
+            vectors, len(rows), f"{embedder.name} ({role} batch {start // batch})"
+        )
         if cache:
             cache.store(role, [keys[i] for i in rows], vectors)
         table.update(zip((keys[i] for i in rows), vectors))

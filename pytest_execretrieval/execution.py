@@ -1,7 +1,8 @@
 """Running many suites: the outcome cache in front of per-thread sandboxes.
 
-Library code (build, verification, the benchmark) asks a :class:`SuiteRunner` for results; it answers
-from the content-addressed cache or runs the suite in a sandbox, several at once with ``jobs > 1``.
+Library code (build, verification, the benchmark) asks a :class:`SuiteRunner` for results; it
+answers from the content-addressed cache or runs the suite in a sandbox, several at once with
+``jobs > 1``.
 """
 
 from __future__ import annotations

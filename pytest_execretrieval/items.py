@@ -179,9 +179,7 @@ def imports(tree: ast.AST) -> list[str]:
 
 def defined_functions(tree: ast.Module) -> set[str]:
     return {
-        node.name
-        for node in tree.body
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
     }
 
 

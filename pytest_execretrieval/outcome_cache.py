@@ -40,9 +40,7 @@ class OutcomeCache:
         self.root = Path(root)
 
     @staticmethod
-    def key(
-        code: str, setup: str, tests: Sequence[str], limits: Limits | None = None
-    ) -> str:
+    def key(code: str, setup: str, tests: Sequence[str], limits: Limits | None = None) -> str:
         """Content key. ``limits`` defaults to ``Limits()``: a timeout depends on them."""
         suite = json.dumps([setup, list(tests)]).encode("ascii")
         limits_token = json.dumps(asdict(limits or Limits()), sort_keys=True)

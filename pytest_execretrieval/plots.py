@@ -163,11 +163,12 @@ def summary_markdown(
         "# ExecRetrieval report", "",
         (f"Corpus `{corpus['sha256'][:16]}`: {corpus.get('n_queries', '?')} queries, "
          f"{corpus.get('n_snippets', '?')} snippets in the pool; {len(reports)} model(s)."), "",
-        metrics_md.rstrip(), "", "## Plots", "",
+        metrics_md.rstrip(), "",
     ]  # fmt: skip
-    lines += [f"![{Path(img).stem}]({img})" for img in images]
+    if images:
+        lines += ["## Plots", "", *(f"![{Path(img).stem}]({img})" for img in images), ""]
     lines += [
-        "", "## Analyses highlights", "",
+        "## Analyses highlights", "",
         ("Deceived pair: an own distractor (mutant of the query's canonical) scoring >= the "
          "canonical. Margin: canonical score minus the best own distractor score. Rank-1 misses: "
          "share of failing rank-1 snippets that are the query's own distractor. Density: "
@@ -196,8 +197,13 @@ def summary_markdown(
                   f"|---|{'---|' * len(names)}"]  # fmt: skip
         for dom in domains:
             cells = [a["per_domain"].get(dom) for a in analyses]
-            lines.append(f"| {dom} | " + " | ".join(
-                "n/a" if c is None else f"{_fmt(c['exec@1'])} ({c['n']})" for c in cells) + " |")
+            lines.append(
+                f"| {dom} | "
+                + " | ".join(
+                    "n/a" if c is None else f"{_fmt(c['exec@1'])} ({c['n']})" for c in cells
+                )
+                + " |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -221,8 +227,10 @@ def write_report(directory: Path, reports: Sequence[dict]) -> list[Path]:
 
 def main_report(argv: Sequence[str] | None = None) -> int:
     """``execretrieval report DIR``: exit 0, or 2 with a message (no matplotlib, no reports)."""
-    p = argparse.ArgumentParser(prog="execretrieval report",
-                                description="Plots and summary.md from the report JSONs in DIR.")
+    p = argparse.ArgumentParser(
+        prog="execretrieval report",
+        description="Plots and summary.md from the report JSONs in DIR.",
+    )
     p.add_argument("directory", metavar="DIR")
     args = p.parse_args(argv)
     directory = Path(args.directory)

@@ -13,6 +13,7 @@ from xml.etree import ElementTree as ET
 
 from tabulate import tabulate
 
+from .analyses import analyses
 from .benchmark import BenchmarkRun, QueryResult
 from .metrics import METRIC_NAMES, mean_metrics, metric_matrix, query_metrics
 from .retrieval import TIE_POLICY
@@ -52,24 +53,35 @@ def build_report(
     ci = bootstrap_ci(matrix, seed=seed)
     invocation = dict(run.embedder)
     invocation["name"] = name
-    return {
+    report = {
         "schema_version": SCHEMA_VERSION,
         "embedder": invocation,
-        "corpus": {"sha256": run.corpus_sha256, "n_queries": len(results),
-                   "n_snippets": run.n_snippets},  # fmt: skip
+        "corpus": {
+            "sha256": run.corpus_sha256,
+            "n_queries": len(results),
+            "n_snippets": run.n_snippets,
+        },  # fmt: skip
         "tie_policy": TIE_POLICY,
         "metrics": {m: means[m] for m in METRIC_NAMES},
         "ci95": {m: [float(lo), float(hi)] for m, (lo, hi) in zip(METRIC_NAMES, ci)},
         "per_query": [
-            {"query_id": r.query_id, "domain": r.domain, "passed": r.passed,
-             "canonical_rank": r.canonical_rank, "canonical_score": r.canonical_score,
-             "top": [asdict(h) for h in r.top], "own_distractors": list(r.own_distractors),
-             "code_similarity": r.code_similarity}
+            {
+                "query_id": r.query_id,
+                "domain": r.domain,
+                "passed": r.passed,
+                "canonical_rank": r.canonical_rank,
+                "canonical_score": r.canonical_score,
+                "top": [asdict(h) for h in r.top],
+                "own_distractors": list(r.own_distractors),
+                "code_similarity": r.code_similarity,
+            }
             for r in results
         ],  # fmt: skip
-        "elapsed_s": round(elapsed_s, 3),
-        "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }
+    report["analyses"] = analyses(report)
+    report["elapsed_s"] = round(elapsed_s, 3)
+    report["created_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    return report
 
 
 def file_stem(name: str) -> str:
@@ -114,39 +126,37 @@ def junit_xml(name: str, records: Sequence[TestRecord]) -> bytes:
 
 def metrics_table(reports: dict[str, dict], fmt: str = "simple") -> str:
     headers = ["embedder", *TABLE_METRICS]
-    rows = [[name, *(f"{r['metrics'][m]:.3f}" for m in TABLE_METRICS)] for name, r in reports.items()]
+    rows = [
+        [name, *(f"{r['metrics'][m]:.3f}" for m in TABLE_METRICS)] for name, r in reports.items()
+    ]
     return tabulate(rows, headers, tablefmt=fmt)
 
 
-def ci_table(reports: dict[str, dict], fmt: str = "simple") -> str:
-    metrics = ("exec@1", "exec@10", "ndcg@10", "mrr")
-    rows = [[name, *(f"{r['metrics'][m]:.3f} [{r['ci95'][m][0]:.3f}, {r['ci95'][m][1]:.3f}]"
-                     for m in metrics)] for name, r in reports.items()]  # fmt: skip
-    return tabulate(rows, ["embedder", *(f"{m} (95% CI)" for m in metrics)], tablefmt=fmt)
+def gate_markdown(gates: dict[str, dict]) -> str:
+    lines = ["## Upgrade gate", ""]
+    lines += [f"- **{name}**: {decision['reason']}" for name, decision in gates.items()]
+    return "\n".join(lines) + "\n"
 
 
-def summary_markdown(reports: dict[str, dict], extra_sections: Sequence[str] = ()) -> str:
-    first = next(iter(reports.values()))
-    corpus = first["corpus"]
-    lines = [
-        "# ExecRetrieval benchmark summary", "",
-        f"Corpus `{corpus['sha256'][:16]}`: {corpus['n_queries']} queries, "
-        f"{corpus['n_snippets']} snippets in the pool. Ties: {first['tie_policy']}.", "",
-        "exec@k: any of the top k passes the query's tests; execp@k: passing share of the top k; "
-        "nDCG/MRR: the canonical is the only relevant snippet. CIs: query-level bootstrap.", "",
-        metrics_table(reports, "github"), "", ci_table(reports, "github"), "",
-    ]  # fmt: skip
-    lines += [section for section in extra_sections]
-    return "\n".join(lines).rstrip() + "\n"
+def summary_markdown(reports: dict[str, dict], gates: dict[str, dict]) -> str:
+    """The session's summary.md: metrics with CIs, every pair of models compared, the analyses
+    highlights and the gate decisions (plots come from `execretrieval report DIR`)."""
+    from .compare import compare_reports
+    from .plots import summary_markdown as analysis_summary
+
+    data = list(reports.values())
+    text = analysis_summary(data, [r["analyses"] for r in data], [],
+                            compare_reports(data, "markdown"))  # fmt: skip
+    return text + ("\n" + gate_markdown(gates) if gates else "")
 
 
 def write_reports(
     report_dir: Path, reports: dict[str, dict], records: dict[str, list[TestRecord]],
-    extra_sections: Sequence[str] = (),
+    gates: dict[str, dict],
 ) -> None:  # fmt: skip
     report_dir = Path(report_dir)
     report_dir.mkdir(parents=True, exist_ok=True)
     for name, data in reports.items():
         write_json(report_dir / f"{file_stem(name)}.json", data)
         (report_dir / f"{file_stem(name)}.xml").write_bytes(junit_xml(name, records[name]))
-    (report_dir / "summary.md").write_text(summary_markdown(reports, extra_sections))
+    (report_dir / "summary.md").write_text(summary_markdown(reports, gates))

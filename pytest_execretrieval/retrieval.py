@@ -1,9 +1,10 @@
 """Exact top-k ranking in bounded memory.
 
 Tie rule: score descending, then pool position ascending; the pool is sorted by snippet_id, so ties
-go to the smaller snippet_id. Dense scores (cosine of L2-normalised vectors, rounded to 6 decimals) are computed in blocks
-of the pool and merged into a running top-k, so the full query x pool matrix never exists; a second
-pass over the same blocks counts, per query, the documents ranked above its target (the canonical).
+go to the smaller snippet_id. Dense scores (cosine of L2-normalised vectors, rounded to 6
+decimals) are computed in blocks of the pool and merged into a running top-k, so the full
+query x pool matrix never exists; a second pass over the same blocks counts, per query, the
+documents ranked above its target (the canonical).
 Lexical scorers (BM25) hand over blocks of whole rows instead.
 """
 
@@ -90,7 +91,7 @@ def rank_dense(
 
     def blocks() -> Iterator[tuple[int, np.ndarray]]:
         for start in range(0, len(documents), chunk):
-            block = q @ normalize(np.asarray(documents[start:start + chunk], np.float32)).T
+            block = q @ normalize(np.asarray(documents[start : start + chunk], np.float32)).T
             yield start, np.round(block, DECIMALS)
 
     best_idx, best_score = np.zeros((n, 0), np.int64), np.zeros((n, 0), np.float32)
@@ -119,7 +120,7 @@ def rank_rows(
     parts = []
     start = 0
     for block in row_blocks:
-        t = targets[start:start + len(block)]
+        t = targets[start : start + len(block)]
         ts = block[np.arange(len(block)), t].astype(np.float32)
         watched.see(block, 0, row_offset=start)
         idx, score = block_top(block, 0, k)
@@ -128,4 +129,3 @@ def rank_rows(
     if start != len(targets):
         raise ValueError(f"scorer returned {start} rows for {len(targets)} queries")
     return Ranking(*(np.concatenate(p) for p in zip(*parts)), watched.result())
-

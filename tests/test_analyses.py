@@ -71,13 +71,26 @@ def make_report(queries: Sequence[dict], name: str = "toy", sha: str = "ab" * 32
 
 
 # Scores are dyadic so that margins are exact.
-Q1 = make_query("q1", ["D0", "C", "O"], [("off_by_one", 0.875, 1), ("wrong_operator", 0.5, 2)],
-                code_similarity={"alternatives": [0.9, 0.8], "distractors": [0.95, 0.7]})
-Q2 = make_query("q2", ["C", "D1", "D0", "OD"],
-                [("off_by_one", 0.625, 3), ("swap_arguments", 0.75, 10)],
-                code_similarity={"alternatives": [], "distractors": [0.99, 0.1]})
-Q3 = make_query("q3", ["O", "OD", "C"], [("wrong_comparison", 0.25, 5)], domain="strings",
-                canonical_score=0.5, code_similarity={"alternatives": [0.6], "distractors": [0.5]})
+Q1 = make_query(
+    "q1",
+    ["D0", "C", "O"],
+    [("off_by_one", 0.875, 1), ("wrong_operator", 0.5, 2)],
+    code_similarity={"alternatives": [0.9, 0.8], "distractors": [0.95, 0.7]},
+)
+Q2 = make_query(
+    "q2",
+    ["C", "D1", "D0", "OD"],
+    [("off_by_one", 0.625, 3), ("swap_arguments", 0.75, 10)],
+    code_similarity={"alternatives": [], "distractors": [0.99, 0.1]},
+)
+Q3 = make_query(
+    "q3",
+    ["O", "OD", "C"],
+    [("wrong_comparison", 0.25, 5)],
+    domain="strings",
+    canonical_score=0.5,
+    code_similarity={"alternatives": [0.6], "distractors": [0.5]},
+)
 Q4 = make_query("q4", ["OD", "O", "OP"], [], domain="strings", canonical_score=0.25)
 REPORT = make_report([Q1, Q2, Q3, Q4])  # fmt: skip
 
@@ -179,7 +192,8 @@ def test_code_to_code() -> None:
     # 75th percentile of the equivalents is 0.85; only 0.95 is above it
     assert result["false_high_rate"] == pytest.approx(1 / 3, abs=1e-6)
     assert result["js_divergence"] == pytest.approx(
-        js_divergence([0.9, 0.8, 0.6], [0.95, 0.7, 0.5]), abs=1e-6)
+        js_divergence([0.9, 0.8, 0.6], [0.95, 0.7, 0.5]), abs=1e-6
+    )
     assert (result["median_equivalent"], result["median_mutant"]) == (0.8, 0.7)
 
 
@@ -215,7 +229,10 @@ def test_analyses_sections_and_json() -> None:
 
 def test_operator_order() -> None:
     assert an.operator_order(["zz", *reversed(OPERATOR_CLASSES), "aa"]) == [
-        *OPERATOR_CLASSES, "aa", "zz"]
+        *OPERATOR_CLASSES,
+        "aa",
+        "zz",
+    ]
 
 
 # --- properties ----------------------------------------------------------------------------
@@ -247,9 +264,14 @@ def queries(draw: st.DrawFn, qid: str) -> dict:
     ranking = draw(st.permutations(tokens))
     alternatives = draw(st.lists(st.floats(-1, 1), max_size=3))
     distractors = draw(st.lists(st.floats(-1, 1), min_size=n_own, max_size=n_own))
-    return make_query(qid, ranking, own, domain=draw(st.sampled_from(["a", "b"])),
-                      canonical_score=draw(st.floats(0, 1)),
-                      code_similarity={"alternatives": alternatives, "distractors": distractors})
+    return make_query(
+        qid,
+        ranking,
+        own,
+        domain=draw(st.sampled_from(["a", "b"])),
+        canonical_score=draw(st.floats(0, 1)),
+        code_similarity={"alternatives": alternatives, "distractors": distractors},
+    )
 
 
 @st.composite

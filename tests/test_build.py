@@ -147,8 +147,12 @@ def test_selection_balances_classes_across_the_corpus():
 def test_yield_report_lists_weak_items():
     from pytest_execretrieval.build import ItemYield
 
-    text = yield_report([ItemYield("a/x", 9, {"off_by_one": 2, "wrong_operator": 3},
-                                   {"off_by_one": 1}), ItemYield("a/y", 3, {"off_by_one": 1}, {})])
+    text = yield_report(
+        [
+            ItemYield("a/x", 9, {"off_by_one": 2, "wrong_operator": 3}, {"off_by_one": 1}),
+            ItemYield("a/y", 3, {"off_by_one": 1}, {}),
+        ]
+    )
     assert "a/x: 5/9 killed  off_by_one=2 wrong_operator=3" in text
     assert "items with fewer than 4 killed mutants (1):\n  a/y" in text
 
@@ -166,7 +170,9 @@ def test_equivalence_evidence(runners):
 
 def test_stacked_corpus_has_k_edits_per_distractor(items, tmp_path):
     assert cli.main(["build", str(items), "--stack", "3", "--cache-dir", str(tmp_path / "c")]) == 0
-    rows = [json.loads(line) for line in (items / "stack-3" / "corpus.jsonl").read_text().splitlines()]
+    rows = [
+        json.loads(line) for line in (items / "stack-3" / "corpus.jsonl").read_text().splitlines()
+    ]
     distractors = [r for r in rows if r["kind"] == "distractor"]
     assert distractors and all(len(r["operator"].split("+")) == 3 for r in distractors)
     assert all(r["failing_tests"] for r in distractors)

@@ -12,7 +12,11 @@ import numpy as np
 import pytest
 
 from pytest_execretrieval.embedders import (
-    EmbedderError, EmbedderOptions, get_embedder, known_names, usability,
+    EmbedderError,
+    EmbedderOptions,
+    get_embedder,
+    known_names,
+    usability,
 )  # fmt: skip
 from pytest_execretrieval.embedders.bm25 import tokenize
 from pytest_execretrieval.embedders.npz import write_npz
@@ -34,8 +38,11 @@ def test_code_aware_tokenizer(text, tokens):
 
 def test_bm25_scores_matching_document_highest():
     bm25 = get_embedder("bm25")
-    [block] = list(bm25.score(["add two numbers"], ["def add(a, b): return a + b",
-                                                     "def sub(a, b): return a - b"]))
+    [block] = list(
+        bm25.score(
+            ["add two numbers"], ["def add(a, b): return a + b", "def sub(a, b): return a - b"]
+        )
+    )
     scores = block[0]
     assert scores[0] > scores[1] and bm25.invocation()["k1"] == 1.5
 
@@ -105,8 +112,13 @@ def test_entry_point_plugins_are_registered(monkeypatch):
             return lambda options: get_embedder("bm25", options)
 
     real = md.entry_points
-    monkeypatch.setattr(md, "entry_points", lambda group=None, **kw: [FakeEP()]
-                        if group == "pytest_execretrieval.embedders" else real(group=group, **kw))
+    monkeypatch.setattr(
+        md,
+        "entry_points",
+        lambda group=None, **kw: (
+            [FakeEP()] if group == "pytest_execretrieval.embedders" else real(group=group, **kw)
+        ),
+    )
     assert "team-model" in known_names()
     assert get_embedder("team-model").similarity == "bm25"
 
@@ -196,14 +208,24 @@ def test_embedders_command_lists_usability():
 def test_minilm_benchmark_cold_then_warm(pytester):
     items = pytester.path / "items"
     shutil.copytree(DATA, items)
-    args = ("--embedder", "minilm", "--execretrieval-items", str(items),
-            "--execretrieval-cache-dir", str(pytester.path / "cache"), "-p", "no:randomly")
+    args = (
+        "--embedder",
+        "minilm",
+        "--execretrieval-items",
+        str(items),
+        "--execretrieval-cache-dir",
+        str(pytester.path / "cache"),
+        "-p",
+        "no:randomly",
+    )
     cold = pytester.runpytest_subprocess(*args, "--execretrieval-report-dir=cold")
     assert "encoding documents" in cold.stderr.str()
     warm = pytester.runpytest_subprocess(*args, "--execretrieval-report-dir=warm")
     assert "encoding" not in warm.stderr.str()  # served from the embedding cache
-    load = lambda d: {k: v for k, v in json.loads(
-        (pytester.path / d / "minilm.json").read_text()).items()
-        if k not in ("elapsed_s", "created_at")}  # noqa: E731
+    load = lambda d: {
+        k: v
+        for k, v in json.loads((pytester.path / d / "minilm.json").read_text()).items()
+        if k not in ("elapsed_s", "created_at")
+    }  # noqa: E731
     assert load("cold") == load("warm")
     assert cold.ret == warm.ret

@@ -78,7 +78,9 @@ text = st.text(max_size=8)
 @given(text, st.lists(text, max_size=3), text, st.lists(text, max_size=3))
 def test_distinct_suites_have_distinct_keys(setup_a, tests_a, setup_b, tests_b):
     same = (setup_a, tests_a) == (setup_b, tests_b)
-    assert (OutcomeCache.key("c", setup_a, tests_a) == OutcomeCache.key("c", setup_b, tests_b)) == same
+    assert (
+        OutcomeCache.key("c", setup_a, tests_a) == OutcomeCache.key("c", setup_b, tests_b)
+    ) == same
 
 
 @pytest.mark.parametrize(
@@ -88,7 +90,9 @@ def test_distinct_suites_have_distinct_keys(setup_a, tests_a, setup_b, tests_b):
         pytest.param(lambda data: data.split(b"\n", 1)[0], id="header-only"),
         pytest.param(lambda data: b"", id="empty"),
         pytest.param(lambda data: os.urandom(len(data)), id="garbage"),
-        pytest.param(lambda data: data.replace(b'"passed": true', b'"passed": false'), id="checksum"),
+        pytest.param(
+            lambda data: data.replace(b'"passed": true', b'"passed": false'), id="checksum"
+        ),
         pytest.param(lambda data: data.replace(b'"out"', b'"OUT"'), id="flipped-body"),
     ],
 )
@@ -114,7 +118,8 @@ def test_valid_checksum_but_wrong_schema_is_rejected(tmp_path):
     body = b'{"outcomes": "pass", "passed": true, "detail": "", "output": ""}'
     path.write_bytes(
         b" ".join([b"execretrieval-outcome", key.encode(), outcome_cache._sha256(body).encode()])
-        + b"\n" + body
+        + b"\n"
+        + body
     )
     assert cache.get(CODE, SETUP, TESTS) is None
     assert not path.exists()
@@ -162,7 +167,8 @@ SHARED = ("def shared():\n    pass\n", "", ("assert 1",))
 
 def results_for(worker: int) -> list[SuiteResult]:
     return [
-        SuiteResult(("pass",) * (i % 3 + 1), True, "", f"w{worker}-{i}" * (i % 50)) for i in range(8)
+        SuiteResult(("pass",) * (i % 3 + 1), True, "", f"w{worker}-{i}" * (i % 50))
+        for i in range(8)
     ]
 
 

@@ -43,8 +43,10 @@ def make_report(name: str, shift: int, similarity: bool, sha: str = SHA) -> dict
         first = [distractors[0], canonical] if (i + shift) % 3 == 0 else [canonical, distractors[0]]
         ranked = (first + distractors[1:] + others)[:10]
         top = [dict(h, rank=r) for r, h in enumerate(ranked, 1)]
-        sim = {"alternatives": [0.8 + 0.01 * i, 0.7], "distractors": [0.75 + 0.02 * j
-                                                                     for j in range(len(own))]}
+        sim = {
+            "alternatives": [0.8 + 0.01 * i, 0.7],
+            "distractors": [0.75 + 0.02 * j for j in range(len(own))],
+        }
         per_query.append({
             "query_id": qid, "domain": "math" if i % 2 else "text", "passed": top[0]["passes"],
             "canonical_rank": 1 + (top[0] is not canonical), "canonical_score": 0.75, "top": top,

@@ -68,7 +68,11 @@ def test_junit_per_model_and_summary(pytester, items):
     assert suite.get("name") == "bm25" and suite.get("tests") == "4"
     props = {p.get("name") for p in suite.iter("property")}
     assert {"canonical_rank", "rank1_kind", "rank1_operator", "exec@1", "exec@10"} <= props
-    assert "# ExecRetrieval benchmark summary" in (reports / "summary.md").read_text()
+    summary = (reports / "summary.md").read_text()
+    assert "# ExecRetrieval report" in summary and "(paired, 4 queries)" in summary
+    assert "## Analyses highlights" in summary
+    report = json.loads((reports / "bm25.json").read_text())
+    assert {"deception", "density_ablation", "code_to_code"} <= set(report["analyses"])
 
 
 def make_npz(pytester, items: Path) -> Path:
@@ -151,3 +155,57 @@ def test_repo_tests_are_not_collected_alongside(pytester, items):
     pytester.makepyfile(test_unrelated="def test_x():\n    assert False\n")
     result = bench(pytester, items, str(pytester.path))
     assert "test_unrelated" not in result.stdout.str()
+
+
+def perfect_baseline(pytester, items) -> Path:
+    """A report in which every query passed: any candidate can only lose against it."""
+    bench(pytester, items, "--execretrieval-report-dir=base")
+    report = json.loads((pytester.path / "base" / "bm25.json").read_text())
+    for q in report["per_query"]:
+        q["passed"] = True
+        q["top"][0]["passes"] = True
+    path = pytester.path / "perfect.json"
+    path.write_text(json.dumps(report))
+    return path
+
+
+def test_gate_exit_status_is_the_decision(pytester, items):
+    baseline = perfect_baseline(pytester, items)
+    # 4 discordant queries: exact McNemar p = 0.125, not significant at 0.05 -> PASS, exit 0
+    lenient = bench(pytester, items, "--execretrieval-baseline", str(baseline),
+                    "--execretrieval-report-dir=gated")  # fmt: skip
+    assert "gate [bm25]: PASS" in lenient.stdout.str() and "p = 0.125" in lenient.stdout.str()
+    assert lenient.ret == 0
+    report = json.loads((pytester.path / "gated" / "bm25.json").read_text())
+    assert report["gate"]["passed"] is True and report["gate"]["p_value"] == 0.125
+    assert "## Upgrade gate" in (pytester.path / "gated" / "summary.md").read_text()
+    strict = bench(pytester, items, "--execretrieval-baseline", str(baseline),
+                   "--execretrieval-alpha", "0.2")  # fmt: skip
+    assert "gate [bm25]: FAIL" in strict.stdout.str() and strict.ret == 1
+
+
+def test_baseline_failures_are_xfail(pytester, items):
+    bench(pytester, items, "--execretrieval-report-dir=base")
+    base = json.loads((pytester.path / "base" / "bm25.json").read_text())
+    failed = sum(not q["passed"] for q in base["per_query"])
+    again = bench(pytester, items, "--execretrieval-baseline", str(pytester.path / "base" /
+                                                                      "bm25.json"))  # fmt: skip
+    assert again.parseoutcomes().get("xfailed", 0) == failed
+    assert again.ret == 0  # identical model: no regression
+
+
+def test_baseline_for_another_corpus_is_an_error(pytester, items):
+    baseline = perfect_baseline(pytester, items)
+    data = json.loads(baseline.read_text())
+    data["corpus"]["sha256"] = "0" * 64
+    baseline.write_text(json.dumps(data))
+    result = bench(pytester, items, "--execretrieval-baseline", str(baseline))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "was made on corpus 0000000000000000" in result.stderr.str()
+
+
+def test_min_exec1_gates_without_baseline(pytester, items):
+    result = bench(pytester, items, "--execretrieval-min-exec1", "0.9")
+    assert "gate [bm25]: FAIL" in result.stdout.str() and result.ret == 1
+    ok = bench(pytester, items, "--execretrieval-min-exec1", "0")
+    assert "gate [bm25]: PASS" in ok.stdout.str() and ok.ret == 0

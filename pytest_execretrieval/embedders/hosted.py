@@ -104,9 +104,9 @@ VOYAGE = Api(
 )  # fmt: skip
 MISTRAL = Api(
     "mistral", "https://api.mistral.ai", "EXECRETRIEVAL_MISTRAL_BASE_URL", ("MISTRAL_API_KEY",),
-    "output_dimension", "no documented input count; the API rejects large batches ('Too many "
-    "inputs in request' / 'Too many tokens in batch. Max is 16384'), so 128 inputs and ~16K "
-    "tokens per request are used",
+    "output_dimension", f"no input count is documented ({MISTRAL_DOCS}); the API rejects large "
+    "batches ('Too many inputs in request' / 'Too many tokens in batch. Max is 16384'), so at "
+    "most 128 inputs and ~16K tokens per request are sent",
 )  # fmt: skip
 
 SPECS = (
@@ -282,8 +282,10 @@ class HostedEmbedder(Embedder):
             rows = self.parse(payload, n)
             matrix = np.asarray(rows, dtype=np.float64)
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
-            raise EmbedderError(f"{label}: malformed response ({type(exc).__name__}: {exc}); "
-                                f"expected {n} embeddings of dimension {self.dim}") from None
+            raise EmbedderError(
+                f"{label}: malformed response ({type(exc).__name__}: {exc}); "
+                f"expected {n} embeddings of dimension {self.dim}"
+            ) from None
         check_vectors(matrix, n, label, self.dim)
         matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
         return matrix.astype(np.float32)
@@ -325,8 +327,13 @@ class OpenAIStyleEmbedder(HostedEmbedder):
     Mistral); rows are put back in order by ``index``."""
 
     def request_body(self, texts: Sequence[str], role: str) -> dict:
-        return {"model": self.spec.model, "input": self.prefixed(texts, role),
-                **self.role_fields(role), **self.dim_fields(), **dict(self.spec.fixed_fields)}
+        return {
+            "model": self.spec.model,
+            "input": self.prefixed(texts, role),
+            **self.role_fields(role),
+            **self.dim_fields(),
+            **dict(self.spec.fixed_fields),
+        }
 
     def parse(self, payload: object, n: int) -> list:
         data = payload["data"]

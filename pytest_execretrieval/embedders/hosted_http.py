@@ -46,7 +46,9 @@ SETTINGS = (
 )
 
 
-def setting(extra: Mapping, key: str, env: str, kind: type, environ: Mapping[str, str] = os.environ):
+def setting(
+    extra: Mapping, key: str, env: str, kind: type, environ: Mapping[str, str] = os.environ
+):
     """``extra[key]``, else ``$env``, converted to ``kind``; ``None`` when neither is set."""
     raw, source = extra.get(key), f"extra[{key!r}]"
     if raw is None or raw == "":

@@ -14,10 +14,15 @@ import numpy as np
 
 from . import Embedder, EmbedderError, EmbedderOptions, check_vectors
 
-ROLE_KEYS = {"query": ("query_ids", "query_vectors"), "document": ("snippet_ids", "snippet_vectors")}
+ROLE_KEYS = {
+    "query": ("query_ids", "query_vectors"),
+    "document": ("snippet_ids", "snippet_vectors"),
+}
 
 
-def write_npz(path: Path, invocation: dict, vectors: dict[str, tuple[list[str], np.ndarray]]) -> None:
+def write_npz(
+    path: Path, invocation: dict, vectors: dict[str, tuple[list[str], np.ndarray]]
+) -> None:
     """``vectors`` maps role -> (ids, matrix)."""
     arrays = {"invocation": np.array(json.dumps(invocation, sort_keys=True))}
     for role, (ids_key, vectors_key) in ROLE_KEYS.items():

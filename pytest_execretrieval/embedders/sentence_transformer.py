@@ -62,7 +62,8 @@ class SentenceTransformerEmbedder(Embedder):
             importlib.metadata.version("sentence-transformers")
         except importlib.metadata.PackageNotFoundError:
             raise EmbedderError(
-                f"{self.name} needs sentence-transformers: pip install 'pytest-execretrieval[local]'"
+                f"{self.name} needs sentence-transformers: "
+                "pip install 'pytest-execretrieval[local]'"
             ) from None
         self.model_dir  # noqa: B018 - locating validates the directory
 

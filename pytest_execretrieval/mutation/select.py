@@ -42,6 +42,13 @@ class Killed:
     kill: str
 
 
+def preference(k: Killed, used: Counter, class_totals: Counter) -> tuple:
+    """Sort key of a candidate: smaller is chosen first (see the module docstring)."""
+    op = k.mutant.operator
+    core = all(part in CORE_CLASSES for part in op.split("+"))  # stacked: "a+b"
+    return (used[op], not core, KILL_RANK[k.kill], class_totals[op], k.position)
+
+
 def select_distractors(
     killed: Sequence[Killed], class_totals: Counter, limit: int = MAX_DISTRACTORS
 ) -> list[Killed]:
@@ -50,13 +57,7 @@ def select_distractors(
     left = list(killed)
     while left and len(chosen) < limit:
         used = Counter(k.mutant.operator for k in chosen)
-
-        def key(k: Killed) -> tuple:
-            op = k.mutant.operator
-            core = all(part in CORE_CLASSES for part in op.split("+"))  # stacked: "a+b"
-            return (used[op], not core, KILL_RANK[k.kill], class_totals[op], k.position)
-
-        best = min(left, key=key)
+        best = min(left, key=lambda k: preference(k, used, class_totals))
         left.remove(best)
         chosen.append(best)
         class_totals[best.mutant.operator] += 1
