@@ -44,8 +44,22 @@ def merge(idx_a, score_a, idx_b, score_b, k: int):
 
 
 def block_top(block: np.ndarray, offset: int, k: int):
-    """Top ``k`` of one block, exact under the tie rule (stable sort keeps position order)."""
-    idx = np.argsort(-block, axis=1, kind="stable")[:, :k]
+    """Top ``k`` of one block, exact under the tie rule.
+
+    A partition finds each row's k-th best score; every entry at least that good (ties
+    included) is a candidate, and only the candidates are sorted by (score desc, position asc).
+    """
+    n, width = block.shape
+    if width <= k:
+        idx = np.argsort(-block, axis=1, kind="stable")
+        return idx + offset, np.take_along_axis(block, idx, axis=1)
+    kth = np.partition(block, width - k, axis=1)[:, width - k]
+    rows, cols = np.nonzero(block >= kth[:, None])
+    order = np.lexsort((cols, -block[rows, cols], rows))
+    rows, cols = rows[order], cols[order]
+    starts = np.searchsorted(rows, np.arange(n))
+    keep = np.arange(len(rows)) - starts[rows] < k
+    idx = cols[keep].reshape(n, k)
     return idx + offset, np.take_along_axis(block, idx, axis=1)
 
 
@@ -129,3 +143,26 @@ def rank_rows(
     if start != len(targets):
         raise ValueError(f"scorer returned {start} rows for {len(targets)} queries")
     return Ranking(*(np.concatenate(p) for p in zip(*parts)), watched.result())
+
+
+def rank_approximate(
+    queries: np.ndarray, documents: np.ndarray, targets: Sequence[int], k: int = 10,
+    neighbors: int = 32, ef_search: int = 128,
+) -> Ranking:  # fmt: skip
+    """The same interface over an approximate index (faiss HNSW, inner product on normalised
+    vectors) for pools beyond exact scoring. Recall is not guaranteed: a target missing from the
+    approximate top ``k`` gets rank ``k + 1`` (a lower bound on its true rank)."""
+    import faiss  # optional: pip install faiss-cpu
+
+    q = normalize(np.asarray(queries, dtype=np.float32))
+    d = normalize(np.asarray(documents, dtype=np.float32))
+    index = faiss.IndexHNSWFlat(d.shape[1], neighbors, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efSearch = ef_search
+    index.add(d)
+    scores, idx = index.search(q, k)
+    targets = np.asarray(targets, dtype=np.int64)
+    target_score = np.round(np.einsum("ij,ij->i", q, d[targets]), DECIMALS)
+    hit = idx == targets[:, None]
+    rank = np.where(hit.any(axis=1), hit.argmax(axis=1) + 1, k + 1)
+    return Ranking(idx.astype(np.int64), np.round(scores, DECIMALS), rank, target_score,
+                   [[] for _ in range(len(q))])  # fmt: skip

@@ -5,8 +5,11 @@ smallest key
     (class already chosen for this item, extra class rather than core, kill kind rank,
      distractors of that class chosen so far in the corpus, candidate position)
 until ``limit`` are chosen or none is left. So an item first gets as many distinct operator classes
-as it can, core classes before the polarity extras, wrong-output kills before crashes and timeouts,
-the class that is rarest in the corpus so far, and finally the earliest candidate in source order.
+as it can, core classes before the polarity extras, wrong-output kills before crashes, the class
+that is rarest in the corpus so far, and finally the earliest candidate in source order.
+
+Mutants killed only by a timeout count in the yields but are never chosen: each would cost the full
+timeout in every verification run, and a hang is not the near-miss behaviour the benchmark probes.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ def select_distractors(
 ) -> list[Killed]:
     """Pick up to ``limit`` of ``killed``; updates ``class_totals`` with the choice."""
     chosen: list[Killed] = []
-    left = list(killed)
+    left = [k for k in killed if k.kill != "timeout"]
     while left and len(chosen) < limit:
         used = Counter(k.mutant.operator for k in chosen)
         best = min(left, key=lambda k: preference(k, used, class_totals))

