@@ -20,7 +20,7 @@ from .mutation.select import MAX_DISTRACTORS, Killed, kill_kind, select_distract
 from .mutation.stacking import stack_mutants
 from .sandbox import RUNNER_VERSION, SuiteResult
 
-MUTATION_VERSION = "3"
+MUTATION_VERSION = "4"
 
 
 MUTANT_TIMEOUT_S = 1.0

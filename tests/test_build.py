@@ -109,7 +109,8 @@ def result(*outcomes: str, passed: bool | None = None) -> SuiteResult:
     (("error:ZeroDivisionError", "fail"), "assertion"),
     (("pass", "error:IndexError"), "exception"),
     (("timeout", "timeout"), "timeout"),
-    (("error:EarlyExit", "timeout"), "exception"),
+    (("fail", "timeout"), "timeout"),
+    (("error:EarlyExit", "timeout"), "timeout"),
 ])  # fmt: skip
 def test_kill_classification(outcomes, kind):
     assert kill_kind(result(*outcomes)) == kind

@@ -26,14 +26,15 @@ MAX_DISTRACTORS = 4
 
 
 def kill_kind(result: SuiteResult) -> str | None:
-    """How a suite killed a mutant: ``None`` if it survived, else the strongest kind of failure:
-    a wrong output (assertion) over an exception over a timeout."""
+    """How a suite killed a mutant: ``None`` if it survived; "timeout" if the suite ran out of
+    time (even after earlier tests failed: verifying it would cost the whole timeout again);
+    else "assertion" when some test saw a wrong output, "exception" when tests only crashed."""
     if result.passed:
         return None
+    if "timeout" in result.outcomes:
+        return "timeout"
     if "fail" in result.outcomes:
         return "assertion"
-    if "timeout" in result.outcomes and not any(o.startswith("error:") for o in result.outcomes):
-        return "timeout"
     return "exception"
 
 
