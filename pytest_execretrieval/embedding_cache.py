@@ -80,7 +80,9 @@ def encode_cached(
     """Vectors for ``texts`` in order, encoding only what the cache lacks, batch by batch."""
     keys = [text_key(t) for t in texts]
     table = cache.load(role) if cache else {}
-    missing = sorted({k: i for i, k in enumerate(keys) if k not in table}.values())
+    # Longest first, as sentence-transformers orders one call: batches of similar length pad least.
+    missing = sorted({k: i for i, k in enumerate(keys) if k not in table}.values(),
+                     key=lambda i: (-len(texts[i]), i))  # fmt: skip
     started = time.perf_counter()
     for start in range(0, len(missing), batch):
         rows = missing[start : start + batch]

@@ -51,6 +51,8 @@ class ExecRetrievalSession:
         self.baseline: dict | None = None
         self.baseline_failed: set[str] = set()
         self.collection_errors = 0
+        self._code: dict[str, str] | None = None
+        self.items: dict[Path, Item] = {}  # loaded once per process, by resolved path
         self.started = time.perf_counter()
         self._runner: SuiteRunner | None = None
         # Collect the benchmark only: the given paths inside the items dir, else all of it.
@@ -73,6 +75,7 @@ class ExecRetrievalSession:
         the failing ``corpus-freshness`` gate and checks the distractors of unchanged items only.
         """
         items, problems = load_items(self.items_dir)
+        self.items = {item.path.resolve(): item for item in items}
         bad = {item_id(p.path) for p in problems}
         from .build import engine
 
@@ -100,6 +103,8 @@ class ExecRetrievalSession:
         if self.is_worker:
             self.load_worker_state()
             return
+        if self.verify and self.config.pluginmanager.has_plugin("dsession"):
+            return  # an xdist controller: the workers collect and verify
         items = self.load()
         if self.verify:
             return
@@ -124,8 +129,10 @@ class ExecRetrievalSession:
         self.baseline = self.load_baseline(sha)
         for name, embedder in embedders.items():
             try:
-                self.runs[name] = run_benchmark(items, self.corpus, sha, embedder, self.runner,
-                                                self.cache_dir, stderr_progress)  # fmt: skip
+                self.runs[name] = run_benchmark(
+                    items, self.corpus, sha, embedder, self.runner, self.cache_dir,
+                    stderr_progress, settings.setting(self.config, "code-similarity"),
+                )  # fmt: skip
             except EmbedderError as exc:
                 raise pytest.UsageError(f"--embedder {name}: {exc}") from None
             finally:
@@ -169,6 +176,13 @@ class ExecRetrievalSession:
             self.baseline_failed = set(data["baseline_failed"])
         if self.verify:
             self.load()
+
+    def code_by_id(self) -> dict[str, str]:
+        """Snippet code by id (for failure reports; loaded once per process)."""
+        if self._code is None:
+            corpus = self.corpus or read_corpus(self.items_dir, where=self.corpus_dir)
+            self._code = {s.snippet_id: s.code for s in corpus.snippets}
+        return self._code
 
     # -- collection --------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
@@ -277,6 +291,29 @@ def session_state(node: pytest.Node) -> ExecRetrievalSession:
     return node.config.pluginmanager.get_plugin(SESSION_PLUGIN)
 
 
+class BenchmarkFailure(Exception):
+    """A benchmark or verification item failed; its message is the whole report."""
+
+
+class VerificationFailure(BenchmarkFailure):
+    pass
+
+
+class RankOneFailure(BenchmarkFailure):
+    pass
+
+
+class ReportingItem(pytest.Item):
+    """An item whose own failures read as their message alone, like a good assertion."""
+
+    failure_prefix = ""
+
+    def repr_failure(self, excinfo):
+        if isinstance(excinfo.value, BenchmarkFailure):
+            return self.failure_prefix + str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
 class ItemsDir(pytest.Dir):
     """The items directory in a verification run: its files, then the name-collision gate."""
 
@@ -292,7 +329,7 @@ class ItemFile(pytest.File):
         return session_state(self)
 
     def collect(self):
-        item = load_item(self.path)
+        item = self.state.items.get(self.path.resolve()) or load_item(self.path)
         if self.state.verify:
             from .verify import cases
 
@@ -321,7 +358,7 @@ class ItemFile(pytest.File):
         return super().repr_failure(excinfo)
 
 
-class VerifyItem(pytest.Item):
+class VerifyItem(ReportingItem):
     def __init__(self, *args, case: Case, **kwargs):
         super().__init__(*args, **kwargs)
         self.case = case
@@ -334,38 +371,32 @@ class VerifyItem(pytest.Item):
         if problem:
             raise VerificationFailure(problem)
 
-    def repr_failure(self, excinfo):
-        if isinstance(excinfo.value, VerificationFailure):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo)
-
     def reportinfo(self):
         return self.path, 0, f"{self.case.item.id}::{self.case.name}"
 
 
-class NameCollisionItem(pytest.Item):
+class NameCollisionItem(ReportingItem):
+    failure_prefix = "name collision gate:\n"
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.state = session_state(self)
 
     def runtest(self) -> None:
-        items, _ = load_items(self.state.items_dir)
+        items = list(self.state.items.values())
         found = name_collisions(items, self.state.runner)
         if found:
             raise VerificationFailure("\n".join(found))
         self.user_properties.append(("shared_names", json.dumps(shared_names(items))))
 
-    def repr_failure(self, excinfo):
-        if isinstance(excinfo.value, VerificationFailure):
-            return "name collision gate:\n" + str(excinfo.value)
-        return super().repr_failure(excinfo)
-
     def reportinfo(self):
         return self.path, 0, "name-collision gate"
 
 
-class CorpusFreshnessItem(pytest.Item):
+class CorpusFreshnessItem(ReportingItem):
     """Fails when the committed corpus does not match the item files (or was never built)."""
+
+    failure_prefix = "corpus freshness gate: "
 
     def runtest(self) -> None:
         state = session_state(self)
@@ -377,24 +408,11 @@ class CorpusFreshnessItem(pytest.Item):
                 + "\n  ".join(state.stale)
             )
 
-    def repr_failure(self, excinfo):
-        if isinstance(excinfo.value, VerificationFailure):
-            return "corpus freshness gate: " + str(excinfo.value)
-        return super().repr_failure(excinfo)
-
     def reportinfo(self):
         return self.path, 0, "corpus-freshness gate"
 
 
-class VerificationFailure(Exception):
-    pass
-
-
-class RankOneFailure(Exception):
-    pass
-
-
-class QueryItem(pytest.Item):
+class QueryItem(ReportingItem):
     """One query for one embedder: passes iff the rank-1 snippet passes the query's tests."""
 
     def __init__(self, *args, item: Item, embedder: str, result: QueryResult, **kwargs):
@@ -414,19 +432,7 @@ class QueryItem(pytest.Item):
             *((f"exec@{k}", int(any(h.passes for h in r.top[:k]))) for k in (1, 3, 5, 10)),
         ]  # fmt: skip
         if not r.passed:
-            raise RankOneFailure(failure_text(self.item, r, self.state_corpus_code()))
-
-    def state_corpus_code(self) -> dict[str, str]:
-        state = session_state(self)
-        if state.corpus is None:
-            state.corpus = read_corpus(state.items_dir, where=state.corpus_dir)
-        wanted = {self.result.top[0].snippet_id}
-        return {s.snippet_id: s.code for s in state.corpus.snippets if s.snippet_id in wanted}
-
-    def repr_failure(self, excinfo):
-        if isinstance(excinfo.value, RankOneFailure):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo)
+            raise RankOneFailure(failure_text(self.item, r, session_state(self).code_by_id()))
 
     def reportinfo(self):
         return self.path, 0, f"{self.item.id}[{self.embedder}]"

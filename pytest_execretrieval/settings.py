@@ -32,6 +32,12 @@ OPTIONS = (
     Option("seed", int, 0, "seed of the bootstrap resampling"),
     Option("batch-size", int, None, "encoding batch size (default: per embedder)"),
     Option("trust-remote-code", bool, False, "let st:PATH models run their own code"),
+    Option(
+        "code-similarity",
+        bool,
+        False,
+        "also embed the alternatives for the code-to-code (False Proximity) analysis",
+    ),
     Option("timeout", float, 5.0, "sandbox wall-clock limit per test suite, seconds"),
     Option("memory-mb", int, 2048, "sandbox address-space limit, MiB"),
     Option("file-size-mb", int, 64, "sandbox file-size limit, MiB"),

@@ -40,8 +40,12 @@ def test_items_follow_the_guide(items):
         assert item.entry_point not in item.query, item.id
         for code in (item.canonical, *item.alternatives):
             tree = ast.parse(code)
-            docstrings = [n for n in ast.walk(tree) if isinstance(
-                n, (ast.FunctionDef, ast.ClassDef, ast.Module)) and ast.get_docstring(n)]
+            docstrings = [
+                n
+                for n in ast.walk(tree)
+                if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.Module))
+                and ast.get_docstring(n)
+            ]
             assert not docstrings, f"{item.id}: docstring"
             assert not [n for n in ast.walk(tree) if isinstance(n, ast.Assert)], item.id
             comments = [t for t in tokenize.generate_tokens(io.StringIO(code).readline)

@@ -58,8 +58,9 @@ def test_one_item_per_query_with_readable_failures(pytester, items):
 
 
 def test_junit_per_model_and_summary(pytester, items):
+    npz = "npz:" + str(make_npz(pytester, items))
     result = bench(pytester, items, "--execretrieval-report-dir=reports",
-                   embedders=("bm25", "npz:" + str(make_npz(pytester, items))))  # fmt: skip
+                   "--execretrieval-code-similarity", embedders=("bm25", npz))  # fmt: skip
     assert result.ret in (0, 1), result.stdout.str()
     reports = pytester.path / "reports"
     xmls = sorted(p.name for p in reports.glob("*.xml"))
@@ -73,6 +74,9 @@ def test_junit_per_model_and_summary(pytester, items):
     assert "## Analyses highlights" in summary
     report = json.loads((reports / "bm25.json").read_text())
     assert {"deception", "density_ablation", "code_to_code"} <= set(report["analyses"])
+    [frozen] = [p for p in reports.glob("npz*.json")]
+    c2c = json.loads(frozen.read_text())["analyses"]["code_to_code"]
+    assert c2c is not None and 0 <= c2c["auc"] <= 1  # alternatives embedded on request
 
 
 def make_npz(pytester, items: Path) -> Path:

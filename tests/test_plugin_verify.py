@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-
-from pytest_execretrieval import cli
 
 DATA = Path(__file__).parent / "data" / "items"
 
@@ -106,7 +106,9 @@ def test_malformed_item_is_one_collection_error(pytester, items):
     assert result.ret != 0
 
 
-def test_cli_verify_wraps_pytest(items, capsys, monkeypatch):
-    monkeypatch.chdir(items.parent)
-    assert cli.main(["verify", str(items), "-q", "-p", "no:randomly"]) == 0
-    assert "passed" in capsys.readouterr().out
+def test_cli_verify_wraps_pytest(items):
+    done = subprocess.run([sys.executable, "-m", "pytest_execretrieval.cli", "verify", str(items),
+                           "-n", "2", "-q", "-p", "no:randomly"], cwd=items.parent,
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stdout
+    assert "passed" in done.stdout
