@@ -202,6 +202,11 @@ def yield_report(yields: Sequence[ItemYield], minimum: int = MAX_DISTRACTORS) ->
     if weak:
         lines.append(f"items with fewer than {minimum} killed mutants ({len(weak)}):")
         lines += [f"  {iid}" for iid in weak]
+    short = [y.item_id for y in yields if sum(y.selected.values()) < minimum]
+    if short:  # killed, but only by timeouts, which are never chosen
+        lines.append(f"items with fewer than {minimum} distractors chosen ({len(short)}; "
+                     "timeout kills are not chosen):")  # fmt: skip
+        lines += [f"  {iid}" for iid in short]
     shares = Counter()
     for y in yields:
         shares.update(y.selected)

@@ -155,6 +155,7 @@ def test_yield_report_lists_weak_items():
     )
     assert "a/x: 5/9 killed  off_by_one=2 wrong_operator=3" in text
     assert "items with fewer than 4 killed mutants (1):\n  a/y" in text
+    assert "items with fewer than 4 distractors chosen (2; timeout kills are not chosen)" in text
 
 
 def test_equivalence_evidence(runners):
