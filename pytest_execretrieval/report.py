@@ -22,8 +22,6 @@ from .stats import bootstrap_ci
 SCHEMA_VERSION = 1
 TABLE_METRICS = ("exec@1", "exec@3", "exec@5", "exec@10", "execp@1", "execp@3", "execp@5",
                  "execp@10", "ndcg@10", "mrr")  # fmt: skip
-REPORT_KEYS = ("embedder", "model", "dim", "similarity", "query_prefix", "document_prefix",
-               "normalize", "batch_size", "package_versions")  # fmt: skip
 
 
 @dataclass
