@@ -126,7 +126,7 @@ def write_plots(reports: Sequence[dict], analyses: Sequence[dict], out_dir: Path
         dens = a["density_ablation"]
         ax.plot(dens["d"], [_nan(v) for v in dens["expected_exec1"]], marker="o", label=name)
     ax.set(xlabel="own distractors kept per query (d)", ylabel="expected exec@1", ylim=(0, 1.05),
-           title="Distractor density ablation")  # fmt: skip
+           xticks=list(DENSITIES), title="Distractor density ablation")  # fmt: skip
     ax.legend(fontsize="small")
     save(fig, DENSITY_PNG)
 
