@@ -165,6 +165,7 @@ class ExecRetrievalSession:
         self.baseline_failed = {q["query_id"] for q in baseline["per_query"] if not q["passed"]}
         return baseline
 
+    @pytest.hookimpl(optionalhook=True)  # an xdist hook: pytest-xdist may not be installed
     def pytest_configure_node(self, node) -> None:  # xdist controller only
         node.workerinput[WORKER_KEY] = str(getattr(self, "state_file", ""))
 

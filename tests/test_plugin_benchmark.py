@@ -213,3 +213,11 @@ def test_min_exec1_gates_without_baseline(pytester, items):
     assert "gate [bm25]: FAIL" in result.stdout.str() and result.ret == 1
     ok = bench(pytester, items, "--execretrieval-min-exec1", "0")
     assert "gate [bm25]: PASS" in ok.stdout.str() and ok.ret == 0
+
+
+def test_runs_without_pytest_xdist(pytester, items):
+    """The main job installs no xdist: its hooks must be optional."""
+    result = bench(pytester, items, "-p", "no:xdist")
+    assert result.ret in (0, 1), result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    assert "[bm25]" in result.stdout.str()
