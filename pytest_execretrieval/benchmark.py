@@ -186,9 +186,10 @@ def run_benchmark(
             to_run.append((query_id, i))
     results = runner.run_many([(pool[i].code, by_id[q].setup, by_id[q].tests) for q, i in to_run])
     for key, result in zip(to_run, results):
-        outcomes[key] = result.outcomes if result.passed else (
-            result.outcomes if any(o != "pass" for o in result.outcomes) else ("error:Sandbox",)
-        )  # fmt: skip
+        # A run that is not a pass although every test passed (e.g. it left a child process
+        # behind) must not read as passing.
+        honest = result.passed or any(o != "pass" for o in result.outcomes)
+        outcomes[key] = result.outcomes if honest else ("error:Sandbox",) * len(result.outcomes)
 
     out = {}
     for q, item in enumerate(items):

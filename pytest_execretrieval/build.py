@@ -181,12 +181,11 @@ def distractor(item: Item, killed: Killed) -> Snippet:
 
 
 def count_classes(mutants) -> dict[str, int]:
-    counts = Counter(m.operator for m in mutants)
-    order = {op: i for i, op in enumerate(OPERATOR_CLASSES)}
-    return dict(sorted(counts.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
+    return in_class_order(Counter(m.operator for m in mutants))
 
 
-def count_classes_from(counts: Counter) -> dict[str, int]:
+def in_class_order(counts: Counter) -> dict[str, int]:
+    """Counts keyed by operator class, in OPERATOR_CLASSES order (stacked "a+b" classes last)."""
     order = {op: i for i, op in enumerate(OPERATOR_CLASSES)}
     return dict(sorted(counts.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
 
@@ -214,5 +213,5 @@ def yield_report(yields: Sequence[ItemYield], minimum: int = MAX_DISTRACTORS) ->
     if total:
         lines.append(f"distractors: {total}; share per operator class:")
         lines += [f"  {op:<24} {n:>5}  {n / total:6.1%}"
-                  for op, n in count_classes_from(shares).items()]  # fmt: skip
+                  for op, n in in_class_order(shares).items()]  # fmt: skip
     return "\n".join(lines)

@@ -7,7 +7,12 @@ import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import numpy as np  # imported at collection: pytester's module snapshot must not drop numpy
 import pytest
+
+from pytest_execretrieval.corpus import read_corpus
+from pytest_execretrieval.embedders.npz import write_npz
+from pytest_execretrieval.items import load_items
 
 DATA = Path(__file__).parent / "data" / "items"
 TIMING = ("elapsed_s", "created_at")
@@ -81,12 +86,6 @@ def test_junit_per_model_and_summary(pytester, items):
 
 def make_npz(pytester, items: Path) -> Path:
     """Deterministic frozen matrices for the data items (no model needed)."""
-    import numpy as np
-
-    from pytest_execretrieval.corpus import read_corpus
-    from pytest_execretrieval.embedders.npz import write_npz
-    from pytest_execretrieval.items import load_items
-
     corpus = read_corpus(items)
     snippets = [*corpus.snippets, *corpus.alternatives]
     qs, _ = load_items(items)
