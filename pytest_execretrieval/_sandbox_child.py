@@ -23,13 +23,11 @@ import builtins
 import gc
 import json
 import os
-import random
 import resource
 import select
 import shutil
 import signal
 import struct
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,9 +35,11 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-RUNNER_VERSION = "1"
+RUNNER_VERSION = "2"
 
-# Imported once in the server so that forked children get them for free.
+# Imported once in the server so that forked children get them for free. Not `threading` (nor
+# `subprocess`, `queue`, which import it): its after-fork handler alone costs every child about
+# 0.3 ms of copy-on-write faults, and a suite that needs it imports it in a millisecond.
 PRELOAD = (
     "abc",
     "array",
@@ -68,15 +68,11 @@ PRELOAD = (
     "numbers",
     "operator",
     "pprint",
-    "queue",
-    "random",
     "re",
     "statistics",
     "string",
     "struct",
-    "subprocess",
     "textwrap",
-    "threading",
     "time",
     "types",
     "typing",
@@ -112,10 +108,11 @@ _PROCESS_EVENTS = frozenset(
     }
 )
 # Dropped from the child's sys.modules, so importing them fires an "import" event that the guard
-# blocks. _posixsubprocess.fork_exec raises no audit event; the preloaded `subprocess` keeps
-# working (its Popen is audited) with its private reference to fork_exec replaced.
-_BLOCKED_IMPORTS = frozenset({"_ctypes", "ctypes", "_posixsubprocess"})
-_UNLOAD = ("_ctypes", "ctypes", "_posixsubprocess")
+# blocks. _posixsubprocess.fork_exec raises no audit event, so the child gets a stand-in module
+# whose fork_exec is denied: `subprocess` (and asyncio, which imports it) still import, and
+# subprocess.Popen is blocked by its own audit event first.
+_BLOCKED_IMPORTS = frozenset({"_ctypes", "ctypes"})
+_UNLOAD = ("_ctypes", "ctypes", "_posixsubprocess", "subprocess")
 # event -> (indices of path arguments, index of dir_fd argument or None)
 _PATH_EVENTS: dict[str, tuple[tuple[int, ...], int | None]] = {
     "os.remove": ((0,), 1),
@@ -195,7 +192,8 @@ class _Reporter:
 def _make_guard(root: str, pid: int, report: _Reporter) -> Callable[[str, tuple], None]:
     """Audit hook: no new processes, no killing others, no writes outside ``root``.
 
-    Also replaces ``subprocess._fork_exec``, which raises no audit event of its own.
+    Also puts a stand-in ``_posixsubprocess`` in ``sys.modules``: the real ``fork_exec`` raises
+    no audit event of its own.
     """
     realpath, fsdecode, fspath, readlink = os.path.realpath, os.fsdecode, os.fspath, os.readlink
     join, isabs = os.path.join, os.path.isabs
@@ -254,7 +252,7 @@ def _make_guard(root: str, pid: int, report: _Reporter) -> Callable[[str, tuple]
     def fork_exec(*args: object, **kwargs: object) -> None:
         deny("_posixsubprocess.fork_exec")
 
-    subprocess._fork_exec = fork_exec  # type: ignore[attr-defined]
+    sys.modules["_posixsubprocess"] = _module("_posixsubprocess", fork_exec=fork_exec)
 
     def hook(event: str, args: tuple) -> None:
         if event == "open":
@@ -325,11 +323,8 @@ def _child_setup(tmp: str, limits: dict[str, Any], res_w: int, out_w: int) -> tu
     os.environ["TMPDIR"] = tmp
     tempfile.tempdir = tmp
     sys.argv = ["candidate.py"]
-    sys.stdin = sys.__stdin__ = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
-    text = {"encoding": "utf-8", "errors": "backslashreplace", "closefd": False}
-    sys.stdout = sys.__stdout__ = open(1, "w", buffering=1, **text)  # noqa: SIM115
-    sys.stderr = sys.__stderr__ = open(2, "w", buffering=1, **text)  # noqa: SIM115
-    random.seed()  # a fresh interpreter would not share the server's random state
+    # sys.stdin/stdout/stderr are the server's (unused, empty) text streams on fds 0-2, which
+    # now point at /dev/null and the output pipe. `random` reseeds itself in every fork.
     for name in _UNLOAD:
         sys.modules.pop(name, None)
     return sys.stdout, sys.stderr
@@ -341,9 +336,45 @@ def _module(name: str, **attrs: Any) -> types.ModuleType:
     return module
 
 
+def _compile(source: str, filename: str) -> Any:
+    """A code object, or the ``error:<Name>`` outcome its compilation gives.
+
+    ``dont_inherit``: this module's ``from __future__`` imports must not leak into snippets.
+    """
+    try:
+        return compile(source, filename, "exec", dont_inherit=True)
+    except BaseException as exc:  # noqa: BLE001 - SyntaxError, ValueError (NUL), RecursionError
+        return _error(exc)
+
+
+class _Suites:
+    """Setup and tests compiled once in the server, shared with every child by the fork.
+
+    Consecutive requests (all snippets of one item) usually share a suite, so only the last one
+    is kept. Item files were already parsed by the caller; snippet code is compiled in the child.
+    """
+
+    def __init__(self) -> None:
+        self._key: tuple[str, tuple[str, ...]] | None = None
+        self._compiled: tuple[Any, list[Any]] = (None, [])
+
+    def get(self, setup: str, tests: list[str]) -> tuple[Any, list[Any]]:
+        key = (setup, tuple(tests))
+        if key != self._key:
+            self._key = None  # a failure below must not leave a half-updated entry
+            tests_compiled = [_compile(src, f"<test {i}>") for i, src in enumerate(tests)]
+            self._compiled = (_compile(setup, "<setup>"), tests_compiled)
+            self._key = key
+        return self._compiled
+
+
+_SUITES = _Suites()
+
+
 def _run_suite(
-    code: str, setup: str, tests: list[str], report: _Reporter, nonce: str, streams: tuple
+    code: str, setup: Any, tests: list[Any], report: _Reporter, nonce: str, streams: tuple
 ) -> None:
+    """``setup`` and each of ``tests``: a code object or a compilation error outcome."""
     # The snippet gets its own copy of builtins (also what `import builtins` returns) and an
     # empty __main__, so patching either cannot change how this runner or the tests behave.
     pristine = dict(vars(builtins))
@@ -353,20 +384,15 @@ def _run_suite(
     candidate = sys.modules["__candidate__"] = _module("__candidate__")
     namespace = candidate.__dict__
     namespace.update(__builtins__=snippet_builtins, raises=raises)
-    compiled: list[Any] = []
-    for i, src in enumerate(tests):
+    module_error = setup if isinstance(setup, str) else None
+    if module_error is None:
         try:
-            compiled.append(compile(src, f"<test {i}>", "exec"))
+            exec(setup, namespace)  # noqa: S102
+            exec(compile(code, "<candidate>", "exec", dont_inherit=True), namespace)  # noqa: S102
         except BaseException as exc:  # noqa: BLE001
-            compiled.append(_error(exc))
-    module_error = None
-    try:
-        exec(compile(setup, "<setup>", "exec"), namespace)  # noqa: S102
-        exec(compile(code, "<candidate>", "exec"), namespace)  # noqa: S102
-    except BaseException as exc:  # noqa: BLE001
-        module_error = _error(exc)
+            module_error = _error(exc)
     report("M", module_error or "pass")
-    for i, test in enumerate(compiled):
+    for i, test in enumerate(tests):
         if module_error is not None:
             outcome = module_error
         elif isinstance(test, str):
@@ -391,12 +417,14 @@ def _run_suite(
     report("D", len(tests), nonce)
 
 
-def _child_main(req: dict[str, Any], tmp: str, res_w: int, out_w: int, nonce: str) -> None:
+def _child_main(
+    req: dict[str, Any], suite: tuple[Any, list[Any]], tmp: str, res_w: int, out_w: int, nonce: str
+) -> None:
     streams = _child_setup(tmp, req["limits"], res_w, out_w)
     report = _Reporter(os.getpid())
     if req.get("guard", True):
         sys.addaudithook(_make_guard(tmp, os.getpid(), report))
-    _run_suite(req["code"], req["setup"], req["tests"], report, nonce, streams)
+    _run_suite(req["code"], *suite, report, nonce, streams)
 
 
 # --- server side -----------------------------------------------------------------------------
@@ -574,6 +602,7 @@ def _watch(pid: int, capture: _Capture, deadline: float) -> tuple[str, int | Non
 
 def _supervise(req: dict[str, Any], tmp: str) -> dict[str, Any]:
     limits = req["limits"]
+    suite = _SUITES.get(req["setup"], req["tests"])
     nonce = os.urandom(8).hex()
     res_r, res_w = os.pipe()
     out_r, out_w = os.pipe()
@@ -581,7 +610,7 @@ def _supervise(req: dict[str, Any], tmp: str) -> dict[str, Any]:
     pid = os.fork()
     if pid == 0:  # child: never returns into the server loop
         try:
-            _child_main(req, tmp, res_w, out_w, nonce)
+            _child_main(req, suite, tmp, res_w, out_w, nonce)
             os._exit(0)
         finally:
             os._exit(70)
@@ -716,6 +745,10 @@ def serve() -> None:
     """Server loop: one request frame in, one reply frame out, until stdin closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _terminate)
+    # The children inherit these streams (the server itself only uses raw fds 0 and 1).
+    text = {"encoding": "utf-8", "errors": "backslashreplace", "line_buffering": True}
+    for stream in (sys.stdin, sys.stdout, sys.stderr):
+        stream.reconfigure(**text)
     for name in PRELOAD:
         try:
             __import__(name)

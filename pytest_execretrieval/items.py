@@ -148,7 +148,8 @@ def code_problems(code: str, entry_point: str | None) -> list[str]:
         tree = ast.parse(code)
     except SyntaxError as exc:
         return [f"does not parse: {exc.msg} (line {exc.lineno})"]
-    reasons = [f"imports {name!r}, which is not in the standard library" for name in imports(tree)
+    imported = imports(tree) if "import" in code else []  # no import statement without it
+    reasons = [f"imports {name!r}, which is not in the standard library" for name in imported
                if name not in sys.stdlib_module_names and name != "__future__"]  # fmt: skip
     if entry_point is not None and entry_point not in defined_functions(tree):
         reasons.append(f"does not define function {entry_point!r} at module level")

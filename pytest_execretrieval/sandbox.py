@@ -3,7 +3,8 @@
 A :class:`Sandbox` owns one long-lived *fork server* (``python -I _sandbox_child.py``, started
 with a scrubbed environment: only PATH, LANG and LC_ALL survive, so API keys and tokens never
 reach snippets; hash randomisation is left on, so each server has its own hash seed, as a fresh
-interpreter would). The server pre-imports common stdlib modules and forks one child per suite,
+interpreter would). The server pre-imports common stdlib modules, compiles each suite's setup
+and tests once (consecutive requests for one item share them) and forks one child per suite,
 which is several times cheaper than starting an interpreter (benchmarks/sandbox_speed.py).
 The child
 

@@ -17,14 +17,14 @@ import pytest
 
 from . import settings
 from .benchmark import BenchmarkRun, QueryResult
-from .corpus import Corpus, CorpusError, corpus_dir, read_corpus, stale_reasons
+from .corpus import Corpus, CorpusError, Snippet, corpus_dir, read_corpus, stale_reasons
 from .embedders import EmbedderError, EmbedderOptions, get_embedder
 from .embedding_cache import stderr_progress
 from .execution import SuiteRunner
 from .items import Item, ItemError, defines, item_id, load_item, load_items
 from .plugin import SESSION_PLUGIN, bundled_items_dir
 from .report import TestRecord, build_report, metrics_table, write_reports
-from .verify import Case, check, name_collisions, shared_names
+from .verify import Case, check, distractors_by_query, item_cases, name_collisions, shared_names
 
 WORKER_KEY = "execretrieval_runs"
 
@@ -52,6 +52,7 @@ class ExecRetrievalSession:
         self.baseline_failed: set[str] = set()
         self.collection_errors = 0
         self._code: dict[str, str] | None = None
+        self._distractors: dict[str, list[Snippet]] | None = None
         self.items: dict[Path, Item] = {}  # loaded once per process, by resolved path
         self.started = time.perf_counter()
         self._runner: SuiteRunner | None = None
@@ -177,6 +178,12 @@ class ExecRetrievalSession:
             self.baseline_failed = set(data["baseline_failed"])
         if self.verify:
             self.load()
+
+    def distractors(self, query_id: str) -> list[Snippet]:
+        """The corpus distractors of one item (indexed once per process)."""
+        if self._distractors is None:
+            self._distractors = distractors_by_query(self.corpus)
+        return self._distractors.get(query_id, [])
 
     def code_by_id(self) -> dict[str, str]:
         """Snippet code by id (for failure reports; loaded once per process)."""
@@ -332,10 +339,9 @@ class ItemFile(pytest.File):
     def collect(self):
         item = self.state.items.get(self.path.resolve()) or load_item(self.path)
         if self.state.verify:
-            from .verify import cases
-
-            corpus = None if item.id in self.state.changed else self.state.corpus
-            for case in cases([item], corpus):
+            # A changed item's recorded distractors belong to its old version: not checked.
+            stale = item.id in self.state.changed
+            for case in item_cases(item, () if stale else self.state.distractors(item.id)):
                 yield VerifyItem.from_parent(self, name=case.name, nodeid=f"{item.id}::{case.name}",
                                              case=case)  # fmt: skip
             return

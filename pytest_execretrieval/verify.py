@@ -28,21 +28,31 @@ class Case:
     snippet: Snippet | None = None
 
 
-def cases(items: Sequence[Item], corpus: Corpus | None) -> list[Case]:
-    """All per-snippet checks, grouped by item in item-id order."""
-    distractors: dict[str, list[Snippet]] = defaultdict(list)
+def distractors_by_query(corpus: Corpus | None) -> dict[str, list[Snippet]]:
+    """Each item's distractors in the corpus, in source-line order."""
+    out: dict[str, list[Snippet]] = defaultdict(list)
     for snippet in corpus.snippets if corpus else ():
         if snippet.kind == "distractor":
-            distractors[snippet.query_id].append(snippet)
-    out = []
-    for item in sorted(items, key=lambda i: i.id):
-        out.append(Case("canonical", item, item.canonical, True))
-        out += [Case(f"alternative[{i}]", item, code, True)
-                for i, code in enumerate(item.alternatives)]  # fmt: skip
-        for s in sorted(distractors.get(item.id, []), key=lambda s: (s.line or 0, s.snippet_id)):
-            out.append(Case(f"distractor[{s.operator}@L{s.line}:{s.snippet_id[:8]}]",
-                            item, s.code, False, s))  # fmt: skip
+            out[snippet.query_id].append(snippet)
+    for snippets in out.values():
+        snippets.sort(key=lambda s: (s.line or 0, s.snippet_id))
+    return dict(out)
+
+
+def item_cases(item: Item, distractors: Sequence[Snippet] = ()) -> list[Case]:
+    """The per-snippet checks of one item: canonical, alternatives, then its distractors."""
+    out = [Case("canonical", item, item.canonical, True)]
+    out += [Case(f"alternative[{i}]", item, code, True) for i, code in enumerate(item.alternatives)]
+    out += [Case(f"distractor[{s.operator}@L{s.line}:{s.snippet_id[:8]}]", item, s.code, False, s)
+            for s in distractors]  # fmt: skip
     return out
+
+
+def cases(items: Sequence[Item], corpus: Corpus | None) -> list[Case]:
+    """All per-snippet checks, grouped by item in item-id order."""
+    by_query = distractors_by_query(corpus)
+    return [case for item in sorted(items, key=lambda i: i.id)
+            for case in item_cases(item, by_query.get(item.id, ()))]  # fmt: skip
 
 
 def check(case: Case, result: SuiteResult) -> str | None:
