@@ -239,6 +239,14 @@ def test_forged_records_without_nonce_do_not_pass(sb):
     assert_not_passed(sb.run(code, "", ["f()"]))
 
 
+def test_flooding_the_result_channel_blocks_only_the_snippet(sb):
+    code = "import os\ndef f():\n    os.write(3, b'T 1 0 pass\\n' * 1_000_000)"
+    r = sb.run(code, "", ["assert 1", "f()", "assert 1"])
+    assert r.outcomes == ("pass", "timeout", "timeout"), r
+    assert "timed out after 1.0 s during test 2 of 3" in r.detail
+    assert sb.run(F, "", ["assert f(1) == 10"]).passed  # the server is fine
+
+
 # --- child processes --------------------------------------------------------------------------
 
 
