@@ -154,6 +154,7 @@ class Sandbox:
     def __init__(self, limits: Limits = Limits(), *, _guard: bool = True) -> None:
         # _guard=False disables the audit hook; only for testing the supervisor's own checks.
         self.limits = limits
+        self._limits_json = asdict(limits)  # sent with every request
         self._guard = _guard
         self._owner = os.getpid()
         self._lock = threading.Lock()
@@ -247,7 +248,7 @@ class Sandbox:
                 "code": code,
                 "setup": setup,
                 "tests": list(tests),
-                "limits": asdict(self.limits),
+                "limits": self._limits_json,
                 "guard": self._guard,
             }
             body = json.dumps(payload).encode("utf-8")
