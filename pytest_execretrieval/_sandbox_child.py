@@ -88,7 +88,7 @@ _MAX_DRAIN_READS = 64
 _MAX_VIOLATIONS = 5
 _IDLE_POLL_S = 1.0
 _CPU_LIMIT_FACTOR = 30
-_SCRATCH_BASE: str | None = None  # set by serve(); None means tempfile's default
+_SCRATCH_BASE: str | None = None  # set by serve()
 
 # --- audit guard tables ----------------------------------------------------------------------
 
@@ -691,19 +691,35 @@ def _rmtree(path: str) -> None:
 
 def _scratch_base() -> str:
     # tmpfs when available: on some VMs a directory create/remove on disk costs milliseconds.
+    # Resolved once: the write guard compares resolved paths against the scratch directory.
     shm = "/dev/shm"
     if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK):
-        return shm
-    return tempfile.gettempdir()
+        return os.path.realpath(shm)
+    return os.path.realpath(tempfile.gettempdir())
+
+
+def _make_scratch() -> str:
+    """A fresh private directory (what tempfile.mkdtemp does, minus its name generator)."""
+    base = _SCRATCH_BASE or _scratch_base()
+    while True:
+        path = os.path.join(base, "execretrieval-" + os.urandom(8).hex())
+        try:
+            os.mkdir(path, 0o700)
+            return path
+        except FileExistsError:
+            continue
 
 
 def handle(req: dict[str, Any]) -> dict[str, Any]:
     """Run one request in a forked child; returns the reply frame."""
-    tmp = os.path.realpath(tempfile.mkdtemp(prefix="execretrieval-", dir=_SCRATCH_BASE))
+    tmp = _make_scratch()
     try:
         return _supervise(req, tmp)
     finally:
-        _rmtree(tmp)
+        try:
+            os.rmdir(tmp)  # the usual case: the snippet left nothing behind
+        except OSError:
+            _rmtree(tmp)
 
 
 def _read_exact(fd: int, n: int, parent: int) -> bytes | None:
