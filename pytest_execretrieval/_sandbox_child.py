@@ -360,10 +360,8 @@ class _Suites:
     def get(self, setup: str, tests: list[str]) -> tuple[Any, list[Any]]:
         key = (setup, tuple(tests))
         if key != self._key:
-            self._key = None  # a failure below must not leave a half-updated entry
             tests_compiled = [_compile(src, f"<test {i}>") for i, src in enumerate(tests)]
-            self._compiled = (_compile(setup, "<setup>"), tests_compiled)
-            self._key = key
+            self._key, self._compiled = key, (_compile(setup, "<setup>"), tests_compiled)
         return self._compiled
 
 

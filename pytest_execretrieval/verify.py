@@ -48,13 +48,6 @@ def item_cases(item: Item, distractors: Sequence[Snippet] = ()) -> list[Case]:
     return out
 
 
-def cases(items: Sequence[Item], corpus: Corpus | None) -> list[Case]:
-    """All per-snippet checks, grouped by item in item-id order."""
-    by_query = distractors_by_query(corpus)
-    return [case for item in sorted(items, key=lambda i: i.id)
-            for case in item_cases(item, by_query.get(item.id, ()))]  # fmt: skip
-
-
 def check(case: Case, result: SuiteResult) -> str | None:
     """``None`` when the case holds, else a readable explanation."""
     if case.must_pass and not result.passed:

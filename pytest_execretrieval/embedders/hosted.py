@@ -204,6 +204,16 @@ class HostedEmbedder(Embedder):
     def parse(self, payload: object, n: int) -> list:
         raise NotImplementedError
 
+    @staticmethod
+    def rows(payload: object, key: str, n: int) -> list:
+        """``payload[key]``, checked to be a list of one row per text."""
+        rows = payload[key]
+        if not isinstance(rows, list):
+            raise TypeError(f"{key!r} is not a list")
+        if len(rows) != n:
+            raise ValueError(f"{len(rows)} embeddings for {n} texts")
+        return rows
+
     def role_fields(self, role: str) -> dict:
         if not self.spec.role_field:
             return {}
@@ -314,12 +324,7 @@ class GeminiEmbedder(HostedEmbedder):
         ]}  # fmt: skip
 
     def parse(self, payload: object, n: int) -> list:
-        embeddings = payload["embeddings"]
-        if not isinstance(embeddings, list):
-            raise TypeError("'embeddings' is not a list")
-        if len(embeddings) != n:
-            raise ValueError(f"{len(embeddings)} embeddings for {n} texts")
-        return [e["values"] for e in embeddings]
+        return [e["values"] for e in self.rows(payload, "embeddings", n)]
 
 
 class OpenAIStyleEmbedder(HostedEmbedder):
@@ -336,12 +341,7 @@ class OpenAIStyleEmbedder(HostedEmbedder):
         }
 
     def parse(self, payload: object, n: int) -> list:
-        data = payload["data"]
-        if not isinstance(data, list):
-            raise TypeError("'data' is not a list")
-        if len(data) != n:
-            raise ValueError(f"{len(data)} embeddings for {n} texts")
-        by_index = {item["index"]: item["embedding"] for item in data}
+        by_index = {item["index"]: item["embedding"] for item in self.rows(payload, "data", n)}
         if sorted(by_index) != list(range(n)):
             raise ValueError(f"indices {sorted(by_index)[:8]} are not 0..{n - 1}")
         return [by_index[i] for i in range(n)]
