@@ -5,8 +5,10 @@
    5 s timeout, one after another. Target: >= 5x faster.
 4. `execretrieval verify -n 2` against `-n 0` on 2 cores. Target: >= 1.7x faster.
 
-For target 4 it also measures the ceiling that the sandbox itself sets: the same pairs through
-one Sandbox, then split over two processes with a Sandbox each (no pytest at all).
+For target 4 it also measures two ceilings: the sandbox's own (the same pairs through one
+Sandbox, then split over two processes with a Sandbox each, no pytest at all) and pytest-xdist's
+own (as many plain pytest items as verification has, each doing in-process the CPU work one
+suite costs the sandbox, run with -n 0 and -n 2: what xdist's per-item cost leaves of 2 cores).
 
 Usage: python benchmarks/verify_speed.py [ITEMS_DIR]   (default: the bundled items/)
 """
@@ -14,6 +16,8 @@ Usage: python benchmarks/verify_speed.py [ITEMS_DIR]   (default: the bundled ite
 from __future__ import annotations
 
 import json
+import os
+import re
 import resource
 import subprocess
 import sys
@@ -21,6 +25,8 @@ import tempfile
 import time
 import tomllib
 from pathlib import Path
+
+from pytest_execretrieval.cli import VERIFY_FLAGS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -98,13 +104,49 @@ def sandbox_only(work: list[dict], processes: int) -> float:
         return time.perf_counter() - start
 
 
+BUSY_TESTS = """
+import pytest
+
+@pytest.mark.parametrize("i", range({n}))
+def test_work(i):
+    sum(range({loops}))
+"""
+
+
+def loops_for(seconds: float) -> int:
+    """How many iterations of ``sum(range(n))`` cost ``seconds`` of CPU here."""
+    n, cpu = 100_000, 0.0
+    while cpu < 0.2:
+        n *= 2
+        start = time.process_time()
+        sum(range(n))
+        cpu = time.process_time() - start
+    return round(n * seconds / cpu)
+
+
+def xdist_ceiling(n_items: int, work_s: float) -> tuple[float, float]:
+    """Wall seconds of `pytest -n 0` and `-n 2` over `n_items` items of `work_s` CPU each."""
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "test_work.py").write_text(BUSY_TESTS.format(n=n_items, loops=loops_for(work_s)))
+        walls = []
+        for n in ("0", "2"):
+            start = time.perf_counter()
+            argv = [sys.executable, "-m", "pytest", "-q", "-n", n, "--rootdir", tmp, "-c",
+                    os.devnull, *VERIFY_FLAGS, "test_work.py"]  # fmt: skip
+            if subprocess.run(argv, cwd=tmp, capture_output=True).returncode != 0:
+                sys.exit(f"the xdist ceiling run -n {n} failed")
+            walls.append(time.perf_counter() - start)
+        return walls[0], walls[1]
+
+
 def children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
 
 
-def verify(items: Path, n: str) -> tuple[float, float]:
-    """Wall seconds and CPU seconds of the whole process tree (pytest, workers, sandboxes)."""
+def verify(items: Path, n: str) -> tuple[float, float, int]:
+    """Wall seconds and CPU seconds of the whole process tree (pytest, workers, sandboxes), and
+    the number of pytest items."""
     cpu, start = children_cpu(), time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "pytest_execretrieval.cli", "verify", str(items), "-n", n, "-q"],
@@ -114,15 +156,20 @@ def verify(items: Path, n: str) -> tuple[float, float]:
     )
     if done.returncode != 0:
         sys.exit(f"verify -n {n} failed:\n{done.stdout[-3000:]}")
-    return time.perf_counter() - start, children_cpu() - cpu
+    wall, cpu = time.perf_counter() - start, children_cpu() - cpu
+    return wall, cpu, int(re.search(r"(\d+) passed", done.stdout).group(1))
 
 
 def main() -> None:
     items = Path(sys.argv[1] if len(sys.argv) > 1 else ROOT / "items").resolve()
     work = pairs(items)
     paper = paper_runner(work)
-    (serial, serial_cpu), (parallel, parallel_cpu) = verify(items, "0"), verify(items, "2")
+    (serial, serial_cpu, n_items), (parallel, parallel_cpu, _) = (
+        verify(items, "0"),
+        verify(items, "2"),
+    )
     one, two = sandbox_only(work, 1), sandbox_only(work, 2)
+    plain_serial, plain_parallel = xdist_ceiling(n_items, one / len(work))
     print(f"{len(work)} (snippet, own suite) pairs")
     print(f"paper runner (fresh python -I each, sequential): {paper:6.1f} s")
     for n, wall, cpu in (("0", serial, serial_cpu), ("2", parallel, parallel_cpu)):
@@ -132,6 +179,11 @@ def main() -> None:
     print(
         f"   the sandbox alone (no pytest): 1 process {one:.1f} s, 2 processes {two:.1f} s, "
         f"{one / two:.2f}x"
+    )
+    print(
+        f"   xdist alone: {n_items} plain pytest items of {one / len(work) * 1e3:.1f} ms CPU "
+        f"each (what a suite costs the sandbox): -n 0 {plain_serial:.1f} s, -n 2 "
+        f"{plain_parallel:.1f} s, {plain_serial / plain_parallel:.2f}x"
     )
 
 

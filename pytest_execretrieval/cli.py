@@ -70,24 +70,18 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
+# A verification session collects benchmark items only, so what pytest does for Python test files
+# is pure start-up cost in every worker: the last-failed cache, assertion rewriting (which
+# recompiles plugin modules on every run when bytecode cannot be cached) and the hypothesis
+# plugin (which imports all of hypothesis to write its summary).
+VERIFY_FLAGS = ("--assert=plain", "-p", "no:cacheprovider", "-p", "no:hypothesispytest")
+
+
 def cmd_verify(args: argparse.Namespace, rest: list[str]) -> int:
     import pytest
 
     items_dir = Path(args.items_dir or default_items()).resolve()
-    # A verification session collects benchmark items only, so what pytest does for Python test
-    # files is pure start-up cost in every worker: the last-failed cache, assertion rewriting
-    # (which recompiles plugin modules on every run when bytecode cannot be cached) and the
-    # hypothesis plugin (which imports all of hypothesis to write its summary).
-    argv = [
-        "--execretrieval-verify",
-        "--execretrieval-items",
-        str(items_dir),
-        "--assert=plain",
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:hypothesispytest",
-    ]
+    argv = ["--execretrieval-verify", "--execretrieval-items", str(items_dir), *VERIFY_FLAGS]
     if args.n is not None:
         argv += ["-n", args.n]
     return int(pytest.main(argv + rest))
