@@ -8,7 +8,8 @@
 For target 4 it also measures two ceilings: the sandbox's own (the same pairs through one
 Sandbox, then split over two processes with a Sandbox each, no pytest at all) and pytest-xdist's
 own (as many plain pytest items as verification has, each doing in-process the CPU work one
-suite costs the sandbox, run with -n 0 and -n 2: what xdist's per-item cost leaves of 2 cores).
+suite costs the sandbox, run with -n 0 and -n 2: what xdist's per-item cost leaves of 2 cores),
+and the same for items of 1 ms and 10 ms, to show how that ratio grows with the work per item.
 
 Usage: python benchmarks/verify_speed.py [ITEMS_DIR]   (default: the bundled items/)
 """
@@ -164,12 +165,13 @@ def main() -> None:
     items = Path(sys.argv[1] if len(sys.argv) > 1 else ROOT / "items").resolve()
     work = pairs(items)
     paper = paper_runner(work)
-    (serial, serial_cpu, n_items), (parallel, parallel_cpu, _) = (
-        verify(items, "0"),
-        verify(items, "2"),
-    )
+    serial, serial_cpu, n_items = verify(items, "0")
+    parallel, parallel_cpu, _ = verify(items, "2")
     one, two = sandbox_only(work, 1), sandbox_only(work, 2)
-    plain_serial, plain_parallel = xdist_ceiling(n_items, one / len(work))
+    suite_s = one / len(work)
+    # xdist's own ratio for items of a suite's cost, and how it grows with the work per item.
+    plain = {(n, w): xdist_ceiling(n, w) for n, w in ((n_items, suite_s), (n_items, 0.001),
+                                                      (n_items // 4, 0.010))}  # fmt: skip
     print(f"{len(work)} (snippet, own suite) pairs")
     print(f"paper runner (fresh python -I each, sequential): {paper:6.1f} s")
     for n, wall, cpu in (("0", serial, serial_cpu), ("2", parallel, parallel_cpu)):
@@ -180,11 +182,13 @@ def main() -> None:
         f"   the sandbox alone (no pytest): 1 process {one:.1f} s, 2 processes {two:.1f} s, "
         f"{one / two:.2f}x"
     )
-    print(
-        f"   xdist alone: {n_items} plain pytest items of {one / len(work) * 1e3:.1f} ms CPU "
-        f"each (what a suite costs the sandbox): -n 0 {plain_serial:.1f} s, -n 2 "
-        f"{plain_parallel:.1f} s, {plain_serial / plain_parallel:.2f}x"
-    )
+    for (n, work_s), (plain_serial, plain_parallel) in plain.items():
+        what = " (what a suite costs the sandbox)" if work_s == suite_s else ""
+        print(
+            f"   xdist alone: {n} plain pytest items of {work_s * 1e3:.1f} ms CPU each{what}: "
+            f"-n 0 {plain_serial:.1f} s, -n 2 {plain_parallel:.1f} s, "
+            f"{plain_serial / plain_parallel:.2f}x"
+        )
 
 
 if __name__ == "__main__":
