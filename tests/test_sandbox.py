@@ -495,6 +495,16 @@ def test_tempfile_uses_the_temp_dir(sb):
     assert r.passed, r
 
 
+def test_modules_the_server_does_not_preload_import_in_the_child(sb):
+    from pytest_execretrieval._sandbox_child import PRELOAD
+
+    names = ["dataclasses", "decimal", "hashlib", "inspect", "shutil", "statistics", "zlib"]
+    assert not set(names) & set(PRELOAD)
+    code = f"import {', '.join(names)}\ndef f(): return statistics.mean([1, 2, 6])"
+    r = sb.run(code, "", ["assert f() == 3", "assert len(hashlib.sha256(b'').hexdigest()) == 64"])
+    assert r.passed, r
+
+
 # --- environment and stdin --------------------------------------------------------------------
 
 
