@@ -79,7 +79,7 @@ def test_junit_per_model_and_summary(pytester, items):
     assert "## Analyses highlights" in summary
     report = json.loads((reports / "bm25.json").read_text())
     assert {"deception", "density_ablation", "code_to_code"} <= set(report["analyses"])
-    [frozen] = [p for p in reports.glob("npz*.json")]
+    [frozen] = reports.glob("npz*.json")
     c2c = json.loads(frozen.read_text())["analyses"]["code_to_code"]
     assert c2c is not None and 0 <= c2c["auc"] <= 1  # alternatives embedded on request
 
