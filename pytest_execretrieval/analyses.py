@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .metrics import query_metrics
+from .metrics import row_metrics
 from .mutation.operators import OPERATOR_CLASSES
 from .stats import (
     auc_roc,
@@ -99,17 +99,13 @@ def _top(q: dict) -> list[dict]:
     return sorted(q["top"], key=lambda h: h["rank"])
 
 
-def _passes(q: dict) -> list[bool]:
-    return [bool(h["passes"]) for h in _top(q)]
-
-
 def _is_own(q: dict, hit: dict) -> bool:
     return hit["kind"] == "distractor" and hit["query_id"] == q["query_id"]
 
 
 def _exec_rates(queries: Sequence[dict]) -> dict:
-    """``n``, ``exec@1`` and ``exec@10`` (macro means over ``queries``)."""
-    rows = [query_metrics(_passes(q), q["canonical_rank"]) for q in queries]
+    """``n``, ``exec@1`` and ``exec@10`` (macro means of the tie-aware values over ``queries``)."""
+    rows = [row_metrics(q).expected for q in queries]
     n = len(rows)
     return {
         "n": n,

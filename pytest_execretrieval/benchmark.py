@@ -7,6 +7,7 @@ query's entry point fails without running; any other pair is executed in the san
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -49,6 +50,11 @@ class QueryResult:
     # canonical -> own distractors (dense embedders only).
     own_distractors: tuple[dict, ...] = ()
     code_similarity: dict = field(default_factory=dict)
+    # Tie groups over the whole pool: at rank 1 and at the last listed rank ({size, passing}),
+    # and the rank span of the canonical's group ({first, last}); see metrics.tie_aware_metrics.
+    rank1_tie: dict = field(default_factory=dict)
+    tail_tie: dict = field(default_factory=dict)
+    canonical_tie: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         row = asdict(self)
@@ -87,6 +93,19 @@ class BenchmarkRun:
 
 def document_text(snippet: Snippet) -> str:
     return snippet.code
+
+
+_DEF = re.compile(r"^(?:async\s+)?def\s+(\w+)", re.MULTILINE)
+
+
+def definers(pool: Sequence[Snippet]) -> dict[str, list[int]]:
+    """Pool positions by the module-level function names their code defines."""
+    found: dict[str, list[int]] = {}
+    for i, s in enumerate(pool):
+        for name in sorted(set(_DEF.findall(s.code))):
+            if defines(s.code, name):
+                found.setdefault(name, []).append(i)
+    return found
 
 
 @dataclass(frozen=True)
@@ -161,18 +180,35 @@ def run_benchmark(
     for i, s in enumerate(pool):
         if s.kind == "distractor":
             own.setdefault(s.query_id, []).append(i)
+    # Snippets that may pass a query: its canonical and other queries' snippets defining its
+    # entry point. Their scores are watched, so a tie reaching below the list is counted exactly.
+    by_name = definers(pool)
+    may_pass = [
+        [i for i in by_name.get(item.entry_point, []) if pool[i].kind == "canonical"
+         or pool[i].query_id != item.id]
+        for item in items
+    ]  # fmt: skip
     started = time.perf_counter()
     scored = rank_pool(
         embedder, items, pool, [canonical[item.id] for item in items],
-        [own.get(item.id, []) for item in items],
+        [own.get(item.id, []) + may_pass[q] for q, item in enumerate(items)],
         sorted(corpus.alternatives, key=lambda s: s.snippet_id) if with_code_similarity else [],
         cache_dir, progress,
     )  # fmt: skip
     ranking = scored.ranking
     encode_s = time.perf_counter() - started
 
-    # Outcomes of every top-k pair: recorded ones first, the rest executed together.
-    pairs = {(item.id, int(i)) for q, item in enumerate(items) for i in ranking.indices[q]}
+    # The listed pairs, and the snippets below the list that tie with its last score and may
+    # pass: recorded outcomes first, the rest executed together.
+    below: list[list[int]] = []
+    for q, item in enumerate(items):
+        listed = set(ranking.indices[q].tolist())
+        last = ranking.scores[q][-1] if len(listed) else None
+        watched = ranking.watched[q][len(own.get(item.id, [])) :]
+        below.append([i for i, score in zip(may_pass[q], watched)
+                      if score == last and i not in listed])  # fmt: skip
+    pairs = {(item.id, int(i)) for q, item in enumerate(items)
+             for i in (*ranking.indices[q], *below[q])}  # fmt: skip
     by_id = {item.id: item for item in items}
     outcomes: dict[tuple[str, int], tuple[str, ...]] = {}
     to_run = []
@@ -191,14 +227,17 @@ def run_benchmark(
         honest = result.passed or any(o != "pass" for o in result.outcomes)
         outcomes[key] = result.outcomes if honest else ("error:Sandbox",) * len(result.outcomes)
 
+    def passes(query_id: str, i: int) -> bool:
+        return all(x == "pass" for x in outcomes[query_id, i])
+
     out = {}
     for q, item in enumerate(items):
         hits = []
         for rank, (i, score) in enumerate(zip(ranking.indices[q], ranking.scores[q]), 1):
-            s, o = pool[int(i)], outcomes[item.id, int(i)]
+            s = pool[int(i)]
             score = round(float(score), DECIMALS)
-            passes = all(x == "pass" for x in o)
-            hits.append(Hit(rank, s.snippet_id, s.kind, s.operator, s.query_id, score, passes))
+            hits.append(Hit(rank, s.snippet_id, s.kind, s.operator, s.query_id, score,
+                            passes(item.id, int(i))))  # fmt: skip
         own_rows = tuple(
             {"snippet_id": pool[i].snippet_id, "operator": pool[i].operator,
              "score": round(score, DECIMALS),
@@ -206,11 +245,23 @@ def run_benchmark(
              "kill": pool[i].kill}
             for i, score in zip(own.get(item.id, []), ranking.watched[q])
         )  # fmt: skip
+        last_group = [h for h in hits if h.score == hits[-1].score]
+        tail = {"size": int(ranking.tail_ties[q]),
+                "passing": sum(h.passes for h in last_group)
+                + sum(passes(item.id, i) for i in below[q])}  # fmt: skip
+        first_group = [h for h in hits if h.score == hits[0].score]
+        rank1 = (
+            tail
+            if hits[0].score == hits[-1].score
+            else {"size": len(first_group), "passing": sum(h.passes for h in first_group)}
+        )
+        span = ranking.target_span[q]
         out[item.id] = QueryResult(
-            item.id, item.domain, hits[0].passes, int(ranking.target_rank[q]),
-            round(float(ranking.target_score[q]), DECIMALS), tuple(hits),
-            outcomes[item.id, int(ranking.indices[q][0])], own_rows,
+            item.id, item.domain, rank1["passing"] == rank1["size"],
+            int(ranking.target_rank[q]), round(float(ranking.target_score[q]), DECIMALS),
+            tuple(hits), outcomes[item.id, int(ranking.indices[q][0])], own_rows,
             scored.code_similarity.get(item.id, {"alternatives": [], "distractors": []}),
+            rank1, tail, {"first": int(span[0]), "last": int(span[1])},
         )  # fmt: skip
     return BenchmarkRun(embedder.invocation(), corpus_sha256, len(pool), out, encode_s)
 

@@ -1,10 +1,28 @@
-"""Paired comparison of report JSONs (schema_version 1) and the regression gate.
+"""Paired comparison of report JSONs (schema_version 1 or 2) and the upgrade gate.
 
 Two reports are comparable when they were run on the same corpus (``corpus.sha256``) over the
-same query ids; queries are then paired by id.  Per-query metric rows are recomputed from each
-query's ``top`` pass flags and ``canonical_rank`` with
-:func:`pytest_execretrieval.metrics.query_metrics`, so ``exec@k`` of a query is "any of its top k
-passes".  Differences are always ``b - a`` (candidate minus baseline).
+same query ids; queries are then paired by id.  Per-query metrics are recomputed from each row
+with :func:`pytest_execretrieval.metrics.row_metrics` (tie-aware expected values for version 2
+rows; version 1 rows carry no ties and keep their tie-broken values).  Differences are always
+``b - a`` (candidate minus baseline).
+
+Significance per metric: when both systems' per-query values are all 0 or 1 (exec@k without
+ties), the exact McNemar test; otherwise (tie-expected exec@k, execp@k, nDCG, MRR) the paired
+randomization (sign-flip) test with :data:`N_PERMUTATIONS` seeded sign vectors, as recommended
+for IR evaluation (Smucker, Allan & Carterette, CIKM 2007).
+
+The gate (:func:`gate_decision`) looks at several metrics at once (:data:`DEFAULT_GATE_METRICS`):
+
+* **harm mode** (no margin): FAIL iff some gated metric dropped significantly, with the
+  family-wise error over the gated metrics controlled by Holm-Bonferroni at ``alpha``;
+* **non-inferiority mode** (a margin ``delta`` per metric): PASS iff, for every gated metric,
+  the lower end of the paired two-sided ``1 - 2 * alpha`` bootstrap CI of ``b - a`` lies above
+  ``-delta`` (an intersection-union test: each metric at level ``alpha``, no correction needed);
+* minimums (``metric >= x``) apply in both modes and without a baseline.
+
+Each gated metric also states its power: the smallest drop (harm mode) or the smallest margin
+(non-inferiority mode) the gate would detect with 80% power at this number of queries and the
+observed spread of the paired differences (:func:`.stats.detectable_difference`).
 """
 
 from __future__ import annotations
@@ -12,21 +30,32 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 from tabulate import tabulate
 
-from .metrics import KS, METRIC_NAMES, mean_metrics, metric_matrix, query_metrics
-from .stats import mcnemar_exact, paired_bootstrap_diff_ci
+from .metrics import METRIC_NAMES, mean_metrics, metric_matrix, row_metrics
+from .stats import (
+    detectable_difference,
+    holm_adjust,
+    mcnemar_exact,
+    paired_bootstrap_diff_ci,
+    sign_flip_test,
+)
 
 __all__ = [
+    "DEFAULT_GATE_METRICS",
+    "GATE_METRICS",
+    "N_PERMUTATIONS",
     "N_RESAMPLES",
     "ComparisonError",
     "ReportError",
     "compare_reports",
     "gate_decision",
+    "invocation_differences",
     "load_report",
     "main_compare",
     "paired_comparison",
@@ -34,6 +63,11 @@ __all__ = [
 ]
 
 N_RESAMPLES = 5000
+N_PERMUTATIONS = 10_000
+POWER = 0.8
+SCHEMA_VERSIONS = (1, 2)
+DEFAULT_GATE_METRICS = ("exec@1", "exec@5", "ndcg@10")
+GATE_METRICS = tuple(m for m in METRIC_NAMES if m.startswith(("exec", "mrr")) or m == "ndcg@10")
 _REQUIRED_KEYS = ("embedder", "corpus", "metrics", "ci95", "per_query")
 
 
@@ -42,7 +76,7 @@ class ComparisonError(ValueError):
 
 
 class ReportError(ValueError):
-    """A file that is not a readable schema_version 1 report."""
+    """A file that is not a readable report (schema_version 1 or 2)."""
 
 
 def load_report(path: str | Path) -> dict:
@@ -51,8 +85,8 @@ def load_report(path: str | Path) -> dict:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ReportError(f"{path}: cannot read a JSON report ({exc})") from exc
-    if not isinstance(data, dict) or data.get("schema_version") != 1:
-        raise ReportError(f"{path}: not an ExecRetrieval report with schema_version 1")
+    if not isinstance(data, dict) or data.get("schema_version") not in SCHEMA_VERSIONS:
+        raise ReportError(f"{path}: not an ExecRetrieval report with schema_version 1 or 2")
     missing = [k for k in _REQUIRED_KEYS if k not in data]
     if missing:
         raise ReportError(f"{path}: report lacks {', '.join(missing)}")
@@ -77,11 +111,7 @@ def _by_query(report: dict) -> dict[str, dict]:
 
 
 def _rows(queries: Sequence[dict]) -> np.ndarray:
-    return metric_matrix([
-        query_metrics([h["passes"] for h in sorted(q["top"], key=lambda h: h["rank"])],
-                      q["canonical_rank"])
-        for q in queries
-    ])  # fmt: skip
+    return metric_matrix([row_metrics(q).expected for q in queries])
 
 
 def _paired_queries(a: dict, b: dict) -> tuple[list[dict], list[dict]]:
@@ -106,15 +136,28 @@ def _paired_queries(a: dict, b: dict) -> tuple[list[dict], list[dict]]:
     return [qa[i] for i in ids], [qb[i] for i in ids]
 
 
+def paired_test(a: np.ndarray, b: np.ndarray, seed: int = 0) -> dict:
+    """The significance test of one metric's paired per-query values (see the module docstring):
+    ``{"test": "mcnemar" | "sign-flip", "p_value", "only_a", "only_b"}`` (the counts of queries
+    where one system is better)."""
+    binary = bool(np.isin(a, (0.0, 1.0)).all() and np.isin(b, (0.0, 1.0)).all())
+    if binary:
+        test = mcnemar_exact(a > 0, b > 0)
+        return {"test": "mcnemar", "p_value": test.p_value, "only_a": test.only_a,
+                "only_b": test.only_b}  # fmt: skip
+    return {"test": "sign-flip", "p_value": sign_flip_test(b - a, N_PERMUTATIONS, seed),
+            "only_a": int(np.count_nonzero(a > b)),
+            "only_b": int(np.count_nonzero(b > a))}  # fmt: skip
+
+
 def paired_comparison(a: dict, b: dict, seed: int = 0) -> dict:
     """Paired comparison of report ``b`` against report ``a`` (differences ``b - a``).
 
     Returns ``{"a", "b" (names), "n_queries", "seed", "n_resamples", "metrics": {name: {"a",
-    "b", "difference", "ci95": [low, high]}}, "mcnemar": {"exec@k": {"only_a", "only_b",
-    "p_value", "difference"}}}``.  ``ci95`` is the paired query-level percentile bootstrap
+    "b", "difference", "ci95": [low, high], "test", "p_value", "only_a", "only_b"}}}``.
+    ``ci95`` is the paired query-level percentile bootstrap
     (:func:`pytest_execretrieval.stats.paired_bootstrap_diff_ci`, :data:`N_RESAMPLES`
-    resamples, ``seed``); the McNemar test is exact (two-sided) on the per-query ``exec@k``
-    flags, for k in :data:`pytest_execretrieval.metrics.KS`.  Raises :class:`ComparisonError`
+    resamples, ``seed``); the test is :func:`paired_test`.  Raises :class:`ComparisonError`
     for different corpora, different query ids or zero queries.
     """
     qa, qb = _paired_queries(a, b)
@@ -123,22 +166,84 @@ def paired_comparison(a: dict, b: dict, seed: int = 0) -> dict:
     ci = paired_bootstrap_diff_ci(ma, mb, n_resamples=N_RESAMPLES, seed=seed)
     metrics = {
         name: {"a": mean_a[name], "b": mean_b[name], "difference": mean_b[name] - mean_a[name],
-               "ci95": [float(ci[j, 0]), float(ci[j, 1])]}
+               "ci95": [float(ci[j, 0]), float(ci[j, 1])],
+               **paired_test(ma[:, j], mb[:, j], seed)}
         for j, name in enumerate(METRIC_NAMES)
     }  # fmt: skip
-    mcnemar = {}
-    for k in KS:
-        j = METRIC_NAMES.index(f"exec@{k}")
-        test = mcnemar_exact(ma[:, j] > 0, mb[:, j] > 0)
-        mcnemar[f"exec@{k}"] = {
-            "only_a": test.only_a,
-            "only_b": test.only_b,
-            "p_value": test.p_value,
-            "difference": test.difference,
-        }
     names = report_names([a, b])
     return {"a": names[0], "b": names[1], "n_queries": len(qa), "seed": seed,
-            "n_resamples": N_RESAMPLES, "metrics": metrics, "mcnemar": mcnemar}  # fmt: skip
+            "n_resamples": N_RESAMPLES, "metrics": metrics}  # fmt: skip
+
+
+def invocation_differences(baseline: dict, candidate: dict) -> list[str]:
+    """What differs between two reports' embedder invocations, as ``key: a -> b`` lines."""
+
+    def flat(d: Mapping, prefix: str = "") -> dict[str, object]:
+        out: dict[str, object] = {}
+        for key, value in d.items():
+            if isinstance(value, Mapping):
+                out |= flat(value, f"{prefix}{key}.")
+            else:
+                out[f"{prefix}{key}"] = value
+        return out
+
+    a, b = flat(baseline.get("embedder", {})), flat(candidate.get("embedder", {}))
+    return [f"{k}: {a.get(k, '(none)')} -> {b.get(k, '(none)')}"
+            for k in sorted(a.keys() | b.keys()) if a.get(k) != b.get(k)]  # fmt: skip
+
+
+def _where(qa: list[dict], qb: list[dict], metric: str, top: int = 3) -> dict:
+    """Where ``metric`` dropped: the domains with the largest mean drop and the operator classes
+    of the candidate's rank-1 snippets on the queries that got worse, with counts."""
+    j = METRIC_NAMES.index(metric)
+    ma, mb = _rows(qa), _rows(qb)
+    worse = [i for i in range(len(qa)) if mb[i, j] < ma[i, j] - 1e-12]
+    by_domain: dict[str, list[int]] = {}
+    for i, q in enumerate(qa):
+        by_domain.setdefault(q["domain"], []).append(i)
+    domains = sorted(
+        ({"domain": d, "difference": float(np.mean(mb[idx, j] - ma[idx, j])), "n": len(idx),
+          "worse": sum(i in set(worse) for i in idx)} for d, idx in by_domain.items()),
+        key=lambda row: (row["difference"], row["domain"]),
+    )  # fmt: skip
+    operators: Counter[str] = Counter()
+    for i in worse:
+        hit = min(qb[i]["top"], key=lambda h: h["rank"]) if qb[i]["top"] else None
+        if hit is None or hit["passes"]:
+            operators["a tie at rank 1"] += 1
+        elif hit["query_id"] != qb[i]["query_id"]:
+            operators["another query's snippet"] += 1
+        else:
+            operators[hit.get("operator") or hit["kind"]] += 1
+    return {
+        "domains": [d for d in domains if d["difference"] < 0][:top],
+        "operators": [
+            {"operator": o, "n": n}
+            for o, n in sorted(operators.items(), key=lambda x: (-x[1], x[0]))[:top]
+        ],  # fmt: skip
+        "regressed": [qa[i]["query_id"] for i in worse],
+    }
+
+
+def _no_power(d: np.ndarray) -> str:
+    if not np.any(d):
+        return "power: no query differs, so no drop size can be estimated"
+    return (
+        f"power: too few queries ({len(d)}) to detect even the largest possible drop with "
+        f"{POWER:.0%} probability"
+    )
+
+
+def _margins(metrics: Sequence[str], margin: Mapping[str, float] | float | None) -> dict | None:
+    if margin is None:
+        return None
+    if not isinstance(margin, Mapping):
+        return dict.fromkeys(metrics, float(margin))
+    missing = [m for m in metrics if m not in margin]
+    if missing:
+        raise ValueError(f"non-inferiority margin missing for gated metric(s) {missing}: give "
+                         "one value for all, or metric=delta for each")  # fmt: skip
+    return {m: float(margin[m]) for m in metrics}
 
 
 def gate_decision(
@@ -147,57 +252,122 @@ def gate_decision(
     alpha: float = 0.05,
     min_exec1: float | None = None,
     seed: int = 0,
+    *,
+    metrics: Sequence[str] = DEFAULT_GATE_METRICS,
+    margin: Mapping[str, float] | float | None = None,
+    minimums: Mapping[str, float] | None = None,
 ) -> dict:
-    """Pass/fail of ``candidate`` for CI: FAIL iff exec@1 dropped significantly, or is too low.
+    """Pass/fail of ``candidate`` for CI over several metrics (rules in the module docstring).
 
-    FAIL iff (exact McNemar ``p < alpha`` AND exec@1 difference ``candidate - baseline < 0``)
-    OR (``min_exec1`` is given AND candidate exec@1 ``< min_exec1``).  With ``baseline=None``
-    only the point estimate is gated (``min_exec1`` is then required; ``p_value``,
-    ``difference``, ``ci95``, ``baseline_exec1`` are ``None``).  Returns ``passed``, ``reason``
-    (one sentence), ``p_value``, ``difference``, ``ci95`` (paired bootstrap of the exec@1
-    difference, as in :func:`paired_comparison`), ``alpha``, ``min_exec1``, ``candidate_exec1``,
-    ``baseline_exec1``.  Zero queries raise :class:`ComparisonError` (never a vacuous pass).
+    ``metrics``: the gated metrics (compared with ``baseline``); ``margin``: ``None`` for harm
+    mode, else one non-inferiority margin for all gated metrics or one per metric;
+    ``minimums``: ``{metric: x}`` floors on the candidate (``min_exec1`` = ``{"exec@1": x}``).
+    Without a baseline only the minimums are gated (at least one is then required).
+
+    Returns ``passed``, ``reason`` (one line), ``explanation`` (lines: per metric the figures,
+    the test, the power, then where it regressed and what differs in the invocation), ``mode``,
+    ``alpha``, ``n_queries``, ``metrics`` (per gated metric: ``baseline``, ``candidate``,
+    ``difference``, ``ci95``, ``test``, ``p_value``, ``p_adjusted`` (harm) or ``ci`` and
+    ``margin`` (non-inferiority), ``detectable``, ``passed``), ``minimums``, ``where`` (per
+    dropped metric: domains, operator classes, regressed query ids) and ``invocation``.
+    Zero queries raise :class:`ComparisonError` (never a vacuous pass).
     """
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-    if baseline is None and min_exec1 is None:
-        raise ComparisonError("the gate needs a baseline report or min_exec1")
-    p_value = difference = baseline_exec1 = None
-    ci95 = None
-    if baseline is not None:
-        cmp = paired_comparison(baseline, candidate, seed=seed)
-        e1 = cmp["metrics"]["exec@1"]
-        p_value = cmp["mcnemar"]["exec@1"]["p_value"]
-        difference, ci95 = e1["difference"], e1["ci95"]
-        baseline_exec1, candidate_exec1 = e1["a"], e1["b"]
-    else:
-        if not candidate["per_query"]:
-            raise ComparisonError("the candidate report has zero queries: nothing to gate")
-        candidate_exec1 = mean_metrics(_rows(candidate["per_query"]))["exec@1"]
-
-    regressed = p_value is not None and p_value < alpha and difference < 0
-    too_low = min_exec1 is not None and candidate_exec1 < min_exec1
-    parts = []
-    if baseline is not None:
-        change = (f"exec@1 {candidate_exec1:.3f} vs baseline {baseline_exec1:.3f} (difference "
-                  f"{difference:+.3f}, 95% CI [{ci95[0]:+.3f}, {ci95[1]:+.3f}], exact McNemar "
-                  f"p = {p_value:.3g})")  # fmt: skip
-        if regressed:
-            parts.append(f"{change} is a significant drop at alpha {alpha:g}")
-        elif difference < 0:
-            parts.append(f"{change} is not a significant drop at alpha {alpha:g}")
-        else:
-            parts.append(f"{change} is no drop")
+    if not 0.0 < alpha < 0.5:
+        raise ValueError(f"alpha must be in (0, 0.5), got {alpha}")
+    minimums = dict(minimums or {})
     if min_exec1 is not None:
-        relation = "below" if too_low else "at or above"
-        parts.append(f"candidate exec@1 {candidate_exec1:.3f} is {relation} the required "
-                     f"minimum {min_exec1:.3f}")  # fmt: skip
-    passed = not (regressed or too_low)
-    reason = f"{'PASS' if passed else 'FAIL'}: {'; '.join(parts)}."
+        minimums.setdefault("exec@1", min_exec1)
+    unknown = [m for m in (*metrics, *minimums) if m not in METRIC_NAMES]
+    if unknown:
+        raise ValueError(f"unknown metric(s) {unknown}; known: {', '.join(METRIC_NAMES)}")
+    if baseline is None and not minimums:
+        raise ComparisonError("the gate needs a baseline report or a minimum")
+    if not candidate["per_query"]:
+        raise ComparisonError("the candidate report has zero queries: nothing to gate")
+    margins = _margins(metrics, margin) if baseline is not None else None
+    mode = "non-inferiority" if margins else "harm"
+    lines: list[str] = []
+    gated: dict[str, dict] = {}
+    where: dict[str, dict] = {}
+    invocation: list[str] = []
+    if baseline is not None:
+        if not metrics:
+            raise ValueError("a gate against a baseline needs at least one gated metric")
+        cmp = paired_comparison(baseline, candidate, seed=seed)
+        qa, qb = _paired_queries(baseline, candidate)
+        ma, mb = _rows(qa), _rows(qb)
+        n = len(qa)
+        adjusted = dict(zip(metrics, holm_adjust([cmp["metrics"][m]["p_value"] for m in metrics])))
+        for m in metrics:
+            c = cmp["metrics"][m]
+            j = METRIC_NAMES.index(m)
+            d = mb[:, j] - ma[:, j]
+            row = {"baseline": c["a"], "candidate": c["b"], "difference": c["difference"],
+                   "ci95": c["ci95"], "test": c["test"], "p_value": c["p_value"]}  # fmt: skip
+            figures = (f"{m}: {c['b']:.3f} vs baseline {c['a']:.3f}, difference "
+                       f"{_fmt_ci(c['difference'], c['ci95'], signed=True)} (95% CI)")  # fmt: skip
+            if margins is None:
+                row["p_adjusted"] = adjusted[m]
+                row["passed"] = not (adjusted[m] < alpha and c["difference"] < 0)
+                row["detectable"] = detectable_difference(n, float(np.mean(d**2)),
+                                                          alpha / len(metrics), POWER)  # fmt: skip
+                verdict = ("a significant drop" if not row["passed"] else
+                           "no significant drop" if c["difference"] < 0 else "no drop")  # fmt: skip
+                test = (f"{c['test']} p = {c['p_value']:.3g}, Holm-adjusted "
+                        f"{adjusted[m]:.3g} vs alpha {alpha:g}")  # fmt: skip
+                power = (f"power: a true drop of {row['detectable']:.3f} or more would be "
+                         f"detected with {POWER:.0%} probability" if row["detectable"] else
+                         _no_power(d))  # fmt: skip
+            else:
+                lo, hi = paired_bootstrap_diff_ci(ma[:, j], mb[:, j], N_RESAMPLES, seed,
+                                                  confidence=1 - 2 * alpha)  # fmt: skip
+                row |= {"ci": [float(lo), float(hi)], "margin": margins[m]}
+                row["passed"] = bool(lo > -margins[m])
+                row["detectable"] = detectable_difference(n, float(np.var(d)), alpha, POWER,
+                                                          two_sided=False)  # fmt: skip
+                verdict = "non-inferior" if row["passed"] else "not shown non-inferior"
+                test = (f"lower end of the {1 - 2 * alpha:.0%} CI {lo:+.3f} "
+                        f"{'>' if row['passed'] else '<='} -{margins[m]:g}")  # fmt: skip
+                power = (f"power: a candidate truly equal to the baseline passes with "
+                         f"{POWER:.0%} probability when the margin is at least "
+                         f"{row['detectable']:.3f}" if row["detectable"] else
+                         _no_power(d))  # fmt: skip
+            gated[m] = row
+            lines.append(f"{figures}: {verdict} ({test}); {power}")
+            if c["difference"] < 0:
+                where[m] = _where(qa, qb, m)
+        invocation = invocation_differences(baseline, candidate)
+    cand = mean_metrics(_rows(candidate["per_query"]))
+    floors = {m: {"required": x, "value": cand[m], "passed": cand[m] >= x}
+              for m, x in minimums.items()}  # fmt: skip
+    for m, f in floors.items():
+        relation = "at or above" if f["passed"] else "below"
+        lines.append(f"{m}: candidate {f['value']:.3f} is {relation} the required minimum "
+                     f"{f['required']:.3f}")  # fmt: skip
+    for m, w in where.items():
+        if w["domains"] or w["operators"]:
+            domains = ", ".join(f"{d['domain']} {d['difference']:+.3f} ({d['worse']} of {d['n']} "
+                                f"worse)" for d in w["domains"])  # fmt: skip
+            ops = ", ".join(f"{o['operator']} ({o['n']})" for o in w["operators"])
+            lines.append(f"{m} dropped most in {domains or 'no domain'}; the candidate's rank 1 "
+                         f"on the {len(w['regressed'])} worse queries: {ops or 'n/a'}")  # fmt: skip
+    if invocation:
+        lines.append("invocation differs from the baseline: " + "; ".join(invocation))
+    failed = [m for m, r in gated.items() if not r["passed"]]
+    failed += [f"{m} minimum" for m, f in floors.items() if not f["passed"]]
+    passed = not failed
+    if baseline is None:
+        summary = "minimums only (no baseline)"
+    elif mode == "harm":
+        summary = f"harm test on {', '.join(metrics)} at alpha {alpha:g} (Holm)"
+    else:
+        summary = f"non-inferiority on {', '.join(metrics)} at alpha {alpha:g}"
+    reason = (f"PASS: {summary}; nothing failed" if passed else
+              f"FAIL: {summary}; failed: {', '.join(failed)}")  # fmt: skip
     return {
-        "passed": passed, "reason": reason, "p_value": p_value, "difference": difference,
-        "ci95": ci95, "alpha": alpha, "min_exec1": min_exec1,
-        "candidate_exec1": candidate_exec1, "baseline_exec1": baseline_exec1,
+        "passed": passed, "reason": reason, "explanation": lines, "mode": mode,
+        "alpha": alpha, "n_queries": len(candidate["per_query"]), "metrics": gated,
+        "minimums": floors, "where": where, "invocation": invocation,
     }  # fmt: skip
 
 
@@ -210,9 +380,10 @@ def compare_reports(reports: list[dict], fmt: str = "plain", seed: int = 0) -> s
     """Side-by-side metrics with 95% CIs, then every pair's paired differences.
 
     The first table has one row per metric and one column per report (mean and the report's
-    own ``ci95``).  Then, for each pair ``i < j``, the difference ``reports[j] - reports[i]``
-    of every metric with its paired bootstrap CI, and the exact McNemar p of ``exec@k``
-    (:func:`paired_comparison`).  ``fmt``: ``"plain"`` (terminal) or ``"markdown"`` (GitHub
+    own ``ci95``), and the queries whose rank 1 is a tie.  Then, for each pair ``i < j``, the
+    difference ``reports[j] - reports[i]`` of every metric with its paired bootstrap CI and
+    the p-value of :func:`paired_test`, and what differs between their invocations.
+    ``fmt``: ``"plain"`` (terminal) or ``"markdown"`` (GitHub
     tables, e.g. for a pull-request comment).  Raises :class:`ComparisonError` when any two
     reports are not comparable or there are none.
     """
@@ -233,18 +404,23 @@ def compare_reports(reports: list[dict], fmt: str = "plain", seed: int = 0) -> s
         [[m, *(_fmt_ci(r["metrics"][m], r["ci95"][m]) for r in reports)] for m in METRIC_NAMES],
         ["metric", *names], tablefmt=tablefmt, disable_numparse=True,
     )  # fmt: skip
+    ties = ", ".join(f"{n} {r['ties']['rank1']}" for n, r in zip(names, reports) if "ties" in r)
+    if ties:
+        head += f" Queries whose rank 1 is a tie: {ties}."
     lines = [("## Metrics" if fmt == "markdown" else "Metrics"), "", head, "", side]
     for i, j, cmp in pairs:
         title = f"{names[j]} - {names[i]} (paired, {cmp['n_queries']} queries)"
         rows = []
         for m in METRIC_NAMES:
             d = cmp["metrics"][m]
-            p = cmp["mcnemar"].get(m, {}).get("p_value")
             rows.append([m, _fmt_ci(d["difference"], d["ci95"], signed=True),
-                         "" if p is None else f"{p:.3g}"])  # fmt: skip
-        table = tabulate(rows, ["metric", "difference [95% CI]", "McNemar p"],
+                         f"{d['p_value']:.3g}", d["test"]])  # fmt: skip
+        table = tabulate(rows, ["metric", "difference [95% CI]", "p", "test"],
                          tablefmt=tablefmt, disable_numparse=True)  # fmt: skip
         lines += ["", f"### {title}" if fmt == "markdown" else title, "", table]
+        differs = invocation_differences(reports[i], reports[j])
+        if differs:
+            lines += ["", "Invocation differs: " + "; ".join(differs)]
     return "\n".join(lines) + "\n"
 
 

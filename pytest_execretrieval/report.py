@@ -1,5 +1,11 @@
-"""Reports of a benchmark run: JSON (schema_version 1), junit XML per model, summary.md, and the
-terminal table. Plain functions of plain data; no pytest here."""
+"""Reports of a benchmark run: JSON (schema_version 2), junit XML per model, summary.md, and the
+terminal table. Plain functions of plain data; no pytest here.
+
+Schema version 2 (version 1 reports stay readable by :mod:`.compare`): ``metrics`` are tie-aware
+expected values, ``metric_bounds`` their optimistic and pessimistic bounds, ``ties`` counts the
+queries whose rank 1 is a tie, and each ``per_query`` row adds ``rank1_tie``, ``tail_tie`` and
+``canonical_tie``; ``passed`` is false when rank 1 is a tie of passing and failing snippets.
+"""
 
 from __future__ import annotations
 
@@ -15,13 +21,11 @@ from tabulate import tabulate
 
 from .analyses import analyses
 from .benchmark import BenchmarkRun, QueryResult
-from .metrics import METRIC_NAMES, mean_metrics, metric_matrix, query_metrics
+from .metrics import METRIC_NAMES, mean_metrics, metric_matrix, row_metrics
 from .retrieval import TIE_POLICY
 from .stats import bootstrap_ci
 
-SCHEMA_VERSION = 1
-TABLE_METRICS = ("exec@1", "exec@3", "exec@5", "exec@10", "execp@1", "execp@3", "execp@5",
-                 "execp@10", "ndcg@10", "mrr")  # fmt: skip
+SCHEMA_VERSION = 2
 
 
 @dataclass
@@ -36,19 +40,47 @@ class TestRecord:
     properties: list = field(default_factory=list)
 
 
-def per_query_metrics(result: QueryResult) -> dict[str, float]:
-    return query_metrics([h.passes for h in result.top], result.canonical_rank)
+def report_row(r: QueryResult) -> dict:
+    """One ``per_query`` row of the report JSON."""
+    return {
+        "query_id": r.query_id,
+        "domain": r.domain,
+        "passed": r.passed,
+        "canonical_rank": r.canonical_rank,
+        "canonical_score": r.canonical_score,
+        "rank1_tie": r.rank1_tie,
+        "tail_tie": r.tail_tie,
+        "canonical_tie": r.canonical_tie,
+        "top": [asdict(h) for h in r.top],
+        "own_distractors": list(r.own_distractors),
+        "code_similarity": r.code_similarity,
+    }
+
+
+def metric_summary(per_query: Sequence[dict], seed: int = 0) -> dict:
+    """``metrics`` (tie-aware expected means), ``metric_bounds``, ``ci95`` and ``ties`` of a
+    report's ``per_query`` rows (version 1 rows have no ties: the bounds then coincide)."""
+    tie_aware = [row_metrics(q) for q in per_query]
+    matrix = metric_matrix([t.expected for t in tie_aware])
+    means = mean_metrics(matrix)
+    optimistic = mean_metrics(metric_matrix([t.optimistic for t in tie_aware]))
+    pessimistic = mean_metrics(metric_matrix([t.pessimistic for t in tie_aware]))
+    ci = bootstrap_ci(matrix, seed=seed)
+    return {
+        "metrics": {m: means[m] for m in METRIC_NAMES},
+        "metric_bounds": {
+            m: {"pessimistic": pessimistic[m], "optimistic": optimistic[m]} for m in METRIC_NAMES
+        },  # fmt: skip
+        "ci95": {m: [float(lo), float(hi)] for m, (lo, hi) in zip(METRIC_NAMES, ci)},
+        "ties": {"rank1": sum(q.get("rank1_tie", {}).get("size", 1) > 1 for q in per_query)},
+    }
 
 
 def build_report(
     name: str, run: BenchmarkRun, query_ids: Sequence[str], elapsed_s: float, seed: int = 0
 ) -> dict:
     """The report JSON of ``name`` over the queries that ran (``query_ids``)."""
-    results = [run.results[q] for q in sorted(query_ids)]
-    rows = [per_query_metrics(r) for r in results]
-    matrix = metric_matrix(rows)
-    means = mean_metrics(matrix)
-    ci = bootstrap_ci(matrix, seed=seed)
+    per_query = [report_row(run.results[q]) for q in sorted(query_ids)]
     invocation = dict(run.embedder)
     invocation["name"] = name
     report = {
@@ -56,25 +88,12 @@ def build_report(
         "embedder": invocation,
         "corpus": {
             "sha256": run.corpus_sha256,
-            "n_queries": len(results),
+            "n_queries": len(per_query),
             "n_snippets": run.n_snippets,
         },  # fmt: skip
         "tie_policy": TIE_POLICY,
-        "metrics": {m: means[m] for m in METRIC_NAMES},
-        "ci95": {m: [float(lo), float(hi)] for m, (lo, hi) in zip(METRIC_NAMES, ci)},
-        "per_query": [
-            {
-                "query_id": r.query_id,
-                "domain": r.domain,
-                "passed": r.passed,
-                "canonical_rank": r.canonical_rank,
-                "canonical_score": r.canonical_score,
-                "top": [asdict(h) for h in r.top],
-                "own_distractors": list(r.own_distractors),
-                "code_similarity": r.code_similarity,
-            }
-            for r in results
-        ],  # fmt: skip
+        **metric_summary(per_query, seed),
+        "per_query": per_query,
     }
     report["analyses"] = analyses(report)
     report["elapsed_s"] = round(elapsed_s, 3)
@@ -94,8 +113,26 @@ def write_json(path: Path, data: dict) -> None:
     tmp.replace(path)
 
 
+def gate_record(name: str, gate: dict) -> TestRecord:
+    """The gate as one junit test case ``gate[<embedder>]``: its outcome is the decision, its
+    message the explanation, its properties the figures of every gated metric."""
+    properties: list[tuple[str, object]] = [("mode", gate.get("mode", "")),
+                                            ("alpha", gate.get("alpha", ""))]  # fmt: skip
+    for metric, row in gate.get("metrics", {}).items():
+        for key in ("baseline", "candidate", "difference", "p_value", "p_adjusted", "margin",
+                    "detectable"):  # fmt: skip
+            if row.get(key) is not None:
+                properties.append((f"{metric}.{key}", f"{row[key]:.6g}"))
+    for metric, floor in gate.get("minimums", {}).items():
+        properties.append((f"{metric}.minimum", f"{floor['required']:.6g}"))
+    message = "\n".join([gate["reason"], *gate.get("explanation", [])])
+    return TestRecord(f"gate[{name}]", f"gate[{name}]",
+                      "passed" if gate["passed"] else "failed", 0.0,
+                      "" if gate["passed"] else message, properties)  # fmt: skip
+
+
 def junit_xml(name: str, records: Sequence[TestRecord]) -> bytes:
-    """One junit test suite named for the model, one test case per query."""
+    """One junit test suite named for the model, one test case per query (and the gate's)."""
     counts = {k: sum(r.outcome == k for r in records) for k in ("failed", "error", "skipped")}
     suite = ET.Element("testsuite", {
         "name": name, "tests": str(len(records)), "failures": str(counts["failed"]),
@@ -122,17 +159,53 @@ def junit_xml(name: str, records: Sequence[TestRecord]) -> bytes:
     return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
 
 
+def _with_ci(report: dict, metric: str) -> str:
+    lo, hi = report["ci95"][metric]
+    return f"{report['metrics'][metric]:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def _bounds(report: dict, metric: str) -> str:
+    b = report.get("metric_bounds", {}).get(metric)
+    return "" if b is None else f"{b['pessimistic']:.3f}-{b['optimistic']:.3f}"
+
+
 def metrics_table(reports: dict[str, dict], fmt: str = "simple") -> str:
-    headers = ["embedder", *TABLE_METRICS]
+    """Per model: queries, exec@1 with its 95% CI and tie bounds, the rank-1 ties, exec@5 and
+    nDCG@10 with CIs, exec@10 and MRR (tie-aware expected values)."""
+    headers = ["embedder", "queries", "exec@1 [95% CI]", "exec@1 tie range",
+               "rank-1 ties", "exec@5 [95% CI]", "exec@10", "ndcg@10 [95% CI]", "mrr"]  # fmt: skip
     rows = [
-        [name, *(f"{r['metrics'][m]:.3f}" for m in TABLE_METRICS)] for name, r in reports.items()
-    ]
-    return tabulate(rows, headers, tablefmt=fmt)
+        [name, r["corpus"]["n_queries"], _with_ci(r, "exec@1"), _bounds(r, "exec@1"),
+         r.get("ties", {}).get("rank1", ""), _with_ci(r, "exec@5"),
+         f"{r['metrics']['exec@10']:.3f}", _with_ci(r, "ndcg@10"), f"{r['metrics']['mrr']:.3f}"]
+        for name, r in reports.items()
+    ]  # fmt: skip
+    return tabulate(rows, headers, tablefmt=fmt, disable_numparse=True)
+
+
+def gate_lines(name: str, gate: dict) -> list[str]:
+    """A gate's decision and its reasons, one per line."""
+    return [f"gate [{name}]: {gate['reason']}", *(f"  {x}" for x in gate.get("explanation", []))]
+
+
+def final_summary(
+    reports: dict[str, dict], gates: dict[str, dict], written: Sequence[Path], encode_s: float
+) -> list[str]:
+    """The session's closing lines: the metrics table, the gates, the reports written."""
+    lines = metrics_table(reports).splitlines()
+    lines.append(f"(tie-aware expected values; embedding and ranking took {encode_s:.1f} s)")
+    for name, gate in gates.items():
+        lines += gate_lines(name, gate)
+    if written:
+        lines.append("reports: " + ", ".join(str(p) for p in written))
+    return lines
 
 
 def gate_markdown(gates: dict[str, dict]) -> str:
     lines = ["## Upgrade gate", ""]
-    lines += [f"- **{name}**: {decision['reason']}" for name, decision in gates.items()]
+    for name, decision in gates.items():
+        lines.append(f"- **{name}**: {decision['reason']}")
+        lines += [f"  - {x}" for x in decision.get("explanation", [])]
     return "\n".join(lines) + "\n"
 
 
@@ -151,10 +224,16 @@ def summary_markdown(reports: dict[str, dict], gates: dict[str, dict]) -> str:
 def write_reports(
     report_dir: Path, reports: dict[str, dict], records: dict[str, list[TestRecord]],
     gates: dict[str, dict],
-) -> None:  # fmt: skip
+) -> list[Path]:  # fmt: skip
+    """Write every model's JSON and junit XML and the summary; returns the paths written."""
     report_dir = Path(report_dir)
     report_dir.mkdir(parents=True, exist_ok=True)
+    written = []
     for name, data in reports.items():
-        write_json(report_dir / f"{file_stem(name)}.json", data)
-        (report_dir / f"{file_stem(name)}.xml").write_bytes(junit_xml(name, records[name]))
-    (report_dir / "summary.md").write_text(summary_markdown(reports, gates))
+        cases = records[name] + ([gate_record(name, gates[name])] if name in gates else [])
+        written += [report_dir / f"{file_stem(name)}.json", report_dir / f"{file_stem(name)}.xml"]
+        write_json(written[-2], data)
+        written[-1].write_bytes(junit_xml(name, cases))
+    written.append(report_dir / "summary.md")
+    written[-1].write_text(summary_markdown(reports, gates))
+    return written

@@ -1,11 +1,14 @@
 """Exact top-k ranking in bounded memory.
 
-Tie rule: score descending, then pool position ascending; the pool is sorted by snippet_id, so ties
-go to the smaller snippet_id. Dense scores (cosine of L2-normalised vectors, rounded to 6
-decimals) are computed in blocks of the pool and merged into a running top-k, so the full
-query x pool matrix never exists; a second pass over the same blocks counts, per query, the
-documents ranked above its target (the canonical).
-Lexical scorers (BM25) hand over blocks of whole rows instead.
+Scores are rounded to :data:`DECIMALS` decimals for every embedder (cosine and BM25 alike); equal
+rounded scores are a tie. The listed order breaks ties by pool position (the pool is sorted by
+snippet_id, so ties go to the smaller snippet_id), but no metric relies on that order: the
+ranking also reports the size of every tie that matters (the canonical's tie group, the group at
+the last listed rank), and the metrics average over tie orders (:mod:`.metrics`).
+Dense scores (cosine of L2-normalised vectors) are computed in blocks of the pool and merged into
+a running top-k, so the full query x pool matrix never exists; a second pass over the same blocks
+counts, per query, the documents scoring above and equal to its target (the canonical) and equal
+to its k-th score. Lexical scorers (BM25) hand over blocks of whole rows instead.
 """
 
 from __future__ import annotations
@@ -15,9 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-TIE_POLICY = "score desc, then snippet_id asc"
-# Cosine scores are rounded to this many decimals: BLAS kernels for different block shapes differ
-# in the last float32 bits (~1e-7), which would otherwise make exact ties depend on chunking.
+TIE_POLICY = (
+    "scores rounded to 6 decimals; metrics are expected values over random order "
+    "within tied scores (listed order: score desc, then snippet_id asc)"
+)
+# Scores are rounded to this many decimals: BLAS kernels for different block shapes differ in the
+# last float32 bits (~1e-7), which would otherwise make exact ties depend on chunking.
 DECIMALS = 6
 
 
@@ -28,6 +34,14 @@ class Ranking:
     target_rank: np.ndarray  # (n_queries,) 1-based rank of each query's target in the whole pool
     target_score: np.ndarray  # (n_queries,)
     watched: list[list[float]]  # per query, the scores of its watched positions, in order
+    target_above: np.ndarray  # (n_queries,) documents scoring strictly above the target
+    target_ties: np.ndarray  # (n_queries,) documents scoring equal to the target, itself included
+    tail_ties: np.ndarray  # (n_queries,) documents scoring equal to the last listed score
+
+    @property
+    def target_span(self) -> np.ndarray:
+        """(n_queries, 2): the first and last 1-based rank the target's tie group spans."""
+        return np.stack([self.target_above + 1, self.target_above + self.target_ties], axis=1)
 
 
 def normalize(vectors: np.ndarray) -> np.ndarray:
@@ -63,11 +77,16 @@ def block_top(block: np.ndarray, offset: int, k: int):
     return idx + offset, np.take_along_axis(block, idx, axis=1)
 
 
-def above(block: np.ndarray, offset: int, targets: np.ndarray, target_score: np.ndarray):
-    """Per row: how many documents of this block rank strictly before the row's target."""
+def counts(block: np.ndarray, offset: int, targets: np.ndarray, target_score: np.ndarray,
+           last_score: np.ndarray) -> np.ndarray:  # fmt: skip
+    """Per row of this block, four counts: documents ranked before the row's target (the tie
+    rule), scoring above it, scoring equal to it, and scoring equal to ``last_score``."""
     ts = target_score[:, None]
     positions = np.arange(offset, offset + block.shape[1])[None, :]
-    return ((block > ts) | ((block == ts) & (positions < targets[:, None]))).sum(axis=1)
+    greater, equal = block > ts, block == ts
+    before = greater | (equal & (positions < targets[:, None]))
+    tail = block == last_score[:, None]
+    return np.stack([m.sum(axis=1) for m in (before, greater, equal, tail)], axis=1)
 
 
 class Watch:
@@ -118,31 +137,44 @@ def rank_dense(
         best_idx, best_score = merge(best_idx, best_score, *block_top(block, offset, k), k)
     if np.isnan(target_score).any():
         raise ValueError("a target position lies outside the pool")
-    rank = np.ones(n, dtype=np.int64)
+    total = np.zeros((n, 4), dtype=np.int64)
+    last = last_listed(best_score)
     for offset, block in blocks():
-        rank += above(block, offset, targets, target_score)
-    return Ranking(best_idx, best_score, rank, target_score, watched.result())
+        total += counts(block, offset, targets, target_score, last)
+    return Ranking(best_idx, best_score, 1 + total[:, 0], target_score, watched.result(),
+                   total[:, 1], total[:, 2], total[:, 3])  # fmt: skip
+
+
+def last_listed(scores: np.ndarray) -> np.ndarray:
+    """Each row's last listed score (nan for an empty list, which equals nothing)."""
+    if scores.shape[1] == 0:
+        return np.full(scores.shape[0], np.nan, dtype=np.float32)
+    return scores[:, -1]
 
 
 def rank_rows(
     row_blocks: Iterable[np.ndarray], targets: Sequence[int], k: int = 10,
     watch: Sequence[Sequence[int]] | None = None,
 ) -> Ranking:  # fmt: skip
-    """Rank from blocks of complete score rows (consecutive queries, every pool column)."""
+    """Rank from blocks of complete score rows (consecutive queries, every pool column); the
+    scores are rounded like dense ones."""
     targets = np.asarray(targets, dtype=np.int64)
     watched = Watch(watch, len(targets))
     parts = []
     start = 0
     for block in row_blocks:
+        block = np.round(np.asarray(block, dtype=np.float32), DECIMALS)
         t = targets[start : start + len(block)]
-        ts = block[np.arange(len(block)), t].astype(np.float32)
+        ts = block[np.arange(len(block)), t]
         watched.see(block, 0, row_offset=start)
         idx, score = block_top(block, 0, k)
-        parts.append((idx, score, 1 + above(block, 0, t, ts), ts))
+        c = counts(block, 0, t, ts, last_listed(score))
+        parts.append((idx, score, 1 + c[:, 0], ts, c[:, 1], c[:, 2], c[:, 3]))
         start += len(block)
     if start != len(targets):
         raise ValueError(f"scorer returned {start} rows for {len(targets)} queries")
-    return Ranking(*(np.concatenate(p) for p in zip(*parts)), watched.result())
+    idx, score, rank, ts, above, ties, tail = (np.concatenate(p) for p in zip(*parts))
+    return Ranking(idx, score, rank, ts, watched.result(), above, ties, tail)
 
 
 def rank_approximate(
@@ -151,7 +183,8 @@ def rank_approximate(
 ) -> Ranking:  # fmt: skip
     """The same interface over an approximate index (faiss HNSW, inner product on normalised
     vectors) for pools beyond exact scoring. Recall is not guaranteed: a target missing from the
-    approximate top ``k`` gets rank ``k + 1`` (a lower bound on its true rank)."""
+    approximate top ``k`` gets rank ``k + 1`` (a lower bound on its true rank), and tie counts
+    are those seen inside the returned top ``k`` (lower bounds)."""
     import faiss  # optional: pip install faiss-cpu
 
     q = normalize(np.asarray(queries, dtype=np.float32))
@@ -164,5 +197,9 @@ def rank_approximate(
     target_score = np.round(np.einsum("ij,ij->i", q, d[targets]), DECIMALS)
     hit = idx == targets[:, None]
     rank = np.where(hit.any(axis=1), hit.argmax(axis=1) + 1, k + 1)
-    return Ranking(idx.astype(np.int64), np.round(scores, DECIMALS), rank, target_score,
-                   [[] for _ in range(len(q))])  # fmt: skip
+    scores = np.round(scores, DECIMALS)
+    above = (scores > target_score[:, None]).sum(axis=1)
+    ties = np.maximum(1, (scores == target_score[:, None]).sum(axis=1))
+    tail = (scores == last_listed(scores)[:, None]).sum(axis=1)
+    return Ranking(idx.astype(np.int64), scores, rank, target_score,
+                   [[] for _ in range(len(q))], above, ties, tail)  # fmt: skip

@@ -22,8 +22,9 @@ from .embedders import EmbedderError, EmbedderOptions, get_embedder
 from .embedding_cache import stderr_progress
 from .execution import SuiteRunner
 from .items import Item, ItemError, defines, item_id, load_item, load_items
+from .metrics import row_metrics
 from .plugin import SESSION_PLUGIN, bundled_items_dir
-from .report import TestRecord, build_report, metrics_table, write_reports
+from .report import TestRecord, build_report, final_summary, report_row, write_reports
 from .verify import Case, check, distractors_by_query, item_cases, name_collisions, shared_names
 
 WORKER_KEY = "execretrieval_runs"
@@ -43,6 +44,15 @@ class ExecRetrievalSession:
         self.stack = settings.setting(config, "stack")
         self.corpus_dir = corpus_dir(self.items_dir, self.stack)
         self.is_worker = hasattr(config, "workerinput")
+        try:
+            self.gate_settings = None if verify else settings.gate_settings(config)
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        self.final_reports: dict[str, dict] = {}
+        self.gates: dict[str, dict] = {}
+        self.written: list[Path] = []
+        self.encode_s = 0.0  # embedding and ranking, all embedders
+        self.state_file: Path | None = None  # the runs handed to xdist workers
         self.runs: dict[str, BenchmarkRun] = {}
         self.records: dict[str, list[TestRecord]] = {name: [] for name in embedders}
         self.corpus: Corpus | None = None
@@ -138,6 +148,7 @@ class ExecRetrievalSession:
                 raise pytest.UsageError(f"--embedder {name}: {exc}") from None
             finally:
                 embedder.close()
+            self.encode_s += self.runs[name].encode_s
         state = Path(self.cache_dir) / "runs" / f"session-{id(self)}-{time.time_ns()}.json"
         state.parent.mkdir(parents=True, exist_ok=True)
         state.write_text(json.dumps({
@@ -168,7 +179,7 @@ class ExecRetrievalSession:
 
     @pytest.hookimpl(optionalhook=True)  # an xdist hook: pytest-xdist may not be installed
     def pytest_configure_node(self, node) -> None:  # xdist controller only
-        node.workerinput[WORKER_KEY] = str(getattr(self, "state_file", ""))
+        node.workerinput[WORKER_KEY] = str(self.state_file or "")
 
     def load_worker_state(self) -> None:
         path = self.config.workerinput.get(WORKER_KEY)
@@ -232,9 +243,8 @@ class ExecRetrievalSession:
             self._runner.close()
         if self.is_worker or self.verify:
             return
-        state = getattr(self, "state_file", None)
-        if state:
-            Path(state).unlink(missing_ok=True)
+        if self.state_file:
+            self.state_file.unlink(missing_ok=True)
         self.final_reports = self.reports()
         if not self.final_reports:
             if session.exitstatus == 0:
@@ -243,20 +253,19 @@ class ExecRetrievalSession:
         self.gates = self.gate(session)
         report_dir = settings.setting(self.config, "report-dir")
         if report_dir:
-            write_reports(report_dir, self.final_reports, self.records, self.gates)
+            self.written = write_reports(report_dir, self.final_reports, self.records, self.gates)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
             self.collection_errors += 1
 
     def gate(self, session: pytest.Session) -> dict[str, dict]:
-        """With a baseline or a minimum exec@1, the exit status is the gate's decision."""
-        min_exec1 = settings.setting(self.config, "min-exec1")
-        if self.baseline is None and min_exec1 is None:
+        """With a baseline or a minimum, the exit status is the gate's decision."""
+        g = self.gate_settings
+        if self.baseline is None and not g.minimums:
             return {}
         from .compare import ComparisonError, gate_decision
 
-        alpha = settings.setting(self.config, "alpha")
         seed = settings.setting(self.config, "seed")
         gates = {}
         for name, report in self.final_reports.items():
@@ -266,9 +275,11 @@ class ExecRetrievalSession:
                 baseline = {**baseline, "per_query": [q for q in baseline["per_query"]
                                                       if q["query_id"] in ran]}  # fmt: skip
             try:
-                gates[name] = gate_decision(baseline, report, alpha, min_exec1, seed)
+                gates[name] = gate_decision(baseline, report, g.alpha, seed=seed,
+                                            metrics=g.metrics, margin=g.margin,
+                                            minimums=g.minimums)  # fmt: skip
             except (ComparisonError, ValueError) as exc:
-                gates[name] = {"passed": False, "reason": f"ERROR: {exc}"}
+                gates[name] = {"passed": False, "reason": f"ERROR: {exc}", "explanation": []}
             report["gate"] = gates[name]
         passed = all(g["passed"] for g in gates.values()) and not self.collection_errors
         if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
@@ -276,19 +287,24 @@ class ExecRetrievalSession:
         return gates
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
-        reports = getattr(self, "final_reports", None)
-        if not reports:
-            return
-        terminalreporter.section("ExecRetrieval")
-        terminalreporter.write_line(metrics_table(reports))
-        if len(reports) > 1:
+        """Pairwise comparisons in pytest's summary; the verdict comes last (unconfigure)."""
+        if len(self.final_reports) > 1:
             from .compare import compare_reports
 
-            terminalreporter.write_line("")
-            terminalreporter.write_line(compare_reports(list(reports.values())))
-        for name, decision in getattr(self, "gates", {}).items():
-            terminalreporter.write_line(f"gate [{name}]: {decision['reason']}",
-                                        bold=True, red=not decision["passed"])  # fmt: skip
+            terminalreporter.section("ExecRetrieval comparisons")
+            terminalreporter.write_line(compare_reports(list(self.final_reports.values())))
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        """The last lines of the session: the metrics table, each gate's decision with its
+        reasons and the reports written, below pytest's own summary so no FAILED line buries
+        them (the per-query detail stays in ``-rf``, the junit XML and the report)."""
+        terminal = config.pluginmanager.get_plugin("terminalreporter")
+        if terminal is None or not self.final_reports or self.is_worker:
+            return
+        terminal.write_sep("=", "ExecRetrieval")
+        for line in final_summary(self.final_reports, self.gates, self.written, self.encode_s):
+            bad = line.startswith("gate [") and "]: PASS" not in line
+            terminal.write_line(line, bold=line.startswith("gate ["), red=bad)
 
 
 def _within(path: Path, root: Path) -> bool:
@@ -436,7 +452,9 @@ class QueryItem(ReportingItem):
             ("canonical_rank", r.canonical_rank), ("rank1_kind", top1.kind),
             ("rank1_operator", top1.operator or ""), ("rank1_score", f"{top1.score:.6f}"),
             ("canonical_score", f"{r.canonical_score:.6f}"),
-            *((f"exec@{k}", int(any(h.passes for h in r.top[:k]))) for k in (1, 3, 5, 10)),
+            ("rank1_tie", r.rank1_tie.get("size", 1)),
+            *((m, f"{v:.6g}") for m, v in row_metrics(report_row(r)).expected.items()
+              if m.startswith("exec@")),
         ]  # fmt: skip
         if not r.passed:
             raise RankOneFailure(failure_text(self.item, r, session_state(self).code_by_id()))
@@ -446,8 +464,21 @@ class QueryItem(ReportingItem):
 
 
 def failure_text(item: Item, r: QueryResult, code: dict[str, str]) -> str:
+    """Why a query failed: its rank 1 is a wrong implementation, or a tie of right and wrong."""
     from .corpus import unified_diff
 
+    def diff_to(snippet_id: str) -> list[str]:
+        lines = unified_diff(item.canonical, code.get(snippet_id, "")).splitlines()
+        extra = [f"... ({len(lines) - 40} more lines)"] if len(lines) > 40 else []
+        return ["    " + line for line in lines[:40] + extra]
+
+    group = [h for h in r.top if h.score == r.top[0].score]
+    if r.rank1_tie.get("passing"):  # a tie of passing and failing snippets
+        wrong = next((h for h in group if not h.passes), None)
+        shown = [f"  diff canonical -> {wrong.kind} ({wrong.operator or wrong.query_id}), tied "
+                 f"at rank 1:", *diff_to(wrong.snippet_id)] if wrong else []  # fmt: skip
+        return "\n".join([f"rank 1 is a tie for: {item.query}", "  " + tie_text(item, r),
+                          *shown])  # fmt: skip
     top1 = r.top[0]
     what = top1.kind + (f" ({top1.operator})" if top1.operator else "")
     if top1.query_id != item.id:
@@ -458,15 +489,34 @@ def failure_text(item: Item, r: QueryResult, code: dict[str, str]) -> str:
     else:
         failing = [f"    {item.tests[i]}  ->  {o}" for i, o in enumerate(r.rank1_outcomes)
                    if o != "pass" and i < len(item.tests)]  # fmt: skip
-    diff = unified_diff(item.canonical, code.get(top1.snippet_id, ""))
-    diff_lines = diff.splitlines()
-    if len(diff_lines) > 40:
-        diff_lines = diff_lines[:40] + [f"... ({len(diff.splitlines()) - 40} more lines)"]
+    tied = [f"  (rank 1 is a tie of {r.rank1_tie['size']} failing snippets)"] if len(group) > 1 \
+        else []  # fmt: skip
     return "\n".join([
         f"rank 1 is a wrong implementation for: {item.query}",
-        f"  rank 1:    {what}, score {top1.score:.4f}",
+        f"  rank 1:    {what}, score {top1.score:.4f}", *tied,
         f"  canonical: rank {r.canonical_rank}, score {r.canonical_score:.4f}",
         f"  rank 1 fails {sum(o != 'pass' for o in r.rank1_outcomes)} of {len(item.tests)} "
         "tests:", *failing,
-        "  diff canonical -> rank 1:", *("    " + line for line in diff_lines),
+        "  diff canonical -> rank 1:", *diff_to(top1.snippet_id),
     ])  # fmt: skip
+
+
+def tie_text(item: Item, r: QueryResult) -> str:
+    """``rank 1 is a tie of 3: the canonical and 2 mutants score 0.5544; ...``"""
+    group = [h for h in r.top if h.score == r.top[0].score]
+    parts: dict[str, int] = {}
+    for h in group:
+        own = h.query_id == item.id
+        what = ("the canonical" if h.kind == "canonical" and own else
+                "mutants" if own else "snippets of other queries")  # fmt: skip
+        parts[what] = parts.get(what, 0) + 1
+    size = r.rank1_tie["size"]
+    order = ("the canonical", "mutants", "snippets of other queries")
+    listed = [k if k == order[0] else f"{parts[k]} {k}" for k in order if k in parts]
+    if size > len(group):
+        listed.append(f"{size - len(group)} more below rank {len(r.top)}")
+    return (
+        f"rank 1 is a tie of {size}: {' and '.join(listed)} score {r.top[0].score:.4f}; "
+        f"{r.rank1_tie['passing']} of them pass: the model cannot tell them apart "
+        "(a tie at rank 1 counts as a failure)"
+    )

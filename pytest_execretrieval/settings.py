@@ -6,7 +6,8 @@ default), so the CLI wrappers and the plugin cannot drift apart.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .sandbox import Limits
@@ -18,6 +19,7 @@ class Option:
     type: type
     default: object
     help: str
+    repeatable: bool = False  # the flag may be given several times; the ini key is a line list
 
 
 OPTIONS = (
@@ -26,8 +28,28 @@ OPTIONS = (
     Option("stack", int, 1, "benchmark/verify the stacked corpus with K edits per distractor"),
     Option("report-dir", Path, None, "write <embedder>.json/.xml per model and summary.md here"),
     Option("baseline", Path, None, "gate against this earlier report JSON"),
-    Option("alpha", float, 0.05, "significance level of the gate (exact McNemar on exec@1)"),
-    Option("min-exec1", float, None, "fail the session when exec@1 is below this"),
+    Option("alpha", float, 0.05, "significance level of the gate"),
+    Option(
+        "gate-metric",
+        str,
+        (),
+        "gate on metric M (repeatable; default exec@1, exec@5, ndcg@10)",
+        repeatable=True,
+    ),
+    Option(
+        "margin",
+        str,
+        (),
+        "non-inferiority margin: DELTA for every gated metric, or M=DELTA (repeatable)",
+        repeatable=True,
+    ),
+    Option("min", str, (), "fail when metric M is below X: M=X (repeatable)", repeatable=True),
+    Option(
+        "min-exec1",
+        float,
+        None,
+        "fail the session when exec@1 is below this (= --execretrieval-min exec@1=X)",
+    ),
     Option("cache-dir", Path, Path(".execretrieval_cache"), "embedding and execution caches"),
     Option("seed", int, 0, "seed of the bootstrap resampling"),
     Option("batch-size", int, None, "encoding batch size (default: per embedder)"),
@@ -60,7 +82,11 @@ def add_options(parser) -> None:
     )  # fmt: skip
     for o in OPTIONS:
         flag = f"--execretrieval-{o.name}"
-        if o.type is bool:
+        if o.repeatable:
+            group.addoption(flag, action="append", dest=dest(o.name), default=None,
+                            metavar="VALUE", help=o.help)  # fmt: skip
+            parser.addini(dest(o.name), o.help, type="linelist", default=[])
+        elif o.type is bool:
             group.addoption(flag, action="store_true", dest=dest(o.name), default=None,
                             help=o.help)  # fmt: skip
             parser.addini(dest(o.name), o.help, type="bool", default=o.default)
@@ -76,8 +102,10 @@ def setting(config, name: str):
     value = config.getoption(dest(name))
     if value is None:
         value = config.getini(dest(name))
-    if value is None or value == "":
+    if value is None or value == "" or value == []:
         return option.default
+    if option.repeatable:
+        return tuple(str(v).strip() for v in value if str(v).strip())
     if option.type is bool:
         return bool(value)
     try:
@@ -100,3 +128,69 @@ def limits(config) -> Limits:
         max_processes=setting(config, "max-processes"),
         output_bytes=setting(config, "output-kb") * 1024,
     )
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    """The gate's settings, checked once: gated metrics, margins (non-inferiority mode when
+    given), minimums, alpha."""
+
+    metrics: tuple[str, ...]
+    margin: Mapping[str, float] | None
+    minimums: Mapping[str, float] = field(default_factory=dict)
+    alpha: float = 0.05
+
+
+def _metric_value(text: str, flag: str, known: tuple[str, ...]) -> tuple[str, float]:
+    metric, sep, number = text.partition("=")
+    metric = metric.strip()
+    if not sep or metric not in known:
+        raise ValueError(f"{flag}: {text!r} is not METRIC=VALUE with METRIC in {', '.join(known)}")
+    try:
+        return metric, float(number)
+    except ValueError:
+        raise ValueError(f"{flag}: {number.strip()!r} in {text!r} is not a number") from None
+
+
+def gate_settings(config) -> GateSettings:
+    """Resolve and check the gate options; a bad value raises ``ValueError`` naming the flag."""
+    from .compare import DEFAULT_GATE_METRICS, GATE_METRICS
+
+    explicit = setting(config, "gate-metric")
+    bad = [m for m in explicit if m not in GATE_METRICS]
+    if bad:
+        raise ValueError(f"--execretrieval-gate-metric: unknown metric(s) {bad}; choose from "
+                         f"{', '.join(GATE_METRICS)}")  # fmt: skip
+    alpha = setting(config, "alpha")
+    if not 0.0 < alpha < 0.5:
+        raise ValueError(f"--execretrieval-alpha: {alpha} is not in (0, 0.5)")
+    common: float | None = None
+    margin: dict[str, float] = {}
+    for text in setting(config, "margin"):
+        if "=" in text:
+            metric, delta = _metric_value(text, "--execretrieval-margin", GATE_METRICS)
+            margin[metric] = delta
+        else:
+            try:
+                delta = common = float(text)
+            except ValueError:
+                raise ValueError(f"--execretrieval-margin: {text!r} is neither a number nor "
+                                 "METRIC=DELTA") from None  # fmt: skip
+        if delta < 0:
+            raise ValueError(f"--execretrieval-margin: {text!r}: a margin is >= 0")
+    # Margins given only as M=DELTA, without --execretrieval-gate-metric, name the gated metrics.
+    metrics = tuple(dict.fromkeys(explicit or (margin if margin and common is None
+                                               else DEFAULT_GATE_METRICS)))  # fmt: skip
+    if common is not None:
+        margin = {m: margin.get(m, common) for m in dict.fromkeys((*metrics, *margin))}
+    missing = [m for m in metrics if margin and m not in margin]
+    if missing:
+        raise ValueError(f"--execretrieval-margin: no margin for gated metric(s) "
+                         f"{', '.join(missing)}; give one DELTA for all, or M=DELTA "
+                         "for each")  # fmt: skip
+    metrics = tuple(dict.fromkeys((*metrics, *margin)))
+    minimums = dict(_metric_value(t, "--execretrieval-min", GATE_METRICS)
+                    for t in setting(config, "min"))  # fmt: skip
+    if setting(config, "min-exec1") is not None:
+        minimums.setdefault("exec@1", setting(config, "min-exec1"))
+    return GateSettings(metrics, margin or None, minimums, alpha)

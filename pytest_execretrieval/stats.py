@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -22,10 +23,13 @@ __all__ = [
     "bootstrap_ci",
     "deception_rates",
     "density_exec1",
+    "detectable_difference",
     "false_high_similarity_rate",
+    "holm_adjust",
     "js_divergence",
     "mcnemar_exact",
     "paired_bootstrap_diff_ci",
+    "sign_flip_test",
     "spearman_rho",
 ]
 
@@ -155,6 +159,96 @@ def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> McNemar:
     only_b = int(np.count_nonzero(b_arr & ~a_arr))
     p_value = min(1.0, 2.0 * binom_half_cdf(min(only_a, only_b), only_a + only_b))
     return McNemar(n, only_a, only_b, p_value, (only_b - only_a) / n)
+
+
+# Up to this many non-zero paired differences the sign-flip test enumerates every sign vector.
+EXACT_SIGN_FLIPS = 16
+
+
+def sign_flip_test(diff: ArrayLike, n_permutations: int = 10_000, seed: int = 0) -> float:
+    """Two-sided paired randomization (sign-flip) test of ``mean(diff) == 0``.
+
+    Under the null each paired difference is as likely to have either sign, so the statistic
+    ``|sum(diff)|`` is compared with ``|sum(s * diff)|`` for random sign vectors ``s`` (zero
+    differences do not matter).  With at most :data:`EXACT_SIGN_FLIPS` non-zero differences all
+    ``2**m`` sign vectors are enumerated and ``p`` is the exact fraction at least as extreme;
+    otherwise ``p = (1 + hits) / (1 + n_permutations)`` over ``n_permutations`` sign vectors
+    drawn from ``np.random.default_rng(seed)`` (a valid p-value, never 0).  Values within 1e-9
+    of the observed statistic count as at least as extreme.  ``p = 1`` when every difference
+    is zero.  Raises ``ValueError`` on zero queries or non-finite values.
+    """
+    d = _finite_1d(diff, "diff")
+    d = d[d != 0]
+    if d.size == 0:
+        return 1.0
+    observed = abs(d.sum()) - 1e-9
+    if d.size <= EXACT_SIGN_FLIPS:
+        signs = 1 - 2 * ((np.arange(2**d.size)[:, None] >> np.arange(d.size)) & 1)
+        return float(np.count_nonzero(np.abs(signs @ d) >= observed) / 2**d.size)
+    if n_permutations < 1:
+        raise ValueError(f"n_permutations must be >= 1, got {n_permutations}")
+    rng = np.random.default_rng(seed)
+    chunk = max(1, _CHUNK_VALUES // d.size)
+    hits = 0
+    for start in range(0, n_permutations, chunk):
+        signs = rng.integers(0, 2, size=(min(chunk, n_permutations - start), d.size)) * 2 - 1
+        hits += int(np.count_nonzero(np.abs(signs @ d) >= observed))
+    return (1 + hits) / (1 + n_permutations)
+
+
+def holm_adjust(p_values: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values (step-down; family-wise error control).
+
+    With the ``m`` p-values sorted ascending, ``adj_(i) = max_{j <= i} min(1, (m - j + 1) p_(j))``;
+    rejecting where ``adj < alpha`` controls the family-wise error rate at ``alpha``.  Returned
+    in the input order.
+    """
+    p = [float(x) for x in p_values]
+    if any(not 0.0 <= x <= 1.0 for x in p):
+        raise ValueError(f"p-values must lie in [0, 1], got {p}")
+    m = len(p)
+    adjusted = [0.0] * m
+    running = 0.0
+    for j, i in enumerate(sorted(range(m), key=lambda i: p[i])):
+        running = max(running, min(1.0, (m - j) * p[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def detectable_difference(
+    n: int, second_moment: float, alpha: float, power: float = 0.8, two_sided: bool = True
+) -> float | None:
+    """The smallest true mean paired difference a level-``alpha`` test detects with ``power``.
+
+    Normal approximation for a paired test on ``n`` queries whose paired differences ``d`` have
+    ``E[d^2] = second_moment`` (for pass/fail flags: the fraction of discordant queries, as in
+    McNemar's test).  Under the null the mean difference has variance ``E[d^2] / n``; under an
+    alternative with mean ``delta`` it has ``(E[d^2] - delta^2) / n``.  ``delta`` solves
+    ``z_a * sqrt(E[d^2]) + z_b * sqrt(E[d^2] - delta^2) = delta * sqrt(n)`` with
+    ``z_a = z(1 - alpha / 2)`` (``z(1 - alpha)`` one-sided) and ``z_b = z(power)`` (Connor's
+    1987 sample-size formula for McNemar's test, solved for the difference).  Returns ``None``
+    when ``second_moment`` is 0 (no query differs: nothing to scale a drop by) or no
+    ``delta <= sqrt(E[d^2])`` solves it (too few queries).
+    """
+    if n < 1 or second_moment < 0:
+        raise ValueError(f"need n >= 1 and second_moment >= 0, got {n}, {second_moment}")
+    if second_moment == 0:
+        return None
+    z_a = NormalDist().inv_cdf(1 - alpha / 2 if two_sided else 1 - alpha)
+    z_b = NormalDist().inv_cdf(power)
+    root = math.sqrt(second_moment)
+
+    def excess(delta: float) -> float:  # increasing in delta; the root is the answer
+        spread = math.sqrt(max(0.0, second_moment - delta**2))
+        return delta * math.sqrt(n) - z_a * root - z_b * spread
+
+    if excess(root) < 0:
+        return None
+    lo, hi = 0.0, root
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if excess(mid) < 0 else (lo, mid)
+    return hi
 
 
 def _finite_1d(x: ArrayLike, name: str) -> np.ndarray:

@@ -26,7 +26,15 @@ from pytest_execretrieval.metrics import (
     metric_matrix,
     query_metrics,
 )
-from pytest_execretrieval.stats import bootstrap_ci, mcnemar_exact, paired_bootstrap_diff_ci
+from pytest_execretrieval.report import metric_summary
+from pytest_execretrieval.stats import (
+    bootstrap_ci,
+    detectable_difference,
+    holm_adjust,
+    mcnemar_exact,
+    paired_bootstrap_diff_ci,
+    sign_flip_test,
+)
 
 FAST = settings(max_examples=40, deadline=None)
 SHA = "ab" * 32
@@ -61,51 +69,99 @@ ranks_lists = st.lists(st.one_of(st.none(), st.integers(1, 12)), min_size=1, max
 def test_self_comparison_is_null(ranks: list[int | None]) -> None:
     report = make_report(ranks)
     result = paired_comparison(report, report)
-    for k in KS:
-        assert result["mcnemar"][f"exec@{k}"]["p_value"] == 1.0
     for m in METRIC_NAMES:
+        assert result["metrics"][m]["p_value"] == 1.0
         assert result["metrics"][m]["difference"] == 0.0
         assert result["metrics"][m]["ci95"] == [0.0, 0.0]
     gate = gate_decision(report, report)
-    assert gate["passed"] and gate["p_value"] == 1.0 and gate["difference"] == 0.0
+    assert gate["passed"] and all(r["p_value"] == 1.0 for r in gate["metrics"].values())
 
 
 def test_clear_regression_fails_the_gate() -> None:
     baseline = make_report([1] * 40, "base")
     candidate = make_report([1] * 25 + [None] * 15, "cand")
-    gate = gate_decision(baseline, candidate)
+    gate = gate_decision(baseline, candidate, metrics=("exec@1",))
     assert not gate["passed"]
-    assert gate["p_value"] == pytest.approx(2 * 0.5**15)
-    assert gate["difference"] == pytest.approx(-15 / 40)
-    assert gate["ci95"][1] < 0
-    assert (gate["baseline_exec1"], gate["candidate_exec1"]) == (1.0, 0.625)
-    assert gate["reason"].startswith("FAIL: ") and "significant drop" in gate["reason"]
-    assert gate["reason"].count(".") >= 1 and "\n" not in gate["reason"]
+    e1 = gate["metrics"]["exec@1"]
+    assert e1["test"] == "mcnemar" and e1["p_value"] == pytest.approx(2 * 0.5**15)
+    assert e1["p_adjusted"] == e1["p_value"]  # one metric: Holm changes nothing
+    assert e1["difference"] == pytest.approx(-15 / 40) and e1["ci95"][1] < 0
+    assert (e1["baseline"], e1["candidate"]) == (1.0, 0.625)
+    assert gate["reason"] == ("FAIL: harm test on exec@1 at alpha 0.05 (Holm); failed: exec@1")
+    assert "a significant drop" in gate["explanation"][0]
+    assert gate["where"]["exec@1"]["regressed"] == [f"q{i:03d}" for i in range(25, 40)]
 
 
-def test_insignificant_drop_passes() -> None:
-    gate = gate_decision(make_report([1] * 40), make_report([1] * 38 + [2, 2]))
-    assert gate["passed"]
-    assert gate["p_value"] == pytest.approx(0.5)
-    assert gate["difference"] == pytest.approx(-0.05)
-    assert "not a significant drop" in gate["reason"]
+def test_default_metrics_catch_a_top5_drop_that_exec1_misses() -> None:
+    """Same exec@1, much worse exec@5: the default gate (exec@1, exec@5, ndcg@10) fails."""
+    baseline = make_report([1] * 10 + [3] * 30, "base")
+    candidate = make_report([1] * 10 + [None] * 30, "cand")
+    gate = gate_decision(baseline, candidate)
+    assert not gate["passed"] and "failed: exec@5, ndcg@10" in gate["reason"]
+    assert gate["metrics"]["exec@1"]["passed"] and gate["metrics"]["exec@1"]["difference"] == 0
+    assert gate["metrics"]["exec@5"]["difference"] == pytest.approx(-0.75)
+    assert gate_decision(baseline, candidate, metrics=("exec@1",))["passed"]
+
+
+def test_holm_adjusts_across_gated_metrics() -> None:
+    baseline = make_report([1] * 40)
+    candidate = make_report([1] * 34 + [None] * 6)  # exec@1 p = 2 / 64 = 0.03125
+    one = gate_decision(baseline, candidate, metrics=("exec@1",))
+    three = gate_decision(baseline, candidate, metrics=("exec@1", "exec@3", "mrr"))
+    assert not one["passed"] and one["metrics"]["exec@1"]["p_value"] == pytest.approx(1 / 32)
+    adjusted = three["metrics"]["exec@1"]["p_adjusted"]
+    assert adjusted == pytest.approx(
+        holm_adjust([1 / 32, 1 / 32, three["metrics"]["mrr"]["p_value"]])[0]
+    )
+    assert adjusted > 0.05 and three["passed"]
+
+
+def test_insignificant_drop_passes_and_states_its_power() -> None:
+    gate = gate_decision(make_report([1] * 40), make_report([1] * 38 + [2, 2]),
+                         metrics=("exec@1",))  # fmt: skip
+    e1 = gate["metrics"]["exec@1"]
+    assert gate["passed"] and e1["p_value"] == pytest.approx(0.5)
+    assert e1["difference"] == pytest.approx(-0.05)
+    assert "no significant drop" in gate["explanation"][0]
+    expected = detectable_difference(40, 2 / 40, 0.05, 0.8)
+    assert e1["detectable"] == pytest.approx(expected)
+    assert f"a true drop of {expected:.3f} or more" in gate["explanation"][0]
 
 
 def test_significant_improvement_passes() -> None:
     gate = gate_decision(make_report([None] * 20), make_report([1] * 20))
-    assert gate["passed"] and gate["p_value"] < 0.05 and gate["difference"] == 1.0
+    e1 = gate["metrics"]["exec@1"]
+    assert gate["passed"] and e1["p_value"] < 0.05 and e1["difference"] == 1.0
 
 
-def test_min_exec1() -> None:
+def test_non_inferiority_margin() -> None:
+    baseline = make_report([1] * 200)
+    candidate = make_report([1] * 196 + [None] * 4)  # exec@1 -0.02
+    strict = gate_decision(baseline, candidate, metrics=("exec@1",), margin=0.01)
+    loose = gate_decision(baseline, candidate, metrics=("exec@1",), margin=0.1)
+    assert not strict["passed"] and loose["passed"] and loose["mode"] == "non-inferiority"
+    lo = loose["metrics"]["exec@1"]["ci"][0]
+    assert -0.1 < lo < -0.01  # the 90% CI's lower end decides
+    ref = paired_bootstrap_diff_ci(np.ones(200), np.r_[np.ones(196), np.zeros(4)], 5000, 0,
+                                   confidence=0.9)  # fmt: skip
+    assert lo == pytest.approx(ref[0])
+    per_metric = gate_decision(baseline, candidate, metrics=("exec@1", "mrr"),
+                               margin={"exec@1": 0.1, "mrr": 0.1})  # fmt: skip
+    assert per_metric["passed"] and set(per_metric["metrics"]) == {"exec@1", "mrr"}
+    with pytest.raises(ValueError, match="margin missing"):
+        gate_decision(baseline, candidate, metrics=("exec@1", "mrr"), margin={"exec@1": 0.1})
+
+
+def test_minimums() -> None:
     base, cand = make_report([1] * 40), make_report([1] * 38 + [None] * 2)  # 0.95, p = 0.5
     assert gate_decision(base, cand, min_exec1=0.9)["passed"]
     low = gate_decision(base, cand, min_exec1=0.97)
-    assert not low["passed"] and "below the required minimum 0.970" in low["reason"]
-    only = gate_decision(None, cand, min_exec1=0.95)
-    assert only["passed"] and only["candidate_exec1"] == 0.95
-    assert only["p_value"] is None and only["difference"] is None and only["ci95"] is None
-    assert only["baseline_exec1"] is None
-    assert not gate_decision(None, cand, min_exec1=0.96)["passed"]
+    assert not low["passed"] and "failed: exec@1 minimum" in low["reason"]
+    assert any("below the required minimum 0.970" in x for x in low["explanation"])
+    only = gate_decision(None, cand, minimums={"exec@1": 0.95, "exec@10": 0.95})
+    assert only["passed"] and only["minimums"]["exec@1"]["value"] == 0.95
+    assert only["metrics"] == {} and only["reason"].startswith("PASS: minimums only")
+    assert not gate_decision(None, cand, minimums={"exec@1": 0.96})["passed"]
 
 
 def test_gate_refuses_vacuous_decisions() -> None:
@@ -114,10 +170,66 @@ def test_gate_refuses_vacuous_decisions() -> None:
         gate_decision(empty, empty)
     with pytest.raises(ComparisonError, match="zero queries"):
         gate_decision(None, empty, min_exec1=0.0)
-    with pytest.raises(ComparisonError, match="baseline report or min_exec1"):
+    with pytest.raises(ComparisonError, match="baseline report or a minimum"):
         gate_decision(None, make_report([1]))
     with pytest.raises(ValueError, match="alpha"):
         gate_decision(make_report([1]), make_report([1]), alpha=0.0)
+    with pytest.raises(ValueError, match="unknown metric"):
+        gate_decision(make_report([1]), make_report([1]), metrics=("exec@2",))
+
+
+def test_where_it_regressed_and_what_differs() -> None:
+    baseline = make_report([1] * 20, "base")
+    candidate = make_report([1] * 12 + [None] * 8, "cand")
+    for q, b in zip(candidate["per_query"][12:16], baseline["per_query"][12:16]):
+        q["domain"] = b["domain"] = "strings"
+        q["top"][0]["operator"] = "wrong_comparison"
+        q["top"][0]["query_id"] = q["query_id"]
+    baseline["embedder"]["dim"], candidate["embedder"]["dim"] = 384, 768
+    gate = gate_decision(baseline, candidate, metrics=("exec@1",))
+    where = gate["where"]["exec@1"]
+    assert [d["domain"] for d in where["domains"]] == ["strings", "d"]
+    assert where["domains"][0] == {"domain": "strings", "difference": -1.0, "n": 4, "worse": 4}
+    assert where["operators"][0] == {"operator": "another query's snippet", "n": 4}
+    assert {"operator": "wrong_comparison", "n": 4} in where["operators"]
+    assert gate["invocation"] == ["dim: 384 -> 768", "name: base -> cand"]
+    assert any("invocation differs" in x for x in gate["explanation"])
+
+
+def tied_report(name: str, tie_size: int, passing: int, n: int = 10) -> dict:
+    """A schema-2 report: rank 1 of every query is a tie of ``tie_size`` snippets (the
+    canonical among them when ``passing``), the rest of the top 10 strictly lower."""
+    per_query = []
+    for i in range(n):
+        top = [{"rank": k, "snippet_id": f"s{k}", "kind": "distractor", "operator": "off_by_one",
+                "query_id": f"q{i:03d}", "score": 0.9 if k <= tie_size else 0.5 - k / 100,
+                "passes": k <= passing} for k in range(1, 11)]  # fmt: skip
+        per_query.append({"query_id": f"q{i:03d}", "domain": "d",
+                          "passed": passing == tie_size, "canonical_rank": 1,
+                          "canonical_score": 0.9, "top": top,
+                          "rank1_tie": {"size": tie_size, "passing": passing},
+                          "tail_tie": {"size": 1, "passing": 0},
+                          "canonical_tie": {"first": 1, "last": tie_size}})  # fmt: skip
+    report = make_report([], name)
+    report["schema_version"] = 2
+    report["per_query"] = per_query
+    report.update(metric_summary(per_query))
+    report["corpus"]["n_queries"] = n
+    return report
+
+
+def test_version_1_and_2_reports_compare_and_ties_count() -> None:
+    v1 = make_report([1] * 10, "old")
+    v2 = tied_report("new", tie_size=4, passing=1)
+    assert v2["metrics"]["exec@1"] == pytest.approx(0.25) and v2["ties"]["rank1"] == 10
+    assert v2["metric_bounds"]["exec@1"] == {"pessimistic": 0.0, "optimistic": 1.0}
+    cmp = paired_comparison(v1, v2)
+    assert cmp["metrics"]["exec@1"]["difference"] == pytest.approx(-0.75)
+    assert cmp["metrics"]["exec@1"]["test"] == "sign-flip"  # tie-expected values are fractional
+    assert cmp["metrics"]["exec@1"]["p_value"] == pytest.approx(2 / 2**10)
+    assert cmp["metrics"]["exec@5"]["test"] == "mcnemar"
+    text = compare_reports([v1, v2])
+    assert "Queries whose rank 1 is a tie: new 10." in text
 
 
 def test_corpus_mismatch() -> None:
@@ -159,16 +271,21 @@ def test_matches_stats_functions_and_pairs_by_id() -> None:
     for k in KS:
         j = METRIC_NAMES.index(f"exec@{k}")
         ref = mcnemar_exact(ma[:, j] > 0, mb[:, j] > 0)
-        got = result["mcnemar"][f"exec@{k}"]
+        got = result["metrics"][f"exec@{k}"]
+        assert got["test"] == "mcnemar"
         assert (got["only_a"], got["only_b"], got["p_value"]) == (ref.only_a, ref.only_b,
                                                                  ref.p_value)  # fmt: skip
+    mrr = result["metrics"]["mrr"]
+    j = METRIC_NAMES.index("mrr")
+    assert mrr["test"] == "sign-flip"
+    assert mrr["p_value"] == sign_flip_test(mb[:, j] - ma[:, j], 10_000, 3)
 
 
 def test_compare_reports_text() -> None:
     reports = [make_report([1, 2, None, 1], "alpha"), make_report([1, 1, 3, 1], "beta"),
                make_report([None, 2, 1, 1], "alpha")]  # fmt: skip
     plain = compare_reports(reports)
-    assert "alpha (2)" in plain and "beta" in plain and "McNemar p" in plain
+    assert "alpha (2)" in plain and "beta" in plain and "mcnemar" in plain
     assert plain.count("(paired, 4 queries)") == 3
     assert "beta - alpha (paired" in plain and "alpha (2) - beta (paired" in plain
     md = compare_reports(reports, fmt="markdown")
@@ -199,7 +316,7 @@ def test_main_compare(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert "bad.json" in capsys.readouterr().err
     assert main_compare([a, str(tmp_path / "missing.json")]) == 2
     assert "missing.json" in capsys.readouterr().err
-    (tmp_path / "v2.json").write_text(json.dumps({"schema_version": 2}))
-    assert main_compare([a, str(tmp_path / "v2.json")]) == 2
-    assert "schema_version 1" in capsys.readouterr().err
+    (tmp_path / "v3.json").write_text(json.dumps({"schema_version": 3}))
+    assert main_compare([a, str(tmp_path / "v3.json")]) == 2
+    assert "schema_version 1 or 2" in capsys.readouterr().err
     assert main_compare([a]) == 2

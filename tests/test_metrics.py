@@ -16,6 +16,9 @@ from pytest_execretrieval.metrics import (
     mean_metrics,
     metric_matrix,
     query_metrics,
+    row_metrics,
+    tie_aware_metrics,
+    tie_groups,
 )
 
 EXPECTED_NAMES = (
@@ -255,3 +258,107 @@ def test_mean_is_per_metric_average(queries: list[tuple[list[bool], int | None]]
     for name in METRIC_NAMES:
         assert means[name] == pytest.approx(sum(r[name] for r in rows) / len(rows), abs=1e-12)
         assert 0.0 <= means[name] <= 1.0
+
+
+# --- tie-aware metrics ----------------------------------------------------------------------
+
+
+def brute_force(members: list[tuple[int, bool, bool]]) -> tuple[dict, dict, dict]:
+    """Mean, max and min of :func:`query_metrics` over every order that permutes each tie
+    group. ``members``: (group index, passes, is the canonical), best group first."""
+    groups: dict[int, list[tuple[bool, bool]]] = {}
+    for g, passes, canonical in members:
+        groups.setdefault(g, []).append((passes, canonical))
+    orders = itertools.product(*(itertools.permutations(groups[g]) for g in sorted(groups)))
+    rows = []
+    for order in orders:
+        ranked = [m for group in order for m in group]
+        rank = next((i + 1 for i, (_, c) in enumerate(ranked) if c), None)
+        rows.append(query_metrics([p for p, _ in ranked], rank))
+    return ({m: sum(r[m] for r in rows) / len(rows) for m in METRIC_NAMES},
+            {m: max(r[m] for r in rows) for m in METRIC_NAMES},
+            {m: min(r[m] for r in rows) for m in METRIC_NAMES})  # fmt: skip
+
+
+tied_lists = st.lists(st.tuples(st.integers(1, 4), st.integers(0, 4)), min_size=1, max_size=6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 3), st.integers(0, 3)), min_size=1, max_size=5),
+       st.integers(0, 5))  # fmt: skip
+def test_tie_aware_equals_brute_force_over_tie_orders(spec, canonical_group) -> None:
+    """Expected value = mean over all within-group orders, bounds = their max and min; the
+    groups may reach past the top 10 (the list then ends inside the last group)."""
+    members = []
+    for g, (size, passing) in enumerate(spec):
+        passing = min(passing, size)
+        members += [(g, i < passing, False) for i in range(size)]
+    if canonical_group >= len(spec):
+        canonical_group = None  # no canonical in the list is a valid case too
+    if canonical_group is not None:  # the canonical passes: it replaces a passing member
+        i = next((i for i, m in enumerate(members) if m[0] == canonical_group), None)
+        members[i] = (canonical_group, True, True)
+    groups = []
+    for g in range(len(spec)):
+        inside = [m for m in members if m[0] == g]
+        groups.append((len(inside), sum(m[1] for m in inside)))
+    span = None
+    if canonical_group is not None:
+        before = sum(n for n, _ in groups[:canonical_group])
+        span = (before + 1, before + groups[canonical_group][0])
+    got = tie_aware_metrics(groups, span)
+    mean, best, worst = brute_force(members)
+    for m in METRIC_NAMES:
+        assert got.expected[m] == pytest.approx(mean[m], abs=1e-9), m
+        assert got.optimistic[m] == pytest.approx(best[m], abs=1e-12), m
+        assert got.pessimistic[m] == pytest.approx(worst[m], abs=1e-12), m
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.booleans(), max_size=12), st.one_of(st.none(), st.integers(1, 15)))
+def test_without_ties_expected_optimistic_pessimistic_coincide(passes, rank) -> None:
+    got = tie_aware_metrics([(1, int(p)) for p in passes], None if rank is None else (rank, rank))
+    old = query_metrics(passes, rank)
+    assert got.expected == got.optimistic == got.pessimistic == pytest.approx(old, abs=1e-15)
+
+
+@settings(max_examples=80, deadline=None)
+@given(tied_lists)
+def test_bounds_bracket_the_expected_value(spec) -> None:
+    groups = [(n, min(p, n)) for n, p in spec]
+    got = tie_aware_metrics(groups, (1, groups[0][0]))
+    for m in METRIC_NAMES:
+        assert 0.0 <= got.pessimistic[m] <= got.expected[m] + 1e-12
+        assert got.expected[m] <= got.optimistic[m] + 1e-12 <= 1.0 + 1e-12
+
+
+def test_tie_at_rank_one_hand_example() -> None:
+    """BM25's typical case: the canonical and two mutants share the top score."""
+    got = tie_aware_metrics([(3, 1), (1, 0), (6, 0)], (1, 3))
+    assert got.expected["exec@1"] == pytest.approx(1 / 3)
+    assert (got.pessimistic["exec@1"], got.optimistic["exec@1"]) == (0.0, 1.0)
+    assert got.expected["exec@3"] == 1.0 and got.pessimistic["exec@3"] == 1.0
+    assert got.expected["mrr"] == pytest.approx((1 + 1 / 2 + 1 / 3) / 3)
+    assert got.expected["execp@1"] == pytest.approx(1 / 3)
+
+
+def test_tie_groups_and_the_tail_beyond_the_list() -> None:
+    scores = [0.9, 0.9, 0.8, 0.7, 0.7]
+    passes = [True, False, False, False, True]
+    assert tie_groups(scores, passes) == [(2, 1), (1, 0), (2, 1)]
+    assert tie_groups(scores, passes, tail=(7, 2)) == [(2, 1), (1, 0), (7, 2)]
+    with pytest.raises(ValueError, match="smaller than its listed part"):
+        tie_groups(scores, passes, tail=(1, 0))
+    # exec@5: the last group has 2 of its 7 members inside the top 5, 2 of 7 pass.
+    got = tie_aware_metrics([(2, 1), (1, 0), (7, 2)], (1, 2))
+    assert got.expected["exec@3"] == pytest.approx(1.0)
+
+
+def test_row_metrics_reads_both_schema_versions() -> None:
+    top = [{"rank": k, "score": 1.0 if k <= 2 else 1 - k / 10, "passes": k == 2}
+           for k in range(1, 11)]  # fmt: skip
+    v1 = {"top": top, "canonical_rank": 2}
+    assert row_metrics(v1).expected == pytest.approx(query_metrics([h["passes"] for h in top], 2))
+    v2 = dict(v1, canonical_tie={"first": 1, "last": 2}, tail_tie={"size": 1, "passing": 0})
+    assert row_metrics(v2).expected["exec@1"] == 0.5
+    assert row_metrics(v2).expected["mrr"] == pytest.approx(0.75)

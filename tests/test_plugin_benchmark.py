@@ -49,17 +49,23 @@ def test_one_item_per_query_with_readable_failures(pytester, items):
         assert f"{qid}[bm25]" in out
     assert "embedder" in out and "exec@1" in out and "mrr" in out  # the terminal table
     report = json.loads((pytester.path / "reports" / "bm25.json").read_text())
-    assert report["schema_version"] == 1
+    assert report["schema_version"] == 2
     assert report["corpus"]["n_queries"] == 4 and report["corpus"]["n_snippets"] == 20
-    assert report["tie_policy"] == "score desc, then snippet_id asc"
-    assert set(report["ci95"]) == set(report["metrics"])
+    assert report["tie_policy"].startswith("scores rounded to 6 decimals")
+    assert set(report["ci95"]) == set(report["metrics"]) == set(report["metric_bounds"])
     for q in report["per_query"]:
         assert [h["rank"] for h in q["top"]] == list(range(1, 11))
-        assert q["passed"] == q["top"][0]["passes"]
-    failed = [q for q in report["per_query"] if not q["passed"]]
-    if failed:  # the failure text names the query, both ranks and the diff
-        assert "rank 1 is a wrong implementation for:" in out
-        assert "canonical: rank" in out and "diff canonical -> rank 1" in out
+        tie = q["rank1_tie"]
+        assert q["passed"] == (tie["passing"] == tie["size"])
+        assert tie["size"] == sum(h["score"] == q["top"][0]["score"] for h in q["top"])
+    # BM25 gives a mutant with the canonical's token bag the canonical's score: ties at rank 1
+    # decide nothing silently (expected value between its bounds, failure text says so).
+    assert report["ties"]["rank1"] >= 1
+    bounds = report["metric_bounds"]["exec@1"]
+    assert bounds["pessimistic"] < report["metrics"]["exec@1"] < bounds["optimistic"]
+    assert "rank 1 is a tie for:" in out and "the model cannot tell them apart" in out
+    assert "rank 1 is a wrong implementation for:" in out
+    assert "canonical: rank" in out and "diff canonical -> rank 1" in out
 
 
 def test_junit_per_model_and_summary(pytester, items):
@@ -73,7 +79,8 @@ def test_junit_per_model_and_summary(pytester, items):
     suite = ET.parse(reports / "bm25.xml").getroot().find("testsuite")
     assert suite.get("name") == "bm25" and suite.get("tests") == "4"
     props = {p.get("name") for p in suite.iter("property")}
-    assert {"canonical_rank", "rank1_kind", "rank1_operator", "exec@1", "exec@10"} <= props
+    assert {"canonical_rank", "rank1_kind", "rank1_operator", "rank1_tie", "exec@1",
+            "exec@10"} <= props  # fmt: skip
     summary = (reports / "summary.md").read_text()
     assert "# ExecRetrieval report" in summary and "(paired, 4 queries)" in summary
     assert "## Analyses highlights" in summary
@@ -100,12 +107,14 @@ def make_npz(pytester, items: Path) -> Path:
 
 def test_report_identical_with_and_without_xdist(pytester, items):
     npz = "npz:" + str(make_npz(pytester, items))
-    bench(pytester, items, "-n", "0", "--execretrieval-report-dir=serial", embedders=(npz,))
-    bench(pytester, items, "-n", "2", "--execretrieval-report-dir=parallel", embedders=(npz,))
-    [serial] = (pytester.path / "serial").glob("*.json")
-    parallel = pytester.path / "parallel" / serial.name
-    assert without_timing(serial) == without_timing(parallel)
-    assert serial.read_text().count("\n") > 10
+    for flag in ("0", "2"):
+        bench(pytester, items, "-n", flag, f"--execretrieval-report-dir=n{flag}",
+              embedders=("bm25", npz))  # fmt: skip
+    serial = sorted((pytester.path / "n0").glob("*.json"))
+    assert len(serial) == 2  # bm25 (with ties) and the frozen matrices
+    for path in serial:
+        assert without_timing(path) == without_timing(pytester.path / "n2" / path.name)
+        assert path.read_text().count("\n") > 10
 
 
 def test_markers_and_k_select_subsets(pytester, items):
@@ -166,7 +175,10 @@ def perfect_baseline(pytester, items) -> Path:
     report = json.loads((pytester.path / "base" / "bm25.json").read_text())
     for q in report["per_query"]:
         q["passed"] = True
-        q["top"][0]["passes"] = True
+        for hit in q["top"]:
+            hit["passes"] = True
+        for tie in (q["rank1_tie"], q["tail_tie"]):
+            tie["passing"] = tie["size"]
     path = pytester.path / "perfect.json"
     path.write_text(json.dumps(report))
     return path
@@ -174,17 +186,69 @@ def perfect_baseline(pytester, items) -> Path:
 
 def test_gate_exit_status_is_the_decision(pytester, items):
     baseline = perfect_baseline(pytester, items)
-    # 4 discordant queries: exact McNemar p = 0.125, not significant at 0.05 -> PASS, exit 0
+    # 4 queries, each worse at exec@1: exact sign-flip p = 2/16 = 0.125 (tie-expected values are
+    # fractional); Holm over the 3 default metrics makes it 0.375 -> PASS at 0.05, exit 0.
     lenient = bench(pytester, items, "--execretrieval-baseline", str(baseline),
                     "--execretrieval-report-dir=gated")  # fmt: skip
-    assert "gate [bm25]: PASS" in lenient.stdout.str() and "p = 0.125" in lenient.stdout.str()
+    out = lenient.stdout.str()
+    assert "gate [bm25]: PASS" in out and "sign-flip p = 0.125, Holm-adjusted 0.375" in out
     assert lenient.ret == 0
     report = json.loads((pytester.path / "gated" / "bm25.json").read_text())
-    assert report["gate"]["passed"] is True and report["gate"]["p_value"] == 0.125
+    gate = report["gate"]
+    assert gate["passed"] is True and gate["metrics"]["exec@1"]["p_value"] == 0.125
+    assert set(gate["metrics"]) == {"exec@1", "exec@5", "ndcg@10"}
     assert "## Upgrade gate" in (pytester.path / "gated" / "summary.md").read_text()
+    case = [c for c in ET.parse(pytester.path / "gated" / "bm25.xml").iter("testcase")
+            if c.get("name") == "gate[bm25]"]  # fmt: skip
+    assert len(case) == 1 and case[0].find("failure") is None
+    assert {"exec@1.p_value", "exec@1.p_adjusted"} <= {p.get("name") for p in case[0].iter(
+        "property")}  # fmt: skip
+    assert "power: too few queries (4)" in out
     strict = bench(pytester, items, "--execretrieval-baseline", str(baseline),
-                   "--execretrieval-alpha", "0.2")  # fmt: skip
+                   "--execretrieval-gate-metric", "exec@1", "--execretrieval-alpha", "0.2",
+                   "--execretrieval-report-dir=strict")  # fmt: skip
     assert "gate [bm25]: FAIL" in strict.stdout.str() and strict.ret == 1
+    [case] = [c for c in ET.parse(pytester.path / "strict" / "bm25.xml").iter("testcase")
+              if c.get("name") == "gate[bm25]"]  # fmt: skip
+    assert "failed: exec@1" in case.find("failure").get("message")
+
+
+def test_verdict_comes_last(pytester, items):
+    """CI logs show the end: table, gate decision and report paths after pytest's summary."""
+    result = bench(pytester, items, "--execretrieval-min", "exec@5=0.5",
+                   "--execretrieval-report-dir=r")  # fmt: skip
+    lines = [x for x in result.stdout.lines if x.strip()]
+    stats = max(i for i, x in enumerate(lines) if " in " in x and x.startswith("="))
+    tail = lines[stats + 1 :]
+    assert "ExecRetrieval" in tail[0] and "exec@1 [95% CI]" in tail[1]
+    assert any(x.startswith("gate [bm25]: PASS") for x in tail)
+    assert tail[-1].startswith("reports: ") and "bm25.xml" in tail[-1]
+    assert not any(x.startswith("FAILED") for x in tail)
+
+
+def test_margin_mode_is_non_inferiority(pytester, items):
+    baseline = perfect_baseline(pytester, items)
+    wide = bench(pytester, items, "--execretrieval-baseline", str(baseline),
+                 "--execretrieval-margin", "1.5")  # fmt: skip
+    assert "gate [bm25]: PASS: non-inferiority" in wide.stdout.str() and wide.ret == 0
+    narrow = bench(pytester, items, "--execretrieval-baseline", str(baseline),
+                   "--execretrieval-margin", "exec@1=0.01")  # fmt: skip
+    assert "FAIL: non-inferiority on exec@1" in narrow.stdout.str() and narrow.ret == 1
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--execretrieval-gate-metric", "exec@2"), "unknown metric(s) ['exec@2']"),
+    (("--execretrieval-margin", "wide"), "'wide' is neither a number nor METRIC=DELTA"),
+    (("--execretrieval-margin", "exec@1=0.1", "--execretrieval-gate-metric", "mrr"),
+     "no margin for gated metric(s) mrr"),
+    (("--execretrieval-min", "exec@1"), "is not METRIC=VALUE"),
+    (("--execretrieval-alpha", "0.7"), "is not in (0, 0.5)"),
+])  # fmt: skip
+def test_bad_gate_settings_are_usage_errors_before_any_work(pytester, items, args, message):
+    result = bench(pytester, items, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in result.stderr.str()
+    assert not (pytester.path / "cache").exists()  # nothing ran
 
 
 def test_baseline_failures_are_xfail(pytester, items):

@@ -28,10 +28,13 @@ from pytest_execretrieval.stats import (
     bootstrap_ci,
     deception_rates,
     density_exec1,
+    detectable_difference,
     false_high_similarity_rate,
+    holm_adjust,
     js_divergence,
     mcnemar_exact,
     paired_bootstrap_diff_ci,
+    sign_flip_test,
     spearman_rho,
 )
 
@@ -661,3 +664,82 @@ def test_deception_definition(canon: float, scores: list[float]) -> None:
     assert res.any_above == any(s > canon for s in scores)
     assert res.margin == canon - max(scores)
     assert res.any_above == (res.margin < 0)
+
+
+# --- the gate's tests: sign-flip, Holm, power -------------------------------------------------
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.sampled_from([-1.0, -0.5, 0.0, 0.25, 1.0, 0.3]), min_size=2, max_size=12))
+def test_sign_flip_exact_matches_scipy(diffs: list[float]) -> None:
+    """Exact enumeration equals scipy's exact paired permutation test of the mean difference."""
+    got = sign_flip_test(diffs)
+    d = np.asarray(diffs)
+    if not d.any():
+        assert got == 1.0
+        return
+    ref = sps.permutation_test(
+        (d, np.zeros_like(d)), lambda x, y: np.mean(x - y), permutation_type="samples",
+        alternative="two-sided", n_resamples=np.inf,
+    ).pvalue  # fmt: skip
+    assert got == pytest.approx(min(1.0, ref), abs=1e-9)
+
+
+def test_sign_flip_sampled_agrees_with_scipy_and_is_seeded() -> None:
+    rng = np.random.default_rng(7)
+    d = rng.normal(0.08, 1.0, size=300)
+    got = sign_flip_test(d, n_permutations=20_000, seed=1)
+    assert got == sign_flip_test(d, n_permutations=20_000, seed=1)
+    ref = sps.permutation_test(
+        (d, np.zeros_like(d)), lambda x, y: np.mean(x - y), permutation_type="samples",
+        alternative="two-sided", n_resamples=20_000, random_state=3,
+    ).pvalue  # fmt: skip
+    assert abs(got - ref) < 0.02  # two Monte Carlo estimates of the same p (about 0.17)
+    assert 0 < sign_flip_test(np.full(40, 1.0), n_permutations=999) <= 1 / 1000
+
+
+def test_holm_adjust_hand_example() -> None:
+    # sorted 0.01, 0.02, 0.04 -> 3 * 0.01, max(0.03, 2 * 0.02), max(0.04, 1 * 0.04)
+    assert holm_adjust([0.04, 0.01, 0.02]) == pytest.approx([0.04, 0.03, 0.04])
+    assert holm_adjust([0.5, 0.6]) == pytest.approx([1.0, 1.0])
+    assert holm_adjust([]) == []
+    with pytest.raises(ValueError):
+        holm_adjust([1.5])
+
+
+def test_detectable_difference_closed_form_and_edges() -> None:
+    delta = detectable_difference(1000, 0.2, 0.05, 0.8)
+    z_a, z_b = 1.959963984540054, 0.8416212335729143
+    assert delta * math.sqrt(1000) == pytest.approx(
+        z_a * math.sqrt(0.2) + z_b * math.sqrt(0.2 - delta**2), rel=1e-9
+    )
+    assert detectable_difference(1000, 0.0, 0.05) is None  # no query differs
+    assert detectable_difference(2, 1.0, 0.05) is None  # too few queries for any drop
+    assert detectable_difference(4000, 0.2, 0.05) < delta  # more queries, smaller drops
+
+
+def test_power_statement_agrees_with_simulation() -> None:
+    """At the stated detectable drop, the exact McNemar test (binary exec@k) and the sign-flip
+    test (fractional metrics) reject about 80% of the time."""
+    rng = np.random.default_rng(0)
+    n, discordant = 1000, 0.2
+    delta = detectable_difference(n, discordant, 0.05, 0.8)
+    p_drop = (1 + delta / discordant) / 2  # a discordant query favours the baseline
+    rejections = 0
+    sims = 400
+    for _ in range(sims):
+        is_disc = rng.random(n) < discordant
+        drop = rng.random(n) < p_drop
+        a = np.where(is_disc, drop, rng.random(n) < 0.5)
+        b = np.where(is_disc, ~drop, a)
+        test = mcnemar_exact(a, b)
+        rejections += test.p_value < 0.05 and test.difference < 0
+    assert 0.74 <= rejections / sims <= 0.90
+
+    n, sims = 400, 200
+    diffs = rng.normal(0, 0.3, size=(sims, n))
+    delta = detectable_difference(n, 0.09, 0.05, 0.8)
+    shifted = diffs - delta
+    rejections = sum(sign_flip_test(d, n_permutations=2000, seed=i) < 0.05
+                     for i, d in enumerate(shifted))  # fmt: skip
+    assert 0.70 <= rejections / sims <= 0.92
