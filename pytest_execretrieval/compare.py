@@ -60,6 +60,7 @@ __all__ = [
     "main_compare",
     "paired_comparison",
     "report_names",
+    "tie_range",
 ]
 
 N_RESAMPLES = 5000
@@ -371,6 +372,12 @@ def gate_decision(
     }  # fmt: skip
 
 
+def tie_range(report: dict, metric: str) -> str:
+    """A metric's pessimistic-optimistic range over tie orders, as text."""
+    b = report.get("metric_bounds", {}).get(metric)
+    return "n/a (schema 1)" if b is None else f"{b['pessimistic']:.3f}-{b['optimistic']:.3f}"
+
+
 def _fmt_ci(value: float, ci: Sequence[float], signed: bool = False) -> str:
     f = "+.3f" if signed else ".3f"
     return f"{value:{f}} [{ci[0]:{f}}, {ci[1]:{f}}]"
@@ -400,10 +407,10 @@ def compare_reports(reports: list[dict], fmt: str = "plain", seed: int = 0) -> s
     corpus = reports[0]["corpus"]
     head = (f"Corpus {corpus['sha256'][:16]}: {len(reports[0]['per_query'])} queries. "
             "Mean [95% CI, query-level bootstrap].")  # fmt: skip
-    side = tabulate(
-        [[m, *(_fmt_ci(r["metrics"][m], r["ci95"][m]) for r in reports)] for m in METRIC_NAMES],
-        ["metric", *names], tablefmt=tablefmt, disable_numparse=True,
-    )  # fmt: skip
+    rows = [[m, *(_fmt_ci(r["metrics"][m], r["ci95"][m]) for r in reports)] for m in METRIC_NAMES]
+    if any("metric_bounds" in r for r in reports):
+        rows.append(["exec@1 worst-best tie order", *(tie_range(r, "exec@1") for r in reports)])
+    side = tabulate(rows, ["metric", *names], tablefmt=tablefmt, disable_numparse=True)
     ties = ", ".join(f"{n} {r['ties']['rank1']}" for n, r in zip(names, reports) if "ties" in r)
     if ties:
         head += f" Queries whose rank 1 is a tie: {ties}."

@@ -21,6 +21,7 @@ from tabulate import tabulate
 
 from .analyses import analyses
 from .benchmark import BenchmarkRun, QueryResult
+from .compare import tie_range
 from .metrics import METRIC_NAMES, mean_metrics, metric_matrix, row_metrics
 from .retrieval import TIE_POLICY
 from .stats import bootstrap_ci
@@ -164,18 +165,13 @@ def _with_ci(report: dict, metric: str) -> str:
     return f"{report['metrics'][metric]:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
-def _bounds(report: dict, metric: str) -> str:
-    b = report.get("metric_bounds", {}).get(metric)
-    return "" if b is None else f"{b['pessimistic']:.3f}-{b['optimistic']:.3f}"
-
-
 def metrics_table(reports: dict[str, dict], fmt: str = "simple") -> str:
     """Per model: queries, exec@1 with its 95% CI and tie bounds, the rank-1 ties, exec@5 and
     nDCG@10 with CIs, exec@10 and MRR (tie-aware expected values)."""
     headers = ["embedder", "queries", "exec@1 [95% CI]", "exec@1 tie range",
                "rank-1 ties", "exec@5 [95% CI]", "exec@10", "ndcg@10 [95% CI]", "mrr"]  # fmt: skip
     rows = [
-        [name, r["corpus"]["n_queries"], _with_ci(r, "exec@1"), _bounds(r, "exec@1"),
+        [name, r["corpus"]["n_queries"], _with_ci(r, "exec@1"), tie_range(r, "exec@1"),
          r.get("ties", {}).get("rank1", ""), _with_ci(r, "exec@5"),
          f"{r['metrics']['exec@10']:.3f}", _with_ci(r, "ndcg@10"), f"{r['metrics']['mrr']:.3f}"]
         for name, r in reports.items()
