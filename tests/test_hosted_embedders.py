@@ -202,7 +202,7 @@ def test_default_dimension_is_not_sent(fake):
 
 def test_batches_keep_order_under_concurrency(fake):
     server = fake("gemini-2", latency_s=0.02)
-    embedder = make("gemini-2", dimensions=64, concurrency=4)
+    embedder = make("gemini-2", dimensions=128, concurrency=4)
     texts = [f"text number {i}" for i in range(250)]
     vectors = embedder.encode(texts, "document", [str(i) for i in range(250)])
     np.testing.assert_allclose(vectors, expected(embedder, texts, "document"), atol=1e-6)
@@ -244,7 +244,7 @@ def test_429_honours_retry_after_date(fake):
 
 def test_500_then_success_backs_off(fake):
     server = fake("gemini-2", faults=[("status", 500), ("status", 503)])
-    embedder = make("gemini-2", dimensions=16, backoff_s=2)
+    embedder = make("gemini-2", dimensions=128, backoff_s=2)
     vectors = embedder.encode(QUERIES, "query", ["a", "b", "c"])
     np.testing.assert_allclose(vectors, expected(embedder, QUERIES, "query"), atol=1e-6)
     first, second = embedder.sleeps
@@ -324,7 +324,7 @@ def test_rate_limit_spaces_requests(fake):
 
 # -- validation of answers -------------------------------------------------------------------------
 FAULTS = {"malformed": "not JSON", "count": "2 embeddings for 3 texts", "nan": "non-finite",
-          "zero": "zero-norm", "dim": "expected dimension 16, got 17", "ragged": "malformed",
+          "zero": "zero-norm", "dim": "expected dimension 128, got 129", "ragged": "malformed",
           "order": "indices"}  # fmt: skip
 
 
@@ -334,7 +334,7 @@ FAULTS = {"malformed": "not JSON", "count": "2 embeddings for 3 texts", "nan": "
 ])  # fmt: skip
 def test_bad_answers_name_provider_and_request(fake, name, fault):
     server = fake(name, faults=[fault])
-    embedder = make(name, dimensions=16)
+    embedder = make(name, dimensions=128)
     message = raised(lambda: embedder.encode(QUERIES, "query", ["a", "b", "c"]))
     assert FAULTS[fault] in message, message
     assert name in message and SPEC[name].api.provider in message and "request 1/1" in message
@@ -377,7 +377,7 @@ def test_interrupted_run_resumes_with_only_missing_batches(fake, tmp_path):
     ids = [f"s{i}" for i in range(30)]
 
     def run() -> np.ndarray:
-        embedder = make("gemini-2", batch_size=4, dimensions=32, max_attempts=2)
+        embedder = make("gemini-2", batch_size=4, dimensions=128, max_attempts=2)
         cache = EmbeddingCache(tmp_path / "cache", embedder.invocation())
         return encode_cached(embedder, texts, ids, "document", cache, batch=10)
 
@@ -390,7 +390,7 @@ def test_interrupted_run_resumes_with_only_missing_batches(fake, tmp_path):
     # encode_cached sends the longest texts first: the cached first batch is that batch of 10
     first = set(sorted(range(30), key=lambda i: (-len(texts[i]), i))[:10])
     assert sent == sorted("title: none | text: " + t for i, t in enumerate(texts) if i not in first)
-    want = expected(make("gemini-2", dimensions=32), texts, "document")
+    want = expected(make("gemini-2", dimensions=128), texts, "document")
     np.testing.assert_allclose(vectors, want, atol=1e-6)
     server.seen = []
     np.testing.assert_array_equal(run(), vectors)
@@ -444,7 +444,7 @@ def test_pytest_run_export_and_replay(fake, pytester, monkeypatch):
     cache = pytester.path / "cache"
     assert cli.main(["build", str(items), "--cache-dir", str(cache), "-j", "2"]) == 0
     server = fake("gemini-2")
-    monkeypatch.setenv("EXECRETRIEVAL_EMBED_DIMENSIONS", "64")
+    monkeypatch.setenv("EXECRETRIEVAL_EMBED_DIMENSIONS", "128")
     common = ("--execretrieval-items", str(items), "--execretrieval-cache-dir", str(cache),
               "-p", "no:randomly", "-p", "no:cacheprovider")  # fmt: skip
     live = pytester.runpytest_subprocess("--embedder", "gemini-2", *common,
@@ -453,7 +453,7 @@ def test_pytest_run_export_and_replay(fake, pytester, monkeypatch):
     assert server.violations == [] and server.answered
     live_report = pytester.path / "live" / "gemini-2.json"
     invocation = json.loads(live_report.read_text())["embedder"]
-    assert invocation["dim"] == 64 and invocation["provider"] == "gemini"
+    assert invocation["dim"] == 128 and invocation["provider"] == "gemini"
     for path in (live_report, pytester.path / "live" / "gemini-2.xml"):
         assert KEY not in path.read_text()
     assert KEY not in live.stdout.str() + live.stderr.str()
