@@ -26,7 +26,8 @@ Settings: ``EmbedderOptions.extra`` keys first, then the environment variable.
 - ``timeout_s`` / ``EXECRETRIEVAL_HTTP_TIMEOUT_S`` (default 60): per attempt;
 - ``backoff_s`` / ``EXECRETRIEVAL_HTTP_BACKOFF_S`` (1) and ``max_delay_s`` /
   ``EXECRETRIEVAL_HTTP_MAX_DELAY_S`` (120): retry waits (see :mod:`.hosted_http`);
-- ``max_tokens`` (``--execretrieval-max-tokens``): the cost guard's budget, see :func:`cost_guard`.
+- ``max_tokens`` / ``EXECRETRIEVAL_MAX_TOKENS`` (``--execretrieval-max-tokens`` sets it): the cost
+  guard's budget, see :func:`cost_guard`.
 ``--execretrieval-batch-size`` lowers the texts per request below the provider's limit.
 
 Input limits. Every text (its prefix included) is cut to the model's documented input limit

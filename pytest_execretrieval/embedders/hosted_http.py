@@ -241,11 +241,6 @@ def import_httpx():
     return httpx
 
 
-def retryable(status: int) -> bool:
-    """Whether a status is retried when the server sends no ``x-should-retry``."""
-    return should_retry(status, {})
-
-
 class RedactingFilter(logging.Filter):
     """Rewrites log records of the HTTP client without the given secrets or URL userinfo."""
 
