@@ -17,6 +17,7 @@ import numpy as np
 
 from .corpus import Corpus, Snippet
 from .embedders import Embedder
+from .embedders.hosted import cost_guard
 from .embedding_cache import EmbeddingCache, Progress, encode_cached
 from .execution import SuiteRunner
 from .items import Item, defines
@@ -124,6 +125,12 @@ def rank_pool(
     if embedder.similarity == "bm25":
         return Scored(rank_rows(embedder.score(queries, documents), targets, TOP_K, watch), {})
     cache = EmbeddingCache(cache_dir, embedder.invocation()) if cache_dir else None
+    cost_guard(embedder, [  # hosted embedders: print the cost, enforce the budget, before sending
+        ("document", documents, [s.snippet_id for s in pool]),
+        ("query", queries, [item.id for item in items]),
+        ("document", [document_text(a) for a in alternatives],
+         [a.snippet_id for a in alternatives]),
+    ], cache)  # fmt: skip
     doc_vectors = encode_cached(embedder, documents, [s.snippet_id for s in pool], "document",
                                 cache, progress=progress)  # fmt: skip
     query_vectors = encode_cached(embedder, queries, [item.id for item in items], "query", cache,

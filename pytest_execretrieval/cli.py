@@ -105,6 +105,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
     from .build import engine
     from .corpus import CorpusError, read_corpus
     from .embedders import EmbedderError, EmbedderOptions, get_embedder
+    from .embedders.hosted import cost_guard
     from .embedders.npz import write_npz
     from .embedding_cache import EmbeddingCache, encode_cached, stderr_progress
     from .items import load_items
@@ -118,6 +119,11 @@ def cmd_embed(args: argparse.Namespace) -> int:
         invocation = embedder.invocation()
         cache = EmbeddingCache(Path(args.cache_dir), invocation)
         pool = sorted(corpus.snippets, key=lambda s: s.snippet_id)
+        cost_guard(embedder, [
+            ("document", [document_text(s) for s in pool], [s.snippet_id for s in pool]),
+            ("query", [i.query for i in sorted(items, key=lambda i: i.id)],
+             [i.id for i in sorted(items, key=lambda i: i.id)]),
+        ], cache)  # fmt: skip
         docs = encode_cached(embedder, [document_text(s) for s in pool],
                              [s.snippet_id for s in pool], "document", cache,
                              progress=stderr_progress)  # fmt: skip

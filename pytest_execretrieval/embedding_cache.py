@@ -13,7 +13,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +21,7 @@ import numpy as np
 from .embedders import Embedder, check_vectors
 
 Progress = Callable[[str, int, int, float], None]  # (role, done, total, texts per second)
+ENCODE_BATCH = 256  # texts per embedder.encode call of encode_cached
 
 
 def text_key(text: str) -> str:
@@ -68,21 +69,26 @@ def stderr_progress(role: str, done: int, total: int, rate: float) -> None:
           flush=True)  # fmt: skip
 
 
+def missing_rows(keys: Sequence[str], known: Container[str], texts: Sequence[str]) -> list[int]:
+    """Rows to encode: one per distinct key not in ``known``, longest text first (as
+    sentence-transformers orders one call: batches of similar length pad least)."""
+    return sorted({k: i for i, k in enumerate(keys) if k not in known}.values(),
+                  key=lambda i: (-len(texts[i]), i))  # fmt: skip
+
+
 def encode_cached(
     embedder: Embedder,
     texts: Sequence[str],
     ids: Sequence[str],
     role: str,
     cache: EmbeddingCache | None,
-    batch: int = 256,
+    batch: int = ENCODE_BATCH,
     progress: Progress | None = None,
 ) -> np.ndarray:
     """Vectors for ``texts`` in order, encoding only what the cache lacks, batch by batch."""
     keys = [text_key(t) for t in texts]
     table = cache.load(role) if cache else {}
-    # Longest first, as sentence-transformers orders one call: batches of similar length pad least.
-    missing = sorted({k: i for i, k in enumerate(keys) if k not in table}.values(),
-                     key=lambda i: (-len(texts[i]), i))  # fmt: skip
+    missing = missing_rows(keys, table, texts)
     started = time.perf_counter()
     for start in range(0, len(missing), batch):
         rows = missing[start : start + batch]

@@ -19,6 +19,7 @@ from . import settings
 from .benchmark import BenchmarkRun, QueryResult
 from .corpus import Corpus, CorpusError, Snippet, corpus_dir, read_corpus, stale_reasons
 from .embedders import EmbedderError, EmbedderOptions, get_embedder
+from .embedders.hosted import report_fields as hosted_report_fields
 from .embedding_cache import stderr_progress
 from .execution import SuiteRunner
 from .items import Item, ItemError, defines, item_id, load_item, load_items
@@ -54,6 +55,7 @@ class ExecRetrievalSession:
         self.encode_s = 0.0  # embedding and ranking, all embedders
         self.state_file: Path | None = None  # the runs handed to xdist workers
         self.runs: dict[str, BenchmarkRun] = {}
+        self.usage: dict[str, dict] = {}  # hosted embedders: report fields of their requests
         self.records: dict[str, list[TestRecord]] = {name: [] for name in embedders}
         self.corpus: Corpus | None = None
         self.stale: list[str] = []
@@ -128,6 +130,7 @@ class ExecRetrievalSession:
             batch_size=settings.setting(self.config, "batch-size"),
             trust_remote_code=settings.setting(self.config, "trust-remote-code"),
             cache_dir=str(self.cache_dir),
+            extra=hosted_options(self.config),
         )  # fmt: skip
         embedders = {}
         for name in self.embedders:  # every embedder is checked before any work starts
@@ -149,6 +152,7 @@ class ExecRetrievalSession:
             finally:
                 embedder.close()
             self.encode_s += self.runs[name].encode_s
+            self.usage[name] = hosted_report_fields(embedder)
         state = Path(self.cache_dir) / "runs" / f"session-{id(self)}-{time.time_ns()}.json"
         state.parent.mkdir(parents=True, exist_ok=True)
         state.write_text(json.dumps({
@@ -234,8 +238,8 @@ class ExecRetrievalSession:
     def reports(self) -> dict[str, dict]:
         elapsed = time.perf_counter() - self.started
         seed = settings.setting(self.config, "seed")
-        return {name: build_report(name, self.runs[name], [r.query_id for r in records],
-                                   elapsed, seed)
+        return {name: {**build_report(name, self.runs[name], [r.query_id for r in records],
+                                      elapsed, seed), **self.usage.get(name, {})}
                 for name, records in self.records.items() if records}  # fmt: skip
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -305,6 +309,12 @@ class ExecRetrievalSession:
         for line in final_summary(self.final_reports, self.gates, self.written, self.encode_s):
             bad = line.startswith("gate [") and "]: PASS" not in line
             terminal.write_line(line, bold=line.startswith("gate ["), red=bad)
+
+
+def hosted_options(config: pytest.Config) -> dict:
+    """``EmbedderOptions.extra`` for the hosted embedders: the cost guard's token budget."""
+    max_tokens = settings.setting(config, "max-tokens")
+    return {} if max_tokens is None else {"max_tokens": max_tokens}
 
 
 def _within(path: Path, root: Path) -> bool:

@@ -53,6 +53,13 @@ OPTIONS = (
     Option("cache-dir", Path, Path(".execretrieval_cache"), "embedding and execution caches"),
     Option("seed", int, 0, "seed of the bootstrap resampling"),
     Option("batch-size", int, None, "encoding batch size (default: per embedder)"),
+    Option(
+        "max-tokens",
+        int,
+        None,
+        "hosted embedders: refuse to start when the run would send more than N estimated "
+        "tokens (after the cache)",
+    ),
     Option("trust-remote-code", bool, False, "let st:PATH models run their own code"),
     Option(
         "code-similarity",

