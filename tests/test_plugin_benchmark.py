@@ -284,3 +284,19 @@ def test_runs_without_pytest_xdist(pytester, items):
     assert result.ret in (0, 1), result.stdout.str() + result.stderr.str()
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
     assert "[bm25]" in result.stdout.str()
+
+
+def test_gate_configured_in_ini_makes_the_plain_command_the_gate(pytester, items):
+    """The CI recipe: baseline, metrics and margin as ini keys."""
+    baseline = perfect_baseline(pytester, items)
+    pytester.makepyprojecttoml(f"""
+        [tool.pytest.ini_options]
+        execretrieval_baseline = "{baseline}"
+        execretrieval_gate_metric = ["exec@5"]
+        execretrieval_margin = ["0.01"]
+        execretrieval_report_dir = "ci"
+    """)  # fmt: skip
+    result = bench(pytester, items)
+    assert "gate [bm25]: PASS: non-inferiority on exec@5" in result.stdout.str()
+    assert result.ret == 0
+    assert (pytester.path / "ci" / "bm25.xml").exists()
