@@ -145,7 +145,11 @@ def cmd_embed(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="execretrieval", description=__doc__)
+    p = argparse.ArgumentParser(
+        prog="execretrieval",
+        description="Execution-verified code retrieval benchmark: build and verify the corpus, "
+        "list and run embedders, compare reports, plot them.",
+    )
     sub = p.add_subparsers(dest="command", required=True)
     cache = {"default": ".execretrieval_cache", "help": "cache directory"}
 
@@ -170,7 +174,7 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("embedders", help="known embedder names and whether each is usable here") \
         .add_argument("--cache-dir", **cache)  # fmt: skip
 
-    sub.add_parser("compare", help="side-by-side metrics, paired McNemar p, CIs of differences",
+    sub.add_parser("compare", help="side-by-side metrics, paired differences with CIs and p-values",
                    add_help=False)  # fmt: skip
     sub.add_parser("report", help="PNG plots and summary.md from the report JSONs in DIR",
                    add_help=False)  # fmt: skip

@@ -72,6 +72,12 @@ class ExecRetrievalSession:
         inside = [a for a in config.args if _within(Path(a).resolve(), self.items_dir)]
         config.args[:] = inside or [str(self.items_dir)]
         config.option.continue_on_collection_errors = True
+        self.collect_only = bool(config.option.collectonly)
+        # Item ids are `<domain>/<stem>...`, relative to the items directory: pytest must not
+        # re-base them on the invocation directory (`../numbers/x[bm25]` for items elsewhere).
+        config.cwd_relative_nodeid = lambda nodeid: nodeid
+        for domain in sorted(p.name for p in self.items_dir.iterdir() if p.is_dir()):
+            config.addinivalue_line("markers", f"{domain}: benchmark items of domain {domain}")
 
     # -- shared work -------------------------------------------------------------------------
     @property
@@ -119,7 +125,7 @@ class ExecRetrievalSession:
         if self.verify and self.config.pluginmanager.has_plugin("dsession"):
             return  # an xdist controller: the workers collect and verify
         items = self.load()
-        if self.verify:
+        if self.verify or self.collect_only:  # --co lists the items; nothing is ranked
             return
         if not items:
             raise pytest.UsageError(f"no valid benchmark items in {self.items_dir}")
@@ -249,6 +255,8 @@ class ExecRetrievalSession:
             return
         if self.state_file:
             self.state_file.unlink(missing_ok=True)
+        if self.collect_only:
+            return
         self.final_reports = self.reports()
         if not self.final_reports:
             if session.exitstatus == 0:
@@ -374,7 +382,7 @@ class ItemFile(pytest.File):
         for name in self.state.embedders:
             run = self.state.runs.get(name)
             result = run.results.get(item.id) if run else None
-            if result is None:
+            if result is None and not self.state.collect_only:
                 raise CorpusError(f"{item.id} has no ranking: the corpus lacks its canonical; "
                                   f"run `execretrieval build {self.state.items_dir}`")  # fmt: skip
             query = QueryItem.from_parent(
@@ -448,7 +456,7 @@ class CorpusFreshnessItem(ReportingItem):
 class QueryItem(ReportingItem):
     """One query for one embedder: passes iff the rank-1 snippet passes the query's tests."""
 
-    def __init__(self, *args, item: Item, embedder: str, result: QueryResult, **kwargs):
+    def __init__(self, *args, item: Item, embedder: str, result: QueryResult | None, **kwargs):
         super().__init__(*args, **kwargs)
         self.item, self.embedder, self.result = item, embedder, result
         self.add_marker("execretrieval")

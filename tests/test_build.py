@@ -178,3 +178,12 @@ def test_stacked_corpus_has_k_edits_per_distractor(items, tmp_path):
     assert distractors and all(len(r["operator"].split("+")) == 3 for r in distractors)
     assert all(r["failing_tests"] for r in distractors)
     assert cli.main(["build", "--check", "--stack", "3", str(items)]) == 0
+
+
+def test_cli_help_is_plain_text(capsys) -> None:
+    from pytest_execretrieval.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "usage: execretrieval" in out and "``" not in out

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -300,3 +302,32 @@ def test_gate_configured_in_ini_makes_the_plain_command_the_gate(pytester, items
     assert "gate [bm25]: PASS: non-inferiority on exec@5" in result.stdout.str()
     assert result.ret == 0
     assert (pytester.path / "ci" / "bm25.xml").exists()
+
+
+def test_collect_only_is_cheap_and_exits_0(pytester, items):
+    result = bench(pytester, items, "--co", "-q", embedders=("bm25", "minilm"))
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    assert "strings/count_vowels[minilm]" in result.stdout.str()
+    assert not (pytester.path / "cache").exists()  # nothing was encoded or executed
+
+
+def test_items_outside_the_rootdir_keep_their_ids_and_markers(pytester, items):
+    """A user's items anywhere on disk, with a domain folder of their own."""
+    elsewhere = pytester.path.parent / f"{pytester.path.name}-user-items"
+    shutil.copytree(items, elsewhere)
+    (elsewhere / "math_number_theory").rename(elsewhere / "numbers")
+    for path in (elsewhere / "numbers").glob("*.toml"):
+        path.write_text(path.read_text().replace('"math_number_theory"', '"numbers"'))
+    from pytest_execretrieval.cli import main as cli_main
+
+    assert cli_main(["build", str(elsewhere), "--cache-dir", str(pytester.path / "cache")]) == 0
+    sub = pytester.mkdir("project")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--embedder", "bm25", "-rf", "-p", "no:randomly",
+         "--execretrieval-items", str(elsewhere), "--execretrieval-cache-dir",
+         str(pytester.path / "cache"), "-W", "error::pytest.PytestUnknownMarkWarning",
+         "-m", "numbers"], cwd=sub, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    out = result.stdout
+    assert result.returncode in (0, 1), out + result.stderr
+    assert "FAILED numbers/clamp_add[bm25]" in out or "PASSED numbers/clamp_add[bm25]" in out
