@@ -15,15 +15,26 @@ exception the query names is behaviour, so a candidate must raise the same type 
 Annotation grammar (parsed with :mod:`ast`, never evaluated; a string annotation such as
 ``"date"`` is parsed the same way as the bare one)::
 
-    T := int | float | bool | str | None | date | datetime | time | timedelta
+    T := int | float | bool | str | bytes | None | Fraction | date | datetime | time | timedelta
        | list[T] | set[T] | frozenset[T] | dict[T, T] | tuple[T, ...] | tuple[T, T, ...]
        | T | T                     (a union, e.g. ``int | None``)
+       | BinaryTree | NaryTree | SearchTree | Callable[[int], bool] | Callable[[int], int]
 
-``date`` and friends may also be written ``datetime.date`` etc. Drawn values stay small so a
-suite stays fast: ints in ``INT_RANGE``, floats in ``FLOAT_RANGE`` rounded to 2 places (no NaN
-or infinity), strings of at most ``MAX_TEXT`` characters from ``ALPHABET``, containers of at
-most ``MAX_SIZE`` elements, dates in ``DATE_RANGE``, times on whole seconds, timedeltas of whole
-seconds within ``TIMEDELTA_DAYS`` days.
+``date`` and friends may also be written ``datetime.date`` etc. The last line names shapes
+Python's typing cannot write inline (they are written as string annotations, e.g.
+``tree: "BinaryTree | None"``): ``BinaryTree`` is a nested tuple ``(value, left, right)`` with
+``left``/``right`` a ``BinaryTree`` or None; ``NaryTree`` is ``(value, [children])``;
+``SearchTree`` is a ``BinaryTree`` ordered as a binary search tree (distinct values, built by
+inserting them in drawn order); ``Callable[[int], bool]`` draws monotone predicates
+``x >= t`` (:class:`AtLeast`) and ``Callable[[int], int]`` unimodal functions
+``-(x - c) ** 2`` (:class:`Peak`).
+
+Drawn values stay small so a suite stays fast: ints in ``INT_RANGE`` (also tree values, ``t``
+and ``c``), floats in ``FLOAT_RANGE`` rounded to 2 places (no NaN or infinity), fractions in
+``INT_RANGE`` with denominators up to ``MAX_DENOMINATOR``, strings of at most ``MAX_TEXT``
+characters from ``ALPHABET``, bytes of at most ``MAX_TEXT`` bytes, containers and trees of at
+most ``MAX_SIZE`` elements or leaves, dates in ``DATE_RANGE``, times on whole seconds,
+timedeltas of whole seconds within ``TIMEDELTA_DAYS`` days.
 """
 
 from __future__ import annotations
@@ -43,21 +54,52 @@ FLOAT_RANGE = (-10.0, 10.0)
 MAX_TEXT = 6
 ALPHABET = "abcAB019 -_.,:/()"
 MAX_SIZE = 6
+MAX_DENOMINATOR = 12
 DATE_RANGE = (dt.date(1990, 1, 1), dt.date(2040, 12, 31))
 TIMEDELTA_DAYS = 40
 
-SCALARS = ("int", "float", "bool", "str", "None", "date", "datetime", "time", "timedelta")
+SCALARS = ("int", "float", "bool", "str", "bytes", "None", "Fraction", "date", "datetime",
+           "time", "timedelta", "BinaryTree", "NaryTree", "SearchTree")  # fmt: skip
 CONTAINERS = ("list", "set", "frozenset", "dict", "tuple")
+CALLABLES = {"Callable[[int], bool]": "AtLeast", "Callable[[int], int]": "Peak"}
 OUT_OF_DOMAIN = "error:OutOfDomain"
 
-HARNESS = """
+# Drawn callables: defined here and again inside the harness, so that an argument tuple's repr
+# evaluates to equal objects in the sandbox.
+CALLABLES_SOURCE = """
+class AtLeast:
+    def __init__(self, t):
+        self.t = t
+    def __call__(self, x):
+        return x >= self.t
+    def __repr__(self):
+        return f"AtLeast({self.t!r})"
+    def __eq__(self, other):
+        return repr(self) == repr(other)
+    def __hash__(self):
+        return hash(repr(self))
+class Peak(AtLeast):
+    def __call__(self, x):
+        return -((x - self.t) ** 2)
+    def __repr__(self):
+        return f"Peak({self.t!r})"
+"""
+_drawn_callables: dict = {}
+exec(CALLABLES_SOURCE, _drawn_callables)
+AtLeast, Peak = _drawn_callables["AtLeast"], _drawn_callables["Peak"]
+
+HARNESS = (
+    CALLABLES_SOURCE
+    + """
 import copy as _copy
 import math as _math
 import datetime as _datetime
+import fractions as _fractions
 _canonical_ns = {}
 exec(%r, _canonical_ns)
 _canonical = _canonical_ns[%r]
-_INPUTS = eval(%r, {"datetime": _datetime})
+_INPUTS = eval(%r, {"datetime": _datetime, "Fraction": _fractions.Fraction,
+                        "AtLeast": AtLeast, "Peak": Peak})
 _NAMED = frozenset(%r)
 class OutOfDomain(Exception):
     pass
@@ -82,6 +124,7 @@ def _same(fn, i):
         raise OutOfDomain(expected[1])
     return _close(_outcome(fn, _INPUTS[i]), expected)
 """
+)
 
 
 class UnsupportedAnnotation(ValueError):
@@ -134,6 +177,10 @@ def _check(node: ast.expr, text: str) -> None:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
         _check(node.left, text)
         _check(node.right, text)
+        return
+    if isinstance(node, ast.Subscript) and _name(node.value) == "Callable":
+        if ast.unparse(node) not in CALLABLES:
+            raise bad(f"{ast.unparse(node)} is not one of {', '.join(CALLABLES)}")
         return
     if isinstance(node, ast.Subscript):
         outer = _name(node.value)
@@ -197,6 +244,9 @@ def _strategy(node: ast.expr):
 
     if isinstance(node, ast.BinOp):
         return st.one_of(_strategy(node.left), _strategy(node.right))
+    if isinstance(node, ast.Subscript) and _name(node.value) == "Callable":
+        maker = _drawn_callables[CALLABLES[ast.unparse(node)]]
+        return st.integers(*INT_RANGE).map(maker)
     if isinstance(node, ast.Subscript):
         outer = _name(node.value)
         args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
@@ -210,21 +260,54 @@ def _strategy(node: ast.expr):
         return maker(_strategy(args[0]), max_size=MAX_SIZE)
     low, high = DATE_RANGE
     days = dt.timedelta(days=TIMEDELTA_DAYS)
+    ints = st.integers(*INT_RANGE)
     return {
         "int": lambda: st.integers(*INT_RANGE),
         "float": lambda: st.floats(*FLOAT_RANGE, allow_nan=False).map(lambda x: round(x, 2)),
         "bool": st.booleans,
         "str": lambda: st.text(ALPHABET, max_size=MAX_TEXT),
+        "bytes": lambda: st.binary(max_size=MAX_TEXT),
         "None": st.none,
+        "Fraction": lambda: st.fractions(*INT_RANGE, max_denominator=MAX_DENOMINATOR),
         "date": lambda: st.dates(low, high),
         "datetime": lambda: st.datetimes(
             dt.datetime.combine(low, dt.time()), dt.datetime.combine(high, dt.time())
         ).map(lambda d: d.replace(microsecond=0)),  # fmt: skip
+        "BinaryTree": lambda: st.recursive(
+            st.tuples(ints, st.none(), st.none()),
+            lambda kids: st.tuples(ints, st.none() | kids, st.none() | kids),
+            max_leaves=MAX_SIZE,
+        ),
+        "NaryTree": lambda: st.recursive(
+            st.tuples(ints, st.just([])),
+            lambda kids: st.tuples(ints, st.lists(kids, min_size=1, max_size=3)),
+            max_leaves=MAX_SIZE,
+        ),
+        "SearchTree": lambda: st.lists(ints, min_size=1, max_size=MAX_SIZE, unique=True).map(
+            search_tree
+        ),
         "time": lambda: st.times().map(lambda t: t.replace(microsecond=0)),
         "timedelta": lambda: st.timedeltas(-days, days).map(
             lambda d: dt.timedelta(seconds=round(d.total_seconds()))
         ),  # fmt: skip
     }[_name(node)]()
+
+
+def search_tree(values: Sequence[int]) -> tuple | None:
+    """The binary search tree ``(value, left, right)`` made by inserting ``values`` in order."""
+
+    def insert(tree: tuple | None, v: int) -> tuple:
+        if tree is None:
+            return (v, None, None)
+        value, left, right = tree
+        if v < value:
+            return (value, insert(left, v), right)
+        return (value, left, insert(right, v))
+
+    tree = None
+    for v in values:
+        tree = insert(tree, v)
+    return tree
 
 
 @functools.lru_cache(maxsize=512)
@@ -249,7 +332,8 @@ def draw_inputs(types: tuple[str, ...], n: int = N_INPUTS) -> tuple[tuple, ...]:
 
 def stable_repr(value: object) -> str:
     """``repr`` with set elements sorted, so the text is the same in every process (string
-    hashing, hence set order, is salted per process); evaluable given the ``datetime`` module."""
+    hashing, hence set order, is salted per process); evaluable given the ``datetime`` module
+    and ``Fraction``."""
     if isinstance(value, (set, frozenset)):
         return f"{type(value).__name__}({stable_repr(tuple(sorted(value, key=stable_repr)))})"
     if isinstance(value, list):
