@@ -48,6 +48,8 @@ from dataclasses import dataclass
 
 from ..execution import SuiteRunner
 
+# Bump when the grammar, the draws or the harness change: recorded evidence then goes stale.
+EVIDENCE_VERSION = "2"
 N_INPUTS = 50
 INT_RANGE = (-10, 10)
 FLOAT_RANGE = (-10.0, 10.0)
