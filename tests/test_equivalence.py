@@ -139,3 +139,13 @@ def test_float_results_compare_with_a_tolerance(runner):
     off = "def f(x: float) -> float:\n    return x / 99\n"
     close, far = evidence(canonical, "f", "", [divided, off], runner, "")
     assert close.differing == 0 and far.differing > 0
+
+
+def test_many_small_batches_reuse_the_runners_sandboxes(tmp_path):
+    """Evidence runs one batch per item: the runner must not start fork servers per batch."""
+    with SuiteRunner(jobs=2) as runner:
+        for i in range(30):
+            code = f"def f():\n    return {i}\n"
+            results = runner.run_many([(code, "", [f"assert f() == {i}"])] * 3)
+            assert all(r.passed for r in results)
+        assert len(runner._sandboxes) <= 2
