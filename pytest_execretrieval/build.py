@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
-from .corpus import Corpus, Snippet, make_snippet
+from .corpus import Corpus, Snippet, make_snippet, unified_diff
 from .execution import SuiteRunner
 from .items import Item
-from .mutation.equivalence import evidence
+from .mutation.equivalence import EVIDENCE_VERSION, evidence
 from .mutation.operators import OPERATOR_CLASSES, Mutant, generate_mutants
 from .mutation.select import MAX_DISTRACTORS, Killed, kill_kind, select_distractors
 from .mutation.stacking import stack_mutants
@@ -34,6 +34,7 @@ def engine(stack: int = 1) -> dict:
         "mutant_timeout_s": MUTANT_TIMEOUT_S,
         "distractors_per_item": MAX_DISTRACTORS,
         "stack": stack,
+        "evidence": EVIDENCE_VERSION,
     }
 
 
@@ -54,9 +55,25 @@ class ItemYield:
 
 
 @dataclass(frozen=True)
+class Survivor:
+    """A mutant candidate that passed all its item's tests, with its differential evidence
+    (None when the entry point is not fully annotated)."""
+
+    item_id: str
+    operator: str
+    line: int
+    diff: str
+    equivalence: dict | None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class BuildResult:
     corpus: Corpus
     yields: tuple[ItemYield, ...]
+    survivors: tuple[Survivor, ...] = ()
 
 
 def failure_summary(item: Item, result: SuiteResult) -> str:
@@ -91,6 +108,7 @@ def build(
     pool: list[Snippet] = []
     alternatives: list[Snippet] = []
     yields: list[ItemYield] = []
+    survivors: dict[str, list[Mutant]] = {}
     class_totals: Counter = Counter()
     for item in items:
         for label, code in [("canonical", item.canonical)] + [
@@ -109,6 +127,8 @@ def build(
             kind = kill_kind(result)
             if kind:
                 killed.append(Killed(position, mutant, result, kind))
+            else:
+                survivors.setdefault(item.id, []).append(mutant)
         chosen = select_distractors(killed, class_totals)
         pool += [distractor(item, k) for k in chosen]
         yields.append(ItemYield(
@@ -122,7 +142,23 @@ def build(
     duplicates = sorted(i for i, n in ids.items() if n > 1)
     if duplicates:
         raise BuildError(f"identical code in several items: snippet ids {duplicates}")
-    return BuildResult(Corpus(tuple(pool), tuple(alternatives), engine(stack)), tuple(yields))
+    return BuildResult(Corpus(tuple(pool), tuple(alternatives), engine(stack)), tuple(yields),
+                       survivor_evidence(items, survivors, mutant_runner))  # fmt: skip
+
+
+def survivor_evidence(
+    items: Sequence[Item], survivors: dict[str, list[Mutant]], runner: SuiteRunner
+) -> tuple[Survivor, ...]:
+    """Differential evidence for every surviving mutant: does hypothesis find an input where it
+    differs from the canonical (a gap in the item's tests)?"""
+    out = []
+    for item in items:
+        own = survivors.get(item.id, [])
+        found = evidence(item.canonical, item.entry_point, item.setup, [m.code for m in own],
+                         runner, item.query)  # fmt: skip
+        out += [Survivor(item.id, m.operator, m.line, unified_diff(item.canonical, m.code),
+                         e.to_json() if e else None) for m, e in zip(own, found)]  # fmt: skip
+    return tuple(out)
 
 
 def with_evidence(
@@ -136,7 +172,7 @@ def with_evidence(
         item = by_id[query_id]
         own = [s for s in snippets if s.query_id == query_id]
         for s, e in zip(own, evidence(item.canonical, item.entry_point, item.setup,
-                                      [s.code for s in own], runner)):  # fmt: skip
+                                      [s.code for s in own], runner, item.query)):  # fmt: skip
             if e is not None:
                 found[s.snippet_id] = e.to_json()
     attach = lambda s: replace(s, equivalence=found.get(s.snippet_id))  # noqa: E731
@@ -155,6 +191,74 @@ def evidence_report(corpus: Corpus) -> str:
         f"differ from the canonical on drawn inputs; {agree}/{len(alternatives)} "
         "alternatives agree on every drawn input"
     )
+
+
+def mutation_score_report(yields: Sequence[ItemYield], survivors: Sequence[Survivor]) -> str:
+    """The set's mutation score, overall, per domain and per operator class:
+    killed / (killed + surviving mutants shown different from the canonical by differential
+    evidence). Survivors without a difference found (possibly equivalent) and survivors of
+    unannotated items are counted apart."""
+    killed: dict[tuple[str, str], int] = Counter()
+    for y in yields:
+        for op, n in y.killed.items():
+            killed[y.item_id.partition("/")[0], op] += n
+    shown: dict[tuple[str, str], int] = Counter()
+    unshown = unknown = 0
+    for s in survivors:
+        if s.equivalence is None:
+            unknown += 1
+        elif s.equivalence["differing"] > 0:
+            shown[s.item_id.partition("/")[0], s.operator] += 1
+        else:
+            unshown += 1
+
+    def line(label: str, k: int, d: int) -> str:
+        score = f"{k / (k + d):7.2%}" if k + d else "      -"
+        return f"  {label:<24} {score}  killed {k:>5}  shown different {d:>4}"
+
+    total_k, total_d = sum(killed.values()), sum(shown.values())
+    lines = [
+        "mutation score = killed / (killed + surviving mutants shown different):",
+        line("all", total_k, total_d),
+        f"  ({unshown} survivors agree with the canonical on every drawn input; "
+        f"{unknown} survivors of items without a fully annotated entry point)",
+        "per domain:",
+    ]
+    for domain in sorted({d for d, _ in killed} | {d for d, _ in shown}):
+        lines.append(line(domain, sum(n for (d, _), n in killed.items() if d == domain),
+                          sum(n for (d, _), n in shown.items() if d == domain)))  # fmt: skip
+    lines.append("per operator class:")
+    ops = in_class_order(Counter({op: 1 for _, op in (*killed, *shown)}))
+    for op in ops:
+        lines.append(line(op, sum(n for (_, o), n in killed.items() if o == op),
+                          sum(n for (_, o), n in shown.items() if o == op)))  # fmt: skip
+    return "\n".join(lines)
+
+
+def review_report(items: Sequence[Item], corpus: Corpus) -> str:
+    """For a reviewer: per item, each chosen distractor that exactly one test kills, with that
+    test and the edited lines. The query must state the behaviour that test pins; otherwise the
+    distractor is a legitimate reading of the query."""
+    by_id = {item.id: item for item in items}
+    single: dict[str, list[Snippet]] = {}
+    for s in corpus.snippets:
+        if s.kind == "distractor" and len(s.failing_tests) == 1:
+            single.setdefault(s.query_id, []).append(s)
+    count = sum(map(len, single.values()))
+    lines = [f"review: {count} distractors killed by a single test in {len(single)} items; "
+             "check that each query states the behaviour its test pins"]  # fmt: skip
+    for query_id in sorted(single):
+        item = by_id[query_id]
+        lines += ["", f"{query_id} ({item.path})", f"  query: {item.query}"]
+        for s in sorted(single[query_id], key=lambda s: (s.line or 0, s.snippet_id)):
+            edited = [ln.rstrip("\n") for ln in s.diff.splitlines()
+                      if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]  # fmt: skip
+            index = s.failing_tests[0]
+            lines.append(f"  - {s.operator} at line {s.line} ({s.snippet_id[:12]}):")
+            lines += [f"      {ln}" for ln in edited]
+            lines.append(f"      killed only by tests[{index}] ({s.outcomes[index]}): "
+                         f"{item.tests[index]}")  # fmt: skip
+    return "\n".join(lines)
 
 
 def stacked_candidates(

@@ -23,6 +23,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         build,
         engine,
         evidence_report,
+        mutation_score_report,
+        review_report,
         yield_report,
     )  # fmt: skip
     from .corpus import corpus_dir, write_corpus
@@ -63,11 +65,26 @@ def cmd_build(args: argparse.Namespace) -> int:
     meta = write_corpus(items_dir, result.corpus, out_dir)
     print(yield_report(result.yields))
     print(evidence_report(result.corpus))
+    print(mutation_score_report(result.yields, result.survivors))
+    if args.survivors:
+        write_survivors(Path(args.survivors), result.survivors)
+    if args.review:
+        print(review_report(items, result.corpus))
     counts = meta["counts"]
     print(f"wrote {out_dir}/corpus.jsonl: {counts['queries']} queries, {counts['snippets']} "
           f"snippets ({counts['distractors']} distractors), {counts['alternatives']} alternatives;"
           f" corpus sha256 {meta['corpus_sha256'][:16]}")  # fmt: skip
     return 0
+
+
+def write_survivors(path: Path, survivors) -> None:
+    """One JSON row per surviving mutant (item id, operator, line, diff, equivalence)."""
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [json.dumps(s.to_json(), ensure_ascii=False) + "\n" for s in survivors]
+    path.write_text("".join(rows), encoding="utf-8")
+    print(f"wrote {path}: {len(rows)} surviving mutants with their differential evidence")
 
 
 # A verification session collects benchmark items only, so what pytest does for Python test files
@@ -165,6 +182,16 @@ def parser() -> argparse.ArgumentParser:
         help="K edits per distractor (2-4): a separate corpus in DIR/stack-K/",
     )
     b.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    b.add_argument(
+        "--review",
+        action="store_true",
+        help="also list each distractor killed by a single test, with that test",
+    )
+    b.add_argument(
+        "--survivors",
+        metavar="FILE",
+        help="write the surviving mutants and their differential evidence (JSONL)",
+    )
     b.add_argument("--cache-dir", **cache)
 
     v = sub.add_parser("verify", help="run the verification gates (pytest --execretrieval-verify)")

@@ -37,6 +37,9 @@ class SuiteRunner:
         self._local = threading.local()
         self._sandboxes: list[Sandbox] = []
         self._lock = threading.Lock()
+        # One pool for the runner's life: each worker thread keeps its sandbox, so many small
+        # run_many calls (one per item) reuse ``jobs`` fork servers instead of starting new ones.
+        self._pool: ThreadPoolExecutor | None = None
 
     def _sandbox(self) -> Sandbox:
         sandbox = getattr(self._local, "sandbox", None)
@@ -53,10 +56,17 @@ class SuiteRunner:
         """Results in the order of ``suites``; uncached ones run ``jobs`` at a time."""
         if self.jobs == 1 or len(suites) < 2:
             return [self.run(*suite) for suite in suites]
-        with ThreadPoolExecutor(self.jobs) as pool:
-            return list(pool.map(lambda suite: self.run(*suite), suites))
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.jobs)
+            pool = self._pool
+        return list(pool.map(lambda suite: self.run(*suite), suites))
 
     def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
         with self._lock:
             for sandbox in self._sandboxes:
                 sandbox.close()

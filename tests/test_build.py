@@ -187,3 +187,53 @@ def test_cli_help_is_plain_text(capsys) -> None:
         main(["--help"])
     out = capsys.readouterr().out
     assert "usage: execretrieval" in out and "``" not in out
+
+
+def test_review_lists_each_single_kill_distractor_with_its_test(items, tmp_path, capsys):
+    assert cli.main(["build", str(items), "--review", "--cache-dir", str(tmp_path / "c")]) == 0
+    out = capsys.readouterr().out
+    rows = [json.loads(line) for line in (items / "corpus.jsonl").read_text().splitlines()]
+    single = [r for r in rows if r["kind"] == "distractor" and len(r["failing_tests"]) == 1]
+    assert single and len(single) < sum(r["kind"] == "distractor" for r in rows)
+    assert f"review: {len(single)} distractors killed by a single test" in out
+    loaded = {i.id: i for i in load_items(items)[0]}
+    review = out[out.index("review:") :]
+    for r in single:
+        test = loaded[r["query_id"]].tests[r["failing_tests"][0]]
+        assert f"({r['snippet_id'][:12]}):" in review
+        assert f"killed only by tests[{r['failing_tests'][0]}]" in review and test in review
+    assert review.count("killed only by tests[") == len(single)
+    assert "      -    if k <= 0:\n      +    if k < 0:\n" in review  # the edited lines
+
+
+def test_survivors_are_written_with_their_evidence(items, tmp_path, capsys):
+    out_file = tmp_path / "survivors.jsonl"
+    args = ["build", str(items), "--survivors", str(out_file), "--cache-dir", str(tmp_path / "c")]
+    assert cli.main(args) == 0
+    rows = [json.loads(line) for line in out_file.read_text().splitlines()]
+    assert rows and {"item_id", "operator", "line", "diff", "equivalence"} <= set(rows[0])
+    annotated = [r for r in rows if r["equivalence"] is not None]
+    assert annotated and all(r["equivalence"]["inputs"] > 0 for r in annotated)
+    assert "mutation score = killed / (killed + surviving mutants shown different)" in (
+        capsys.readouterr().out
+    )
+
+
+def test_mutation_score_counts_only_survivors_shown_different():
+    from pytest_execretrieval.build import ItemYield, Survivor, mutation_score_report
+
+    yields = [ItemYield("a/x", 9, {"off_by_one": 6}, {}), ItemYield("b/y", 5, {"off_by_one": 2,
+              "wrong_operator": 1}, {})]  # fmt: skip
+    differs = {"inputs": 50, "differing": 3, "out_of_domain": 0, "witness": "(1,)"}
+    agrees = {"inputs": 50, "differing": 0, "out_of_domain": 0}
+    survivors = [Survivor("a/x", "off_by_one", 1, "", differs),
+                 Survivor("a/x", "off_by_one", 2, "", differs),
+                 Survivor("a/x", "wrong_operator", 3, "", agrees),
+                 Survivor("b/y", "wrong_operator", 1, "", None)]  # fmt: skip
+    text = mutation_score_report(yields, survivors)
+    assert "  all                       81.82%  killed     9  shown different    2" in text
+    assert "  a/x" not in text and "  a                         75.00%  killed     6" in text
+    assert "  b                        100.00%  killed     3  shown different    0" in text
+    assert "  off_by_one                80.00%  killed     8  shown different    2" in text
+    assert "  wrong_operator           100.00%  killed     1  shown different    0" in text
+    assert "(1 survivors agree with the canonical on every drawn input; 1 survivors" in text

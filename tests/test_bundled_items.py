@@ -15,8 +15,14 @@ from pathlib import Path
 import pytest
 
 from pytest_execretrieval.build import engine
-from pytest_execretrieval.corpus import stale_reasons
+from pytest_execretrieval.corpus import sha256, stale_reasons
 from pytest_execretrieval.items import DOMAINS, load_items
+from pytest_execretrieval.mutation.equivalence import (
+    annotations,
+    entry_point_def,
+    named_exceptions,
+    supported,
+)
 
 ITEMS = Path(__file__).resolve().parents[1] / "items"
 PER_DOMAIN = {d: 85 for d in ("strings", "parsing_validation", "date_time", "bit_manipulation")} | {
@@ -90,3 +96,245 @@ def test_every_bundled_snippet_verifies():
     snippets = sum(len((ITEMS / name).read_text().splitlines())
                    for name in ("corpus.jsonl", "alternatives.jsonl"))  # fmt: skip
     assert f"{snippets + 2} passed" in done.stdout  # + the name-collision and freshness gates
+
+
+# ---------------------------------------------------------------------------------------------
+# Rules of the items' second pass (issue 17), checked mechanically. Each helper returns the
+# offending items as "item id: reason" lines, so a failure lists every item to fix at once.
+
+UNICODE_DIGIT_METHODS = {"isdigit", "isdecimal", "isnumeric"}
+ASCII_GUARDS = ("isascii", "re.ASCII", "re.A", "(?a")
+
+
+def float_literal(node: ast.AST) -> bool:
+    """A float literal, a negated one, or a list/tuple/set/dict literal holding one."""
+    if isinstance(node, ast.Constant):
+        return type(node.value) is float
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return float_literal(node.operand)
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return any(float_literal(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return any(float_literal(e) for e in (*node.keys, *node.values) if e is not None)
+    return False
+
+
+def rounded(node: ast.AST) -> bool:
+    """Whether ``node`` rounds to stated digits somewhere (``round(x, n)``)."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "round"
+               and len(n.args) == 2 for n in ast.walk(node))  # fmt: skip
+
+
+def equality_operands(test: str) -> list[tuple[ast.expr, ast.expr]]:
+    """The operand pairs of every ``==``/``!=`` in ``test`` that is not rounded."""
+    pairs = []
+    for node in ast.walk(ast.parse(test)):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            for op, (a, b) in zip(node.ops, zip(operands, operands[1:])):
+                if isinstance(op, (ast.Eq, ast.NotEq)) and not (rounded(a) or rounded(b)):
+                    pairs.append((a, b))
+    return pairs
+
+
+def float_equality_failures(items) -> list[str]:
+    return [f"{item.id}: tests[{i}] compares a float literal with ==/!=: {test}"
+            for item in items for i, test in enumerate(item.tests)
+            if any(float_literal(a) or float_literal(b)
+                   for a, b in equality_operands(test))]  # fmt: skip
+
+
+# Runs in a subprocess (a hang or crash of an item cannot take the test run down): for each
+# ==/!= operand that calls the entry point, evaluates it after the item's setup and canonical
+# and reports the tests where it yields a float (also inside a list, tuple, set or dict).
+FLOAT_PROBE = r"""
+import ast, json, sys
+def raises(exc_type, fn, *args, **kwargs):
+    try:
+        fn(*args, **kwargs)
+    except exc_type:
+        return True
+    except Exception:
+        return False
+    return False
+def has_float(v, depth=0):
+    if isinstance(v, float):
+        return True
+    if depth < 4 and isinstance(v, (list, tuple, set, frozenset)):
+        return any(has_float(x, depth + 1) for x in v)
+    if depth < 4 and isinstance(v, dict):
+        return any(has_float(x, depth + 1) for x in v.values())
+    return False
+out = []
+for item in json.load(sys.stdin):
+    ns = {"raises": raises}
+    try:
+        exec(item["setup"], ns)
+        exec(item["canonical"], ns)
+    except Exception as exc:
+        out.append(f"{item['id']}: canonical does not run: {exc!r}")
+        continue
+    for i, source in item["operands"]:
+        try:
+            value = eval(source, ns)
+        except Exception:
+            continue
+        if has_float(value):
+            test = item["tests"][i]
+            out.append(f"{item['id']}: tests[{i}] compares a float result with ==/!=: {test}")
+json.dump(out, sys.stdout)
+"""
+
+
+def float_result_failures(items) -> list[str]:
+    """The ``==``/``!=`` tests whose entry-point call returns a float when run (canonical)."""
+    payload = []
+    for item in items:
+        operands = []
+        for i, test in enumerate(item.tests):
+            for pair in equality_operands(test):
+                operands += [(i, ast.unparse(side)) for side in pair
+                             if any(isinstance(n, ast.Name) and n.id == item.entry_point
+                                    for n in ast.walk(side))]  # fmt: skip
+        if operands:
+            payload.append({"id": item.id, "setup": item.setup, "canonical": item.canonical,
+                            "tests": item.tests, "operands": operands})  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", FLOAT_PROBE], input=json.dumps(payload),
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def exception_failures(items) -> list[str]:
+    failures = []
+    for item in items:
+        for i, test in enumerate(item.tests):
+            for node in ast.walk(ast.parse(test)):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                        and node.func.id == "raises" and node.args):  # fmt: skip
+                    kinds = node.args[0].elts if isinstance(node.args[0], ast.Tuple) else \
+                        [node.args[0]]  # fmt: skip
+                    for kind in kinds:
+                        name = ast.unparse(kind).rpartition(".")[2]
+                        if name not in named_exceptions(item.query):
+                            failures.append(f"{item.id}: tests[{i}] expects {name}, which the "
+                                            f"query does not name")  # fmt: skip
+    return failures
+
+
+def annotation_failures(items) -> list[str]:
+    failures = []
+    for item in items:
+        expected = None
+        for label, code in [("canonical", item.canonical)] + [
+            (f"alternatives[{i}]", c) for i, c in enumerate(item.alternatives)
+        ]:
+            node = entry_point_def(code, item.entry_point)
+            params = annotations(code, item.entry_point)
+            returns = ast.unparse(node.returns) if node is not None and node.returns else ""
+            if params is None or not supported(returns):
+                failures.append(f"{item.id}: {label}: entry point not fully annotated (parameters "
+                                "and return) with types of the equivalence grammar")  # fmt: skip
+                continue
+            if expected is None:
+                expected = (params, returns)
+            elif (params[: len(expected[0])], returns) != expected:
+                failures.append(f"{item.id}: {label}: annotations differ from the canonical's")
+    return failures
+
+
+def uses_unicode_digits(code: str) -> bool:
+    """``str.isdigit``/``isdecimal``/``isnumeric`` or a regex ``\\d`` anywhere in ``code``."""
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Attribute) and node.attr in UNICODE_DIGIT_METHODS:
+            return True
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and "\\d" in node.value:
+            return True
+    return False
+
+
+def feeds_non_ascii_digits(test: str) -> bool:
+    return any(isinstance(n, ast.Constant) and isinstance(n.value, str)
+               and any(ch.isnumeric() and not ch.isascii() for ch in n.value)
+               for n in ast.walk(ast.parse(test)))  # fmt: skip
+
+
+def ascii_digit_failures(items) -> list[str]:
+    failures = []
+    for item in items:
+        codes = [("canonical", item.canonical)] + [
+            (f"alternatives[{i}]", c) for i, c in enumerate(item.alternatives)
+        ]
+        users = [(label, code) for label, code in codes if uses_unicode_digits(code)]
+        if not users:
+            continue
+        if not any(feeds_non_ascii_digits(t) for t in item.tests):
+            failures.append(f"{item.id}: uses isdigit/isdecimal/isnumeric/\\d but no test feeds "
+                            "non-ASCII digits")  # fmt: skip
+        for label, code in users:
+            if not any(guard in code for guard in ASCII_GUARDS):
+                failures.append(f"{item.id}: {label}: isdigit/isdecimal/isnumeric/\\d without an "
+                                "ASCII guard (isascii(), re.ASCII or (?a))")  # fmt: skip
+    return failures
+
+
+def alternative_evidence_failures(items) -> list[str]:
+    """Every alternative has differential evidence recorded (a disagreement is not a failure
+    here: drawn inputs ignore preconditions that raise nothing, such as a sorted input, so a
+    reviewer reads each witness against the query; see docs/items-guide.md)."""
+    path = ITEMS / "alternatives.jsonl"
+    rows = {r["snippet_id"]: r for r in map(json.loads, path.read_text().splitlines())}
+    return [f"{item.id}: alternatives[{i}]: no differential evidence recorded in "
+            "alternatives.jsonl (run `execretrieval build`)"
+            for item in items for i, code in enumerate(item.alternatives)
+            if not (rows.get(sha256(code)) or {}).get("equivalence")]  # fmt: skip
+
+
+SECOND_PASS_RULES = {
+    "float literal compared with ==/!=": float_equality_failures,
+    "float result compared with ==/!=": float_result_failures,
+    "expected exception not named in the query": exception_failures,
+    "entry point not annotated in the grammar": annotation_failures,
+    "non-ASCII digits: test missing or no ASCII guard": ascii_digit_failures,
+    "alternative's differential evidence": alternative_evidence_failures,
+}
+
+
+@pytest.mark.parametrize("rule", SECOND_PASS_RULES)
+def test_second_pass_rule(items, rule):
+    failures = SECOND_PASS_RULES[rule](items)
+    assert not failures, f"{len(failures)} failure(s):\n" + "\n".join(failures)
+
+
+@pytest.mark.parametrize("test, flagged", [
+    ("assert f(1) == 0.5", True),
+    ("assert f(1) != -2.0", True),
+    ("assert f(1) == [1, 2.5]", True),
+    ("assert f(1) == {'a': 0.25}", True),
+    ("assert 0.5 == f(1)", True),
+    ("assert f(1) == 2", False),
+    ("assert round(f(1), 2) == 0.57", False),
+    ("assert [round(x, 1) for x in f(1)] == [0.5]", False),
+    ("assert math.isclose(f(1), 0.57)", False),
+    ("assert f(1) < 0.5", False),
+])  # fmt: skip
+def test_float_equality_rule_reads_the_test_ast(test, flagged):
+    item = type("I", (), {"id": "d/x", "tests": (test,)})
+    assert bool(float_equality_failures([item])) is flagged
+
+
+@pytest.mark.parametrize("code, uses", [
+    ("def f(s):\n    return s.isdigit()\n", True),
+    ("def f(s):\n    return s.isascii() and s.isdecimal()\n", True),
+    ("import re\ndef f(s):\n    return re.fullmatch(r'\\d+', s)\n", True),
+    ("def f(s):\n    return all(c in '0123456789' for c in s)\n", False),
+    ("import re\ndef f(s):\n    return re.fullmatch(r'[0-9]+', s)\n", False),
+])  # fmt: skip
+def test_unicode_digit_uses_are_found(code, uses):
+    assert uses_unicode_digits(code) is uses
+
+
+def test_non_ascii_digit_tests_are_recognised():
+    assert feeds_non_ascii_digits("assert not f('\u0661\u0662')")
+    assert feeds_non_ascii_digits("assert not f('1\u00b2')")
+    assert not feeds_non_ascii_digits("assert not f('12a')")

@@ -1,97 +1,391 @@
-"""Equivalent-mutant evidence (recorded, not a gate).
+"""Differential evidence against the canonical (recorded, not a gate).
 
-For an entry point whose parameters are all annotated with supported types, hypothesis draws
-inputs (derandomized: the same inputs on every machine), and the sandbox runs the candidate and
-the canonical side by side on each, comparing return values (or the exception type raised).
-A distractor that differs on some input is *shown* not equivalent by more than its tests; an
+For an entry point whose parameters are all annotated with types of the grammar below,
+hypothesis draws inputs (derandomized: the same inputs on every machine), and the sandbox runs
+the candidate and the canonical side by side on each, comparing return values (floats with
+``math.isclose``, recursively inside containers) or the exception type raised. A distractor or
+surviving mutant that differs on some input is *shown* not equivalent by more than its tests; an
 alternative that agrees on every input gains evidence of equivalence beyond its tests.
+
+Domain rule: an input on which the canonical raises an exception whose type name the query does
+not name (as a word: "raises ValueError when ...") is outside the function's domain. It is
+skipped, never counted as agreement or difference, and counted in ``out_of_domain``. An
+exception the query names is behaviour, so a candidate must raise the same type there.
+
+Annotation grammar (parsed with :mod:`ast`, never evaluated; a string annotation such as
+``"date"`` is parsed the same way as the bare one)::
+
+    T := int | float | bool | str | bytes | None | Fraction | date | datetime | time | timedelta
+       | list[T] | set[T] | frozenset[T] | dict[T, T] | tuple[T, ...] | tuple[T, T, ...]
+       | T | T                     (a union, e.g. ``int | None``)
+       | BinaryTree | NaryTree | SearchTree | Callable[[int], bool] | Callable[[int], int]
+
+``date`` and friends may also be written ``datetime.date`` etc. The last line names shapes
+Python's typing cannot write inline (they are written as string annotations, e.g.
+``tree: "BinaryTree | None"``): ``BinaryTree`` is a nested tuple ``(value, left, right)`` with
+``left``/``right`` a ``BinaryTree`` or None; ``NaryTree`` is ``(value, [children])``;
+``SearchTree`` is a ``BinaryTree`` ordered as a binary search tree (distinct values, built by
+inserting them in drawn order); ``Callable[[int], bool]`` draws monotone predicates
+``x >= t`` (:class:`AtLeast`) and ``Callable[[int], int]`` unimodal functions
+``-(x - c) ** 2`` (:class:`Peak`).
+
+Drawn values stay small so a suite stays fast: ints in ``INT_RANGE`` (also tree values, ``t``
+and ``c``), floats in ``FLOAT_RANGE`` rounded to 2 places (no NaN or infinity), fractions in
+``INT_RANGE`` with denominators up to ``MAX_DENOMINATOR``, strings of at most ``MAX_TEXT``
+characters from ``ALPHABET``, bytes of at most ``MAX_TEXT`` bytes, containers and trees of at
+most ``MAX_SIZE`` elements or leaves, dates in ``DATE_RANGE``, times on whole seconds,
+timedeltas of whole seconds within ``TIMEDELTA_DAYS`` days.
 """
 
 from __future__ import annotations
 
 import ast
+import datetime as dt
+import functools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..execution import SuiteRunner
 
+# Bump when the grammar, the draws or the harness change: recorded evidence then goes stale.
+EVIDENCE_VERSION = "2"
 N_INPUTS = 50
-SUPPORTED = {"int", "float", "bool", "str", "list[int]", "list[str]", "tuple[int, ...]",
-             "dict[str, int]", "list[list[int]]", "list[tuple[int, int]]"}  # fmt: skip
+INT_RANGE = (-10, 10)
+FLOAT_RANGE = (-10.0, 10.0)
+MAX_TEXT = 6
+ALPHABET = "abcAB019 -_.,:/()"
+MAX_SIZE = 6
+MAX_DENOMINATOR = 12
+DATE_RANGE = (dt.date(1990, 1, 1), dt.date(2040, 12, 31))
+TIMEDELTA_DAYS = 40
 
-HARNESS = """
+SCALARS = ("int", "float", "bool", "str", "bytes", "None", "Fraction", "date", "datetime",
+           "time", "timedelta", "BinaryTree", "NaryTree", "SearchTree")  # fmt: skip
+CONTAINERS = ("list", "set", "frozenset", "dict", "tuple")
+CALLABLES = {"Callable[[int], bool]": "AtLeast", "Callable[[int], int]": "Peak"}
+OUT_OF_DOMAIN = "error:OutOfDomain"
+
+# Drawn callables: defined here and again inside the harness, so that an argument tuple's repr
+# evaluates to equal objects in the sandbox.
+CALLABLES_SOURCE = """
+class AtLeast:
+    def __init__(self, t):
+        self.t = t
+    def __call__(self, x):
+        return x >= self.t
+    def __repr__(self):
+        return f"AtLeast({self.t!r})"
+    def __eq__(self, other):
+        return repr(self) == repr(other)
+    def __hash__(self):
+        return hash(repr(self))
+class Peak(AtLeast):
+    def __call__(self, x):
+        return -((x - self.t) ** 2)
+    def __repr__(self):
+        return f"Peak({self.t!r})"
+"""
+_drawn_callables: dict = {}
+exec(CALLABLES_SOURCE, _drawn_callables)
+AtLeast, Peak = _drawn_callables["AtLeast"], _drawn_callables["Peak"]
+
+HARNESS = (
+    CALLABLES_SOURCE
+    + """
 import copy as _copy
+import math as _math
+import datetime as _datetime
+import fractions as _fractions
 _canonical_ns = {}
 exec(%r, _canonical_ns)
 _canonical = _canonical_ns[%r]
+_INPUTS = eval(%r, {"datetime": _datetime, "Fraction": _fractions.Fraction,
+                        "AtLeast": AtLeast, "Peak": Peak})
+_NAMED = frozenset(%r)
+class OutOfDomain(Exception):
+    pass
 def _outcome(fn, args):
     try:
         return ("value", fn(*_copy.deepcopy(args)))
     except Exception as exc:
         return ("raises", type(exc).__name__)
-def _same(fn, args):
-    return _outcome(fn, args) == _outcome(_canonical, args)
+def _close(a, b):
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or _math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    return a == b
+def _same(fn, i):
+    expected = _outcome(_canonical, _INPUTS[i])
+    if expected[0] == "raises" and expected[1] not in _NAMED:
+        raise OutOfDomain(expected[1])
+    return _close(_outcome(fn, _INPUTS[i]), expected)
 """
+)
+
+
+class UnsupportedAnnotation(ValueError):
+    """An annotation outside the grammar of the module docstring."""
 
 
 @dataclass(frozen=True)
 class Evidence:
-    inputs: int
-    differing: int  # inputs on which the snippet and the canonical disagree
+    inputs: int  # drawn inputs inside the domain (see the module docstring)
+    differing: int  # of those, inputs on which the snippet and the canonical disagree
+    out_of_domain: int = 0  # drawn inputs skipped: the canonical raises an unnamed exception
+    witness: str | None = None  # repr of the first differing argument tuple
 
     def to_json(self) -> dict:
-        return {"inputs": self.inputs, "differing": self.differing}
+        row = {"inputs": self.inputs, "differing": self.differing,
+               "out_of_domain": self.out_of_domain}  # fmt: skip
+        return row | ({"witness": self.witness} if self.witness is not None else {})
 
 
-def annotations(code: str, entry_point: str) -> list[str] | None:
-    """The parameter annotations of ``entry_point`` when all are supported, else None."""
-    for node in ast.parse(code).body:
-        if isinstance(node, ast.FunctionDef) and node.name == entry_point:
-            args = node.args
-            if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
-                return None
-            found = [ast.unparse(a.annotation) if a.annotation else "" for a in args.args]
-            return found if found and all(a in SUPPORTED for a in found) else None
+def parse_annotation(text: str) -> ast.expr:
+    """The annotation's syntax tree, with string annotations unquoted; raises
+    :class:`UnsupportedAnnotation` when ``text`` is not in the grammar."""
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        raise UnsupportedAnnotation(f"annotation {text!r} does not parse") from None
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return parse_annotation(node.value)
+    _check(node, text)
+    return node
+
+
+def _name(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Constant) and node.value is None:
+        return "None"
+    if isinstance(node, ast.Name):
+        return node.id
+    if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            and node.value.id == "datetime"):  # fmt: skip
+        return node.attr
     return None
 
 
-def draw_inputs(types: Sequence[str], n: int = N_INPUTS) -> list[tuple]:
-    """``n`` argument tuples for ``types``, identical on every run (derandomized hypothesis)."""
+def _check(node: ast.expr, text: str) -> None:
+    def bad(why: str) -> UnsupportedAnnotation:
+        return UnsupportedAnnotation(f"annotation {text!r}: {why}; supported: {', '.join(SCALARS)}"
+                                     ", list/set/frozenset[T], dict[K, V], tuple[T, ...], "
+                                     "tuple[A, B, ...], A | B")  # fmt: skip
+
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        _check(node.left, text)
+        _check(node.right, text)
+        return
+    if isinstance(node, ast.Subscript) and _name(node.value) == "Callable":
+        if ast.unparse(node) not in CALLABLES:
+            raise bad(f"{ast.unparse(node)} is not one of {', '.join(CALLABLES)}")
+        return
+    if isinstance(node, ast.Subscript):
+        outer = _name(node.value)
+        args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if outer not in CONTAINERS:
+            raise bad(f"{ast.unparse(node.value)}[...] is not a supported container")
+        if outer == "tuple" and len(args) == 2 and _is_ellipsis(args[1]):
+            args = args[:1]
+        expected = {"list": 1, "set": 1, "frozenset": 1, "dict": 2}.get(outer)
+        if expected is not None and len(args) != expected:
+            raise bad(f"{outer}[...] takes {expected} type argument(s)")
+        for arg in args:
+            _check(arg, text)
+        return
+    if _name(node) not in SCALARS:
+        raise bad(f"{ast.unparse(node)} is not a supported type")
+
+
+def _is_ellipsis(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is Ellipsis
+
+
+def supported(text: str) -> bool:
+    """Whether the annotation ``text`` is in the grammar."""
+    try:
+        parse_annotation(text)
+    except UnsupportedAnnotation:
+        return False
+    return True
+
+
+def entry_point_def(code: str, entry_point: str) -> ast.FunctionDef | None:
+    """The module-level ``def`` of ``entry_point`` in ``code`` (None if there is none)."""
+    for node in ast.parse(code).body:
+        if isinstance(node, ast.FunctionDef) and node.name == entry_point:
+            return node
+    return None
+
+
+def annotations(code: str, entry_point: str) -> list[str] | None:
+    """The parameter annotations of ``entry_point`` when all are in the grammar, else None
+    (also for ``*args``, ``**kwargs``, keyword-only or positional-only parameters)."""
+    node = entry_point_def(code, entry_point)
+    if node is None:
+        return None
+    args = node.args
+    if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+        return None
+    found = [ast.unparse(a.annotation) if a.annotation else "" for a in args.args]
+    return found if found and all(a and supported(a) for a in found) else None
+
+
+def strategy(text: str):
+    """The hypothesis strategy drawing values of the annotation ``text`` (see the module
+    docstring for the grammar and the size bounds)."""
+    return _strategy(parse_annotation(text))
+
+
+def _strategy(node: ast.expr):
+    from hypothesis import strategies as st
+
+    if isinstance(node, ast.BinOp):
+        return st.one_of(_strategy(node.left), _strategy(node.right))
+    if isinstance(node, ast.Subscript) and _name(node.value) == "Callable":
+        maker = _drawn_callables[CALLABLES[ast.unparse(node)]]
+        return st.integers(*INT_RANGE).map(maker)
+    if isinstance(node, ast.Subscript):
+        outer = _name(node.value)
+        args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if outer == "tuple":
+            if len(args) == 2 and _is_ellipsis(args[1]):
+                return st.lists(_strategy(args[0]), max_size=MAX_SIZE).map(tuple)
+            return st.tuples(*(_strategy(a) for a in args))
+        if outer == "dict":
+            return st.dictionaries(_strategy(args[0]), _strategy(args[1]), max_size=MAX_SIZE)
+        maker = {"list": st.lists, "set": st.sets, "frozenset": st.frozensets}[outer]
+        return maker(_strategy(args[0]), max_size=MAX_SIZE)
+    low, high = DATE_RANGE
+    days = dt.timedelta(days=TIMEDELTA_DAYS)
+    ints = st.integers(*INT_RANGE)
+    return {
+        "int": lambda: st.integers(*INT_RANGE),
+        "float": lambda: st.floats(*FLOAT_RANGE, allow_nan=False).map(lambda x: round(x, 2)),
+        "bool": st.booleans,
+        "str": lambda: st.text(ALPHABET, max_size=MAX_TEXT),
+        "bytes": lambda: st.binary(max_size=MAX_TEXT),
+        "None": st.none,
+        "Fraction": lambda: st.fractions(*INT_RANGE, max_denominator=MAX_DENOMINATOR),
+        "date": lambda: st.dates(low, high),
+        "datetime": lambda: st.datetimes(
+            dt.datetime.combine(low, dt.time()), dt.datetime.combine(high, dt.time())
+        ).map(lambda d: d.replace(microsecond=0)),  # fmt: skip
+        "BinaryTree": lambda: st.recursive(
+            st.tuples(ints, st.none(), st.none()),
+            lambda kids: st.tuples(ints, st.none() | kids, st.none() | kids),
+            max_leaves=MAX_SIZE,
+        ),
+        "NaryTree": lambda: st.recursive(
+            st.tuples(ints, st.just([])),
+            lambda kids: st.tuples(ints, st.lists(kids, min_size=1, max_size=3)),
+            max_leaves=MAX_SIZE,
+        ),
+        "SearchTree": lambda: st.lists(ints, min_size=1, max_size=MAX_SIZE, unique=True).map(
+            search_tree
+        ),
+        "time": lambda: st.times().map(lambda t: t.replace(microsecond=0)),
+        "timedelta": lambda: st.timedeltas(-days, days).map(
+            lambda d: dt.timedelta(seconds=round(d.total_seconds()))
+        ),  # fmt: skip
+    }[_name(node)]()
+
+
+def search_tree(values: Sequence[int]) -> tuple | None:
+    """The binary search tree ``(value, left, right)`` made by inserting ``values`` in order."""
+
+    def insert(tree: tuple | None, v: int) -> tuple:
+        if tree is None:
+            return (v, None, None)
+        value, left, right = tree
+        if v < value:
+            return (value, insert(left, v), right)
+        return (value, left, insert(right, v))
+
+    tree = None
+    for v in values:
+        tree = insert(tree, v)
+    return tree
+
+
+@functools.lru_cache(maxsize=512)
+def draw_inputs(types: tuple[str, ...], n: int = N_INPUTS) -> tuple[tuple, ...]:
+    """``n`` distinct argument tuples for ``types``, identical on every run (derandomized
+    hypothesis); fewer when the types allow fewer distinct values."""
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    small_int = st.integers(-20, 20)
-    text = st.text("abcAB -_01", max_size=8)
-    base = {
-        "int": small_int, "float": st.floats(-20, 20, allow_nan=False).map(lambda x: round(x, 2)),
-        "bool": st.booleans(), "str": text, "list[int]": st.lists(small_int, max_size=8),
-        "list[str]": st.lists(text, max_size=5), "tuple[int, ...]": st.tuples(small_int, small_int),
-        "dict[str, int]": st.dictionaries(text, small_int, max_size=4),
-        "list[list[int]]": st.lists(st.lists(small_int, max_size=4), max_size=4),
-        "list[tuple[int, int]]": st.lists(st.tuples(small_int, small_int), max_size=5),
-    }  # fmt: skip
     drawn: list[tuple] = []
 
     @settings(max_examples=n * 3, derandomize=True, database=None, deadline=None,
               suppress_health_check=list(HealthCheck))  # fmt: skip
-    @given(st.tuples(*(base[t] for t in types)))
+    @given(st.tuples(*(strategy(t) for t in types)))
     def collect(args):
         if args not in drawn and len(drawn) < n:
             drawn.append(args)
 
     collect()
-    return drawn
+    return tuple(drawn)
+
+
+def stable_repr(value: object) -> str:
+    """``repr`` with set elements sorted, so the text is the same in every process (string
+    hashing, hence set order, is salted per process); evaluable given the ``datetime`` module
+    and ``Fraction``."""
+    if isinstance(value, (set, frozenset)):
+        return f"{type(value).__name__}({stable_repr(tuple(sorted(value, key=stable_repr)))})"
+    if isinstance(value, list):
+        return "[" + ", ".join(stable_repr(v) for v in value) + "]"
+    if isinstance(value, tuple):
+        inner = [stable_repr(v) for v in value]
+        return "(" + ", ".join(inner) + ("," if len(inner) == 1 else "") + ")"
+    if isinstance(value, dict):
+        return (
+            "{" + ", ".join(f"{stable_repr(k)}: {stable_repr(v)}" for k, v in value.items()) + "}"
+        )
+    return repr(value)
+
+
+def named_exceptions(query: str) -> frozenset[str]:
+    """The words of ``query`` that can name an exception type (``ValueError``, ...)."""
+    return frozenset(re.findall(r"\b[A-Z]\w*(?:Error|Exception|Exit|Iteration)\b", query))
+
+
+def harness(canonical: str, entry_point: str, setup: str, inputs: Sequence[tuple],
+            query: str) -> tuple[str, list[str]]:  # fmt: skip
+    """(setup, tests) of a suite comparing a candidate with the canonical on ``inputs``."""
+    data = stable_repr(tuple(inputs))
+    text = setup + "\n" + HARNESS % (canonical, entry_point, data, sorted(named_exceptions(query)))
+    return text, [f"assert _same({entry_point}, {i})" for i in range(len(inputs))]
 
 
 def evidence(
-    canonical: str, entry_point: str, setup: str, codes: Sequence[str], runner: SuiteRunner
+    canonical: str,
+    entry_point: str,
+    setup: str,
+    codes: Sequence[str],
+    runner: SuiteRunner,
+    query: str = "",
 ) -> list[Evidence | None]:
-    """Per code in ``codes``: how many drawn inputs separate it from the canonical."""
+    """Per code in ``codes``: on how many drawn in-domain inputs it differs from the canonical
+    (None for every code when the canonical's entry point is not fully annotated)."""
     types = annotations(canonical, entry_point)
-    if types is None:
+    if types is None or not codes:
         return [None] * len(codes)
-    inputs = draw_inputs(types)
-    tests = [f"assert _same({entry_point}, {args!r})" for args in inputs]
-    harness = setup + "\n" + HARNESS % (canonical, entry_point)
-    results = runner.run_many([(code, harness, tests) for code in codes])
-    return [Evidence(len(inputs), sum(o != "pass" for o in r.outcomes)) for r in results]
+    inputs = draw_inputs(tuple(types))
+    setup_code, tests = harness(canonical, entry_point, setup, inputs, query)
+    results = runner.run_many([(code, setup_code, tests) for code in codes])
+    return [summarise(r.outcomes, inputs) for r in results]
+
+
+def summarise(outcomes: Sequence[str], inputs: Sequence[tuple]) -> Evidence:
+    """Evidence from the per-input outcomes of a harness suite (a timeout counts as differing:
+    the canonical answered there, the candidate did not)."""
+    skipped = sum(o == OUT_OF_DOMAIN for o in outcomes)
+    differing = [i for i, o in enumerate(outcomes) if o not in ("pass", OUT_OF_DOMAIN)]
+    witness = stable_repr(inputs[differing[0]]) if differing else None
+    return Evidence(len(outcomes) - skipped, len(differing), skipped, witness)
