@@ -226,9 +226,13 @@ def detectable_difference(
     alternative with mean ``delta`` it has ``(E[d^2] - delta^2) / n``.  ``delta`` solves
     ``z_a * sqrt(E[d^2]) + z_b * sqrt(E[d^2] - delta^2) = delta * sqrt(n)`` with
     ``z_a = z(1 - alpha / 2)`` (``z(1 - alpha)`` one-sided) and ``z_b = z(power)`` (Connor's
-    1987 sample-size formula for McNemar's test, solved for the difference).  Returns ``None``
-    when ``second_moment`` is 0 (no query differs: nothing to scale a drop by) or no
-    ``delta <= sqrt(E[d^2])`` solves it (too few queries).
+    1987 sample-size formula for McNemar's test, solved for the difference).  The normal
+    approximation fails when few queries differ: an exact sign-type test (McNemar, sign flips)
+    cannot reject with fewer than ``ceil(log2(2 / alpha))`` differing queries (``log2(1 / alpha)``
+    one-sided) even if all favour one side, so the answer is at least that many queries' worth of
+    difference, that count divided by ``n``.  Returns ``None`` when ``second_moment`` is 0 (no
+    query differs: nothing to scale a drop by) or no ``delta <= sqrt(E[d^2])`` solves it (too few
+    queries).
     """
     if n < 1 or second_moment < 0:
         raise ValueError(f"need n >= 1 and second_moment >= 0, got {n}, {second_moment}")
@@ -248,7 +252,8 @@ def detectable_difference(
     for _ in range(100):
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if excess(mid) < 0 else (lo, mid)
-    return hi
+    fewest = math.ceil(math.log2((2 if two_sided else 1) / alpha))
+    return max(hi, fewest / n)
 
 
 def _finite_1d(x: ArrayLike, name: str) -> np.ndarray:

@@ -714,6 +714,11 @@ def test_detectable_difference_closed_form_and_edges() -> None:
         z_a * math.sqrt(0.2) + z_b * math.sqrt(0.2 - delta**2), rel=1e-9
     )
     assert detectable_difference(1000, 0.0, 0.05) is None  # no query differs
+    # 2 of 1000 queries differ: the normal approximation would promise 0.003, but an exact test
+    # needs 6 queries all one way to reach p < 0.05 (2 / 2**6 = 0.031)
+    assert detectable_difference(1000, 0.002, 0.05) == pytest.approx(6 / 1000)
+    assert mcnemar_exact([True] * 6 + [False] * 994, [False] * 1000).p_value < 0.05
+    assert mcnemar_exact([True] * 5 + [False] * 995, [False] * 1000).p_value > 0.05
     assert detectable_difference(2, 1.0, 0.05) is None  # too few queries for any drop
     assert detectable_difference(4000, 0.2, 0.05) < delta  # more queries, smaller drops
 
