@@ -24,9 +24,9 @@ from .execution import SuiteRunner
 from .items import Item, ItemError, defines, item_id, load_item, load_items
 from .metrics import row_metrics
 from .plugin import SESSION_PLUGIN, bundled_items_dir
+from .report import TestRecord, build_report, final_summary, report_row, write_reports
 from .rerank import RerankerContext, RerankerError, get_reranker
 from .rerank.pipeline import lift, pipeline_name, rerank_run
-from .report import TestRecord, build_report, final_summary, report_row, write_reports
 from .verify import Case, check, distractors_by_query, item_cases, name_collisions, shared_names
 
 WORKER_KEY = "execretrieval_runs"
@@ -60,8 +60,8 @@ class ExecRetrievalSession:
         self.rerankers: tuple[str, ...] = () if verify else settings.setting(config, "rerank")
         self.rerank_k: int = settings.setting(config, "rerank-k")
         if self.rerankers and not 1 <= self.rerank_k <= TOP_K:
-            raise pytest.UsageError(f"--execretrieval-rerank-k: {self.rerank_k} is not in "
-                                    f"1..{TOP_K} (the first stage lists its top {TOP_K})")  # fmt: skip
+            raise pytest.UsageError(f"--execretrieval-rerank-k: {self.rerank_k} is not in 1.."
+                                    f"{TOP_K} (the first stage lists its top {TOP_K})")  # fmt: skip
         if len(set(self.rerankers)) != len(self.rerankers):
             raise pytest.UsageError(f"a reranker is named twice: {list(self.rerankers)}")
         self.first_stage: dict[str, str] = {}  # pipeline name -> its embedder
@@ -564,6 +564,7 @@ def failure_text(item: Item, r: QueryResult, code: dict[str, str]) -> str:
 
 def rank1_group(r: QueryResult) -> list:
     """The listed hits tied with rank 1 (pipelines compare tie keys, embedders scores)."""
+
     def key(h):
         return h.score if h.tie_key is None else h.tie_key
 

@@ -55,7 +55,7 @@ BITS = 32
 HYPOTHESIS_INPUTS = 25
 HARNESS_VERSION = 1
 
-HARNESS = '''
+HARNESS = """
 import hashlib as __xr_hashlib
 import re as __xr_re
 from collections.abc import Iterator as __xr_Iterator
@@ -88,7 +88,7 @@ def __xr_bit(index, call, bit):
         digest = __xr_hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
         __xr_memo[index] = int.from_bytes(digest[:4], "big")
     return (__xr_memo[index] >> bit) & 1 == 1
-'''
+"""
 
 
 def _bound_names(tree: ast.AST) -> set[str]:

@@ -34,8 +34,8 @@ class CrossEncoderReranker:
             try:
                 from sentence_transformers import CrossEncoder
             except ImportError:
-                raise RerankerError("ce:PATH needs sentence-transformers: "
-                                    "pip install 'pytest-execretrieval[local]'") from None  # fmt: skip
+                hint = "pip install 'pytest-execretrieval[local]'"
+                raise RerankerError(f"ce:PATH needs sentence-transformers: {hint}") from None
             try:
                 self._model = CrossEncoder(str(self.path), device=self.device)
             except (OSError, ValueError) as exc:

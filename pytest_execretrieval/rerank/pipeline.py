@@ -125,8 +125,8 @@ def rerank_run(
     """Rerank ``first``'s top ``k`` of every item's query with ``reranker``.
 
     ``snippets``: the corpus by snippet id; ``name``: the reranker as the user spelled it (the
-    pipeline is ``<first_name>+<name>``; default ``reranker.name``). Raises :class:`RerankerError` when the reranker
-    answers with the wrong number of scores."""
+    pipeline is ``<first_name>+<name>``; default ``reranker.name``). Raises
+    :class:`RerankerError` when the reranker answers with the wrong number of scores."""
     if k < 1:
         raise RerankerError(f"the rerank depth k must be at least 1, got {k}")
     items = sorted((i for i in items if i.id in first.results), key=lambda i: i.id)
@@ -227,11 +227,22 @@ def lift(first_stage: dict, pipeline: dict, seed: int = 0) -> dict:
     return {
         "first_stage": cmp["a"],
         "n_queries": cmp["n_queries"],
-        "metrics": {m: {"difference": c["difference"], "ci95": c["ci95"], "p": c["p_value"],
-                        "test": c["test"], "before": c["a"], "after": c["b"]}
-                    for m, c in cmp["metrics"].items()},  # fmt: skip
-        "exec@1_mcnemar": {"only_first_stage": strict.only_a, "only_pipeline": strict.only_b,
-                           "p": strict.p_value},  # fmt: skip
+        "metrics": {
+            m: {
+                "difference": c["difference"],
+                "ci95": c["ci95"],
+                "p": c["p_value"],
+                "test": c["test"],
+                "before": c["a"],
+                "after": c["b"],
+            }
+            for m, c in cmp["metrics"].items()
+        },  # fmt: skip
+        "exec@1_mcnemar": {
+            "only_first_stage": strict.only_a,
+            "only_pipeline": strict.only_b,
+            "p": strict.p_value,
+        },  # fmt: skip
         "by_domain": {d: _group_figures(qa, qb, idx, seed) for d, idx in sorted(domains.items())},
         "by_operator": {
             c: _group_figures(qa, qb, idx, seed)
@@ -249,8 +260,10 @@ def lift_lines(name: str, report: dict) -> list[str]:
     m = lift_["metrics"]["exec@1"]
     mc = lift_["exec@1_mcnemar"]
     info = report.get("rerank", {})
-    cost = (f"; rerank {info['ms_per_query']:.1f} ms/query vs first stage "
-            f"{info['first_stage_ms_per_query']:.1f}" if "ms_per_query" in info else "")  # fmt: skip
+    cost = ""
+    if "ms_per_query" in info:
+        cost = (f"; rerank {info['ms_per_query']:.1f} ms/query vs first stage "
+                f"{info['first_stage_ms_per_query']:.1f}")  # fmt: skip
     fb = info.get("fallback", {}).get("n")
     fallback = f"; first-stage order kept for {fb} queries" if fb else ""
     return [f"lift [{name}] over {lift_['first_stage']}: exec@1 {m['before']:.3f} -> "
@@ -267,7 +280,8 @@ def lift_markdown(reports: Mapping[str, dict]) -> str:
         return ""
     lines = ["## Reranking: rank-1 lift over the first stage", "",
              "| pipeline | first stage | exec@1 before | after | lift [95% CI] | p | McNemar p "
-             "| rerank ms/query | fallbacks |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+             "| rerank ms/query | fallbacks |",
+             "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for name, r in pipelines.items():
         m, mc, info = r["lift"]["metrics"]["exec@1"], r["lift"]["exec@1_mcnemar"], r["rerank"]
         lines.append(f"| {name} | {r['first_stage']} | {m['before']:.3f} | {m['after']:.3f} | "

@@ -36,8 +36,9 @@ class ReciprocalRankFusion:
     def rerank(self, first_stage: str, queries: Sequence[RerankQuery]) -> list[Reranked]:
         missing = [e for e in (self.a, self.b) if e not in self.runs]
         if missing:
+            flags = " ".join(f"--embedder {e}" for e in missing)
             raise RerankerError(f"{self.name}: no ranking of {', '.join(missing)} in this "
-                                "session; add --embedder " + " --embedder ".join(missing))  # fmt: skip
+                                f"session; add {flags}")  # fmt: skip
         answers = []
         for q in queries:
             ranks = [{h.snippet_id: h.rank for h in self.runs[e].results[q.item.id].top}
