@@ -127,8 +127,6 @@ def _hosted(name: str) -> Factory:
 
 BUILTIN: dict[str, Factory] = {
     "exec-consensus": _consensus("tests"),
-    "exec-consensus:tests": _consensus("tests"),
-    "exec-consensus:hypothesis": _consensus("hypothesis"),
     "voyage-rerank-2.5": _hosted("voyage-rerank-2.5"),
     "cohere-rerank-v3.5": _hosted("cohere-rerank-v3.5"),
 }
@@ -150,7 +148,11 @@ def _ce(arg: str, context: RerankerContext) -> Reranker:
     return CrossEncoderReranker(arg, context)
 
 
-PREFIXED: dict[str, Callable[[str, RerankerContext], Reranker]] = {"rrf": _rrf, "ce": _ce}
+PREFIXED: dict[str, Callable[[str, RerankerContext], Reranker]] = {
+    "exec-consensus": lambda source, context: _consensus(source)(context),
+    "rrf": _rrf,
+    "ce": _ce,
+}
 
 
 def plugin_factories() -> dict[str, Factory]:
@@ -158,7 +160,8 @@ def plugin_factories() -> dict[str, Factory]:
 
 
 def known_names() -> list[str]:
-    return [*BUILTIN, *plugin_factories(), "rrf:A+B", "ce:PATH"]
+    return [*BUILTIN, "exec-consensus:tests", "exec-consensus:hypothesis", "rrf:A+B", "ce:PATH",
+            *plugin_factories()]  # fmt: skip
 
 
 def get_reranker(name: str, context: RerankerContext = RerankerContext()) -> Reranker:
