@@ -89,8 +89,9 @@ class FakeReranker:
         if problems:
             self.violations += problems
             return 400, {"detail": "; ".join(problems)}, {}
-        rows = sorted(({"index": i, "relevance_score": relevance(body["query"], d)}
-                       for i, d in enumerate(docs)), key=lambda r: -r["relevance_score"])  # fmt: skip
+        rows = [{"index": i, "relevance_score": relevance(body["query"], d)}
+                for i, d in enumerate(docs)]  # fmt: skip
+        rows.sort(key=lambda r: -r["relevance_score"])  # documented: best first
         if self.provider == "voyage":
             return 200, {"object": "list", "data": rows, "model": self.model,
                          "usage": {"total_tokens": 10}}, {}  # fmt: skip
