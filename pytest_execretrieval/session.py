@@ -72,6 +72,7 @@ class ExecRetrievalSession:
                 self.first_stage[pipeline_name(name, reranker)] = name
                 self.names.append(pipeline_name(name, reranker))
         self.rerank_info: dict[str, dict] = {}
+        self.rerank_cost: dict[str, dict] = {}
         self.records: dict[str, list[TestRecord]] = {name: [] for name in self.names}
         self.corpus: Corpus | None = None
         self.stale: list[str] = []
@@ -195,6 +196,7 @@ class ExecRetrievalSession:
                                   items, snippets, self.runner, spelled)  # fmt: skip
                 self.runs[pipeline] = done.run
                 self.rerank_info[pipeline] = done.info
+                self.rerank_cost[pipeline] = done.cost
         except RerankerError as exc:
             raise pytest.UsageError(f"--execretrieval-rerank: {exc}") from None
         finally:
@@ -363,7 +365,15 @@ class ExecRetrievalSession:
         if terminal is None or not self.final_reports or self.is_worker:
             return
         terminal.write_sep("=", "ExecRetrieval")
-        for line in final_summary(self.final_reports, self.gates, self.written, self.encode_s):
+        cost = [f"rerank [{name}]: {c['ms_per_query']:.1f} ms/query ({c['seconds']:.1f} s), first "
+                f"stage {c['first_stage_ms_per_query']:.1f} ms/query"
+                for name, c in self.rerank_cost.items() if name in self.final_reports]  # fmt: skip
+        lines = final_summary(self.final_reports, self.gates, self.written, self.encode_s)
+        at = next(
+            (i for i, x in enumerate(lines) if x.startswith(("gate [", "reports: "))), len(lines)
+        )  # the cost goes above the gates: the verdict stays last
+        lines[at:at] = cost
+        for line in lines:
             bad = line.startswith("gate [") and "]: PASS" not in line
             terminal.write_line(line, bold=line.startswith("gate ["), red=bad)
 
