@@ -53,6 +53,7 @@ __all__ = [
     "N_RESAMPLES",
     "ComparisonError",
     "ReportError",
+    "beside_first_stage",
     "compare_reports",
     "gate_decision",
     "invocation_differences",
@@ -400,6 +401,7 @@ def compare_reports(reports: list[dict], fmt: str = "plain", seed: int = 0) -> s
         raise ComparisonError("no reports to compare")
     if not reports[0]["per_query"]:
         raise ComparisonError("reports have zero queries: nothing to compare")
+    reports = beside_first_stage(reports)
     names = report_names(reports)
     pairs = [(i, j, paired_comparison(reports[i], reports[j], seed=seed))
              for i in range(len(reports)) for j in range(i + 1, len(reports))]  # fmt: skip
@@ -417,6 +419,8 @@ def compare_reports(reports: list[dict], fmt: str = "plain", seed: int = 0) -> s
     lines = [("## Metrics" if fmt == "markdown" else "Metrics"), "", head, "", side]
     for i, j, cmp in pairs:
         title = f"{names[j]} - {names[i]} (paired, {cmp['n_queries']} queries)"
+        if reports[j].get("first_stage") == names[i]:
+            title += ": the pipeline's lift over its first stage"
         rows = []
         for m in METRIC_NAMES:
             d = cmp["metrics"][m]
@@ -429,6 +433,24 @@ def compare_reports(reports: list[dict], fmt: str = "plain", seed: int = 0) -> s
         if differs:
             lines += ["", "Invocation differs: " + "; ".join(differs)]
     return "\n".join(lines) + "\n"
+
+
+def beside_first_stage(reports: Sequence[dict]) -> list[dict]:
+    """``reports`` in their order, except that each pipeline report (one with ``first_stage``)
+    follows its first stage's report when that is among them."""
+    names = report_names(reports)
+    out: list[dict] = []
+    placed: set[int] = set()
+    for i, r in enumerate(reports):
+        if i in placed or r.get("first_stage") in names[:i] + names[i + 1 :]:
+            continue
+        out.append(r)
+        placed.add(i)
+        for j, p in enumerate(reports):
+            if j not in placed and p.get("first_stage") == names[i]:
+                out.append(p)
+                placed.add(j)
+    return out + [r for i, r in enumerate(reports) if i not in placed]
 
 
 def main_compare(argv: Sequence[str] | None = None) -> int:

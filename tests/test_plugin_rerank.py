@@ -30,7 +30,7 @@ def bench(pytester, items: Path, *args: str, embedders=("bm25",)):
     )  # fmt: skip
 
 
-def test_pipeline_items_junit_and_report_with_lift(pytester, items):
+def test_pipeline_items_junit_and_report_with_lift(pytester, items, capsys):
     result = bench(pytester, items, "-rA", "--execretrieval-rerank", "exec-consensus",
                    "--execretrieval-report-dir=reports")  # fmt: skip
     out = result.stdout.str()
@@ -70,6 +70,12 @@ def test_pipeline_items_junit_and_report_with_lift(pytester, items):
                                           if f["query_id"] == q["query_id"])["top"])  # fmt: skip
     suite = ET.parse(reports / "bm25_exec-consensus.xml").getroot().find("testsuite")
     assert suite.get("name") == "bm25+exec-consensus" and suite.get("tests") == "4"
+    from pytest_execretrieval.compare import main_compare
+
+    pair = [str(reports / "bm25_exec-consensus.json"), str(reports / "bm25.json")]
+    assert main_compare(pair) == 0
+    assert "bm25+exec-consensus - bm25 (paired, 4 queries): the pipeline's lift over its first " \
+        "stage" in capsys.readouterr().out  # fmt: skip
     summary = (reports / "summary.md").read_text()
     assert "Reranking: rank-1 lift over the first stage" in summary
     assert "| bm25+exec-consensus | bm25 |" in summary

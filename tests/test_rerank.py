@@ -295,3 +295,14 @@ def test_cross_encoder_from_a_local_directory(tmp_path):
     assert len(set(answers[0].scores)) == 3  # different code, different scores
     assert reranker.invocation()["model"] == str(model_dir.resolve())
     reranker.close()
+
+
+def test_compare_puts_each_pipeline_beside_its_first_stage():
+    from pytest_execretrieval.compare import beside_first_stage
+
+    def report(name, first=None):
+        return {"embedder": {"name": name}, **({"first_stage": first} if first else {})}
+
+    given = [report("a+x", "a"), report("b+x", "b"), report("b"), report("a"), report("c+x", "c")]
+    assert [r["embedder"]["name"] for r in beside_first_stage(given)] == [
+        "b", "b+x", "a", "a+x", "c+x"]  # fmt: skip
