@@ -137,3 +137,17 @@ def test_rerankers_from_the_ini_file(pytester, items):
     assert result.ret in (0, 1)
     pipe = json.loads((pytester.path / "reports" / "bm25_exec-consensus_tests.json").read_text())
     assert pipe["rerank"]["k"] == 3 and pipe["embedder"]["name"] == "bm25+exec-consensus:tests"
+
+
+def test_pipeline_report_identical_with_and_without_xdist(pytester, items):
+    pytest.importorskip("xdist")
+    args = ("--execretrieval-rerank", "exec-consensus")
+    assert bench(pytester, items, *args, "--execretrieval-report-dir=serial", "-n", "0").ret in (
+        0, 1)  # fmt: skip
+    assert bench(pytester, items, *args, "--execretrieval-report-dir=dist", "-n", "2").ret in (0, 1)
+    serial, dist = (json.loads((pytester.path / d / "bm25_exec-consensus.json").read_text())
+                    for d in ("serial", "dist"))  # fmt: skip
+    for data in (serial, dist):
+        for key in ("elapsed_s", "created_at"):
+            data.pop(key)
+    assert serial == dist
