@@ -384,8 +384,15 @@ def _fmt_ci(value: float, ci: Sequence[float], signed: bool = False) -> str:
     return f"{value:{f}} [{ci[0]:{f}}, {ci[1]:{f}}]"
 
 
-def compare_reports(reports: list[dict], fmt: str = "plain", seed: int = 0) -> str:
+def compare_reports(
+    reports: list[dict], fmt: str = "plain", seed: int = 0, all_pairs: bool = True
+) -> str:
     """Side-by-side metrics with 95% CIs, then every pair's paired differences.
+
+    Pipeline reports (with ``first_stage``) stand beside their first stage
+    (:func:`beside_first_stage`); with ``all_pairs=False`` a pipeline is paired with its first
+    stage only (a session with several rerankers would otherwise compare every pipeline with
+    every other).
 
     The first table has one row per metric and one column per report (mean and the report's
     own ``ci95``), and the queries whose rank 1 is a tie.  Then, for each pair ``i < j``, the
@@ -403,8 +410,10 @@ def compare_reports(reports: list[dict], fmt: str = "plain", seed: int = 0) -> s
         raise ComparisonError("reports have zero queries: nothing to compare")
     reports = beside_first_stage(reports)
     names = report_names(reports)
-    pairs = [(i, j, paired_comparison(reports[i], reports[j], seed=seed))
-             for i in range(len(reports)) for j in range(i + 1, len(reports))]  # fmt: skip
+    wanted = [(i, j) for i in range(len(reports)) for j in range(i + 1, len(reports))
+              if all_pairs or reports[j].get("first_stage") == names[i]
+              or not ({"first_stage"} & (reports[i].keys() | reports[j].keys()))]  # fmt: skip
+    pairs = [(i, j, paired_comparison(reports[i], reports[j], seed=seed)) for i, j in wanted]
     tablefmt = "github" if fmt == "markdown" else "simple"
     corpus = reports[0]["corpus"]
     head = (f"Corpus {corpus['sha256'][:16]}: {len(reports[0]['per_query'])} queries. "

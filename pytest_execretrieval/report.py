@@ -227,7 +227,7 @@ def summary_markdown(reports: dict[str, dict], gates: dict[str, dict]) -> str:
 
     data = list(reports.values())
     text = analysis_summary(data, [r["analyses"] for r in data], [],
-                            compare_reports(data, "markdown"))  # fmt: skip
+                            compare_reports(data, "markdown", all_pairs=False))  # fmt: skip
     from .rerank.pipeline import lift_markdown
 
     lifts = lift_markdown(reports)

@@ -355,7 +355,8 @@ class ExecRetrievalSession:
             from .compare import compare_reports
 
             terminalreporter.section("ExecRetrieval comparisons")
-            terminalreporter.write_line(compare_reports(list(self.final_reports.values())))
+            reports = list(self.final_reports.values())
+            terminalreporter.write_line(compare_reports(reports, all_pairs=False))
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """The last lines of the session: the metrics table, each gate's decision with its

@@ -104,6 +104,10 @@ def test_rrf_fuses_two_first_stages_of_the_session(pytester, items):
     assert result.ret in (0, 1), result.stdout.str()
     names = sorted(p.name for p in (pytester.path / "reports").glob("*.json"))
     assert len(names) == 4  # two first stages, each with its fused pipeline
+    summary = (pytester.path / "reports" / "summary.md").read_text()
+    # The two first stages with each other, each pipeline with its own first stage only.
+    assert sum(line.startswith("### ") and "(paired," in line
+               for line in summary.splitlines()) == 3  # fmt: skip
     reports = [json.loads(p.read_text()) for p in (pytester.path / "reports").glob("*.json")]
     pipes = [r for r in reports if "first_stage" in r]
     assert sorted(p["first_stage"] for p in pipes) == sorted(["bm25", npz])
