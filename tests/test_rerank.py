@@ -70,6 +70,7 @@ def runner(tmp_path_factory):
         ("assert sorted(f('ab')) == ['a', 'b']", ["'ab'"]),
         ("assert all(f(x) for x in range(3))", []),  # x is bound by the test itself
         ("assert (lambda y: f(y))(3) == 1", []),
+        ("assert f(lambda x: -(x - 7) ** 2, 0, 9) == 7", ["lambda x: -(x - 7) ** 2, 0, 9"]),
         ("assert g(1) == 2", []),  # not the entry point
         ("assert f() is None", [""]),
     ],

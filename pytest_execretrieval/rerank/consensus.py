@@ -19,7 +19,8 @@ query is counted as a fallback with its reason.
 * ``tests`` (the default): the argument expressions of every call of the entry point in the
   query's tests (``f(ARGS)``, and ``raises(E, f, ARGS)``), parsed from the test AST; the rest of
   each test (the expected values, the comparison, the exception type) is never read. Calls whose
-  arguments use a name bound inside the test (a comprehension or lambda variable) are skipped.
+  arguments use a name bound around them in the test (a comprehension or lambda variable) are
+  skipped; a lambda passed as an argument is kept.
   A real user has this when they hold example *inputs* for the function they search for (a
   call site, a fixture) but not its outputs.
 * ``hypothesis``: :data:`HYPOTHESIS_INPUTS` argument tuples drawn (derandomized) by
@@ -129,9 +130,11 @@ def arguments_from_tests(entry_point: str, tests: Sequence[str]) -> list[str]:
                 args, keywords = node.args[2:], node.keywords
             else:
                 continue
-            used = {n.id for a in (*args, *keywords) for n in ast.walk(a)
-                    if isinstance(n, ast.Name)}  # fmt: skip
-            if used & bound:
+            # A name the argument binds itself (a lambda's parameter) is fine; one bound
+            # around the call (a comprehension variable) has no value outside the test.
+            free = {n.id for a in (*args, *keywords) for n in ast.walk(a)
+                    if isinstance(n, ast.Name) and n.id not in _bound_names(a)}  # fmt: skip
+            if free & bound:
                 continue
             found[", ".join([*map(ast.unparse, args), *map(ast.unparse, keywords)])] = None
     return list(found)
