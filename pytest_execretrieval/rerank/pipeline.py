@@ -70,10 +70,13 @@ def _group_spans(keys: Sequence) -> list[tuple[int, int]]:
     return spans
 
 
-def reorder(r: QueryResult, scores: Sequence[float], k: int) -> tuple[list[Hit], dict, dict, dict,
-                                                                        int]:  # fmt: skip
-    """The pipeline's hits, rank-1 tie, tail tie, canonical span and canonical rank for one
-    query whose first ``k`` listed hits got ``scores`` (module docstring)."""
+# The pipeline's hits, rank-1 tie, tail tie, canonical span and canonical rank of one query.
+Reordered = tuple[list[Hit], dict, dict, dict, int]
+
+
+def reorder(r: QueryResult, scores: Sequence[float], k: int) -> Reordered:
+    """The pipeline's view of one query whose first ``k`` listed hits got ``scores`` (the tie
+    groups as in :class:`..benchmark.QueryResult`; ordering and ties: module docstring)."""
     top = list(r.top)
     k = min(k, len(top))
     rounded = [round(float(s), DECIMALS) for s in scores]
