@@ -25,7 +25,7 @@ from .items import Item, ItemError, defines, item_id, load_item, load_items
 from .metrics import row_metrics
 from .plugin import SESSION_PLUGIN, bundled_items_dir
 from .report import TestRecord, build_report, final_summary, report_row, write_reports
-from .rerank import RerankerContext, RerankerError, get_reranker
+from .rerank import Reranker, RerankerContext, RerankerError, get_reranker
 from .rerank.pipeline import lift, pipeline_name, rerank_run
 from .verify import Case, check, distractors_by_query, item_cases, name_collisions, shared_names
 
@@ -57,8 +57,11 @@ class ExecRetrievalSession:
         self.state_file: Path | None = None  # the runs handed to xdist workers
         self.runs: dict[str, BenchmarkRun] = {}
         # Pipelines (--execretrieval-rerank): every embedder's top k reordered by each reranker.
-        self.rerankers: tuple[str, ...] = () if verify else settings.setting(config, "rerank")
-        self.rerank_k: int = settings.setting(config, "rerank-k")
+        try:
+            self.rerankers: tuple[str, ...] = () if verify else settings.setting(config, "rerank")
+            self.rerank_k: int = settings.setting(config, "rerank-k")
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
         if self.rerankers and not 1 <= self.rerank_k <= TOP_K:
             raise pytest.UsageError(f"--execretrieval-rerank-k: {self.rerank_k} is not in 1.."
                                     f"{TOP_K} (the first stage lists its top {TOP_K})")  # fmt: skip
@@ -185,7 +188,7 @@ class ExecRetrievalSession:
         }))  # fmt: skip
         self.state_file = state
 
-    def run_pipelines(self, items: list[Item], rerankers: dict) -> None:
+    def run_pipelines(self, items: list[Item], rerankers: dict[str, Reranker]) -> None:
         """Every (embedder, reranker) pipeline, after all first stages are ranked (fusion
         needs them all)."""
         snippets = {s.snippet_id: s for s in self.corpus.snippets}
@@ -289,7 +292,8 @@ class ExecRetrievalSession:
         return reports
 
     def add_lift(self, name: str, report: dict, first: dict | None, seed: int) -> None:
-        """A pipeline report's ``first_stage``, ``rerank`` (cost, fallbacks) and ``lift``."""
+        """A pipeline report's ``first_stage``, ``rerank`` (k, fallbacks, reranker figures) and
+        ``lift`` (over the first stage's report of this session)."""
         from .compare import ComparisonError
 
         report["first_stage"] = self.first_stage[name]

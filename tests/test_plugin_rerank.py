@@ -124,6 +124,8 @@ def test_rrf_fuses_two_first_stages_of_the_session(pytester, items):
         (("--execretrieval-rerank", "nope"), "unknown reranker 'nope'"),
         (("--execretrieval-rerank", "exec-consensus", "--execretrieval-rerank-k", "11"),
          "is not in 1..10"),
+        (("--execretrieval-rerank", "exec-consensus", "--execretrieval-rerank-k", "ten"),
+         "'ten' is not a valid int"),
         (("--execretrieval-rerank", "exec-consensus", "--execretrieval-rerank",
           "exec-consensus"), "named twice"),
     ],
