@@ -26,7 +26,8 @@ query is counted as a fallback with its reason.
 * ``hypothesis``: :data:`HYPOTHESIS_INPUTS` argument tuples drawn (derandomized) by
   :func:`..mutation.equivalence.draw_inputs` from the parameter annotations of the first
   candidate, in first-stage order, whose annotations are all supported
-  (:func:`..mutation.equivalence.annotations`); nothing of the tests is used. A real user has
+  (:func:`..mutation.equivalence.annotations`); draws whose ``repr`` does not read back as an
+  equal literal are dropped; nothing of the tests is used. A real user has
   this when they know the typed signature of the function they search for. Items whose
   candidates carry no supported annotations fall back.
 
@@ -140,11 +141,20 @@ def arguments_from_tests(entry_point: str, tests: Sequence[str]) -> list[str]:
     return list(found)
 
 
+def _literal(value: object) -> bool:
+    """Whether ``repr(value)`` reads back as an equal value (the suite is source text)."""
+    try:
+        return ast.literal_eval(repr(value)) == value
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+
+
 @functools.lru_cache(maxsize=256)
 def _drawn(types: tuple[str, ...], n: int) -> tuple[str, ...]:
     from ..mutation.equivalence import draw_inputs
 
-    return tuple(", ".join(map(repr, args)) for args in draw_inputs(types, n))
+    return tuple(", ".join(map(repr, args)) for args in draw_inputs(types, n)
+                 if all(map(_literal, args)))  # fmt: skip
 
 
 def hypothesis_arguments(entry_point: str, codes: Sequence[str]) -> list[str]:
