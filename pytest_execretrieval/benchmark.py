@@ -35,6 +35,13 @@ class Hit:
     query_id: str
     score: float
     passes: bool
+    # Pipelines only (see rerank.pipeline): the ordering key whose equality makes a tie, e.g.
+    # (1, reranker score, first-stage score) for a reranked hit; None: the score is the key.
+    tie_key: tuple | None = None
+
+    def __post_init__(self) -> None:
+        if self.tie_key is not None:
+            object.__setattr__(self, "tie_key", tuple(self.tie_key))
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,7 @@ __all__ = [
     "N_RESAMPLES",
     "ComparisonError",
     "ReportError",
+    "beside_first_stage",
     "compare_reports",
     "gate_decision",
     "invocation_differences",
@@ -383,8 +384,15 @@ def _fmt_ci(value: float, ci: Sequence[float], signed: bool = False) -> str:
     return f"{value:{f}} [{ci[0]:{f}}, {ci[1]:{f}}]"
 
 
-def compare_reports(reports: list[dict], fmt: str = "plain", seed: int = 0) -> str:
+def compare_reports(
+    reports: list[dict], fmt: str = "plain", seed: int = 0, all_pairs: bool = True
+) -> str:
     """Side-by-side metrics with 95% CIs, then every pair's paired differences.
+
+    Pipeline reports (with ``first_stage``) stand beside their first stage
+    (:func:`beside_first_stage`); with ``all_pairs=False`` a pipeline is paired with its first
+    stage only (a session with several rerankers would otherwise compare every pipeline with
+    every other).
 
     The first table has one row per metric and one column per report (mean and the report's
     own ``ci95``), and the queries whose rank 1 is a tie.  Then, for each pair ``i < j``, the
@@ -400,9 +408,12 @@ def compare_reports(reports: list[dict], fmt: str = "plain", seed: int = 0) -> s
         raise ComparisonError("no reports to compare")
     if not reports[0]["per_query"]:
         raise ComparisonError("reports have zero queries: nothing to compare")
+    reports = beside_first_stage(reports)
     names = report_names(reports)
-    pairs = [(i, j, paired_comparison(reports[i], reports[j], seed=seed))
-             for i in range(len(reports)) for j in range(i + 1, len(reports))]  # fmt: skip
+    wanted = [(i, j) for i in range(len(reports)) for j in range(i + 1, len(reports))
+              if all_pairs or reports[j].get("first_stage") == names[i]
+              or not ({"first_stage"} & (reports[i].keys() | reports[j].keys()))]  # fmt: skip
+    pairs = [(i, j, paired_comparison(reports[i], reports[j], seed=seed)) for i, j in wanted]
     tablefmt = "github" if fmt == "markdown" else "simple"
     corpus = reports[0]["corpus"]
     head = (f"Corpus {corpus['sha256'][:16]}: {len(reports[0]['per_query'])} queries. "
@@ -417,6 +428,8 @@ def compare_reports(reports: list[dict], fmt: str = "plain", seed: int = 0) -> s
     lines = [("## Metrics" if fmt == "markdown" else "Metrics"), "", head, "", side]
     for i, j, cmp in pairs:
         title = f"{names[j]} - {names[i]} (paired, {cmp['n_queries']} queries)"
+        if reports[j].get("first_stage") == names[i]:
+            title += ": the pipeline's lift over its first stage"
         rows = []
         for m in METRIC_NAMES:
             d = cmp["metrics"][m]
@@ -429,6 +442,24 @@ def compare_reports(reports: list[dict], fmt: str = "plain", seed: int = 0) -> s
         if differs:
             lines += ["", "Invocation differs: " + "; ".join(differs)]
     return "\n".join(lines) + "\n"
+
+
+def beside_first_stage(reports: Sequence[dict]) -> list[dict]:
+    """``reports`` in their order, except that each pipeline report (one with ``first_stage``)
+    follows its first stage's report when that is among them."""
+    names = report_names(reports)
+    out: list[dict] = []
+    placed: set[int] = set()
+    for i, r in enumerate(reports):
+        if i in placed or r.get("first_stage") in names[:i] + names[i + 1 :]:
+            continue
+        out.append(r)
+        placed.add(i)
+        for j, p in enumerate(reports):
+            if j not in placed and p.get("first_stage") == names[i]:
+                out.append(p)
+                placed.add(j)
+    return out + [r for i, r in enumerate(reports) if i not in placed]
 
 
 def main_compare(argv: Sequence[str] | None = None) -> int:

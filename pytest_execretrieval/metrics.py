@@ -101,7 +101,7 @@ class TieAware:
 
 
 def tie_groups(
-    scores: Sequence[float], passes: Sequence[bool], tail: tuple[int, int] | None = None
+    scores: Sequence[float | tuple], passes: Sequence[bool], tail: tuple[int, int] | None = None
 ) -> list[tuple[int, int]]:
     """``(size, passing)`` of each tie group of a ranked list, best first.
 
@@ -208,7 +208,9 @@ def row_metrics(row: Mapping) -> TieAware:
         return tie_aware_metrics([(1, int(p)) for p in passes],
                                  None if rank is None else (rank, rank))  # fmt: skip
     tail = row.get("tail_tie")
-    groups = tie_groups([h["score"] for h in top], passes,
+    # Pipeline rows order by a ``tie_key`` (reranker score, then first-stage score): equal keys tie.
+    keys = [h["score"] if h.get("tie_key") is None else tuple(h["tie_key"]) for h in top]
+    groups = tie_groups(keys, passes,
                         None if tail is None else (tail["size"], tail["passing"]))  # fmt: skip
     span = row["canonical_tie"]
     return tie_aware_metrics(groups, None if span is None else (span["first"], span["last"]))

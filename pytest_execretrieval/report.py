@@ -20,7 +20,7 @@ from xml.etree import ElementTree as ET
 from tabulate import tabulate
 
 from .analyses import analyses
-from .benchmark import BenchmarkRun, QueryResult
+from .benchmark import BenchmarkRun, Hit, QueryResult
 from .compare import tie_range
 from .metrics import METRIC_NAMES, mean_metrics, metric_matrix, row_metrics
 from .retrieval import TIE_POLICY
@@ -41,6 +41,16 @@ class TestRecord:
     properties: list = field(default_factory=list)
 
 
+def hit_row(h: Hit) -> dict:
+    """One ``top`` entry of a ``per_query`` row (``tie_key`` only where it is not the score)."""
+    row = asdict(h)
+    if row["tie_key"] is None:
+        del row["tie_key"]
+    else:
+        row["tie_key"] = list(row["tie_key"])
+    return row
+
+
 def report_row(r: QueryResult) -> dict:
     """One ``per_query`` row of the report JSON."""
     return {
@@ -52,7 +62,7 @@ def report_row(r: QueryResult) -> dict:
         "rank1_tie": r.rank1_tie,
         "tail_tie": r.tail_tie,
         "canonical_tie": r.canonical_tie,
-        "top": [asdict(h) for h in r.top],
+        "top": [hit_row(h) for h in r.top],
         "own_distractors": list(r.own_distractors),
         "code_similarity": r.code_similarity,
     }
@@ -190,6 +200,10 @@ def final_summary(
     """The session's closing lines: the metrics table, the gates, the reports written."""
     lines = metrics_table(reports).splitlines()
     lines.append(f"(tie-aware expected values; embedding and ranking took {encode_s:.1f} s)")
+    from .rerank.pipeline import lift_lines
+
+    for name, report in reports.items():
+        lines += lift_lines(name, report)
     for name, gate in gates.items():
         lines += gate_lines(name, gate)
     if written:
@@ -213,8 +227,11 @@ def summary_markdown(reports: dict[str, dict], gates: dict[str, dict]) -> str:
 
     data = list(reports.values())
     text = analysis_summary(data, [r["analyses"] for r in data], [],
-                            compare_reports(data, "markdown"))  # fmt: skip
-    return text + ("\n" + gate_markdown(gates) if gates else "")
+                            compare_reports(data, "markdown", all_pairs=False))  # fmt: skip
+    from .rerank.pipeline import lift_markdown
+
+    lifts = lift_markdown(reports)
+    return text + ("\n" + lifts if lifts else "") + ("\n" + gate_markdown(gates) if gates else "")
 
 
 def write_reports(

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from . import settings
-from .benchmark import BenchmarkRun, QueryResult
+from .benchmark import TOP_K, BenchmarkRun, QueryResult
 from .corpus import Corpus, CorpusError, Snippet, corpus_dir, read_corpus, stale_reasons
 from .embedders import EmbedderError, EmbedderOptions, get_embedder
 from .embedders.hosted import report_fields as hosted_report_fields
@@ -26,6 +26,8 @@ from .items import Item, ItemError, defines, item_id, load_item, load_items
 from .metrics import row_metrics
 from .plugin import SESSION_PLUGIN, bundled_items_dir
 from .report import TestRecord, build_report, final_summary, report_row, write_reports
+from .rerank import Reranker, RerankerContext, RerankerError, get_reranker
+from .rerank.pipeline import lift, pipeline_name, rerank_run
 from .verify import Case, check, distractors_by_query, item_cases, name_collisions, shared_names
 
 WORKER_KEY = "execretrieval_runs"
@@ -56,7 +58,27 @@ class ExecRetrievalSession:
         self.state_file: Path | None = None  # the runs handed to xdist workers
         self.runs: dict[str, BenchmarkRun] = {}
         self.usage: dict[str, dict] = {}  # hosted embedders: report fields of their requests
-        self.records: dict[str, list[TestRecord]] = {name: [] for name in embedders}
+        # Pipelines (--execretrieval-rerank): every embedder's top k reordered by each reranker.
+        try:
+            self.rerankers: tuple[str, ...] = () if verify else settings.setting(config, "rerank")
+            self.rerank_k: int = settings.setting(config, "rerank-k")
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        if self.rerankers and not 1 <= self.rerank_k <= TOP_K:
+            raise pytest.UsageError(f"--execretrieval-rerank-k: {self.rerank_k} is not in 1.."
+                                    f"{TOP_K} (the first stage lists its top {TOP_K})")  # fmt: skip
+        if len(set(self.rerankers)) != len(self.rerankers):
+            raise pytest.UsageError(f"a reranker is named twice: {list(self.rerankers)}")
+        self.first_stage: dict[str, str] = {}  # pipeline name -> its embedder
+        self.names: list[str] = []  # embedders, each followed by its pipelines
+        for name in embedders:
+            self.names.append(name)
+            for reranker in self.rerankers:
+                self.first_stage[pipeline_name(name, reranker)] = name
+                self.names.append(pipeline_name(name, reranker))
+        self.rerank_info: dict[str, dict] = {}
+        self.rerank_cost: dict[str, dict] = {}
+        self.records: dict[str, list[TestRecord]] = {name: [] for name in self.names}
         self.corpus: Corpus | None = None
         self.stale: list[str] = []
         self.changed: set[str] = set()
@@ -145,6 +167,14 @@ class ExecRetrievalSession:
                 embedders[name].check_usable()
             except EmbedderError as exc:
                 raise pytest.UsageError(f"--embedder {name}: {exc}") from None
+        context = RerankerContext(self.runner, Path(self.cache_dir), tuple(self.embedders),
+                                  self.runs)  # fmt: skip
+        rerankers = {}
+        for name in self.rerankers:  # so is every reranker
+            try:
+                rerankers[name] = get_reranker(name, context)
+            except RerankerError as exc:
+                raise pytest.UsageError(f"--execretrieval-rerank {name}: {exc}") from None
         sha = corpus_sha256(self.corpus_dir)
         self.baseline = self.load_baseline(sha)
         for name, embedder in embedders.items():
@@ -159,6 +189,7 @@ class ExecRetrievalSession:
                 embedder.close()
             self.encode_s += self.runs[name].encode_s
             self.usage[name] = hosted_report_fields(embedder)
+        self.run_pipelines(items, rerankers)
         state = Path(self.cache_dir) / "runs" / f"session-{id(self)}-{time.time_ns()}.json"
         state.parent.mkdir(parents=True, exist_ok=True)
         state.write_text(json.dumps({
@@ -166,6 +197,24 @@ class ExecRetrievalSession:
             "baseline_failed": sorted(self.baseline_failed),
         }))  # fmt: skip
         self.state_file = state
+
+    def run_pipelines(self, items: list[Item], rerankers: dict[str, Reranker]) -> None:
+        """Every (embedder, reranker) pipeline, after all first stages are ranked (fusion
+        needs them all)."""
+        snippets = {s.snippet_id: s for s in self.corpus.snippets}
+        try:
+            for pipeline, first in self.first_stage.items():
+                spelled = pipeline[len(first) + 1 :]
+                done = rerank_run(self.runs[first], first, rerankers[spelled], self.rerank_k,
+                                  items, snippets, self.runner, spelled)  # fmt: skip
+                self.runs[pipeline] = done.run
+                self.rerank_info[pipeline] = done.info
+                self.rerank_cost[pipeline] = done.cost
+        except RerankerError as exc:
+            raise pytest.UsageError(f"--execretrieval-rerank: {exc}") from None
+        finally:
+            for reranker in rerankers.values():
+                reranker.close()
 
     def load_baseline(self, sha: str) -> dict | None:
         """The baseline report, which must be for this very corpus."""
@@ -244,9 +293,27 @@ class ExecRetrievalSession:
     def reports(self) -> dict[str, dict]:
         elapsed = time.perf_counter() - self.started
         seed = settings.setting(self.config, "seed")
-        return {name: {**build_report(name, self.runs[name], [r.query_id for r in records],
-                                      elapsed, seed), **self.usage.get(name, {})}
-                for name, records in self.records.items() if records}  # fmt: skip
+        reports = {name: {**build_report(name, self.runs[name], [r.query_id for r in records],
+                                         elapsed, seed), **self.usage.get(name, {})}
+                   for name, records in self.records.items() if records}  # fmt: skip
+        for name, report in reports.items():
+            if name in self.first_stage:
+                self.add_lift(name, report, reports.get(self.first_stage[name]), seed)
+        return reports
+
+    def add_lift(self, name: str, report: dict, first: dict | None, seed: int) -> None:
+        """A pipeline report's ``first_stage``, ``rerank`` (k, fallbacks, reranker figures) and
+        ``lift`` (over the first stage's report of this session)."""
+        from .compare import ComparisonError
+
+        report["first_stage"] = self.first_stage[name]
+        report["rerank"] = self.rerank_info[name]
+        try:
+            if first is None:
+                raise ComparisonError(f"the first stage {self.first_stage[name]} did not run")
+            report["lift"] = lift(first, report, seed)
+        except ComparisonError as exc:  # e.g. -k selected different queries for the two
+            report["lift"] = {"error": str(exc)}
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self._runner:
@@ -304,7 +371,8 @@ class ExecRetrievalSession:
             from .compare import compare_reports
 
             terminalreporter.section("ExecRetrieval comparisons")
-            terminalreporter.write_line(compare_reports(list(self.final_reports.values())))
+            reports = list(self.final_reports.values())
+            terminalreporter.write_line(compare_reports(reports, all_pairs=False))
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """The last lines of the session: the metrics table, each gate's decision with its
@@ -314,7 +382,15 @@ class ExecRetrievalSession:
         if terminal is None or not self.final_reports or self.is_worker:
             return
         terminal.write_sep("=", "ExecRetrieval")
-        for line in final_summary(self.final_reports, self.gates, self.written, self.encode_s):
+        cost = [f"rerank [{name}]: {c['ms_per_query']:.1f} ms/query ({c['seconds']:.1f} s), first "
+                f"stage {c['first_stage_ms_per_query']:.1f} ms/query"
+                for name, c in self.rerank_cost.items() if name in self.final_reports]  # fmt: skip
+        lines = final_summary(self.final_reports, self.gates, self.written, self.encode_s)
+        at = next(
+            (i for i, x in enumerate(lines) if x.startswith(("gate [", "reports: "))), len(lines)
+        )  # the cost goes above the gates: the verdict stays last
+        lines[at:at] = cost
+        for line in lines:
             bad = line.startswith("gate [") and "]: PASS" not in line
             terminal.write_line(line, bold=line.startswith("gate ["), red=bad)
 
@@ -379,7 +455,7 @@ class ItemFile(pytest.File):
                 yield VerifyItem.from_parent(self, name=case.name, nodeid=f"{item.id}::{case.name}",
                                              case=case)  # fmt: skip
             return
-        for name in self.state.embedders:
+        for name in self.state.names:
             run = self.state.runs.get(name)
             result = run.results.get(item.id) if run else None
             if result is None and not self.state.collect_only:
@@ -490,7 +566,7 @@ def failure_text(item: Item, r: QueryResult, code: dict[str, str]) -> str:
         extra = [f"... ({len(lines) - 40} more lines)"] if len(lines) > 40 else []
         return ["    " + line for line in lines[:40] + extra]
 
-    group = [h for h in r.top if h.score == r.top[0].score]
+    group = rank1_group(r)
     if r.rank1_tie.get("passing"):  # a tie of passing and failing snippets
         wrong = next((h for h in group if not h.passes), None)
         shown = [f"  diff canonical -> {wrong.kind} ({wrong.operator or wrong.query_id}), tied "
@@ -519,9 +595,18 @@ def failure_text(item: Item, r: QueryResult, code: dict[str, str]) -> str:
     ])  # fmt: skip
 
 
+def rank1_group(r: QueryResult) -> list:
+    """The listed hits tied with rank 1 (pipelines compare tie keys, embedders scores)."""
+
+    def key(h):
+        return h.score if h.tie_key is None else h.tie_key
+
+    return [h for h in r.top if key(h) == key(r.top[0])]
+
+
 def tie_text(item: Item, r: QueryResult) -> str:
     """``rank 1 is a tie of 3: the canonical and 2 mutants score 0.5544; ...``"""
-    group = [h for h in r.top if h.score == r.top[0].score]
+    group = rank1_group(r)
     parts: dict[str, int] = {}
     for h in group:
         own = h.query_id == item.id

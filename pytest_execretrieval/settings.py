@@ -50,6 +50,15 @@ OPTIONS = (
         None,
         "fail the session when exec@1 is below this (= --execretrieval-min exec@1=X)",
     ),
+    Option(
+        "rerank",
+        str,
+        (),
+        "rerank every embedder's top k with NAME (repeatable): exec-consensus[:tests|:hypothesis], "
+        "rrf:A+B, ce:PATH, voyage-rerank-2.5, cohere-rerank-v3.5 or an entry point",
+        repeatable=True,
+    ),
+    Option("rerank-k", int, 10, "how many first-stage candidates the rerankers reorder (1-10)"),
     Option("cache-dir", Path, Path(".execretrieval_cache"), "embedding and execution caches"),
     Option("seed", int, 0, "seed of the bootstrap resampling"),
     Option("batch-size", int, None, "encoding batch size (default: per embedder)"),

@@ -387,6 +387,16 @@ def test_base_url_password_is_redacted(monkeypatch):
 
 
 # -- through the embedding cache -------------------------------------------------------------------
+def settle(server, quiet_s: float = 0.5, limit_s: float = 10.0) -> None:
+    """Wait until the server has seen no new request for ``quiet_s`` (at most ``limit_s``)."""
+    deadline = time.monotonic() + limit_s
+    count, since = len(server.seen), time.monotonic()
+    while time.monotonic() < deadline and time.monotonic() - since < quiet_s:
+        time.sleep(0.05)
+        if len(server.seen) != count:
+            count, since = len(server.seen), time.monotonic()
+
+
 def test_interrupted_run_resumes_with_only_missing_batches(fake, tmp_path):
     server = fake("gemini-2", fail_after=4)
     texts = [f"snippet {i} body" for i in range(30)]
@@ -399,6 +409,7 @@ def test_interrupted_run_resumes_with_only_missing_batches(fake, tmp_path):
 
     assert "HTTP 500" in raised(run)  # cache batch 1 (3 requests) stored, batch 2 failed
     assert len(server.answered) == 4
+    settle(server)  # fail fast returns at once; a request already on the wire still lands
     server.fail_after, server.seen = None, []
     vectors = run()
     sent = sorted(t for s in server.answered for t in s.texts)

@@ -1,0 +1,185 @@
+"""Rerankers: one protocol, one registry (the second stage of a retrieve-then-rerank pipeline).
+
+A reranker reorders the top ``k`` candidates a first stage (an embedder) ranked for each query.
+It sees, per query, the :class:`RerankQuery`: the benchmark item and the candidates (snippet
+code, first-stage rank and score). What a reranker may *read* of the item is its own contract,
+stated in its docstring: ``exec-consensus:tests`` reads the argument expressions of the tests
+(never their expected values), ``exec-consensus:hypothesis`` and the model-based rerankers read
+the query and the code only. :func:`.pipeline.rerank_run` turns the scores into the pipeline's
+ranking (see there for how ties are broken and counted).
+
+Names: ``exec-consensus`` (= ``exec-consensus:tests``), ``exec-consensus:hypothesis``,
+``rrf:A+B`` (reciprocal-rank fusion of embedders A and B, both ranked in the same session),
+``ce:PATH`` (a local sentence-transformers CrossEncoder), ``voyage-rerank-2.5``,
+``cohere-rerank-v3.5``, and whatever third-party packages register in the entry-point group
+``pytest_execretrieval.rerankers`` (name -> a callable ``(RerankerContext) -> Reranker``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from ..benchmark import BenchmarkRun
+    from ..execution import SuiteRunner
+    from ..items import Item
+
+ENTRY_POINT_GROUP = "pytest_execretrieval.rerankers"
+DEFAULT_K = 10
+
+__all__ = [
+    "DEFAULT_K",
+    "ENTRY_POINT_GROUP",
+    "Candidate",
+    "RerankQuery",
+    "Reranked",
+    "Reranker",
+    "RerankerContext",
+    "RerankerError",
+    "get_reranker",
+    "known_names",
+]
+
+
+class RerankerError(Exception):
+    """A reranker cannot be used here (unknown name, missing package, key, file or embedder)."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One first-stage candidate of a query."""
+
+    snippet_id: str
+    code: str
+    first_stage_rank: int  # 1-based, in the first stage's listed (tie-broken) order
+    first_stage_score: float
+
+
+@dataclass(frozen=True)
+class RerankQuery:
+    item: Item
+    candidates: tuple[Candidate, ...]  # the first stage's top k, in its order
+
+
+@dataclass(frozen=True)
+class Reranked:
+    """A reranker's answer for one query: one score per candidate (higher is better, rounded
+    by the pipeline to 6 decimals) and, when the reranker could not use its signal for this
+    query and left the first-stage order, why (``fallback``)."""
+
+    scores: tuple[float, ...]
+    fallback: str | None = None
+    detail: dict = field(default_factory=dict)  # reranker-specific figures (JSON-able)
+
+
+@dataclass(frozen=True)
+class RerankerContext:
+    """Session-wide things a reranker may use: the execution runner (sandbox + outcome cache),
+    the cache directory, every first stage's run by embedder name (for fusion), options."""
+
+    runner: SuiteRunner | None = None
+    cache_dir: Path | None = None
+    embedders: tuple[str, ...] = ()  # the session's first stages (checked by rrf:A+B up front)
+    runs: Mapping[str, BenchmarkRun] = field(default_factory=dict)  # filled as they are ranked
+    extra: dict = field(default_factory=dict)
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """``name``; ``invocation()`` (what determines the scores, JSON-able, for reports);
+    ``rerank(first_stage, queries)`` -> one :class:`Reranked` per query, in order
+    (``first_stage`` is the embedder name whose top k is reordered); ``close()``."""
+
+    name: str
+
+    def invocation(self) -> dict: ...
+
+    def rerank(self, first_stage: str, queries: Sequence[RerankQuery]) -> list[Reranked]: ...
+
+    def close(self) -> None: ...
+
+
+Factory = Callable[[RerankerContext], Reranker]
+
+
+def _consensus(source: str) -> Factory:
+    def factory(context: RerankerContext) -> Reranker:
+        from .consensus import ExecConsensus
+
+        return ExecConsensus(source, context)
+
+    return factory
+
+
+def _hosted(name: str) -> Factory:
+    def factory(context: RerankerContext) -> Reranker:
+        from .hosted import hosted_reranker
+
+        return hosted_reranker(name, context)
+
+    return factory
+
+
+BUILTIN: dict[str, Factory] = {
+    "exec-consensus": _consensus("tests"),
+    "voyage-rerank-2.5": _hosted("voyage-rerank-2.5"),
+    "cohere-rerank-v3.5": _hosted("cohere-rerank-v3.5"),
+}
+
+
+def _rrf(arg: str, context: RerankerContext) -> Reranker:
+    from .rrf import ReciprocalRankFusion
+
+    parts = arg.split("+")
+    if len(parts) != 2 or not all(parts):
+        raise RerankerError(f"rrf needs two embedder names joined by '+', e.g. rrf:bm25+minilm; "
+                            f"got rrf:{arg}")  # fmt: skip
+    return ReciprocalRankFusion(parts[0], parts[1], context)
+
+
+def _ce(arg: str, context: RerankerContext) -> Reranker:
+    from .cross_encoder import CrossEncoderReranker
+
+    return CrossEncoderReranker(arg, context)
+
+
+PREFIXED: dict[str, Callable[[str, RerankerContext], Reranker]] = {
+    "exec-consensus": lambda source, context: _consensus(source)(context),
+    "rrf": _rrf,
+    "ce": _ce,
+}
+
+
+def plugin_factories() -> dict[str, Factory]:
+    return {ep.name: ep.load() for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def known_names() -> list[str]:
+    return [*BUILTIN, "exec-consensus:tests", "exec-consensus:hypothesis", "rrf:A+B", "ce:PATH",
+            *plugin_factories()]  # fmt: skip
+
+
+def get_reranker(name: str, context: RerankerContext = RerankerContext()) -> Reranker:
+    """The reranker called ``name``; :class:`RerankerError` when unknown or unusable here."""
+    if name in BUILTIN:
+        return BUILTIN[name](context)
+    prefix, sep, arg = name.partition(":")
+    if sep and prefix in PREFIXED:
+        if not arg:
+            raise RerankerError(f"reranker {name!r} needs an argument after {prefix + ':'!r}")
+        return PREFIXED[prefix](arg, context)
+    plugins = plugin_factories()
+    if name not in plugins:
+        raise RerankerError(
+            f"unknown reranker {name!r}; known: {', '.join(known_names())} "
+            f"(or register one in the entry-point group {ENTRY_POINT_GROUP!r})"
+        )
+    try:
+        return plugins[name](context)
+    except ImportError as exc:
+        raise RerankerError(f"reranker {name!r} is not installed here: {exc}") from None
