@@ -140,16 +140,22 @@ class LandlockRuleset:
     ``allow_paths`` grants rights beneath directories (or on single files, file rights only);
     with ABI >= 4 TCP bind/connect are handled (so denied: no port is ever allowed); with ABI
     >= 6 signals and abstract unix sockets are scoped to the restricted domain. ``scope_only``
-    handles nothing but that scoping (a layer added on top of an existing domain).
+    handles nothing but that scoping (a layer added on top of an existing domain) and the
+    REFER right, which every layer denies unless it allows it (:meth:`allow_paths`).
+    ``scope=False``: no signal scoping (a parent whose death signal must reach its child).
     """
 
-    def __init__(self, abi: int | None = None, *, scope_only: bool = False) -> None:
+    def __init__(
+        self, abi: int | None = None, *, scope_only: bool = False, scope: bool = True
+    ) -> None:
         self.abi = landlock_abi() if abi is None else abi
         if self.abi < 1 or (scope_only and self.abi < 6):
             raise LayerUnavailable(errno.ENOSYS, f"Landlock ABI {self.abi} lacks what is needed")
-        self.fs = 0 if scope_only else _FS_BY_ABI[max(k for k in _FS_BY_ABI if k <= self.abi)]
+        self.fs = _FS_BY_ABI[max(k for k in _FS_BY_ABI if k <= self.abi)]
+        if scope_only:
+            self.fs &= FS_REFER
         self.net = NET_BIND_TCP | NET_CONNECT_TCP if self.abi >= 4 and not scope_only else 0
-        self.scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if self.abi >= 6 else 0
+        self.scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if self.abi >= 6 and scope else 0
         attr = struct.pack("=QQQ", self.fs, self.net, self.scoped)
         size = 8 if self.abi < 4 else 16 if self.abi < 6 else 24
         buf = ctypes.create_string_buffer(attr[:size], size)

@@ -1452,6 +1452,7 @@ class _Layers:
             ruleset.close()
             if self.landlock_abi >= 6:  # children: signals and abstract sockets stay inside
                 self.child_ruleset = c.LandlockRuleset(self.landlock_abi, scope_only=True)
+                self.child_ruleset.allow_paths([self.scratch], c.FS_REFER)
                 self.child_ruleset.fd = _high(self.child_ruleset.fd)  # clear of the dup2s
             self.active["landlock"] = True
         except OSError as exc:
@@ -1500,7 +1501,12 @@ def _zygote_process(
         os.dup2(devnull, 1)  # the caller's pipes stay with the checker only
         os.close(devnull)
         layers = _Layers(confine, limits)
-        if layers.enter_namespaces(fds["sync_w"], fds["sync_r"]):
+        pid_namespace = layers.enter_namespaces(fds["sync_w"], fds["sync_r"])
+        # A new user namespace changes our credentials, which clears the parent-death signal.
+        confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != checker:
+            os._exit(1)
+        if pid_namespace:
             init = os.fork()
             if init:  # stay as the namespace's outside anchor until its init exits
                 for fd in fds.values():
@@ -1924,7 +1930,8 @@ def _confine_checker(confine: Any) -> dict[str, str]:
         confine.set_no_new_privs()
         abi = confine.landlock_abi()
         if abi:
-            ruleset = confine.LandlockRuleset(abi)
+            # No signal scoping: the zygote must still get our death signal.
+            ruleset = confine.LandlockRuleset(abi, scope=False)
             ruleset.allow_paths(_python_paths() + list(_SYSTEM_READ), confine.READ_RIGHTS)
             ruleset.allow_paths(["/dev/null"], confine.FS_READ_FILE | confine.FS_WRITE_FILE)
             ruleset.restrict_self()
@@ -1933,6 +1940,21 @@ def _confine_checker(confine: Any) -> dict[str, str]:
     except OSError as exc:
         missing["checker_confinement"] = str(exc)
     return missing
+
+
+def _set_checker_limits(limits: dict[str, Any]) -> None:
+    """Test statements run in the checker: the suite's memory limit (plus room for the
+    checker's own state) and no core files, so a greedy test is a MemoryError, not a host
+    problem."""
+    memory = limits.get("memory_bytes")
+    wanted = {resource.RLIMIT_CORE: 0}
+    if memory:
+        wanted[resource.RLIMIT_AS] = int(memory) + (512 << 20)
+    for which, value in wanted.items():
+        _, hard = resource.getrlimit(which)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        resource.setrlimit(which, (value, value))
 
 
 def _read_request(fd: int, parent: int) -> Any:
@@ -2019,23 +2041,33 @@ def serve() -> None:
         return
     isolation = ready["layers"]
     isolation["checker"] = _confine_checker(confine) or "confined"
+    _set_checker_limits(limits)
+    # Test statements run here: they must not write into (or read from) the caller's pipes.
+    fd_in, fd_out = _high(os.dup(0)), _high(os.dup(1))
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
     parent = os.getppid()
-    write_frame(1, {"ready": os.getpid(), "version": RUNNER_VERSION, "isolation": isolation})
+    write_frame(fd_out, {"ready": os.getpid(), "version": RUNNER_VERSION, "isolation": isolation})
     checker_obj = _Checker(fds)
     while True:
-        req = _read_request(0, parent)
+        req = _read_request(fd_in, parent)
         if req is None:
             return
         try:
             reply = checker_obj.handle(req)
-        except _ZygoteGone as exc:
-            lost = {"error": f"sandbox zygote lost: {exc}", "id": req.get("id"), "fatal": True}
-            write_frame(1, lost)
-            return
-        except Exception as exc:  # noqa: BLE001 - report, keep serving
-            reply = {"error": f"{type(exc).__name__}: {exc}"}
+        except BaseException as exc:  # noqa: BLE001 - our state is suspect: say so, then exit
+            # (A test statement runs here and may have broken us: closed our fds, say.)
+            what = "zygote lost" if isinstance(exc, _ZygoteGone) else "checker failed"
+            lost = {"error": f"sandbox {what}: {type(exc).__name__}: {exc}", "fatal": True}
+            lost["id"] = req.get("id")
+            try:
+                write_frame(fd_out, lost)
+            finally:
+                os._exit(1)
         reply["id"] = req.get("id")  # lets the caller detect a desynchronised stream
-        write_frame(1, reply)
+        write_frame(fd_out, reply)
 
 
 if __name__ == "__main__":
