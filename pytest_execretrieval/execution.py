@@ -28,8 +28,15 @@ def limits_key(limits: Limits) -> str:
 
 
 class SuiteRunner:
-    def __init__(self, limits: Limits = Limits(), cache_dir: Path | None = None, jobs: int = 1):
+    def __init__(
+        self,
+        limits: Limits = Limits(),
+        cache_dir: Path | None = None,
+        jobs: int = 1,
+        isolation: str = "best",
+    ):
         self.limits = limits
+        self.isolation = isolation  # Sandbox(isolation=...): "best" or "strict"
         # Outcomes depend on the limits (a timeout at 1 s may pass at 5 s): one cache per limits.
         self.cache = OutcomeCache(Path(cache_dir) / "outcomes" / limits_key(limits)) \
             if cache_dir else None  # fmt: skip
@@ -41,7 +48,7 @@ class SuiteRunner:
     def _sandbox(self) -> Sandbox:
         sandbox = getattr(self._local, "sandbox", None)
         if sandbox is None:
-            sandbox = self._local.sandbox = Sandbox(self.limits)
+            sandbox = self._local.sandbox = Sandbox(self.limits, isolation=self.isolation)
             with self._lock:
                 self._sandboxes.append(sandbox)
         return sandbox

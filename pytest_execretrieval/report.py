@@ -17,6 +17,7 @@ from .analyses import analyses
 from .benchmark import BenchmarkRun, QueryResult
 from .metrics import METRIC_NAMES, mean_metrics, metric_matrix, query_metrics
 from .retrieval import TIE_POLICY
+from .sandbox import isolation_in_force
 from .stats import bootstrap_ci
 
 SCHEMA_VERSION = 1
@@ -77,6 +78,7 @@ def build_report(
         ],  # fmt: skip
     }
     report["analyses"] = analyses(report)
+    report["isolation"] = isolation_in_force()  # the sandbox layers in force during the run
     report["elapsed_s"] = round(elapsed_s, 3)
     report["created_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     return report
