@@ -809,12 +809,36 @@ def _compile(source: str, filename: str) -> Any:
         return _error(exc)
 
 
-class _HoleRaised(Exception):
-    """A hole raised in the child: the test's outcome is that error."""
+_HOLE_CLASSES: dict[tuple[str, tuple[str, ...]], type] = {}
 
-    def __init__(self, name: str, mro: list[str]) -> None:
-        super().__init__(name)
-        self.name, self.mro = name, mro
+
+def _hole_exception(name: str, mro: list[str]) -> BaseException:
+    """An exception standing for one a hole raised in the child, for the checker to raise.
+
+    Its class has the child's class name and, as base, the nearest builtin exception class in
+    the child's MRO, so check code sees what it would have seen (``except ValueError``,
+    ``type(exc).__name__``); ``hole_name`` marks it. No snippet code or data comes along.
+    """
+    key = (name, tuple(mro))
+    cls = _HOLE_CLASSES.get(key)
+    if cls is None:
+        base: type = Exception
+        for entry in mro:
+            module, _, qualname = entry.partition(".")
+            candidate = getattr(builtins, qualname, None) if module == "builtins" else None
+            if isinstance(candidate, type) and issubclass(candidate, BaseException):
+                base = candidate
+                break
+        attrs = {"hole_name": name, "__module__": "sandboxed"}
+        try:
+            cls = type(name, (base,), attrs)
+        except TypeError:  # a base that refuses subclasses
+            cls = type(name, (Exception,), attrs)
+        _HOLE_CLASSES[key] = cls
+    try:
+        return cls.__new__(cls)  # skip __init__: some bases insist on arguments
+    except TypeError:
+        return type(name, (Exception,), {"hole_name": name})()
 
 
 class _Captured:
@@ -1773,15 +1797,14 @@ class _Suite:
             return "pass"
         except AssertionError:
             return "fail"
-        except _HoleRaised as exc:
-            return "fail" if "builtins.AssertionError" in exc.mro else "error:" + exc.name
         except UnsupportedValue as exc:
             self.issues.append(f"test {i + 1}: a value of unsupported type {exc.args[0]}")
             return UNSUPPORTED
         except (_ChildGone, _ProtocolError, _ZygoteGone):
             raise
-        except BaseException as exc:  # noqa: BLE001
-            return _error(exc)
+        except BaseException as exc:  # noqa: BLE001 - holes' errors are named as in the child
+            return "error:" + getattr(exc, "hole_name", None) if hasattr(exc, "hole_name") \
+                else _error(exc)  # fmt: skip
 
     def _ask(self, i: int, k: int, loc: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -1818,7 +1841,7 @@ class _Suite:
         name, mro = reply.get("x"), reply.get("mro")
         if not isinstance(name, str) or not isinstance(mro, list):
             raise _ProtocolError("an answer that is neither a value nor an exception")
-        raise _HoleRaised(_clean_name(name), [m for m in mro if isinstance(m, str)])
+        raise _hole_exception(_clean_name(name), [m for m in mro if isinstance(m, str)])
 
     def _verdict(self, exit_info: dict[str, Any]) -> dict[str, Any]:
         n_tests = len(self.plan.tests)
