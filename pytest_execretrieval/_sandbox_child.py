@@ -1132,12 +1132,12 @@ class _Zygote:
 
     def __init__(self, fds: dict[str, int], layers: Any) -> None:
         self.fds, self.layers = fds, layers
-        self._key: str | None = None
-        self._compiled: tuple[Any, list] = (None, [])
+        self._compiled: dict[str, tuple[Any, list]] = {}
 
     def compiled(self, run: dict[str, Any]) -> tuple[Any, list]:
         key = json.dumps([run["setup"], run["holes"]])
-        if key != self._key:
+        found = self._compiled.pop(key, None)
+        if found is None:
             holes = [
                 [
                     (kind, compile(src, f"<hole {t}.{k}>", "eval", dont_inherit=True), eager)
@@ -1145,8 +1145,11 @@ class _Zygote:
                 ]
                 for t, hs in enumerate(run["holes"])
             ]
-            self._key, self._compiled = key, (_compile(run["setup"], "<setup>"), holes)
-        return self._compiled
+            found = (_compile(run["setup"], "<setup>"), holes)
+            if len(self._compiled) >= _PLANS_KEPT:
+                del self._compiled[next(iter(self._compiled))]  # least recently used
+        self._compiled[key] = found
+        return found
 
     def serve(self) -> None:
         while True:
@@ -1882,18 +1885,24 @@ class _Suite:
         }
 
 
+_PLANS_KEPT = 64  # suites planned recently (verification asks for each item's several times)
+
+
 class _Checker:
     def __init__(self, fds: dict[str, int]) -> None:
         self.fds = fds
         self.link = _Link(fds)
-        self._plan_key: tuple[str, tuple[str, ...]] | None = None
-        self._plan: _Plan | None = None
+        self._plans: dict[tuple[str, tuple[str, ...]], _Plan] = {}
 
     def plan(self, setup: str, tests: list[str]) -> _Plan:
         key = (setup, tuple(tests))
-        if key != self._plan_key or self._plan is None:
-            self._plan_key, self._plan = key, _Plan(setup, tests)
-        return self._plan
+        plan = self._plans.pop(key, None)
+        if plan is None:
+            plan = _Plan(setup, tests)
+            if len(self._plans) >= _PLANS_KEPT:
+                del self._plans[next(iter(self._plans))]  # least recently used
+        self._plans[key] = plan
+        return plan
 
     def handle(self, req: dict[str, Any]) -> dict[str, Any]:
         plan = self.plan(req["setup"], req["tests"])
