@@ -697,7 +697,7 @@ class _Planner(ast.NodeTransformer):
 
     def _hole(self, kind: str, expr: ast.expr) -> ast.Call:
         used = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and n.id in self.bound}
-        local_names = sorted(used - _bound_names(expr))
+        local_names = sorted(used - _bound_names(expr)) if used else []
         index = len(self.holes)
         eager = self._depth == 0 and not local_names
         self.holes.append((kind, ast.unparse(expr), local_names, eager))
