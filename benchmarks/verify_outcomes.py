@@ -4,7 +4,8 @@ The corpus records, for every canonical, distractor (``items/corpus.jsonl``) and
 (``items/alternatives.jsonl``), the outcome of each of its own query's tests. A change to the
 runner must not change them (unless a test's shape changed on purpose): this script runs them
 all again, with the limits the build used (distractors: the mutant timeout), and prints every
-mismatch and a count. Exit status 1 when any outcome differs.
+mismatch and a count, and a census of the types the snippets' calls returned. Exit status 1 when
+any outcome differs.
 
 Usage: python benchmarks/verify_outcomes.py [ITEMS_DIR] [-j JOBS]   (default: the bundled items/)
 """
@@ -52,6 +53,7 @@ def main() -> int:
     limits = {"distractor": Limits(timeout_s=MUTANT_TIMEOUT_S), "other": Limits()}
     mismatches: list[tuple[dict, tuple[str, ...], str]] = []
     kinds: collections.Counter[str] = collections.Counter()
+    census: collections.Counter[str] = collections.Counter()
     start = time.perf_counter()
     for group, recs_in_group in groups.items():
         # Sorted by query: consecutive suites share a plan in the checker and the zygote.
@@ -62,6 +64,7 @@ def main() -> int:
             suites.append((rec["code"], item.setup, list(item.tests)))
         with SuiteRunner(limits[group], cache_dir=None, jobs=args.jobs) as runner:
             results = runner.run_many(suites)
+            census.update(runner.value_types())
         for rec, result in zip(recs_in_group, results, strict=True):
             kinds[rec["kind"]] += 1
             if list(result.outcomes) != rec["outcomes"]:
@@ -71,6 +74,9 @@ def main() -> int:
         print(f"MISMATCH {rec['kind']} {rec['query_id']} {rec['snippet_id'][:12]}")
         print(f"  recorded {rec['outcomes']}")
         print(f"  now      {list(got)}  {detail}")
+    print("types of the values the snippets' calls returned (nested values included):")
+    for name, n in census.most_common():
+        print(f"  {name:<14} {n}")
     counts = ", ".join(f"{n} {k}s" for k, n in sorted(kinds.items()))
     print(f"{sum(kinds.values())} snippets ({counts}) in {elapsed:.1f} s: "
           f"{len(mismatches)} with different outcomes")  # fmt: skip

@@ -1731,6 +1731,7 @@ class _Suite:
         self.replies: dict[tuple[int, int], dict[str, Any]] = {}
         self.prefetched: set[int] = set()
         self.complete: bool | None = None  # the child's word: nothing left to ask
+        self.types: dict[str, int] = {}  # type names of the decoded values, nested ones too
 
     def run(self) -> dict[str, Any]:
         link = self.link
@@ -1824,9 +1825,11 @@ class _Suite:
         reply = self._ask(i, k, loc)
         if "v" in reply:
             try:
-                return decode(reply["v"])
+                value = decode(reply["v"])
             except ValueError as exc:
                 raise _ProtocolError(str(exc)) from None
+            _count_types(value, self.types)
+            return value
         if "u" in reply:
             raise UnsupportedValue(str(reply["u"])[:200])
         return self._raised(reply)
@@ -1882,10 +1885,26 @@ class _Suite:
             "passed": proven and all(o == "pass" for o in outcomes),
             "detail": "; ".join(issues),
             "output": bytes(self.link.output).decode("utf-8", "replace"),
+            "value_types": self.types,
         }
 
 
 _PLANS_KEPT = 64  # suites planned recently (verification asks for each item's several times)
+
+
+def _count_types(value: Any, counts: dict[str, int], budget: int = 1000) -> None:
+    """Count the type names in a decoded value (containers' elements too, up to ``budget``)."""
+    todo = [value]
+    while todo and budget > 0:
+        item = todo.pop()
+        budget -= 1
+        name = type(item).__name__
+        counts[name] = counts.get(name, 0) + 1
+        if isinstance(item, dict):
+            todo.extend(item.keys())
+            todo.extend(item.values())
+        elif isinstance(item, list | tuple | set | frozenset) or type(item).__name__ == "deque":
+            todo.extend(item)
 
 
 class _Checker:

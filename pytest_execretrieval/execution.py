@@ -63,6 +63,15 @@ class SuiteRunner:
         with ThreadPoolExecutor(self.jobs) as pool:
             return list(pool.map(lambda suite: self.run(*suite), suites))
 
+    def value_types(self) -> dict[str, int]:
+        """A census of the value types the snippets' calls returned in this runner's sandboxes."""
+        counts: dict[str, int] = {}
+        with self._lock:
+            for sandbox in self._sandboxes:
+                for name, n in sandbox.value_types.items():
+                    counts[name] = counts.get(name, 0) + n
+        return counts
+
     def close(self) -> None:
         with self._lock:
             for sandbox in self._sandboxes:

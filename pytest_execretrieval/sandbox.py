@@ -183,6 +183,8 @@ class Sandbox:
         self._closed = False
         self._requests = 0
         self.isolation: dict[str, Any] = {}
+        # Type names of the values the snippets' calls returned, nested ones too (a census).
+        self.value_types: dict[str, int] = {}
         try:
             self._start()
         except (_ServerGone, ValueError) as exc:
@@ -288,6 +290,11 @@ class Sandbox:
             return reply
         if "error" in reply:
             raise SandboxError(f"the sandbox server could not run the suite: {reply['error']}")
+        types = reply.get("value_types")
+        if isinstance(types, dict):
+            for name, count in types.items():
+                if isinstance(name, str) and type(count) is int:
+                    self.value_types[name] = self.value_types.get(name, 0) + count
         return _to_result(reply, len(tests))
 
     def _exchange(self, request: bytes, n_tests: int) -> dict[str, Any] | SuiteResult:
@@ -414,7 +421,9 @@ def _check_inputs(code: object, setup: object, tests: object) -> tuple[str, ...]
 
 def _to_result(reply: dict[str, Any], n_tests: int) -> SuiteResult:
     try:
-        result = SuiteResult.from_json({k: v for k, v in reply.items() if k != "id"})
+        result = SuiteResult.from_json(
+            {k: v for k, v in reply.items() if k not in ("id", "value_types")}
+        )
     except (TypeError, ValueError) as exc:
         raise SandboxError(f"malformed reply from the sandbox server: {exc}") from exc
     if len(result.outcomes) != n_tests:
