@@ -355,7 +355,7 @@ def _dec_timezone(r: list[Any], depth: int) -> Any:
     import datetime as dt
 
     offset = dt.timedelta(_int(r[0]), _int(r[1]), _int(r[2]))
-    return dt.timezone(offset) if r[3] is None else dt.timezone(offset, str(r[3]))
+    return dt.timezone(offset) if r[3] is None else dt.timezone(offset, _str(r[3]))
 
 
 def _dec_datetime(r: list[Any], depth: int) -> Any:
