@@ -80,6 +80,7 @@ _CPU_LIMIT_FACTOR = 30
 _ZYGOTE_GRACE_S = 10.0  # on top of the suite timeout: the zygote reports every suite's end
 SCRATCH = "/tmp"  # noqa: S108 - a private tmpfs in the zygote's mount namespace
 CHILD_FDS = (3, 4)  # the child's request (read) and reply (write) fds
+GO_FD = 5  # a spare child reads its suite here
 UNSUPPORTED = "error:UnsupportedValue"
 
 
@@ -901,7 +902,9 @@ def _module(name: str, **attrs: Any) -> types.ModuleType:
     return module
 
 
-def _child_setup(limits: dict[str, Any], scratch: str, fds: dict[str, int], layers: Any) -> tuple:
+def _child_setup(
+    limits: dict[str, Any], scratch: str, fds: dict[str, int], layers: Any, go_r: int
+) -> tuple:
     """Isolate the freshly forked child; returns the stdio streams to flush at the end."""
     os.setsid()  # own process group: the zygote kills it as a whole
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -914,8 +917,9 @@ def _child_setup(limits: dict[str, Any], scratch: str, fds: dict[str, int], laye
     os.dup2(fds["out_w"], 2)
     os.dup2(fds["req_r"], CHILD_FDS[0])
     os.dup2(fds["rep_w"], CHILD_FDS[1])
+    os.dup2(go_r, GO_FD)
     layers.confine_child()  # Landlock scope, then the fds it needs are closed below
-    os.closerange(CHILD_FDS[1] + 1, max(os.sysconf("SC_OPEN_MAX"), 1024))
+    os.closerange(GO_FD + 1, max(os.sysconf("SC_OPEN_MAX"), 1024))
     os.chdir(scratch)
     layers.drop_child()  # unprivileged uid, then the seccomp filter
     os.environ["TMPDIR"] = scratch  # where `tempfile` puts files once the snippet imports it
@@ -1018,8 +1022,15 @@ def _evaluate_hole(kind: str, code_obj: Any, env: dict[str, Any]) -> dict[str, A
         return {"u": f"{_type_name(value)} (encoding it raised {type(exc).__name__})"[:200]}
 
 
-def _child_main(run: dict[str, Any], compiled: Any, fds: dict[str, int], layers: Any) -> None:
-    streams = _child_setup(run["limits"], layers.scratch, fds, layers)
+def _child_main(limits: dict[str, Any], zygote: Any, go_r: int) -> None:
+    """A spare child: confine, wait for a suite from the zygote, run it."""
+    layers = zygote.layers
+    streams = _child_setup(limits, layers.scratch, zygote.fds, layers, go_r)
+    run = _recv(GO_FD)
+    if run is None:
+        os._exit(0)  # the zygote is done with us
+    os.close(GO_FD)
+    compiled = zygote.compiled(run)  # inherited from the zygote when it had this suite already
     report = _Reporter(CHILD_FDS[1])
     if run.get("guard", True):
         sys.addaudithook(_make_guard(layers.scratch, os.getpid(), report))
@@ -1128,11 +1139,17 @@ def empty_dir(path: str) -> int:
 
 
 class _Zygote:
-    """Forks one child per suite; knows nothing about the tests' checks."""
+    """Forks one child per suite; knows nothing about the tests' checks.
 
-    def __init__(self, fds: dict[str, int], layers: Any) -> None:
-        self.fds, self.layers = fds, layers
+    The next suite's child is forked and confined as soon as a suite ends (a *spare*, waiting
+    for its suite on a pipe), so its set-up overlaps with the caller's own work between suites.
+    The suite's wall clock starts when the spare is handed its suite.
+    """
+
+    def __init__(self, fds: dict[str, int], layers: Any, limits: dict[str, Any]) -> None:
+        self.fds, self.layers, self.limits = fds, layers, limits
         self._compiled: dict[str, tuple[Any, list]] = {}
+        self.spare: tuple[int, int, dict[str, Any]] | None = None  # (pid, go_w, its limits)
 
     def compiled(self, run: dict[str, Any]) -> tuple[Any, list]:
         key = json.dumps([run["setup"], run["holes"]])
@@ -1152,29 +1169,45 @@ class _Zygote:
         return found
 
     def serve(self) -> None:
-        while True:
-            req = _recv(self.fds["zc_r"])
-            if req is None:
-                return
-            reply = self.run(req["run"])
-            _send(self.fds["zr_w"], reply)
+        try:
+            while True:
+                if self.spare is None and self.limits:
+                    self.spare = self._spawn(self.limits)
+                req = _recv(self.fds["zc_r"])
+                if req is None:
+                    return
+                reply = self.run(req["run"])
+                _send(self.fds["zr_w"], reply)
+        finally:
+            self._drop_spare()
+
+    def _drop_spare(self) -> None:
+        if self.spare is not None:
+            pid, go_w, _ = self.spare
+            self.spare = None
+            os.close(go_w)  # EOF: it exits; the kill is for one still setting up
+            _signal_group(pid, signal.SIGKILL)
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
 
     def run(self, run: dict[str, Any]) -> dict[str, Any]:
-        compiled = self.compiled(run)
-        deadline = time.monotonic() + float(run["limits"]["timeout_s"])
-        pid = os.fork()
-        if pid == 0:  # child: never returns into the zygote loop
-            try:
-                _child_main(run, compiled, self.fds, self.layers)
-                os._exit(0)
-            except BaseException as exc:  # noqa: BLE001 - the sandbox's own failure: say so
-                note = f"sandbox child failed: {type(exc).__name__}: {exc}\n"
-                try:
-                    os.write(self.fds["out_w"], note.encode("utf-8", "replace"))
-                finally:
-                    os._exit(70)
-            finally:
-                os._exit(70)
+        limits = run["limits"]
+        if self.spare is None or self.spare[2] != limits:
+            self._drop_spare()
+            self.spare = self._spawn(limits)
+        pid, go_w, _ = self.spare
+        self.spare = None
+        deadline = time.monotonic() + float(limits["timeout_s"])
+        try:
+            _send(go_w, run)
+        except OSError:
+            pass  # it died setting up: _wait() sees the exit
+        finally:
+            os.close(go_w)
+        self.compiled(run)  # for the spares to come, while this one runs
         try:
             ended, status = self._wait(pid, deadline)
         finally:
@@ -1185,6 +1218,26 @@ class _Zygote:
             "left": left,
             "scratch": self._clean_scratch(),
         }
+
+    def _spawn(self, limits: dict[str, Any]) -> tuple[int, int, dict[str, Any]]:
+        go_r, go_w = os.pipe()
+        go_r, go_w = _high(go_r), _high(go_w)
+        pid = os.fork()
+        if pid == 0:  # child: never returns into the zygote loop
+            try:
+                os.close(go_w)
+                _child_main(limits, self, go_r)
+                os._exit(0)
+            except BaseException as exc:  # noqa: BLE001 - the sandbox's own failure: say so
+                note = f"sandbox child failed: {type(exc).__name__}: {exc}\n"
+                try:
+                    os.write(self.fds["out_w"], note.encode("utf-8", "replace"))
+                finally:
+                    os._exit(70)
+            finally:
+                os._exit(70)
+        os.close(go_r)
+        return pid, go_w, limits
 
     def _wait(self, pid: int, deadline: float) -> tuple[str, int]:
         pidfd = _pidfd(pid)
@@ -1550,7 +1603,7 @@ def _zygote_process(
         gc.collect()
         gc.freeze()  # keep the preloaded heap shared with the forked children
         _send(fds["zr_w"], {"layers": layers.report()})
-        _Zygote(fds, layers).serve()
+        _Zygote(fds, layers, limits).serve()
         os._exit(0)
     except BaseException as exc:  # noqa: BLE001 - report and die; the checker reports it on
         try:

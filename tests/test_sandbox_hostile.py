@@ -80,11 +80,12 @@ def contained(sandbox: Sandbox, result: SuiteResult, outside: Path | None = None
         assert (outside / "victim").read_text() == "keep"
     checker = sandbox.server_pid
     assert checker is not None
-    # The checker's descendants: the zygote's outside anchor and the PID namespace's init.
+    # The checker's descendants: the zygote's outside anchor, the PID namespace's init and the
+    # spare child it forks for the next suite once a suite is over. A survivor would be one more.
     deadline = time.monotonic() + 5
-    while len(descendants(checker)) > 2 and time.monotonic() < deadline:
+    while len(descendants(checker)) != 3 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert len(descendants(checker)) <= 2, descendants(checker)
+    assert len(descendants(checker)) <= 3, descendants(checker)
     assert sandbox.run(*BENIGN).passed
 
 
@@ -375,7 +376,8 @@ def test_signals_and_pidfds_reach_neither_server_nor_controller(box, hit):
     prelude = f"import os, signal\nCONTROLLER = {os.getpid()}\nCHECKER = {box.server_pid}"
     r = box.run(attack(hit, prelude), "", ["f()", "assert 1"])
     assert r.outcomes[0] != "pass", r
-    assert (box.server_pid, descendants(box.server_pid)) == before  # nothing was restarted
+    after = (box.server_pid, descendants(box.server_pid)[:2])
+    assert after == (before[0], before[1][:2])  # nothing was restarted
     contained(box, r)
 
 
