@@ -12,8 +12,9 @@ Three processes, so that no process that runs snippet code ever holds an expecte
   expected values and comparisons, stays here), evaluates the tests, asking the child for each
   hole's value, and replies. It never runs snippet code and never forks after startup.
 * the **zygote**, forked by the checker at startup before any request (so its memory holds no
-  test), sets up the kernel layers once and forks one child per suite, enforces the wall clock,
-  kills every process the suite left and empties the scratch directory. It never sees a check.
+  test), sets up the kernel layers once and forks one child per suite (ahead of time: a *spare*
+  confined child waits for its suite on a pipe), enforces the wall clock, kills every process
+  the suite left and empties the scratch directory. It never sees a check.
 * the **child** runs setup + snippet, then evaluates holes on request and returns their values
   in a restricted typed encoding (:func:`encode`); the checker decodes them (:func:`decode`) into
   plain objects of the allowed types only, so a snippet object's ``__eq__`` never runs there.
@@ -24,12 +25,16 @@ Wire protocols: frames of a 4-byte big-endian length + UTF-8 JSON everywhere.
   v, "isolation": {...}}``.
 * checker -> zygote ``{"run": ...}``; zygote -> checker ``{"layers": ...}`` once, then per
   suite ``{"exit": "exited"|"timeout", "status": s, "left": bool, "scratch": str}``.
+* zygote -> spare child: the ``run`` frame (code, setup, the holes' sources), on its own pipe.
 * checker <-> child, on pipes created once at startup and inherited by every child: child
-  ``{"m": outcome}`` after setup + code, ``{"v": value}``/``{"x": name, "mro": [...]}``/
-  ``{"u": reason}``/``{"ok": 1}`` per hole, ``{"viol": event}`` when the audit guard blocks
-  something, ``{"d": 1}`` at the end; checker ``{"t": test, "h": hole, "l": locals}`` and
-  ``{"end": 1}``. One suite runs at a time per zygote, and the checker drains these pipes after
-  each suite, once the zygote has killed and reaped every process of it.
+  ``{"m": outcome}`` after setup + code, then ``{"e": test, "r": [answer, ...]}`` with each
+  test's eager holes (below) and ``{"p": complete}``; an *answer* is ``{"v": value}``,
+  ``{"x": name, "mro": [...]}`` (it raised), ``{"u": reason}`` (unsupported type) or ``{"ok":
+  0|1, "mro": [...]}`` (a captured call); ``{"viol": event}`` whenever the audit guard blocks
+  something; ``{"d": 1}`` at the end. The checker asks for the other holes with ``{"t": test,
+  "h": hole, "l": locals}`` and ends with ``{"end": 1}`` unless the child said ``complete``.
+  One suite runs at a time per zygote, and the checker drains these pipes after each suite,
+  once the zygote has killed and reaped every process of it.
 """
 
 from __future__ import annotations
