@@ -86,6 +86,10 @@ _ZYGOTE_GRACE_S = 25.0  # on top of the suite timeout (the caller allows 30 s): 
 SCRATCH = "/tmp"  # noqa: S108 - a private tmpfs in the zygote's mount namespace
 CHILD_FDS = (3, 4)  # the child's request (read) and reply (write) fds
 GO_FD = 5  # a spare child reads its suite here
+# Fork and confine the next suite's child while the caller handles the last reply. It lowers the
+# wall time of one serial chain (caller -> checker -> child) by using a second core for the
+# child's set-up; it does not lower the CPU time a suite costs.
+PREFORK = True
 UNSUPPORTED = "error:UnsupportedValue"
 
 
@@ -1176,7 +1180,7 @@ class _Zygote:
     def serve(self) -> None:
         try:
             while True:
-                if self.spare is None and self.limits:
+                if self.spare is None and self.limits and PREFORK:
                     self.spare = self._spawn(self.limits)
                 req = _recv(self.fds["zc_r"])
                 if req is None:
