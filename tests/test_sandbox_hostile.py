@@ -252,6 +252,33 @@ def test_special_writes_outside_are_refused(box, outside, write):
     contained(box, r, outside)
 
 
+def test_defeating_the_audit_hook_from_gc_gains_nothing(box, outside):
+    requires(box, "seccomp", "landlock")
+    code = attack(
+        "import gc, sys\n"
+        "for o in gc.get_objects():\n"
+        "    if type(o).__name__ == 'function' and o.__name__ == 'hook':\n"
+        "        o.__globals__['_BLOCKED_IMPORTS'] = frozenset()\n"
+        "        o.__globals__['_PROCESS_EVENTS'] = frozenset()\n"
+        "        for cell in o.__closure__ or ():\n"
+        "            if getattr(cell.cell_contents, '__name__', '') in ('deny', 'inside'):\n"
+        "                cell.cell_contents = lambda *a: True\n"
+        "sys.modules.pop('ctypes', None)\n"
+        "import ctypes\n"
+        "libc = ctypes.CDLL(None)\n"
+        "pid = libc.fork()\n"
+        "if pid == 0:\n"
+        "    libc._exit(0)\n"
+        "fd = libc.open(OUT.encode() + b'/via-ctypes', 0o101, 0o644)\n"
+        "return ['ctypes', pid, fd]",
+        f"import os\nOUT = {str(outside)!r}",
+    )
+    tests = ["assert f()[0] == 'ctypes'", "assert f()[1] >= 0", "assert f()[2] >= 0"]
+    r = box.run(code, "", tests)
+    assert r.outcomes == ("pass", "fail", "fail"), r  # ctypes was reached; the kernel said no
+    contained(box, r, outside)
+
+
 @pytest.mark.parametrize(
     "spawn",
     [
