@@ -90,6 +90,7 @@ GO_FD = 5  # a spare child reads its suite here
 # wall time of one serial chain (caller -> checker -> child) by using a second core for the
 # child's set-up; it does not lower the CPU time a suite costs.
 PREFORK = True
+_SPARE_AFTER_S = 0.0003  # idle this long after a suite before forking the spare
 UNSUPPORTED = "error:UnsupportedValue"
 
 
@@ -1180,7 +1181,7 @@ class _Zygote:
     def serve(self) -> None:
         try:
             while True:
-                if self.spare is None and self.limits and PREFORK:
+                if self.spare is None and self.limits and PREFORK and not self._request_waiting():
                     self.spare = self._spawn(self.limits)
                 req = _recv(self.fds["zc_r"])
                 if req is None:
@@ -1189,6 +1190,11 @@ class _Zygote:
                 _send(self.fds["zr_w"], reply)
         finally:
             self._drop_spare()
+
+    def _request_waiting(self) -> bool:
+        """Whether the next request comes at once: then forking a spare would only compete
+        with it for the CPU (suites back to back); otherwise the spare uses the idle time."""
+        return bool(select.select([self.fds["zc_r"]], [], [], _SPARE_AFTER_S)[0])
 
     def _drop_spare(self) -> None:
         if self.spare is not None:
