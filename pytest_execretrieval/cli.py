@@ -1,4 +1,4 @@
-"""The ``execretrieval`` command: build, verify, embed, embedders (and the report commands)."""
+"""The ``execretrieval`` command: build, verify, embed, embedders, doctor (and the reports)."""
 
 from __future__ import annotations
 
@@ -117,6 +117,42 @@ def cmd_embedders(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """The sandbox's isolation layers here (and why any is missing), then the embedders.
+
+    Exit status 1 when a layer is missing (``--execretrieval-isolation strict`` would refuse).
+    """
+    import json
+
+    from .sandbox import LAYERS, SandboxError, isolation_in_force
+
+    try:
+        isolation = isolation_in_force()
+    except SandboxError as exc:
+        print(f"sandbox: cannot start: {exc}")
+        return 1
+    if args.json:
+        print(json.dumps(isolation, indent=2, sort_keys=True))
+        return 1 if isolation["missing"] else 0
+    print("sandbox isolation layers (for the processes that run snippets):")
+    for name in LAYERS:
+        why = isolation["missing"].get(name)
+        print(f"  {name:<18} {'in force' if why is None else 'MISSING: ' + why}")
+    print(f"  landlock ABI {isolation['landlock_abi']}, snippets run as uid "
+          f"{isolation['child_uid'] if isolation['child_uid'] is not None else '(unchanged)'}, "
+          f"scratch {_scratch_text(isolation)}; checker: {isolation['checker']}")  # fmt: skip
+    print("embedders:")
+    cmd_embedders(args)
+    return 1 if isolation["missing"] else 0
+
+
+def _scratch_text(isolation: dict) -> str:
+    if not isolation.get("scratch_bytes"):
+        return "unbounded (no mount namespace: RLIMIT_FSIZE per file only)"
+    mib = isolation["scratch_bytes"] / 1024**2
+    return f"tmpfs of {mib:g} MiB and {isolation['scratch_inodes']} inodes per suite"
+
+
 def cmd_embed(args: argparse.Namespace) -> int:
     from .benchmark import document_text
     from .build import engine
@@ -200,6 +236,9 @@ def parser() -> argparse.ArgumentParser:
 
     sub.add_parser("embedders", help="known embedder names and whether each is usable here") \
         .add_argument("--cache-dir", **cache)  # fmt: skip
+    d = sub.add_parser("doctor", help="sandbox isolation layers available here, and embedders")
+    d.add_argument("--cache-dir", **cache)
+    d.add_argument("--json", action="store_true", help="print the isolation layers as JSON")
 
     sub.add_parser("compare", help="side-by-side metrics, paired differences with CIs and p-values",
                    add_help=False)  # fmt: skip
@@ -228,7 +267,9 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_verify(args, rest)
     if rest:
         parser().error(f"unrecognized arguments: {' '.join(rest)}")
-    return {"build": cmd_build, "embedders": cmd_embedders, "embed": cmd_embed}[args.command](args)
+    commands = {"build": cmd_build, "embedders": cmd_embedders, "embed": cmd_embed,
+                "doctor": cmd_doctor}  # fmt: skip
+    return commands[args.command](args)
 
 
 if __name__ == "__main__":

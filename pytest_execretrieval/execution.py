@@ -28,8 +28,15 @@ def limits_key(limits: Limits) -> str:
 
 
 class SuiteRunner:
-    def __init__(self, limits: Limits = Limits(), cache_dir: Path | None = None, jobs: int = 1):
+    def __init__(
+        self,
+        limits: Limits = Limits(),
+        cache_dir: Path | None = None,
+        jobs: int = 1,
+        isolation: str = "best",
+    ):
         self.limits = limits
+        self.isolation = isolation  # Sandbox(isolation=...): "best" or "strict"
         # Outcomes depend on the limits (a timeout at 1 s may pass at 5 s): one cache per limits.
         self.cache = OutcomeCache(Path(cache_dir) / "outcomes" / limits_key(limits)) \
             if cache_dir else None  # fmt: skip
@@ -44,7 +51,7 @@ class SuiteRunner:
     def _sandbox(self) -> Sandbox:
         sandbox = getattr(self._local, "sandbox", None)
         if sandbox is None:
-            sandbox = self._local.sandbox = Sandbox(self.limits)
+            sandbox = self._local.sandbox = Sandbox(self.limits, isolation=self.isolation)
             with self._lock:
                 self._sandboxes.append(sandbox)
         return sandbox
@@ -61,6 +68,15 @@ class SuiteRunner:
                 self._pool = ThreadPoolExecutor(self.jobs)
             pool = self._pool
         return list(pool.map(lambda suite: self.run(*suite), suites))
+
+    def value_types(self) -> dict[str, int]:
+        """A census of the value types the snippets' calls returned in this runner's sandboxes."""
+        counts: dict[str, int] = {}
+        with self._lock:
+            for sandbox in self._sandboxes:
+                for name, n in sandbox.value_types.items():
+                    counts[name] = counts.get(name, 0) + n
+        return counts
 
     def close(self) -> None:
         with self._lock:

@@ -1,16 +1,21 @@
 """On-disk cache of sandbox outcomes, safe for many concurrent processes.
 
 Layout: ``<root>/<key[:2]>/<key[2:]>.json``. Each entry is one header line
-``execretrieval-outcome <key> <sha256 of body>`` followed by the JSON body. Entries are written
-to a temporary file in the same directory, fsynced and ``os.replace``d into place, so readers see
-either nothing or a complete entry; anything that fails the header/checksum/schema checks (torn
-copy, garbage, an entry for another key) is deleted and treated as a miss. Temporary files of a
-killed writer (``.*.tmp``) are never read.
+``execretrieval-outcome2 <key> <tag>`` followed by the JSON body, where ``tag`` is the
+HMAC-SHA256 of key and body under a secret made once per cache root (``<root>/.hmac-key``, mode
+0600, 32 random bytes): an entry written by anything that cannot read that file (a snippet that
+escaped its sandbox, say; the sandbox's Landlock layer already keeps snippets from reading or
+writing the cache) does not verify. Entries are written to a temporary file in the same
+directory, fsynced and ``os.replace``d into place, so readers see either nothing or a complete
+entry; anything that fails the header/tag/schema checks (torn copy, garbage, a forgery, an entry
+for another key) is deleted and treated as a miss. Temporary files of a killed writer
+(``.*.tmp``) are never read.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import tempfile
@@ -18,11 +23,12 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from .sandbox import RUNNER_VERSION, Limits, Sandbox, SuiteResult
+from .sandbox import LOST, RUNNER_VERSION, Limits, Sandbox, SuiteResult
 
 __all__ = ["OutcomeCache", "cached_run"]
 
-_MAGIC = b"execretrieval-outcome"
+_MAGIC = b"execretrieval-outcome2"
+_KEY_FILE = ".hmac-key"
 
 
 def _sha256(data: bytes) -> str:
@@ -38,6 +44,16 @@ class OutcomeCache:
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+        self._secret: bytes | None = None
+
+    def secret(self) -> bytes:
+        """The cache root's HMAC key, created on first use (safe against concurrent creators)."""
+        if self._secret is None:
+            self._secret = _load_or_create_key(self.root / _KEY_FILE)
+        return self._secret
+
+    def tag(self, key: str, body: bytes) -> str:
+        return hmac.new(self.secret(), key.encode() + b"\n" + body, hashlib.sha256).hexdigest()
 
     @staticmethod
     def key(code: str, setup: str, tests: Sequence[str], limits: Limits | None = None) -> str:
@@ -61,7 +77,7 @@ class OutcomeCache:
                 inode = os.fstat(fh.fileno()).st_ino
         except FileNotFoundError:
             return None
-        result = _decode(data, key)
+        result = self._decode(data, key)
         if result is None:
             _discard(path, inode)
         return result
@@ -77,7 +93,7 @@ class OutcomeCache:
         key = self.key(code, setup, tests, limits)
         path = self.path_for(key)
         body = json.dumps(result.to_json(), sort_keys=True).encode("ascii")
-        data = b" ".join([_MAGIC, key.encode(), _sha256(body).encode()]) + b"\n" + body
+        data = b" ".join([_MAGIC, key.encode(), self.tag(key, body).encode()]) + b"\n" + body
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
         try:
@@ -93,18 +109,42 @@ class OutcomeCache:
                 pass
             raise
 
+    def _decode(self, data: bytes, key: str) -> SuiteResult | None:
+        header, sep, body = data.partition(b"\n")
+        fields = header.split(b" ")
+        if not sep or len(fields) != 3 or fields[0] != _MAGIC or fields[1] != key.encode():
+            return None
+        if not hmac.compare_digest(fields[2], self.tag(key, body).encode()):
+            return None
+        try:
+            return SuiteResult.from_json(json.loads(body))
+        except (ValueError, TypeError):  # JSON/UTF-8 decoding errors, wrong shapes
+            return None
 
-def _decode(data: bytes, key: str) -> SuiteResult | None:
-    header, sep, body = data.partition(b"\n")
-    fields = header.split(b" ")
-    if not sep or len(fields) != 3 or fields[0] != _MAGIC or fields[1] != key.encode():
-        return None
-    if fields[2] != _sha256(body).encode():
-        return None
-    try:
-        return SuiteResult.from_json(json.loads(body))
-    except (ValueError, TypeError):  # JSON/UTF-8 decoding errors, wrong shapes
-        return None
+
+def _load_or_create_key(path: Path) -> bytes:
+    """Read the 32-byte key at ``path``, creating it atomically (write, then link) if absent."""
+    for _ in range(3):
+        try:
+            with open(path, "rb") as fh:
+                secret = fh.read()
+            if len(secret) == 32:
+                return secret
+            raise ValueError(f"{path} is not a 32-byte key; delete it (and the cache beside it)")
+        except FileNotFoundError:
+            pass
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".key.", suffix=".tmp")
+        try:
+            os.write(fd, os.urandom(32))
+            os.fsync(fd)
+            os.close(fd)
+            os.link(tmp, path)  # fails if another process made the key first: then read that
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(tmp)
+    raise OSError(f"could not create or read the outcome cache key {path}")
 
 
 def _discard(path: Path, inode: int) -> None:
@@ -123,7 +163,9 @@ def cached_run(
     setup: str,
     tests: Sequence[str],
 ) -> SuiteResult:
-    """``sandbox.run`` behind ``cache`` (keyed with the sandbox's limits); None disables it."""
+    """``sandbox.run`` behind ``cache`` (keyed with the sandbox's limits); None disables it.
+
+    A result whose sandbox was lost (``error:SandboxLost``) is returned but not cached."""
     if cache is None:
         return sandbox.run(code, setup, tests)
     tests = tuple(tests)
@@ -131,5 +173,6 @@ def cached_run(
     if hit is not None:
         return hit
     result = sandbox.run(code, setup, tests)
-    cache.put(code, setup, tests, result, sandbox.limits)
+    if LOST not in result.outcomes:  # a lost sandbox says nothing about the snippet: rerun
+        cache.put(code, setup, tests, result, sandbox.limits)
     return result

@@ -25,6 +25,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     settings.add_options(parser)
 
 
+def _check_isolation(config: pytest.Config) -> None:
+    """A bad ``--execretrieval-isolation``, or ``strict`` where a layer is missing: usage error."""
+    try:
+        mode = settings.isolation(config)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if mode == "strict":
+        from .sandbox import isolation_in_force
+
+        missing = isolation_in_force()["missing"]
+        if missing:
+            raise pytest.UsageError(
+                "--execretrieval-isolation strict: missing sandbox layers: "
+                + "; ".join(f"{k}: {v}" for k, v in missing.items())
+                + " (see `execretrieval doctor`)"
+            )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "execretrieval: an ExecRetrieval benchmark item")
     for domain in DOMAINS:
@@ -37,6 +55,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("use either --embedder or --execretrieval-verify, not both")
     if len(set(embedders)) != len(embedders):
         raise pytest.UsageError(f"an embedder is named twice: {embedders}")
+    _check_isolation(config)
     from .session import ExecRetrievalSession
 
     config.pluginmanager.register(ExecRetrievalSession(config, embedders, verify), SESSION_PLUGIN)

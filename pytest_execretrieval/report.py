@@ -24,6 +24,7 @@ from .benchmark import BenchmarkRun, Hit, QueryResult
 from .compare import tie_range
 from .metrics import METRIC_NAMES, mean_metrics, metric_matrix, row_metrics
 from .retrieval import TIE_POLICY
+from .sandbox import isolation_in_force
 from .stats import bootstrap_ci
 
 SCHEMA_VERSION = 2
@@ -107,6 +108,7 @@ def build_report(
         "per_query": per_query,
     }
     report["analyses"] = analyses(report)
+    report["isolation"] = isolation_in_force()  # the sandbox layers in force during the run
     report["elapsed_s"] = round(elapsed_s, 3)
     report["created_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     return report

@@ -1,34 +1,30 @@
 """Run untrusted Python snippets against assert tests, never in the calling process.
 
-A :class:`Sandbox` owns one long-lived *fork server* (``python -I _sandbox_child.py``, started
-with a scrubbed environment: only PATH, LANG and LC_ALL survive, so API keys and tokens never
-reach snippets; hash randomisation is left on, so each server has its own hash seed, as a fresh
-interpreter would). The server pre-imports common stdlib modules, compiles each suite's setup
-and tests once (consecutive requests for one item share them) and forks one child per suite,
-which is several times cheaper than starting an interpreter (benchmarks/sandbox_speed.py).
-The child
+A :class:`Sandbox` owns one long-lived *checker* process (``python -I _sandbox_child.py``,
+started with a scrubbed environment: only PATH, LANG and LC_ALL survive, so API keys and tokens
+never reach snippets). The checker forks a *zygote* once, before it has seen any test; the
+zygote forks one child per suite. Verdicts are decided where no snippet runs: the checker splits
+each test into the snippet-dependent sub-expressions (the calls into the snippet, the call inside
+``raises(...)``), which the child evaluates and returns in a restricted typed encoding, and the
+rest (expected values, comparisons, ``sorted``/``len``/``math.isclose`` around the calls), which
+the checker evaluates on the decoded plain values. See ``_sandbox_child.py`` for the protocol.
 
-* calls ``setsid`` (own process group), sets RLIMIT_AS/FSIZE/NPROC and CORE=0,
-* works in a fresh temporary directory (on tmpfs /dev/shm when available, removed by the
-  server afterwards); stdin is /dev/null, stdout/stderr go to a pipe the server caps,
-* installs an audit hook (``sys.addaudithook``) that blocks process creation (fork, exec,
-  spawn, system, subprocess, ctypes), signals to other processes, rlimit changes, reads of other
-  processes' ``/proc`` entries, and writes outside its temporary directory,
-* execs setup + code as module ``__candidate__`` (so ``if __name__ == "__main__"`` blocks do not
-  run), then each test in a shallow copy of that namespace with ``raises`` re-bound and pristine
-  builtins, and reports per-test outcomes over a private pipe, ending with a completion record
-  (pid, test count, per-run nonce).
+Kernel layers, set up once in the zygote before any snippet runs and probed at start (the
+:attr:`Sandbox.isolation` report, :func:`isolation_in_force`): user, PID, network, mount and IPC
+namespaces (the zygote is the PID namespace's init, so nothing a suite starts outlives it; a
+bounded tmpfs is the scratch directory), Landlock (writes only in the scratch directory, reads
+only of the interpreter, the standard library and system libraries, no TCP; signals scoped to
+the child), ``no_new_privs``, a seccomp filter (no exec, no process creation beyond threads, no
+ptrace/mknod/pidfd, sockets only AF_UNIX) and an unprivileged uid with no capabilities. The
+audit hook of earlier versions stays as an inner layer that names what it blocked. With
+``isolation="strict"`` a Sandbox refuses to start unless every layer is in force; ``"best"``
+runs with what the kernel offers and warns once per process about the rest.
 
-We run as root on the benchmark machines and the interpreter lives under a mode-700 home, so
-dropping to an unprivileged uid would break stdlib imports; the audit-hook write guard is what
-keeps writes inside the temporary directory. That guard is best-effort (Python-level:
-``dir_fd`` tricks on ``os.open`` or deliberate tampering with the runner can evade it): it
-contains buggy code, not a determined attacker. RLIMIT_NPROC is not enforced for root.
-
-Exit status never means pass: a suite passes only if the main child sent its completion
-record, nothing it started outlived it, and every test reported ``"pass"``. The server enforces
-the wall-clock timeout and SIGKILLs the whole process group after every run. It exits when its
-stdin closes or its parent changes; :meth:`Sandbox.run` restarts a dead server once.
+Exit status never means pass: a suite passes only if the child finished every test and sent
+its completion frame, nothing it started outlived it, and every test passed. The zygote
+enforces the wall-clock timeout and kills everything the suite left. A checker or zygote that
+dies, stops or hangs costs the suite in flight a named failure (``error:SandboxLost``) and is
+restarted for the next suite; it never raises into the caller.
 """
 
 from __future__ import annotations
@@ -41,6 +37,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -48,7 +45,16 @@ from typing import Any, Self
 
 from . import _sandbox_child as _child
 
-__all__ = ["RUNNER_VERSION", "Limits", "Sandbox", "SandboxError", "SuiteResult", "run_suite"]
+__all__ = [
+    "ISOLATION_MODES",
+    "RUNNER_VERSION",
+    "Limits",
+    "Sandbox",
+    "SandboxError",
+    "SuiteResult",
+    "isolation_in_force",
+    "run_suite",
+]
 
 RUNNER_VERSION: str = _child.RUNNER_VERSION
 
@@ -56,6 +62,8 @@ _SERVER_SCRIPT = Path(_child.__file__).resolve()
 _KEPT_ENV = ("PATH", "LANG", "LC_ALL")
 _STARTUP_TIMEOUT_S = 60.0
 _REPLY_GRACE_S = 30.0  # on top of the suite timeout, for fork/cleanup under heavy load
+ISOLATION_MODES = ("best", "strict")
+LOST = "error:SandboxLost"  # the outcome of every test of a suite whose sandbox died or hung
 
 
 class SandboxError(RuntimeError):
@@ -73,11 +81,14 @@ class Limits:
     file_size_bytes: int = 64 * 1024**2  # RLIMIT_FSIZE
     max_processes: int = 64  # RLIMIT_NPROC (not enforced for root)
     output_bytes: int = 64 * 1024  # captured stdout+stderr kept
+    scratch_bytes: int = 64 * 1024**2  # size of the scratch tmpfs (with a mount namespace)
+    scratch_inodes: int = 16384  # files + directories in it
 
     def __post_init__(self) -> None:
         if not self.timeout_s > 0:
             raise ValueError(f"Limits.timeout_s must be > 0, got {self.timeout_s!r}")
-        for name in ("memory_bytes", "file_size_bytes", "max_processes", "output_bytes"):
+        names = ("memory_bytes", "file_size_bytes", "max_processes", "output_bytes")
+        for name in (*names, "scratch_bytes", "scratch_inodes"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 0:
                 raise ValueError(f"Limits.{name} must be an int >= 0, got {value!r}")
@@ -149,11 +160,21 @@ def _read_frame(fd: int, deadline: float) -> Any:
 
 
 class Sandbox:
-    """Runs suites in children of a private fork server. Use one per process (or thread)."""
+    """Runs suites in children of a private checker + zygote. Use one per process (or thread).
 
-    def __init__(self, limits: Limits = Limits(), *, _guard: bool = True) -> None:
-        # _guard=False disables the audit hook; only for testing the supervisor's own checks.
+    ``isolation``: ``"best"`` (default) runs with the kernel layers available and warns once
+    per process about the missing ones; ``"strict"`` raises :class:`SandboxError` unless every
+    layer of :data:`LAYERS` is in force.
+    """
+
+    def __init__(
+        self, limits: Limits = Limits(), *, isolation: str = "best", _guard: bool = True
+    ) -> None:
+        # _guard=False disables the audit hook; only for testing the kernel layers on their own.
+        if isolation not in ISOLATION_MODES:
+            raise ValueError(f"isolation must be one of {ISOLATION_MODES}, got {isolation!r}")
         self.limits = limits
+        self.mode = isolation
         self._limits_json = asdict(limits)  # sent with every request
         self._guard = _guard
         self._owner = os.getpid()
@@ -161,6 +182,9 @@ class Sandbox:
         self._proc: subprocess.Popen[bytes] | None = None
         self._closed = False
         self._requests = 0
+        self.isolation: dict[str, Any] = {}
+        # Type names of the values the snippets' calls returned, nested ones too (a census).
+        self.value_types: dict[str, int] = {}
         try:
             self._start()
         except (_ServerGone, ValueError) as exc:
@@ -169,7 +193,7 @@ class Sandbox:
 
     @property
     def server_pid(self) -> int | None:
-        """Pid of the running fork server, if any (for diagnostics and tests)."""
+        """Pid of the running checker process, if any (for diagnostics and tests)."""
         return self._proc.pid if self._proc is not None else None
 
     def __enter__(self) -> Self:
@@ -180,7 +204,7 @@ class Sandbox:
 
     def _start(self) -> None:
         proc = subprocess.Popen(
-            [sys.executable, "-I", str(_SERVER_SCRIPT)],
+            [sys.executable, "-I", str(_SERVER_SCRIPT), json.dumps(self._limits_json)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -193,7 +217,19 @@ class Sandbox:
         assert proc.stdout is not None
         hello = _read_frame(proc.stdout.fileno(), time.monotonic() + _STARTUP_TIMEOUT_S)
         if not isinstance(hello, dict) or hello.get("version") != RUNNER_VERSION:
-            raise _ServerGone(f"unexpected greeting from the server: {hello!r:.200}")
+            raise _ServerGone(f"unexpected greeting from the server: {hello!r:.300}")
+        self.isolation = _isolation_record(hello.get("isolation"))
+        _SEEN.append(self.isolation)
+        missing = self.isolation["missing"]
+        if missing and self.mode == "strict":
+            self._kill()
+            raise SandboxError(
+                "--execretrieval-isolation strict: missing sandbox layers: "
+                + "; ".join(f"{k}: {v}" for k, v in missing.items())
+                + " (run `execretrieval doctor`; use --execretrieval-isolation best to run anyway)"
+            )
+        if missing:
+            _warn_once(missing)
 
     def _stop(self) -> None:
         proc, self._proc = self._proc, None
@@ -212,27 +248,23 @@ class Sandbox:
             proc.wait()
 
     def _kill(self) -> None:
-        """Stop a server that may be mid-run; SIGTERM lets it kill its child and clean up."""
+        """Stop a checker that may be mid-run; its zygote and every child die with it."""
         proc = self._proc
         if proc is not None and proc.poll() is None:
-            proc.terminate()
+            proc.kill()  # SIGKILL also reaches a stopped process
             try:
-                proc.wait(timeout=2)
+                proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
-                proc.kill()
+                pass
         self._stop()
 
-    def _roundtrip(self, request: bytes, timeout_s: float) -> Any:
-        proc = self._proc
-        assert proc is not None and proc.stdin is not None and proc.stdout is not None
-        try:
-            _write_all(proc.stdin.fileno(), request)
-        except OSError as exc:
-            raise _ServerGone(f"cannot send request: {exc}") from exc
-        return _read_frame(proc.stdout.fileno(), time.monotonic() + timeout_s + _REPLY_GRACE_S)
-
     def run(self, code: str, setup: str, tests: Sequence[str]) -> SuiteResult:
-        """Exec ``setup`` + ``code`` in a fresh child, then each test; see the module docs."""
+        """Exec ``setup`` + ``code`` in a fresh child, then each test; see the module docs.
+
+        If the sandbox itself dies, stops or hangs during the suite, every test's outcome is
+        ``error:SandboxLost`` (the detail says what happened) and the next call restarts it.
+        Raises :class:`SandboxError` only when the sandbox cannot be (re)started.
+        """
         tests = _check_inputs(code, setup, tests)
         with self._lock:
             if self._closed:
@@ -253,30 +285,55 @@ class Sandbox:
             }
             body = json.dumps(payload).encode("utf-8")
             request = _child._HEADER.pack(len(body)) + body
-            for attempt in range(2):
-                try:
-                    if self._proc is None:
-                        self._start()
-                    reply = self._roundtrip(request, self.limits.timeout_s)
-                    if not isinstance(reply, dict) or reply.get("id") != self._requests:
-                        raise _ServerGone(f"reply out of step with request {self._requests}")
-                    break
-                except (_ServerGone, ValueError) as exc:  # ValueError: garbled frame
-                    self._kill()
-                    if attempt:
-                        raise SandboxError(
-                            f"the sandbox server failed twice in a row ({exc}); "
-                            "check that sys.executable can run `python -I`"
-                        ) from exc
-                except BaseException:
-                    self._kill()  # e.g. KeyboardInterrupt mid-request: a reply may be pending
-                    raise
+            reply = self._exchange(request, len(tests))
+        if isinstance(reply, SuiteResult):
+            return reply
         if "error" in reply:
             raise SandboxError(f"the sandbox server could not run the suite: {reply['error']}")
+        types = reply.get("value_types")
+        if isinstance(types, dict):
+            for name, count in types.items():
+                if isinstance(name, str) and type(count) is int:
+                    self.value_types[name] = self.value_types.get(name, 0) + count
         return _to_result(reply, len(tests))
 
+    def _exchange(self, request: bytes, n_tests: int) -> dict[str, Any] | SuiteResult:
+        for attempt in range(2):
+            if self._proc is None or self._proc.poll() is not None:
+                self._kill()
+                try:
+                    self._start()
+                except (_ServerGone, ValueError) as exc:
+                    self._kill()
+                    raise SandboxError(f"could not restart the sandbox server: {exc}") from exc
+            proc = self._proc
+            assert proc is not None and proc.stdin is not None and proc.stdout is not None
+            try:
+                _write_all(proc.stdin.fileno(), request)
+            except OSError as exc:  # died between requests: not this suite's doing
+                self._kill()
+                if attempt:
+                    raise SandboxError(f"the sandbox server failed twice: {exc}") from exc
+                continue
+            deadline = time.monotonic() + self.limits.timeout_s + _REPLY_GRACE_S
+            try:
+                reply = _read_frame(proc.stdout.fileno(), deadline)
+                if not isinstance(reply, dict) or reply.get("id") != self._requests:
+                    raise _ServerGone(f"reply out of step with request {self._requests}")
+                if reply.get("fatal"):
+                    raise _ServerGone(str(reply.get("error")))
+                return reply
+            except (_ServerGone, ValueError) as exc:  # ValueError: garbled frame
+                self._kill()
+                detail = f"sandbox lost during this suite ({exc}); restarted for the next one"
+                return SuiteResult((LOST,) * n_tests, False, detail, "")
+            except BaseException:
+                self._kill()  # e.g. KeyboardInterrupt mid-request: a reply may be pending
+                raise
+        raise AssertionError("unreachable")
+
     def close(self) -> None:
-        """Stop the fork server. Idempotent."""
+        """Stop the sandbox processes. Idempotent."""
         with self._lock:
             self._closed = True
             if os.getpid() == self._owner:
@@ -288,6 +345,65 @@ class Sandbox:
                 self._stop()
         except Exception:  # noqa: BLE001, S110 - interpreter teardown
             pass
+
+
+LAYERS: tuple[str, ...] = _child.LAYER_NAMES
+_SEEN: list[dict[str, Any]] = []
+_WARNED: set[str] = set()
+
+
+def _isolation_record(raw: Any) -> dict[str, Any]:
+    """The checker's isolation report, normalised: every layer present with a bool."""
+    raw = raw if isinstance(raw, dict) else {}
+    layers = raw.get("layers") if isinstance(raw.get("layers"), dict) else {}
+    missing = raw.get("missing") if isinstance(raw.get("missing"), dict) else {}
+    record = {
+        "layers": {name: bool(layers.get(name)) for name in LAYERS},
+        "missing": {},
+        "landlock_abi": raw.get("landlock_abi", 0),
+        "child_uid": raw.get("child_uid"),
+        "scratch_bytes": raw.get("scratch_bytes"),
+        "scratch_inodes": raw.get("scratch_inodes"),
+        "checker": raw.get("checker", "unknown"),
+    }
+    for name in LAYERS:
+        if not record["layers"][name]:
+            record["missing"][name] = str(missing.get(name, "not reported"))
+    return record
+
+
+def _warn_once(missing: dict[str, str]) -> None:
+    key = ",".join(sorted(missing))
+    if key in _WARNED:
+        return
+    _WARNED.add(key)
+    warnings.warn(
+        "sandbox running without "
+        + "; ".join(f"{k} ({v})" for k, v in missing.items())
+        + " (--execretrieval-isolation strict refuses this; see `execretrieval doctor`)",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+
+
+def isolation_in_force(limits: Limits = Limits()) -> dict[str, Any]:
+    """The sandbox layers in force in this process (JSON-able), for reports and ``doctor``.
+
+    The layers of the sandboxes this process started (a layer counts only if every one had
+    it); when it started none (everything came from the cache, or xdist workers ran them on
+    this machine), a probe sandbox is started and closed to find out.
+    """
+    records = list(_SEEN)
+    if not records:
+        with Sandbox(limits, isolation="best") as probe:
+            records = [probe.isolation]
+    merged = dict(records[0])
+    merged["layers"] = {n: all(r["layers"][n] for r in records) for n in LAYERS}
+    merged["missing"] = {}
+    for r in records:
+        for name, why in r["missing"].items():
+            merged["missing"].setdefault(name, why)
+    return merged
 
 
 def _check_inputs(code: object, setup: object, tests: object) -> tuple[str, ...]:
@@ -305,7 +421,9 @@ def _check_inputs(code: object, setup: object, tests: object) -> tuple[str, ...]
 
 def _to_result(reply: dict[str, Any], n_tests: int) -> SuiteResult:
     try:
-        result = SuiteResult.from_json({k: v for k, v in reply.items() if k != "id"})
+        result = SuiteResult.from_json(
+            {k: v for k, v in reply.items() if k not in ("id", "value_types")}
+        )
     except (TypeError, ValueError) as exc:
         raise SandboxError(f"malformed reply from the sandbox server: {exc}") from exc
     if len(result.outcomes) != n_tests:

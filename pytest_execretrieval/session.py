@@ -106,7 +106,8 @@ class ExecRetrievalSession:
     def runner(self) -> SuiteRunner:
         if self._runner is None:
             cache = None if self.verify else self.cache_dir
-            self._runner = SuiteRunner(settings.limits(self.config), cache, jobs=1)
+            self._runner = SuiteRunner(settings.limits(self.config), cache, jobs=1,
+                                       isolation=settings.isolation(self.config))  # fmt: skip
         return self._runner
 
     def load(self) -> list[Item]:

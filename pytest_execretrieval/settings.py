@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .sandbox import Limits
+from .sandbox import ISOLATION_MODES, Limits
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,13 @@ OPTIONS = (
     Option("file-size-mb", int, 64, "sandbox file-size limit, MiB"),
     Option("max-processes", int, 64, "sandbox process-count limit (RLIMIT_NPROC)"),
     Option("output-kb", int, 64, "captured snippet output kept, KiB"),
+    Option(
+        "isolation",
+        str,
+        "best",
+        "sandbox layers: best (use what the kernel offers, warn once about the rest) or strict "
+        "(refuse to run without all of them; see `execretrieval doctor`)",
+    ),
 )
 BY_NAME = {o.name: o for o in OPTIONS}
 
@@ -133,6 +140,14 @@ def setting(config, name: str):
         ini_value = config.getoption(dest(name)) is None
         return (config.rootpath / converted) if ini_value else converted
     return converted
+
+
+def isolation(config) -> str:
+    """``--execretrieval-isolation``, checked: ``best`` or ``strict``."""
+    value = setting(config, "isolation")
+    if value not in ISOLATION_MODES:
+        raise ValueError(f"--execretrieval-isolation: {value!r} is not one of {ISOLATION_MODES}")
+    return value
 
 
 def limits(config) -> Limits:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import time
@@ -51,7 +52,8 @@ def test_entries_fan_out_into_two_hex_char_dirs(tmp_path):
     path = entry(cache)
     assert path.parent == tmp_path / key[:2] and path.exists()
     assert len(key[:2]) == 2 and int(key[:2], 16) >= 0
-    assert [p for p in tmp_path.rglob("*") if p.is_file()] == [path]  # no temp files left
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert files == [path, tmp_path / ".hmac-key"] or files == [tmp_path / ".hmac-key", path]
 
 
 def test_key_sensitivity(monkeypatch):
@@ -110,19 +112,46 @@ def test_corrupt_entries_are_detected_removed_and_recomputed(tmp_path, damage):
     assert sandbox.calls == 1
 
 
-def test_valid_checksum_but_wrong_schema_is_rejected(tmp_path):
+def test_valid_tag_but_wrong_schema_is_rejected(tmp_path):
     cache = OutcomeCache(tmp_path)
     cache.put(CODE, SETUP, TESTS, RESULT)
     path = entry(cache)
     key = cache.key(CODE, SETUP, TESTS)
     body = b'{"outcomes": "pass", "passed": true, "detail": "", "output": ""}'
     path.write_bytes(
-        b" ".join([b"execretrieval-outcome", key.encode(), outcome_cache._sha256(body).encode()])
+        b" ".join([b"execretrieval-outcome2", key.encode(), cache.tag(key, body).encode()])
         + b"\n"
         + body
     )
     assert cache.get(CODE, SETUP, TESTS) is None
     assert not path.exists()
+
+
+@pytest.mark.parametrize("tag", ["sha256", "other-key"])
+def test_entries_forged_without_the_key_are_rejected(tmp_path, tag):
+    cache = OutcomeCache(tmp_path)
+    failing = SuiteResult(("fail",), False, "", "")
+    cache.put(CODE, SETUP, TESTS, failing)
+    path = entry(cache)
+    key = cache.key(CODE, SETUP, TESTS)
+    body = json.dumps(RESULT.to_json(), sort_keys=True).encode()
+    if tag == "sha256":  # the old, keyless checksum: anyone could compute it
+        forged = outcome_cache._sha256(body)
+    else:  # a well-formed tag under a key of the forger's choosing
+        forged = OutcomeCache(tmp_path / "elsewhere").tag(key, body)
+    path.write_bytes(b" ".join([b"execretrieval-outcome2", key.encode(), forged.encode()])
+                     + b"\n" + body)  # fmt: skip
+    assert cache.get(CODE, SETUP, TESTS) is None
+    assert not path.exists()
+
+
+def test_the_key_is_private_and_shared_by_every_instance(tmp_path):
+    first, second = OutcomeCache(tmp_path), OutcomeCache(tmp_path)
+    first.put(CODE, SETUP, TESTS, RESULT)
+    assert second.get(CODE, SETUP, TESTS) == RESULT
+    key_file = tmp_path / ".hmac-key"
+    assert key_file.stat().st_mode & 0o777 == 0o600
+    assert len(key_file.read_bytes()) == 32
 
 
 def test_foreign_entry_is_rejected(tmp_path):

@@ -107,7 +107,7 @@ class OutOfDomain(Exception):
     pass
 def _outcome(fn, args):
     try:
-        return ("value", fn(*_copy.deepcopy(args)))
+        return ("value", fn(args))
     except Exception as exc:
         return ("raises", type(exc).__name__)
 def _close(a, b):
@@ -120,11 +120,11 @@ def _close(a, b):
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
     return a == b
-def _same(fn, i):
-    expected = _outcome(_canonical, _INPUTS[i])
+def _same(call, i):
+    expected = _outcome(lambda: _canonical(*_copy.deepcopy(_INPUTS[i])))
     if expected[0] == "raises" and expected[1] not in _NAMED:
         raise OutOfDomain(expected[1])
-    return _close(_outcome(fn, _INPUTS[i]), expected)
+    return _close(_outcome(call), expected)
 """
 )
 
@@ -360,7 +360,11 @@ def harness(canonical: str, entry_point: str, setup: str, inputs: Sequence[tuple
     """(setup, tests) of a suite comparing a candidate with the canonical on ``inputs``."""
     data = stable_repr(tuple(inputs))
     text = setup + "\n" + HARNESS % (canonical, entry_point, data, sorted(named_exceptions(query)))
-    return text, [f"assert _same({entry_point}, {i})" for i in range(len(inputs))]
+    # The candidate's call sits in a lambda: the sandbox evaluates it in the snippet's process (a
+    # hole asked for when reached; only the index crosses, the inputs live in setup) and the
+    # comparison with the canonical runs in setup's namespace, outside the snippet's reach.
+    calls = [f"lambda: {entry_point}(*_copy.deepcopy(_INPUTS[{i}]))" for i in range(len(inputs))]
+    return text, [f"assert _same({call}, {i})" for i, call in enumerate(calls)]
 
 
 def evidence(

@@ -1,0 +1,81 @@
+"""CPU time a suite costs each sandbox process, from /proc (less noisy than wall time).
+
+Runs the bundled items' canonicals and distractors of the first N/5 queries, in item order, through
+one Sandbox, and prints per suite: the checker's own CPU, the zygote's (the PID namespace's
+init) and that of the children it reaped, plus the wall time. Works with older sandboxes too
+(one server process): then only the first line is printed.
+
+Usage: python benchmarks/sandbox_cpu.py [N]   (default N=500)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+from pytest_execretrieval.sandbox import Sandbox
+
+ROOT = Path(__file__).resolve().parents[1]
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu(pid: int) -> list[float]:
+    """utime, stime, cutime, cstime of ``pid`` in seconds."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return [int(x) / TICK for x in fields[11:15]]
+
+
+def children(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    if int(fh.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(entry))
+            except (OSError, ValueError):
+                continue
+    return out
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 500
+    items = ROOT / "items"
+    suites = {}
+    for path in items.glob("*/*.toml"):
+        data = tomllib.loads(path.read_text())
+        suites[f"{path.parent.name}/{path.stem}"] = (data.get("setup", ""), data["tests"])
+    records = [json.loads(line) for line in (items / "corpus.jsonl").read_text().splitlines()]
+    queries = set(sorted({r["query_id"] for r in records})[: max(n // 5, 1)])
+    records = sorted((r for r in records if r["query_id"] in queries), key=lambda r: r["query_id"])
+    with Sandbox() as sandbox:
+        sandbox.run("", "", ["assert 1"])
+        procs = {"checker": sandbox.server_pid}
+        anchor = children(sandbox.server_pid)
+        init = children(anchor[0]) if anchor else []
+        if init:
+            procs["zygote"] = min(init)  # the init; a spare child is its child, not ours
+        before = {name: cpu(pid) for name, pid in procs.items()}
+        start = time.perf_counter()
+        for rec in records:
+            setup, tests = suites[rec["query_id"]]
+            sandbox.run(rec["code"], setup, tests)
+        wall = time.perf_counter() - start
+        after = {name: cpu(pid) for name, pid in procs.items()}
+    k = 1e3 / len(records)
+    print(f"{len(records)} suites, wall {wall * k:.2f} ms/suite; CPU ms/suite:")
+    for name in procs:
+        u, s, cu, cs = ((a - b) * k for a, b in zip(after[name], before[name], strict=True))
+        print(f"  {name:<8} own {u + s:.2f} (user {u:.2f}, sys {s:.2f}); "
+              f"children it reaped {cu + cs:.2f} (user {cu:.2f}, sys {cs:.2f})")  # fmt: skip
+    total = sum(sum(after[p]) - sum(before[p]) for p in procs) * k
+    print(f"  total {total:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,331 @@
+"""Kernel confinement for the sandbox: namespaces, Landlock, seccomp, no_new_privs, uid drop.
+
+Stdlib + ``ctypes`` only (``pyseccomp``, a ctypes binding of libseccomp, when installed), so the
+fork server can import it under ``python -I``. Each layer is probed, and every function here
+either succeeds or raises :class:`LayerUnavailable` with the reason, so callers can run with the
+best available set of layers and say exactly which are missing.
+
+Syscall numbers: ``landlock_create_ruleset`` 444, ``landlock_add_rule`` 445 and
+``landlock_restrict_self`` 446 are the generic numbers (``include/uapi/asm-generic/unistd.h``,
+shared by x86-64 and arm64 since Linux 5.13). Constants come from ``include/uapi/linux/
+landlock.h``, ``include/uapi/linux/sched.h``, ``include/uapi/linux/mount.h`` and
+``include/uapi/linux/prctl.h``. Python 3.11 has no ``os.unshare``, hence ``libc.unshare``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import socket
+import struct
+from collections.abc import Iterable
+
+__all__ = [
+    "UNPRIVILEGED_ID",
+    "LandlockRuleset",
+    "LayerUnavailable",
+    "become",
+    "landlock_abi",
+    "load_seccomp",
+    "seccomp_filter",
+]
+
+# sched.h
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+CLONE_THREAD = 0x00010000
+# mount.h
+MS_NOEXEC = 8
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = (
+    1,
+    2,
+    4,
+    32,
+    4096,
+    16384,
+    1 << 18,
+)
+# prctl.h
+PR_SET_PDEATHSIG = 1
+PR_SET_NO_NEW_PRIVS = 38
+PR_GET_NO_NEW_PRIVS = 39
+PR_SET_CHILD_SUBREAPER = 36
+PR_CAPBSET_DROP = 24
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+# seccomp(2): SECCOMP_SET_MODE_FILTER with SECCOMP_FILTER_FLAG_SPEC_ALLOW (include/uapi/linux/
+# seccomp.h); syscall numbers from arch/x86/entry/syscalls/syscall_64.tbl and the generic table.
+SECCOMP_SET_MODE_FILTER = 1
+SECCOMP_FILTER_FLAG_SPEC_ALLOW = 1 << 2
+_SYS_SECCOMP = {"x86_64": 317, "aarch64": 277}.get(os.uname().machine)
+# landlock.h
+_SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
+_CREATE_RULESET_VERSION = 1
+_RULE_PATH_BENEATH, _RULE_NET_PORT = 1, 2
+FS_EXECUTE, FS_WRITE_FILE, FS_READ_FILE, FS_READ_DIR = 1, 2, 4, 8
+FS_REMOVE_DIR, FS_REMOVE_FILE, FS_MAKE_CHAR, FS_MAKE_DIR = 16, 32, 64, 128
+FS_MAKE_REG, FS_MAKE_SOCK, FS_MAKE_FIFO, FS_MAKE_BLOCK, FS_MAKE_SYM = 256, 512, 1024, 2048, 4096
+FS_REFER, FS_TRUNCATE, FS_IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
+NET_BIND_TCP, NET_CONNECT_TCP = 1, 2
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1, 2
+_FS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 5: (1 << 16) - 1}
+FILE_RIGHTS = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IOCTL_DEV
+READ_RIGHTS = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
+
+# The unprivileged identity children run as: "nobody", mapped to itself in the user namespace.
+UNPRIVILEGED_ID = 65534
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+
+
+class LayerUnavailable(OSError):
+    """A confinement layer cannot be set up here; ``str()`` says why."""
+
+
+def _check(result: int, what: str) -> int:
+    if result < 0:
+        err = ctypes.get_errno()
+        raise LayerUnavailable(err, f"{what}: {os.strerror(err)}")
+    return result
+
+
+def unshare(flags: int) -> None:
+    _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
+
+
+def prctl(option: int, arg2: int = 0) -> int:
+    return _check(
+        _libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg2), 0, 0, 0), f"prctl({option})"
+    )
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str = "") -> None:
+    def enc(s: str | None) -> bytes | None:
+        return None if s is None else os.fsencode(s)
+
+    res = _libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data))
+    _check(res, f"mount {target}")
+
+
+def set_no_new_privs() -> None:
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+
+
+def become(uid: int = UNPRIVILEGED_ID) -> None:
+    """Switch to ``uid``/``uid`` with no supplementary groups; capabilities go with root.
+
+    (The caller empties the capability bounding set once, beforehand, while it still holds
+    CAP_SETPCAP; no_new_privs and seccomp keep set-uid binaries and exec out of reach anyway.)
+    """
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    if os.getuid() == 0 or os.geteuid() == 0:
+        raise LayerUnavailable(errno.EPERM, "still uid 0 after setresuid")
+
+
+# --- Landlock ----------------------------------------------------------------------------------
+
+
+def landlock_abi() -> int:
+    """The Landlock ABI version, or 0 when the kernel lacks it (or it is disabled)."""
+    res = _libc.syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0), _CREATE_RULESET_VERSION)
+    return max(int(res), 0)
+
+
+class LandlockRuleset:
+    """A Landlock ruleset that handles every access right the ABI knows (deny by default).
+
+    ``allow_paths`` grants rights beneath directories (or on single files, file rights only);
+    with ABI >= 4 TCP bind/connect are handled (so denied: no port is ever allowed); with ABI
+    >= 6 signals and abstract unix sockets are scoped to the restricted domain. ``scope_only``
+    handles nothing but that scoping (a layer added on top of an existing domain) and the
+    REFER right, which every layer denies unless it allows it (:meth:`allow_paths`).
+    ``scope=False``: no signal scoping (a parent whose death signal must reach its child).
+    """
+
+    def __init__(
+        self, abi: int | None = None, *, scope_only: bool = False, scope: bool = True
+    ) -> None:
+        self.abi = landlock_abi() if abi is None else abi
+        if self.abi < 1 or (scope_only and self.abi < 6):
+            raise LayerUnavailable(errno.ENOSYS, f"Landlock ABI {self.abi} lacks what is needed")
+        self.fs = _FS_BY_ABI[max(k for k in _FS_BY_ABI if k <= self.abi)]
+        if scope_only:
+            self.fs &= FS_REFER
+        self.net = NET_BIND_TCP | NET_CONNECT_TCP if self.abi >= 4 and not scope_only else 0
+        self.scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if self.abi >= 6 and scope else 0
+        attr = struct.pack("=QQQ", self.fs, self.net, self.scoped)
+        size = 8 if self.abi < 4 else 16 if self.abi < 6 else 24
+        buf = ctypes.create_string_buffer(attr[:size], size)
+        fd = _libc.syscall(_SYS_CREATE_RULESET, buf, ctypes.c_size_t(size), 0)
+        self.fd = _check(int(fd), "landlock_create_ruleset")
+
+    def allow_paths(self, paths: Iterable[str], rights: int) -> None:
+        """Grant ``rights`` beneath each existing path (missing paths are skipped)."""
+        for path in paths:
+            try:
+                pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                is_dir = os.path.isdir(f"/proc/self/fd/{pfd}") or os.path.isdir(path)
+                allowed = (rights if is_dir else rights & FILE_RIGHTS) & self.fs
+                rule = ctypes.create_string_buffer(struct.pack("=Qi", allowed, pfd), 12)
+                res = _libc.syscall(_SYS_ADD_RULE, self.fd, _RULE_PATH_BENEATH, rule, 0)
+                _check(int(res), f"landlock_add_rule {path}")
+            finally:
+                os.close(pfd)
+
+    def restrict_self(self) -> None:
+        """Enforce on the calling thread (and its future children); needs no_new_privs."""
+        _check(int(_libc.syscall(_SYS_RESTRICT_SELF, self.fd, 0)), "landlock_restrict_self")
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+# --- seccomp -----------------------------------------------------------------------------------
+
+# Denied with EPERM in every sandbox process (server and children).
+_DENY_ALWAYS = (
+    "execve",
+    "execveat",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "mknod",
+    "mknodat",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "kexec_load",
+    "kexec_file_load",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "acct",
+    "quotactl",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "move_mount",
+    "open_tree",
+    "fsopen",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
+    "setns",
+    "unshare",
+    "personality",
+    "io_uring_setup",
+    "name_to_handle_at",
+    "open_by_handle_at",
+)
+# Also denied for the children that run snippets: no new processes (threads are fine), no
+# process handles.
+_DENY_CHILD = ("fork", "vfork", "pidfd_open", "pidfd_send_signal", "pidfd_getfd")
+
+
+def preload_seccomp() -> None:
+    """Import pyseccomp now: it looks libseccomp up with ``ldconfig``, which needs exec."""
+    try:
+        import pyseccomp  # noqa: F401
+    except (ImportError, OSError, RuntimeError):
+        pass  # seccomp_filter() reports why
+
+
+def seccomp_filter(child: bool) -> bytes:
+    """The compiled BPF program (``struct sock_filter[]`` bytes) for a server or a child.
+
+    Everything not listed is allowed. The server filter denies with EPERM every syscall in
+    ``_DENY_ALWAYS`` and ``socket``/``socketpair`` for any family but AF_UNIX (EAFNOSUPPORT).
+    The child filter is loaded on top of it (filters stack: the strictest answer wins), so it
+    holds only what the server itself needs: new processes (``fork``, ``vfork``, ``clone``
+    without CLONE_THREAD; ``clone3``, whose flags live in memory a filter cannot read, gets
+    ENOSYS so libc falls back to ``clone``) and pidfds. Kept small: each child compiles it
+    (BPF JIT) when it loads it. Raises LayerUnavailable without ``pyseccomp``/libseccomp.
+    """
+    try:
+        import pyseccomp as sc
+    except (ImportError, OSError, RuntimeError) as exc:
+        raise LayerUnavailable(
+            errno.ENOSYS, f"pyseccomp/libseccomp not usable ({exc}); pip install pyseccomp"
+        ) from exc
+    filt = sc.SyscallFilter(sc.ALLOW)
+    for name in _DENY_CHILD if child else _DENY_ALWAYS:
+        try:
+            filt.add_rule(sc.ERRNO(errno.EPERM), name)
+        except (OSError, ValueError, RuntimeError):
+            continue  # unknown on this architecture
+    if child:
+        filt.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+        filt.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
+    else:
+        for call in ("socket", "socketpair"):
+            filt.add_rule(sc.ERRNO(errno.EAFNOSUPPORT), call, sc.Arg(0, sc.NE, socket.AF_UNIX))
+    rfd, wfd = os.pipe()
+    try:
+        with os.fdopen(wfd, "wb", closefd=False) as fh:
+            filt.export_bpf(fh)
+        os.close(wfd)
+        wfd = -1
+        chunks = []
+        while chunk := os.read(rfd, 65536):
+            chunks.append(chunk)
+    finally:
+        os.close(rfd)
+        if wfd >= 0:
+            os.close(wfd)
+    return b"".join(chunks)
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def load_seccomp(program: bytes) -> None:
+    """Install a BPF program from :func:`seccomp_filter` (no_new_privs must be set).
+
+    With ``SECCOMP_FILTER_FLAG_SPEC_ALLOW``: by default the kernel also turns on the Speculative
+    Store Bypass mitigation for a filtered task, which protects secrets *inside* that process
+    from code running in it and slows every child down; a sandboxed child holds no secret (the
+    expected values live in another process), so we leave speculation as it was.
+    """
+    buf = ctypes.create_string_buffer(program, len(program))
+    prog = _SockFprog(len(program) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    if _SYS_SECCOMP is not None:
+        res = _libc.syscall(
+            _SYS_SECCOMP,
+            SECCOMP_SET_MODE_FILTER,
+            SECCOMP_FILTER_FLAG_SPEC_ALLOW,
+            ctypes.byref(prog),
+        )
+    else:
+        res = _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0)
+    _check(int(res), "seccomp(SECCOMP_SET_MODE_FILTER)")
+
+
+def seccomp_mode() -> int:
+    """This process's seccomp mode from /proc/self/status (0 none, 2 filter); -1 if unknown."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Seccomp:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return -1
