@@ -1774,15 +1774,26 @@ class _Plan:
     """One suite, planned once in the checker: setup's names, each test's check and holes."""
 
     def __init__(self, setup: str, tests: list[str]) -> None:
-        ns: dict[str, Any] = {"__builtins__": dict(vars(builtins))}
         self.setup_error: str | None = None
         try:
-            exec(compile(setup, "<setup>", "exec", dont_inherit=True), ns)  # noqa: S102
+            self.setup_code = compile(setup, "<setup>", "exec", dont_inherit=True)
         except BaseException as exc:  # noqa: BLE001
-            self.setup_error = _error(exc)
-        self.setup_ns = ns
+            self.setup_code, self.setup_error = None, _error(exc)
+        ns = self.setup_namespace()
         trusted = frozenset(vars(builtins)) | frozenset(ns) | {"raises"}
         self.tests = [plan_test(src, trusted, f"<test {i}>") for i, src in enumerate(tests)]
+
+    def setup_namespace(self) -> dict[str, Any]:
+        """Setup's names, executed afresh: a plan is reused across suites, and state a suite's
+        tests leave in setup's objects must not reach the next suite (one namespace per suite,
+        shared by its tests, as in the child)."""
+        ns: dict[str, Any] = {"__builtins__": dict(vars(builtins))}
+        if self.setup_code is not None:
+            try:
+                exec(self.setup_code, ns)  # noqa: S102
+            except BaseException as exc:  # noqa: BLE001
+                self.setup_error = _error(exc)
+        return ns
 
 
 class _Suite:
@@ -1790,6 +1801,7 @@ class _Suite:
 
     def __init__(self, link: _Link, plan: _Plan, timeout: float) -> None:
         self.link, self.plan, self.timeout = link, plan, timeout
+        self.setup_ns = plan.setup_namespace()
         self.deadline = time.monotonic() + timeout + _ZYGOTE_GRACE_S
         self.outcomes: list[str] = []
         self.issues: list[str] = []
@@ -1856,7 +1868,7 @@ class _Suite:
             return self.module
         if isinstance(check, str):
             return check
-        env = dict(self.plan.setup_ns)
+        env = dict(self.setup_ns)
         env["__builtins__"] = dict(vars(builtins))
         env.update(
             __hole__=lambda k, loc: self._hole(i, k, loc),

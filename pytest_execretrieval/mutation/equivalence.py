@@ -105,9 +105,9 @@ _INPUTS = eval(%r, {"datetime": _datetime, "Fraction": _fractions.Fraction,
 _NAMED = frozenset(%r)
 class OutOfDomain(Exception):
     pass
-def _outcome(fn, args):
+def _outcome(call):
     try:
-        return ("value", fn(args))
+        return ("value", call())
     except Exception as exc:
         return ("raises", type(exc).__name__)
 def _close(a, b):

@@ -34,8 +34,11 @@ query is counted as a fallback with its reason.
 **Outputs** come back through the public sandbox API only, as pass/fail outcomes: for input
 ``i`` the suite has :data:`BITS` tests ``assert __xr_bit(i, lambda: f(ARGS), j)``, the j-th bit of
 a fingerprint of the call's result: sha256 of a canonical text (``value:`` + a repr with sets and
-dict items sorted, floats to 9 significant digits, iterators materialised, memory addresses
-removed; or ``raises:`` + the exception's type name). The harness memoises the fingerprint per
+dict items sorted, floats to 9 significant digits, memory addresses removed; or ``raises:`` +
+the exception's type name). The call runs in the snippet's process and its value reaches the
+fingerprint through the sandbox's typed codec (plain data only: an iterator or an object of the
+snippet's own class arrives as the exception ``UnsupportedValue``, so such candidates all look
+alike). The harness memoises the fingerprint per
 input within one run (tests share the module's objects), so each input is called once when
 they do and once per bit otherwise; the result is the same. An input whose bits are not all
 ``pass``/``fail`` (the module failed to load, the suite timed out, the candidate exited) gives
