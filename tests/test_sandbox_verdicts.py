@@ -269,3 +269,13 @@ def test_shapes_give_what_python_gives(sb, which):
     code = SNIPPETS[which]
     r = sb.run(code, "import math\nfrom datetime import date", SHAPES)
     assert list(r.outcomes) == python_outcomes(code, SHAPES), r
+
+
+def test_setup_state_does_not_leak_from_one_suite_to_the_next():
+    """The checker reuses a suite's plan; setup's objects are made afresh for every suite."""
+    setup = "seen = []\ndef note(x):\n    seen.append(x)\n    return len(seen)\n"
+    tests = ["assert note(f(1)) == 1", "assert note(f(2)) == 2"]  # shared within a suite
+    with Sandbox(Limits()) as sandbox:
+        for _ in range(3):
+            result = sandbox.run("def f(x):\n    return x\n", setup, tests)
+            assert result.outcomes == ("pass", "pass")
