@@ -288,6 +288,7 @@ def test_cross_encoder_from_a_local_directory(tmp_path):
         intermediate_size=16, num_labels=1, max_position_embeddings=128, initializer_range=1.0,
     )  # fmt: skip
     model_dir = tmp_path / "ce"
+    transformers.set_seed(0)  # random weights, but the same ones on every run
     transformers.BertForSequenceClassification(config).save_pretrained(model_dir)
     tokenizer.save_pretrained(model_dir)
     reranker = get_reranker(f"ce:{model_dir}")
