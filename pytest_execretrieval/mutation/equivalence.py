@@ -97,9 +97,6 @@ import copy as _copy
 import math as _math
 import datetime as _datetime
 import fractions as _fractions
-_canonical_ns = {}
-exec(%r, _canonical_ns)
-_canonical = _canonical_ns[%r]
 _INPUTS = eval(%r, {"datetime": _datetime, "Fraction": _fractions.Fraction,
                         "AtLeast": AtLeast, "Peak": Peak})
 _NAMED = frozenset(%r)
@@ -120,13 +117,21 @@ def _close(a, b):
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
     return a == b
-def _same(call, i):
-    expected = _outcome(lambda: _canonical(*_copy.deepcopy(_INPUTS[i])))
+def _same(call, reference, i):
+    expected = _outcome(reference)
     if expected[0] == "raises" and expected[1] not in _NAMED:
         raise OutOfDomain(expected[1])
     return _close(_outcome(call), expected)
 """
 )
+# Appended to the candidate's module: the canonical in a namespace of its own (a mutant shares
+# its helpers' names), so that both calls run in the sandbox's child, under the suite's timeout.
+REFERENCE = """
+
+_xr_reference_ns = {}
+exec(%r, _xr_reference_ns)
+_xr_reference = _xr_reference_ns[%r]
+"""
 
 
 class UnsupportedAnnotation(ValueError):
@@ -356,15 +361,18 @@ def named_exceptions(query: str) -> frozenset[str]:
 
 
 def harness(canonical: str, entry_point: str, setup: str, inputs: Sequence[tuple],
-            query: str) -> tuple[str, list[str]]:  # fmt: skip
-    """(setup, tests) of a suite comparing a candidate with the canonical on ``inputs``."""
+            query: str) -> tuple[str, list[str], str]:  # fmt: skip
+    """(setup, tests, code suffix) of a suite comparing a candidate with the canonical on
+    ``inputs``; the suffix is appended to the candidate's code."""
     data = stable_repr(tuple(inputs))
-    text = setup + "\n" + HARNESS % (canonical, entry_point, data, sorted(named_exceptions(query)))
-    # The candidate's call sits in a lambda: the sandbox evaluates it in the snippet's process (a
-    # hole asked for when reached; only the index crosses, the inputs live in setup) and the
-    # comparison with the canonical runs in setup's namespace, outside the snippet's reach.
-    calls = [f"lambda: {entry_point}(*_copy.deepcopy(_INPUTS[{i}]))" for i in range(len(inputs))]
-    return text, [f"assert _same({call}, {i})" for i, call in enumerate(calls)]
+    text = setup + "\n" + HARNESS % (data, sorted(named_exceptions(query)))
+    # Both calls sit in lambdas: the sandbox evaluates them in the snippet's process (holes asked
+    # for when reached; only the index crosses, the inputs live in setup), under the suite's
+    # timeout, and the comparison runs in setup's namespace, outside the snippet's reach.
+    args = [f"(*_copy.deepcopy(_INPUTS[{i}]))" for i in range(len(inputs))]
+    tests = [f"assert _same(lambda: {entry_point}{a}, lambda: _xr_reference{a}, {i})"
+             for i, a in enumerate(args)]  # fmt: skip
+    return text, tests, REFERENCE % (canonical, entry_point)
 
 
 def evidence(
@@ -381,8 +389,8 @@ def evidence(
     if types is None or not codes:
         return [None] * len(codes)
     inputs = draw_inputs(tuple(types))
-    setup_code, tests = harness(canonical, entry_point, setup, inputs, query)
-    results = runner.run_many([(code, setup_code, tests) for code in codes])
+    setup_code, tests, reference = harness(canonical, entry_point, setup, inputs, query)
+    results = runner.run_many([(code + reference, setup_code, tests) for code in codes])
     return [summarise(r.outcomes, inputs) for r in results]
 
 
