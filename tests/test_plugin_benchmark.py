@@ -16,15 +16,7 @@ from pytest_execretrieval.corpus import read_corpus
 from pytest_execretrieval.embedders.npz import write_npz
 from pytest_execretrieval.items import load_items
 
-DATA = Path(__file__).parent / "data" / "items"
 TIMING = ("elapsed_s", "created_at")
-
-
-@pytest.fixture
-def items(pytester) -> Path:
-    target = pytester.path / "items"
-    shutil.copytree(DATA, target)
-    return target
 
 
 def bench(pytester, items: Path, *args: str, embedders=("bm25",)):

@@ -12,15 +12,6 @@ import pytest
 
 from pytest_execretrieval.metrics import METRIC_NAMES
 
-DATA = Path(__file__).parent / "data" / "items"
-
-
-@pytest.fixture
-def items(pytester) -> Path:
-    target = pytester.path / "items"
-    shutil.copytree(DATA, target)
-    return target
-
 
 def bench(pytester, items: Path, *args: str, embedders=("bm25",)):
     flags = [f for name in embedders for f in ("--embedder", name)]

@@ -3,21 +3,9 @@
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
-
-DATA = Path(__file__).parent / "data" / "items"
-
-
-@pytest.fixture
-def items(pytester) -> Path:
-    target = pytester.path / "items"
-    shutil.copytree(DATA, target)
-    return target
 
 
 def outcomes(result) -> dict[str, str]:
