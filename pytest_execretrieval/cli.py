@@ -7,12 +7,12 @@ import os
 import sys
 from pathlib import Path
 
+from . import DEFAULT_CACHE_DIR
 from .corpus import stale_reasons
+from .items import bundled_items_dir
 
 
 def default_items() -> Path:
-    from .plugin import bundled_items_dir
-
     return Path("items") if Path("items").is_dir() else bundled_items_dir()
 
 
@@ -204,7 +204,7 @@ def parser() -> argparse.ArgumentParser:
         "list and run embedders, compare reports, plot them.",
     )
     sub = p.add_subparsers(dest="command", required=True)
-    cache = {"default": ".execretrieval_cache", "help": "cache directory"}
+    cache = {"default": str(DEFAULT_CACHE_DIR), "help": "cache directory"}
 
     b = sub.add_parser("build", help="generate corpus.jsonl, alternatives.jsonl, manifest.json")
     b.add_argument("items_dir", nargs="?")

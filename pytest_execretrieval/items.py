@@ -53,6 +53,13 @@ class ItemError(Exception):
         super().__init__("\n".join(map(str, problems)))
 
 
+def bundled_items_dir() -> Path:
+    """The bundled benchmark: the repository's items/ in a checkout, the wheel's copy otherwise."""
+    here = Path(__file__).resolve().parent
+    checkout = here.parent / "items"
+    return checkout if checkout.is_dir() else here / "bundled_items"
+
+
 def item_id(path: Path) -> str:
     return f"{path.parent.name}/{path.stem}"
 

@@ -1,7 +1,9 @@
 """The ``--execretrieval-*`` options: each is also the ini key ``execretrieval_*``.
 
 One table drives ``pytest_addoption`` and :func:`setting` (command line first, then ini, then the
-default), so the CLI wrappers and the plugin cannot drift apart.
+default), so the CLI wrappers and the plugin cannot drift apart. :func:`resolve` reads and checks
+every option once, in ``pytest_configure``, into a frozen :class:`Settings`: a bad value is a usage
+error before any work, and nothing later reads the config.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import DEFAULT_CACHE_DIR
 from .sandbox import ISOLATION_MODES, Limits
 
 
@@ -25,7 +28,7 @@ class Option:
 OPTIONS = (
     Option("verify", bool, False, "verification run: one item per snippet, plus the name gate"),
     Option("items", Path, None, "items directory (default: the bundled benchmark)"),
-    Option("stack", int, 1, "benchmark/verify the stacked corpus with K edits per distractor"),
+    Option("stack", int, 1, "benchmark/verify the stacked corpus: K edits per distractor (1-4)"),
     Option("report-dir", Path, None, "write <embedder>.json/.xml per model and summary.md here"),
     Option("baseline", Path, None, "gate against this earlier report JSON"),
     Option("alpha", float, 0.05, "significance level of the gate"),
@@ -59,7 +62,7 @@ OPTIONS = (
         repeatable=True,
     ),
     Option("rerank-k", int, 10, "how many first-stage candidates the rerankers reorder (1-10)"),
-    Option("cache-dir", Path, Path(".execretrieval_cache"), "embedding and execution caches"),
+    Option("cache-dir", Path, DEFAULT_CACHE_DIR, "embedding and execution caches"),
     Option("seed", int, 0, "seed of the bootstrap resampling"),
     Option("batch-size", int, None, "encoding batch size (default: per embedder)"),
     Option(
@@ -142,25 +145,6 @@ def setting(config, name: str):
     return converted
 
 
-def isolation(config) -> str:
-    """``--execretrieval-isolation``, checked: ``best`` or ``strict``."""
-    value = setting(config, "isolation")
-    if value not in ISOLATION_MODES:
-        raise ValueError(f"--execretrieval-isolation: {value!r} is not one of {ISOLATION_MODES}")
-    return value
-
-
-def limits(config) -> Limits:
-    mib = 1024 * 1024
-    return Limits(
-        timeout_s=setting(config, "timeout"),
-        memory_bytes=setting(config, "memory-mb") * mib,
-        file_size_bytes=setting(config, "file-size-mb") * mib,
-        max_processes=setting(config, "max-processes"),
-        output_bytes=setting(config, "output-kb") * 1024,
-    )
-
-
 @dataclass(frozen=True)
 class GateSettings:
     """The gate's settings, checked once: gated metrics, margins (non-inferiority mode when
@@ -183,7 +167,7 @@ def _metric_value(text: str, flag: str, known: tuple[str, ...]) -> tuple[str, fl
         raise ValueError(f"{flag}: {number.strip()!r} in {text!r} is not a number") from None
 
 
-def gate_settings(config) -> GateSettings:
+def _gate_settings(config) -> GateSettings:
     """Resolve and check the gate options; a bad value raises ``ValueError`` naming the flag."""
     from .compare import DEFAULT_GATE_METRICS, GATE_METRICS
 
@@ -225,3 +209,102 @@ def gate_settings(config) -> GateSettings:
     if setting(config, "min-exec1") is not None:
         minimums.setdefault("exec@1", setting(config, "min-exec1"))
     return GateSettings(metrics, margin or None, minimums, alpha)
+
+
+MAX_STACK = 4  # `execretrieval build --stack K` builds K = 2..4
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every option of a benchmark or verification session, resolved and checked once."""
+
+    embedders: tuple[str, ...]
+    verify: bool
+    items_dir: Path | None  # None: the bundled benchmark
+    stack: int
+    report_dir: Path | None
+    baseline: Path | None
+    gate: GateSettings
+    rerank: tuple[str, ...]
+    rerank_k: int
+    cache_dir: Path
+    seed: int
+    batch_size: int | None
+    max_tokens: int | None
+    trust_remote_code: bool
+    code_similarity: bool
+    limits: Limits
+    isolation: str
+
+    @property
+    def active(self) -> bool:
+        """Whether this pytest run is a benchmark or a verification (else the plugin idles)."""
+        return bool(self.embedders) or self.verify
+
+
+def resolve(config) -> Settings:
+    """All options, converted and checked; the first bad one raises ``ValueError`` naming its
+    flag (the plugin turns it into a usage error)."""
+    embedders = tuple(config.getoption("execretrieval_embedders") or ())
+    verify = setting(config, "verify")
+    if embedders and verify:
+        raise ValueError("use either --embedder or --execretrieval-verify, not both")
+    _unique(embedders, "an embedder")
+    rerank = setting(config, "rerank")
+    _unique(rerank, "a reranker")
+    rerank_k = setting(config, "rerank-k")
+    from .benchmark import TOP_K
+
+    if not 1 <= rerank_k <= TOP_K:
+        raise ValueError(f"--execretrieval-rerank-k: {rerank_k} is not in 1..{TOP_K} (the first "
+                         f"stage lists its top {TOP_K})")  # fmt: skip
+    stack = setting(config, "stack")
+    if not 1 <= stack <= MAX_STACK:
+        raise ValueError(f"--execretrieval-stack: {stack} is not in 1..{MAX_STACK}")
+    isolation = setting(config, "isolation")
+    if isolation not in ISOLATION_MODES:
+        raise ValueError(f"--execretrieval-isolation: {isolation!r} is not one of "
+                         f"{ISOLATION_MODES}")  # fmt: skip
+    batch_size, max_tokens = setting(config, "batch-size"), setting(config, "max-tokens")
+    for flag, value in (("batch-size", batch_size), ("max-tokens", max_tokens)):
+        if value is not None and value < 1:
+            raise ValueError(f"--execretrieval-{flag}: {value} is not a positive number")
+    return Settings(
+        embedders=embedders,
+        verify=verify,
+        items_dir=setting(config, "items"),
+        stack=stack,
+        report_dir=setting(config, "report-dir"),
+        baseline=setting(config, "baseline"),
+        gate=_gate_settings(config),
+        rerank=() if verify else rerank,
+        rerank_k=rerank_k,
+        cache_dir=setting(config, "cache-dir"),
+        seed=setting(config, "seed"),
+        batch_size=batch_size,
+        max_tokens=max_tokens,
+        trust_remote_code=setting(config, "trust-remote-code"),
+        code_similarity=setting(config, "code-similarity"),
+        limits=_limits(config),
+        isolation=isolation,
+    )
+
+
+def _unique(names: tuple[str, ...], what: str) -> None:
+    if len(set(names)) != len(names):
+        raise ValueError(f"{what} is named twice: {list(names)}")
+
+
+def _limits(config) -> Limits:
+    mib = 1024 * 1024
+    try:
+        return Limits(
+            timeout_s=setting(config, "timeout"),
+            memory_bytes=setting(config, "memory-mb") * mib,
+            file_size_bytes=setting(config, "file-size-mb") * mib,
+            max_processes=setting(config, "max-processes"),
+            output_bytes=setting(config, "output-kb") * 1024,
+        )
+    except ValueError as exc:  # Limits names its field; say which flag sets it
+        raise ValueError(f"sandbox limits (--execretrieval-timeout, -memory-mb, -file-size-mb, "
+                         f"-max-processes, -output-kb): {exc}") from None  # fmt: skip

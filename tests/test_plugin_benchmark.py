@@ -237,8 +237,18 @@ def test_margin_mode_is_non_inferiority(pytester, items):
      "no margin for gated metric(s) mrr"),
     (("--execretrieval-min", "exec@1"), "is not METRIC=VALUE"),
     (("--execretrieval-alpha", "0.7"), "is not in (0, 0.5)"),
+    # every other setting is resolved in pytest_configure too (once an INTERNALERROR, or an
+    # error only after the whole run)
+    (("--execretrieval-stack", "abc"), "--execretrieval-stack: 'abc' is not a valid int"),
+    (("--execretrieval-stack", "9"), "--execretrieval-stack: 9 is not in 1..4"),
+    (("--execretrieval-seed", "x1"), "--execretrieval-seed: 'x1' is not a valid int"),
+    (("--execretrieval-rerank-k", "0"), "--execretrieval-rerank-k: 0 is not in 1..10"),
+    (("--execretrieval-timeout", "0"), "Limits.timeout_s must be > 0"),
+    (("--execretrieval-isolation", "loose"), "'loose' is not one of ('best', 'strict')"),
+    (("--execretrieval-batch-size", "0"), "--execretrieval-batch-size: 0 is not a positive"),
+    (("--embedder", "bm25"), "an embedder is named twice"),
 ])  # fmt: skip
-def test_bad_gate_settings_are_usage_errors_before_any_work(pytester, items, args, message):
+def test_bad_settings_are_usage_errors_before_any_work(pytester, items, args, message):
     result = bench(pytester, items, *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert message in result.stderr.str()

@@ -53,7 +53,7 @@ import functools
 from collections.abc import Sequence
 
 from ..items import Item, defines
-from . import Reranked, RerankerContext, RerankerError, RerankQuery
+from .base import Reranked, RerankerContext, RerankerError, RerankQuery
 
 SOURCES = ("tests", "hypothesis")
 BITS = 32

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..embedders import package_versions
-from . import Reranked, RerankerContext, RerankerError, RerankQuery
+from .base import Reranked, RerankerContext, RerankerError, RerankQuery
 
 BATCH_SIZE = 32
 

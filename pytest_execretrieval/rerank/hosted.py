@@ -34,7 +34,7 @@ from pathlib import Path
 from ..embedders import EmbedderError, package_versions
 from ..embedders.hosted import BYTES, parse_base_url
 from ..embedders.hosted_http import Transport, http_settings, import_httpx
-from . import Reranked, RerankerContext, RerankerError, RerankQuery
+from .base import Reranked, RerankerContext, RerankerError, RerankQuery
 
 
 @dataclass(frozen=True)

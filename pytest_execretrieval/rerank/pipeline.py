@@ -40,7 +40,7 @@ from ..corpus import Snippet
 from ..execution import SuiteRunner
 from ..items import Item, defines
 from ..retrieval import DECIMALS
-from . import Candidate, Reranked, Reranker, RerankerError, RerankQuery
+from .base import Candidate, Reranked, Reranker, RerankerError, RerankQuery
 
 __all__ = ["PipelineRun", "lift", "lift_lines", "lift_markdown", "pipeline_name", "rerank_run"]
 

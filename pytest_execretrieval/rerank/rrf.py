@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from . import Reranked, RerankerContext, RerankerError, RerankQuery
+from .base import Reranked, RerankerContext, RerankerError, RerankQuery
 
 RRF_K = 60
 

@@ -1,0 +1,159 @@
+"""The pytest nodes of a benchmark or verification session and their failure text.
+
+An item file yields the nodes its session's mode asks for (``Session.item_nodes``): one
+:class:`QueryItem` per embedder or pipeline in a benchmark, one :class:`VerifyItem` per snippet in
+a verification, whose items directory also yields the corpus-freshness and name-collision gates.
+Nodes only look their results up in the session (:func:`session_of`); no ranking happens here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import pytest
+
+from .benchmark import QueryResult
+from .corpus import CorpusError
+from .failures import failure_text
+from .items import Item, ItemError, load_item
+from .metrics import row_metrics
+from .report import report_row
+from .verify import Case, check, name_collisions, shared_names
+
+if TYPE_CHECKING:
+    from .session import BenchmarkSession, Session, VerifySession
+
+SESSION_PLUGIN = "execretrieval-session"
+
+
+def session_of(node: pytest.Node) -> Session:
+    """The benchmark or verification session this node belongs to."""
+    return node.config.pluginmanager.get_plugin(SESSION_PLUGIN)
+
+
+class BenchmarkFailure(Exception):
+    """A benchmark or verification item failed; its message is the whole report."""
+
+
+class VerificationFailure(BenchmarkFailure):
+    pass
+
+
+class RankOneFailure(BenchmarkFailure):
+    pass
+
+
+class ReportingItem(pytest.Item):
+    """An item whose own failures read as their message alone, like a good assertion."""
+
+    failure_prefix = ""
+
+    def repr_failure(self, excinfo):
+        if isinstance(excinfo.value, BenchmarkFailure):
+            return self.failure_prefix + str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+class ItemsDir(pytest.Dir):
+    """The items directory in a verification run: its files, then the two gates."""
+
+    def collect(self):
+        yield from super().collect()
+        yield CorpusFreshnessItem.from_parent(self, name="corpus-freshness")
+        yield NameCollisionItem.from_parent(self, name="name-collision")
+
+
+class ItemFile(pytest.File):
+    """One item file: the nodes of its query (a malformed file is a collection error)."""
+
+    def collect(self):
+        session = session_of(self)
+        item = session.items.get(self.path.resolve()) or load_item(self.path)
+        yield from session.item_nodes(self, item)
+
+    def repr_failure(self, excinfo):
+        if isinstance(excinfo.value, (ItemError, CorpusError)):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+class VerifyItem(ReportingItem):
+    """One snippet against its item's tests: the canonical passes, a distractor fails one."""
+
+    def __init__(self, *args, case: Case, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.case = case
+        self.add_marker(case.item.domain)
+
+    def runtest(self) -> None:
+        c = self.case
+        session: VerifySession = session_of(self)
+        problem = check(c, session.runner.run(c.code, c.item.setup, c.item.tests))
+        if problem:
+            raise VerificationFailure(problem)
+
+    def reportinfo(self):
+        return self.path, 0, f"{self.case.item.id}::{self.case.name}"
+
+
+class NameCollisionItem(ReportingItem):
+    failure_prefix = "name collision gate:\n"
+
+    def runtest(self) -> None:
+        session: VerifySession = session_of(self)
+        items = list(session.items.values())
+        found = name_collisions(items, session.runner)
+        if found:
+            raise VerificationFailure("\n".join(found))
+        self.user_properties.append(("shared_names", json.dumps(shared_names(items))))
+
+    def reportinfo(self):
+        return self.path, 0, "name-collision gate"
+
+
+class CorpusFreshnessItem(ReportingItem):
+    """Fails when the committed corpus does not match the item files (or was never built)."""
+
+    failure_prefix = "corpus freshness gate: "
+
+    def runtest(self) -> None:
+        session: VerifySession = session_of(self)
+        build = f"`execretrieval build {session.items_dir}`"
+        if not (session.corpus_dir / "manifest.json").exists():
+            raise VerificationFailure(f"no corpus: run {build}")
+        if session.stale:
+            raise VerificationFailure(f"the corpus is stale; run {build}:\n  "
+                                      + "\n  ".join(session.stale))  # fmt: skip
+
+    def reportinfo(self):
+        return self.path, 0, "corpus-freshness gate"
+
+
+class QueryItem(ReportingItem):
+    """One query for one embedder: passes iff the rank-1 snippet passes the query's tests."""
+
+    def __init__(self, *args, item: Item, embedder: str, result: QueryResult | None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.item, self.embedder, self.result = item, embedder, result
+        self.add_marker("execretrieval")
+        self.add_marker(item.domain)
+
+    def runtest(self) -> None:
+        r = self.result
+        top1 = r.top[0]
+        self.user_properties += [
+            ("embedder", self.embedder), ("query_id", r.query_id),
+            ("canonical_rank", r.canonical_rank), ("rank1_kind", top1.kind),
+            ("rank1_operator", top1.operator or ""), ("rank1_score", f"{top1.score:.6f}"),
+            ("canonical_score", f"{r.canonical_score:.6f}"),
+            ("rank1_tie", r.rank1_tie.get("size", 1)),
+            *((m, f"{v:.6g}") for m, v in row_metrics(report_row(r)).expected.items()
+              if m.startswith("exec@")),
+        ]  # fmt: skip
+        if not r.passed:
+            session: BenchmarkSession = session_of(self)
+            raise RankOneFailure(failure_text(self.item, r, session.code_by_id()))
+
+    def reportinfo(self):
+        return self.path, 0, f"{self.item.id}[{self.embedder}]"

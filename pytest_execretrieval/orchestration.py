@@ -1,0 +1,231 @@
+"""What a benchmark or verification session does, as plain functions the pytest hooks call
+(``session.py``): load the items and the corpus, open every embedder and reranker before any
+work, rank the pool per embedder, rerank, load the baseline, hand the runs to xdist workers,
+assemble the reports and gate them. Nothing here imports pytest; a problem the user must fix
+before the run starts raises :class:`SetupError`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .benchmark import BenchmarkRun, run_benchmark
+from .corpus import Corpus, CorpusError, corpus_dir, corpus_sha256, read_corpus, stale_reasons
+from .embedders import Embedder, EmbedderError, EmbedderOptions, get_embedder
+from .embedders.hosted import report_fields as hosted_report_fields
+from .embedding_cache import stderr_progress
+from .execution import SuiteRunner
+from .items import Item, item_id, load_items
+from .report import build_report
+from .rerank import Reranker, RerankerContext, RerankerError, get_reranker
+from .rerank.pipeline import lift, rerank_run
+from .settings import GateSettings
+
+
+class SetupError(Exception):
+    """The run cannot start: a stale corpus, an unusable embedder or reranker, a bad baseline."""
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """The good items of an items directory and its corpus (``None`` when never built)."""
+
+    items: list[Item]
+    corpus: Corpus | None
+    corpus_dir: Path  # where the corpus files are (items_dir, or its stack-K/)
+    stale: list[str]  # why the corpus does not match the item files; [] when fresh
+    changed: frozenset[str]  # ids of the items whose files changed since the corpus was built
+
+
+def load(items_dir: Path, stack: int, *, stale_ok: bool) -> Loaded:
+    """Good items and the corpus; malformed item files are left to collection to report.
+
+    A benchmark (``stale_ok=False``) refuses a stale or unreadable corpus. Verification goes on:
+    it reports the staleness as a failing gate and checks the distractors of unchanged items only.
+    """
+    from .build import engine
+
+    items, problems = load_items(items_dir)
+    bad = {item_id(p.path) for p in problems}
+    where = corpus_dir(items_dir, stack)
+    stale = [r for r in stale_reasons(items_dir, engine(stack), where)
+             if not any(f"item {b} " in r for b in bad)]  # fmt: skip
+    changed = frozenset(item.id for item in items if any(f"item {item.id} " in r for r in stale))
+    if stale and not stale_ok:
+        raise SetupError(f"the corpus in {items_dir} is stale; run `execretrieval build "
+                         f"{items_dir}`:\n  " + "\n  ".join(stale))  # fmt: skip
+    corpus = None
+    if (where / "manifest.json").exists():
+        try:
+            corpus = read_corpus(items_dir, where=where)
+        except (CorpusError, OSError, ValueError) as exc:
+            if not stale_ok:
+                raise SetupError(str(exc)) from None
+            stale.append(str(exc))
+    return Loaded(items, corpus, where, stale, changed)
+
+
+def open_embedders(names: Sequence[str], options: EmbedderOptions) -> dict[str, Embedder]:
+    """Every embedder, each checked usable before any work starts."""
+    embedders = {}
+    for name in names:
+        try:
+            embedders[name] = get_embedder(name, options)
+            embedders[name].check_usable()
+        except EmbedderError as exc:
+            raise SetupError(f"--embedder {name}: {exc}") from None
+    return embedders
+
+
+def open_rerankers(names: Sequence[str], context: RerankerContext) -> dict[str, Reranker]:
+    rerankers = {}
+    for name in names:
+        try:
+            rerankers[name] = get_reranker(name, context)
+        except RerankerError as exc:
+            raise SetupError(f"--execretrieval-rerank {name}: {exc}") from None
+    return rerankers
+
+
+@dataclass
+class Ranked:
+    """What ranking produced besides the runs: hosted request figures per embedder, the encoding
+    time, and per pipeline the report's ``rerank`` section and its wall-clock cost."""
+
+    usage: dict[str, dict]
+    encode_s: float
+    rerank_info: dict[str, dict]
+    rerank_cost: dict[str, dict]
+
+
+def rank(
+    loaded: Loaded, embedders: Mapping[str, Embedder], rerankers: Mapping[str, Reranker],
+    pipelines: Mapping[str, tuple[str, str]], rerank_k: int, runner: SuiteRunner,
+    cache_dir: Path, code_similarity: bool, runs: MutableMapping[str, BenchmarkRun],
+) -> Ranked:  # fmt: skip
+    """Rank the pool for every query with each embedder, then every pipeline (``pipelines``:
+    name -> (embedder, reranker); fusion needs all first stages first). ``runs`` is filled as
+    the work goes (the reranker context reads it); every embedder and reranker is closed."""
+    sha = corpus_sha256(loaded.corpus_dir)
+    ranked = Ranked({}, 0.0, {}, {})
+    pending = dict(embedders)  # closed as each is done, the rest on the way out
+    try:
+        for name, embedder in embedders.items():
+            del pending[name]
+            try:
+                runs[name] = run_benchmark(loaded.items, loaded.corpus, sha, embedder, runner,
+                                           cache_dir, stderr_progress, code_similarity)  # fmt: skip
+            except EmbedderError as exc:
+                raise SetupError(f"--embedder {name}: {exc}") from None
+            finally:
+                embedder.close()
+            ranked.encode_s += runs[name].encode_s
+            ranked.usage[name] = hosted_report_fields(embedder)
+        snippets = {s.snippet_id: s for s in loaded.corpus.snippets}
+        for pipeline, (first, reranker) in pipelines.items():
+            done = rerank_run(runs[first], first, rerankers[reranker], rerank_k, loaded.items,
+                              snippets, runner, reranker)  # fmt: skip
+            runs[pipeline] = done.run
+            ranked.rerank_info[pipeline] = done.info
+            ranked.rerank_cost[pipeline] = done.cost
+    except RerankerError as exc:
+        raise SetupError(f"--execretrieval-rerank: {exc}") from None
+    finally:
+        for embedder in pending.values():
+            embedder.close()
+        for r in rerankers.values():
+            r.close()
+    return ranked
+
+
+def load_baseline(path: Path, sha: str) -> dict:
+    """The baseline report, which must be for this very corpus."""
+    from .compare import ReportError, load_report
+
+    try:
+        baseline = load_report(path)
+    except ReportError as exc:
+        raise SetupError(f"--execretrieval-baseline: {exc}") from None
+    if baseline["corpus"]["sha256"] != sha:
+        raise SetupError(
+            f"--execretrieval-baseline {path} was made on corpus "
+            f"{baseline['corpus']['sha256'][:16]}, this run's corpus is {sha[:16]}: "
+            "a gate compares two models on the same corpus; re-run the baseline model"
+        )
+    return baseline
+
+
+def failed_queries(report: dict) -> set[str]:
+    return {q["query_id"] for q in report["per_query"] if not q["passed"]}
+
+
+def write_state(path: Path, runs: Mapping[str, BenchmarkRun], baseline_failed: set[str]) -> None:
+    """The runs (and the queries the baseline fails) for xdist workers, which only look up."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({
+        "runs": {n: r.to_json() for n, r in runs.items()},
+        "baseline_failed": sorted(baseline_failed),
+    }))  # fmt: skip
+
+
+def read_state(path: Path) -> tuple[dict[str, BenchmarkRun], set[str]]:
+    data = json.loads(path.read_text())
+    runs = {name: BenchmarkRun.from_json(run) for name, run in data["runs"].items()}
+    return runs, set(data["baseline_failed"])
+
+
+def build_reports(
+    runs: Mapping[str, BenchmarkRun], ran: Mapping[str, Sequence[str]], elapsed: float,
+    seed: int, usage: Mapping[str, dict], first_stage: Mapping[str, str],
+    rerank_info: Mapping[str, dict],
+) -> dict[str, dict]:  # fmt: skip
+    """One report per embedder or pipeline that ran queries (``ran``: name -> query ids, in run
+    order); a pipeline's report has its ``first_stage``, ``rerank`` and ``lift`` over the first
+    stage's report of this session."""
+    from .compare import ComparisonError
+
+    reports = {name: {**build_report(name, runs[name], ids, elapsed, seed), **usage.get(name, {})}
+               for name, ids in ran.items() if ids}  # fmt: skip
+    for name, report in reports.items():
+        if name not in first_stage:
+            continue
+        first = reports.get(first_stage[name])
+        report["first_stage"] = first_stage[name]
+        report["rerank"] = rerank_info[name]
+        try:
+            if first is None:
+                raise ComparisonError(f"the first stage {first_stage[name]} did not run")
+            report["lift"] = lift(first, report, seed)
+        except ComparisonError as exc:  # e.g. -k selected different queries for the two
+            report["lift"] = {"error": str(exc)}
+    return reports
+
+
+def gate_reports(
+    reports: Mapping[str, dict], baseline: dict | None, gate: GateSettings, seed: int
+) -> dict[str, dict]:
+    """Each report's gate decision (also stored as its ``gate``), or ``{}`` when there is neither
+    a baseline nor a minimum. A selected subset (-k/-m) is gated on the same baseline queries;
+    a gate that cannot be computed fails with the reason."""
+    if baseline is None and not gate.minimums:
+        return {}
+    from .compare import ComparisonError, gate_decision
+
+    gates = {}
+    for name, report in reports.items():
+        subset = baseline
+        if baseline is not None:
+            ran = {q["query_id"] for q in report["per_query"]}
+            subset = {**baseline, "per_query": [q for q in baseline["per_query"]
+                                                if q["query_id"] in ran]}  # fmt: skip
+        try:
+            gates[name] = gate_decision(subset, report, gate.alpha, seed=seed,
+                                        metrics=gate.metrics, margin=gate.margin,
+                                        minimums=gate.minimums)  # fmt: skip
+        except (ComparisonError, ValueError) as exc:
+            gates[name] = {"passed": False, "reason": f"ERROR: {exc}", "explanation": []}
+        report["gate"] = gates[name]
+    return gates

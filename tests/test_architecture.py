@@ -1,0 +1,136 @@
+"""The package's shape: every module imports on its own, and no two modules import each other
+(directly or around a loop), counting imports inside functions too, so a lazy import cannot
+hide a cycle. Only ``if TYPE_CHECKING:`` imports are left out (they never run)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+import pytest_execretrieval
+
+PACKAGE = Path(pytest_execretrieval.__file__).parent
+NAME = PACKAGE.name
+
+
+def module_files() -> dict[str, Path]:
+    modules = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        if "bundled_items" in parts:
+            continue
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return modules
+
+
+def imported_modules(module: str, path: Path, known: set[str]) -> set[str]:
+    """The package's modules that ``module`` imports anywhere outside ``if TYPE_CHECKING:``."""
+    tree = ast.parse(path.read_text())
+    typing_only = {
+        id(node)
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
+        for node in ast.walk(block)
+    }
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name in known}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1])
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            found |= {target} & known
+            found |= {f"{target}.{a.name}" for a in node.names} & known
+    return found - {module}
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+    return cycles
+
+
+def test_no_import_cycles():
+    modules = module_files()
+    graph = {m: imported_modules(m, p, set(modules)) for m, p in modules.items()}
+    assert len(graph) > 30 and graph[f"{NAME}.plugin"]  # the walk found the package
+    assert import_cycles(graph) == []
+
+
+def test_the_cycle_finder_finds_cycles():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"} - {"e"}}
+    assert import_cycles(graph) == [["a", "b", "c"]]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_lazy_and_typing_only_imports_are_told_apart(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import X\n"
+        "def f():\n    from .c import Y\n    from . import d\n"
+    )
+    known = {"p.m", "p.b", "p.c", "p.d"}
+    assert imported_modules("p.m", path, known) == {"p.c", "p.d"}
+
+
+@pytest.mark.parametrize("chunk", range(2))
+def test_every_module_imports_in_a_fresh_interpreter(chunk):
+    """Each module first in its own interpreter, so no module works only thanks to import order."""
+    modules = sorted(module_files())[chunk::2]
+
+    def load(module: str) -> tuple[str, int, str]:
+        done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True,
+                              text=True, timeout=300)  # fmt: skip
+        return module, done.returncode, done.stderr[-2000:]
+
+    with ThreadPoolExecutor(2) as pool:
+        failed = [r for r in pool.map(load, modules) if r[1] != 0]
+    assert failed == []
