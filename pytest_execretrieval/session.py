@@ -121,11 +121,11 @@ class ExecRetrievalSession:
         bad = {item_id(p.path) for p in problems}
         from .build import engine
 
-        self.stale = [r for r in stale_reasons(self.items_dir, engine(self.stack), self.corpus_dir)
-                      if not any(f"item {b} " in r for b in bad)]  # fmt: skip
-        self.changed = {
-            item.id for item in items if any(f"item {item.id} " in r for r in self.stale)
-        }
+        reasons = [r for r in stale_reasons(self.items_dir, engine(self.stack), self.corpus_dir)
+                   if r.item_id not in bad]  # fmt: skip
+        self.stale = [str(r) for r in reasons]
+        stale_ids = {r.item_id for r in reasons}
+        self.changed = {item.id for item in items if item.id in stale_ids}
         built = (self.corpus_dir / "manifest.json").exists()
         if self.stale and not self.verify:
             raise pytest.UsageError(
