@@ -538,6 +538,8 @@ OPERATORS_SOURCE = inspect.getsource(operators)
         ("for delta in (1, -1):", "for delta in (1, -2):"),  # a helper's logic
         ('    "negate_condition": OperatorClass((_negate_condition,), core=False),\n', ""),
         ("core=False", "core=True"),
+        ("    functions: tuple[Operator, ...]\n", "    functions: tuple[Operator, ...] = ()\n"),
+        ("    core: bool\n", "    core: ClassVar[bool]\n"),  # a dataclass reads annotations
         ('f"{new_op}{spacing}{abs(value)}"', 'f"{new_op} {abs(value)}"'),  # inside an f-string
     ],
 )
@@ -558,6 +560,10 @@ def test_code_edits_change_the_fingerprint(old: str, new: str) -> None:
             "def _off_by_one(\n    node: ast.AST, ctx: SourceContext\n)",
         ),
         ("import bisect\n", "import bisect  # binary search\nimport os\n"),  # imports
+        (
+            "def _off_by_one(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:",
+            "def _off_by_one(node: ast.expr, ctx: Context) -> Iterable[Edit]:",
+        ),  # signature types
         ('MUTATION_VERSION = "', 'MUTATION_VERSION = "9'),  # the recording itself
         ("MUTATION_FINGERPRINT = ", "MUTATION_FINGERPRINT = 'x' + "),
     ],

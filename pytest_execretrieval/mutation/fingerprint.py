@@ -10,12 +10,14 @@ record the new fingerprint (they did not, e.g. a refactoring).
 
 What the fingerprint covers:
 
-- the code of :data:`MODULES` as syntax trees: comments, docstrings, formatting and import
-  statements do not count, nor the assignments of ``MUTATION_VERSION`` and
-  ``MUTATION_FINGERPRINT``; an f-string counts by its source text, because its tree differs
-  between Python versions. Trees are written without positions, as node names and fields sorted
-  by name, empty fields left out (fields that newer Pythons add are empty in this code), so the
-  same source gives the same fingerprint on every supported Python.
+- the code of :data:`MODULES` as syntax trees: comments, docstrings, formatting, module-level
+  import statements and the annotations of parameters and return values do not count (moving
+  a module or renaming a type in a signature leaves it alone), nor the assignments of
+  ``MUTATION_VERSION`` and ``MUTATION_FINGERPRINT``; an f-string counts by its source text,
+  because its tree differs between Python versions. Trees are written without positions, as
+  node names and fields sorted by name, empty fields left out (fields that newer Pythons add
+  are empty in this code), so the same source gives the same fingerprint on every supported
+  Python.
 - the live operator table (:func:`table_description`): each class name in table order, its
   ``core`` flag and the qualified names of its functions, so a class added, removed,
   reordered or given another function at run time counts too.
@@ -69,10 +71,21 @@ def _canonical(node: object, source: str) -> object:
     for name, value in sorted(ast.iter_fields(node)):
         if name == "body" and isinstance(node, _DOCUMENTED) and _docstring(value):
             value = value[1:]
+        if _signature_annotation(node, name):
+            continue
         if value is None or value == []:
             continue
         fields.append([name, _canonical(value, source)])
     return [type(node).__name__, fields]
+
+
+def _signature_annotation(node: ast.AST, field: str) -> bool:
+    """A parameter's or a function's return annotation (never evaluated here: the modules use
+    ``from __future__ import annotations``); variable annotations still count (a dataclass
+    reads them)."""
+    if isinstance(node, ast.arg):
+        return field == "annotation"
+    return field == "returns" and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
 
 
 def _docstring(body: list[ast.stmt]) -> bool:
