@@ -15,22 +15,21 @@ from .corpus import Corpus, Snippet, make_snippet, unified_diff
 from .execution import SuiteRunner
 from .items import Item
 from .mutation.equivalence import EVIDENCE_VERSION, evidence
+from .mutation.fingerprint import mutation_version
 from .mutation.operators import OPERATOR_CLASSES, Mutant, generate_mutants
 from .mutation.select import MAX_DISTRACTORS, Killed, kill_kind, select_distractors
 from .mutation.stacking import stack_mutants
 from .sandbox import RUNNER_VERSION, SuiteResult
 
-MUTATION_VERSION = "4"
-
-
 MUTANT_TIMEOUT_S = 1.0
 
 
 def engine(stack: int = 1) -> dict:
-    """What generated a corpus; a change here makes committed corpora stale."""
+    """What generated a corpus; a change here makes committed corpora stale. The mutation
+    version follows the operator table and selection code (see :mod:`.mutation.fingerprint`)."""
     return {
         "runner": RUNNER_VERSION,
-        "mutation": MUTATION_VERSION,
+        "mutation": mutation_version(),
         "mutant_timeout_s": MUTANT_TIMEOUT_S,
         "distractors_per_item": MAX_DISTRACTORS,
         "stack": stack,

@@ -124,7 +124,7 @@ class CorpusFreshnessItem(ReportingItem):
             raise VerificationFailure(f"no corpus: run {build}")
         if session.stale:
             raise VerificationFailure(f"the corpus is stale; run {build}:\n  "
-                                      + "\n  ".join(session.stale))  # fmt: skip
+                                      + "\n  ".join(map(str, session.stale)))  # fmt: skip
 
     def reportinfo(self):
         return self.path, 0, "corpus-freshness gate"

@@ -13,7 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .benchmark import BenchmarkRun, run_benchmark
-from .corpus import Corpus, CorpusError, corpus_dir, corpus_sha256, read_corpus, stale_reasons
+from .corpus import (
+    Corpus,
+    CorpusError,
+    StaleReason,
+    corpus_dir,
+    corpus_sha256,
+    read_corpus,
+    stale_reasons,
+)
 from .embedders import Embedder, EmbedderError, EmbedderOptions, get_embedder
 from .embedders.hosted import report_fields as hosted_report_fields
 from .embedding_cache import stderr_progress
@@ -36,7 +44,7 @@ class Loaded:
     items: list[Item]
     corpus: Corpus | None
     corpus_dir: Path  # where the corpus files are (items_dir, or its stack-K/)
-    stale: list[str]  # why the corpus does not match the item files; [] when fresh
+    stale: list[StaleReason]  # why the corpus does not match the item files; [] when fresh
     changed: frozenset[str]  # ids of the items whose files changed since the corpus was built
 
 
@@ -51,12 +59,12 @@ def load(items_dir: Path, stack: int, *, stale_ok: bool) -> Loaded:
     items, problems = load_items(items_dir)
     bad = {item_id(p.path) for p in problems}
     where = corpus_dir(items_dir, stack)
-    stale = [r for r in stale_reasons(items_dir, engine(stack), where)
-             if not any(f"item {b} " in r for b in bad)]  # fmt: skip
-    changed = frozenset(item.id for item in items if any(f"item {item.id} " in r for r in stale))
+    # A malformed item file is collection's error to report, not a reason to call the corpus stale.
+    stale = [r for r in stale_reasons(items_dir, engine(stack), where) if r.item_id not in bad]
+    changed = frozenset(r.item_id for r in stale if r.item_id is not None)
     if stale and not stale_ok:
         raise SetupError(f"the corpus in {items_dir} is stale; run `execretrieval build "
-                         f"{items_dir}`:\n  " + "\n  ".join(stale))  # fmt: skip
+                         f"{items_dir}`:\n  " + "\n  ".join(map(str, stale)))  # fmt: skip
     corpus = None
     if (where / "manifest.json").exists():
         try:
@@ -64,7 +72,7 @@ def load(items_dir: Path, stack: int, *, stale_ok: bool) -> Loaded:
         except (CorpusError, OSError, ValueError) as exc:
             if not stale_ok:
                 raise SetupError(str(exc)) from None
-            stale.append(str(exc))
+            stale.append(StaleReason("corpus-unreadable", str(exc)))
     return Loaded(items, corpus, where, stale, changed)
 
 

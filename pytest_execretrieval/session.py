@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from .benchmark import BenchmarkRun
-from .corpus import CorpusError, Snippet, corpus_dir, corpus_sha256, read_corpus
+from .corpus import CorpusError, Snippet, StaleReason, corpus_dir, corpus_sha256, read_corpus
 from .embedders import EmbedderOptions
 from .execution import SuiteRunner
 from .items import Item, bundled_items_dir
@@ -119,7 +119,7 @@ class VerifySession(Session):
         return None  # verification re-executes everything
 
     @property
-    def stale(self) -> list[str]:
+    def stale(self) -> list[StaleReason]:
         return self.loaded.stale if self.loaded else []
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:

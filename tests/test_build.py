@@ -12,12 +12,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_execretrieval import cli
-from pytest_execretrieval.build import build, yield_report
-from pytest_execretrieval.corpus import jsonl
+from pytest_execretrieval.build import build, engine, yield_report
+from pytest_execretrieval.corpus import STALE_KINDS, jsonl, stale_reasons
 from pytest_execretrieval.execution import SuiteRunner
 from pytest_execretrieval.items import load_items
 from pytest_execretrieval.mutation.equivalence import annotations, evidence
-from pytest_execretrieval.mutation.operators import Mutant
+from pytest_execretrieval.mutation.operators import (
+    MUTATION_VERSION,
+    OPERATORS,
+    Mutant,
+    OperatorClass,
+)
 from pytest_execretrieval.mutation.select import Killed, kill_kind, select_distractors
 from pytest_execretrieval.sandbox import Limits, SuiteResult
 
@@ -237,3 +242,37 @@ def test_mutation_score_counts_only_survivors_shown_different():
     assert "  off_by_one                80.00%  killed     8  shown different    2" in text
     assert "  wrong_operator           100.00%  killed     1  shown different    0" in text
     assert "(1 survivors agree with the canonical on every drawn input; 1 survivors" in text
+
+
+def test_stale_reasons_are_records_naming_their_item(items):
+    assert stale_reasons(items, engine()) == []
+    count = items / "strings" / "count_vowels.toml"
+    count.write_text(count.read_text().replace("Count the vowels", "Count vowels"))
+    (items / "arrays_lists" / "last_index_of.toml").unlink()
+    shutil.copy(count, items / "strings" / "count_vowels_copy.toml")
+    (items / "corpus.jsonl").write_text((items / "corpus.jsonl").read_text()[:-50])
+    reasons = stale_reasons(items, {**engine(), "runner": "0"})
+    assert [(r.kind, r.item_id) for r in reasons] == [
+        ("file-changed", None),
+        ("engine", None),
+        ("item-removed", "arrays_lists/last_index_of"),
+        ("item-changed", "strings/count_vowels"),
+        ("item-new", "strings/count_vowels_copy"),
+    ]
+    assert all(str(r) == r.message and r.kind in STALE_KINDS for r in reasons)
+    assert str(reasons[3]).startswith("item strings/count_vowels changed since the corpus")
+    (items / "manifest.json").unlink()
+    assert [(r.kind, r.item_id) for r in stale_reasons(items, engine())] == [
+        ("manifest-missing", None)
+    ]
+
+
+def test_an_operator_change_makes_the_corpus_stale(items, monkeypatch):
+    def no_edits(node, ctx):
+        yield from ()
+
+    assert stale_reasons(items, engine()) == []
+    monkeypatch.setitem(OPERATORS, "off_by_one", OperatorClass((no_edits,), core=True))
+    (reason,) = stale_reasons(items, engine())
+    assert reason.kind == "engine" and reason.item_id is None
+    assert f"'mutation': '{MUTATION_VERSION}+unrecorded-" in reason.message

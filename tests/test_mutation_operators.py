@@ -4,19 +4,32 @@ from __future__ import annotations
 
 import ast
 import difflib
+import inspect
 import itertools
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pytest_execretrieval.mutation import operators
+from pytest_execretrieval.mutation.fingerprint import (
+    code_fingerprint,
+    mutation_version,
+    source_fingerprint,
+)
 from pytest_execretrieval.mutation.operators import (
     CORE_CLASSES,
+    MUTATION_FINGERPRINT,
+    MUTATION_VERSION,
     OPERATOR_CLASSES,
+    OPERATORS,
     Edit,
+    OperatorClass,
     apply_edits,
     diff_blocks,
     edit_lines,
@@ -494,3 +507,93 @@ def test_stacking_prefers_distinct_classes() -> None:
         )
         == []
     )
+
+
+# --- the table's core flags and the mutation version --------------------------------------
+
+
+def test_core_classes_are_the_flagged_entries() -> None:
+    assert CORE_CLASSES == tuple(name for name, c in OPERATORS.items() if c.core)
+    assert all(not OPERATORS[name].core for name in OPERATOR_CLASSES[len(CORE_CLASSES) :])
+
+
+def test_mutation_fingerprint_is_recorded() -> None:
+    fingerprint = code_fingerprint()
+    assert fingerprint == MUTATION_FINGERPRINT, (
+        "the mutation code (operators.py, select.py, stacking.py or the operator table) changed: "
+        "if the mutants or their selection changed, bump MUTATION_VERSION in "
+        "mutation/operators.py and rebuild the corpus; either way set "
+        f'MUTATION_FINGERPRINT = "{fingerprint}" there'
+    )
+    assert mutation_version() == MUTATION_VERSION
+
+
+OPERATORS_SOURCE = inspect.getsource(operators)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ('ast.Eq: "!=", ast.NotEq: "=="', 'ast.Eq: "!=", ast.NotEq: "is"'),  # a table entry
+        ("for delta in (1, -1):", "for delta in (1, -2):"),  # a helper's logic
+        ('    "negate_condition": OperatorClass((_negate_condition,), core=False),\n', ""),
+        ("core=False", "core=True"),
+        ("    functions: tuple[Operator, ...]\n", "    functions: tuple[Operator, ...] = ()\n"),
+        ("    core: bool\n", "    core: ClassVar[bool]\n"),  # a dataclass reads annotations
+        ('f"{new_op}{spacing}{abs(value)}"', 'f"{new_op} {abs(value)}"'),  # inside an f-string
+    ],
+)
+def test_code_edits_change_the_fingerprint(old: str, new: str) -> None:
+    assert old in OPERATORS_SOURCE
+    edited = OPERATORS_SOURCE.replace(old, new, 1)
+    assert source_fingerprint(edited) != source_fingerprint(OPERATORS_SOURCE)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Core classes\n", "The core classes\n"),  # the module docstring
+        ('"""Replace ``source[start:end]``', '"""Replace ``text[start:end]``'),  # a docstring
+        ("# fmt: skip", "# formatting left alone"),  # a comment
+        (
+            "def _off_by_one(node: ast.AST, ctx: SourceContext)",
+            "def _off_by_one(\n    node: ast.AST, ctx: SourceContext\n)",
+        ),
+        ("import bisect\n", "import bisect  # binary search\nimport os\n"),  # imports
+        (
+            "def _off_by_one(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:",
+            "def _off_by_one(node: ast.expr, ctx: Context) -> Iterable[Edit]:",
+        ),  # signature types
+        ('MUTATION_VERSION = "', 'MUTATION_VERSION = "9'),  # the recording itself
+        ("MUTATION_FINGERPRINT = ", "MUTATION_FINGERPRINT = 'x' + "),
+    ],
+)
+def test_comments_docs_formatting_and_recording_leave_the_fingerprint(old: str, new: str) -> None:
+    assert old in OPERATORS_SOURCE
+    edited = OPERATORS_SOURCE.replace(old, new, 1)
+    assert source_fingerprint(edited) == source_fingerprint(OPERATORS_SOURCE)
+
+
+def test_an_operator_changed_at_run_time_changes_the_mutation_version(monkeypatch) -> None:
+    def off_by_two(node: ast.AST, ctx) -> Iterator[Edit]:
+        yield from ()
+
+    recorded = mutation_version()
+    monkeypatch.setitem(OPERATORS, "off_by_one", OperatorClass((off_by_two,), core=True))
+    changed = mutation_version()
+    assert changed.startswith(f"{MUTATION_VERSION}+unrecorded-") and changed != recorded
+    monkeypatch.setitem(OPERATORS, "off_by_one", replace(OPERATORS["off_by_one"], core=False))
+    assert mutation_version() not in (recorded, changed)
+
+
+def test_fingerprint_is_independent_of_hash_seed() -> None:
+    script = (
+        "from pytest_execretrieval.mutation.fingerprint import code_fingerprint as f; print(f())"
+    )
+    root = Path(__file__).resolve().parents[1]
+    outputs = {
+        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                       env={"PYTHONHASHSEED": seed, "PYTHONPATH": str(root)}).stdout
+        for seed in ("0", "1")
+    }  # fmt: skip
+    assert outputs == {code_fingerprint() + "\n"}

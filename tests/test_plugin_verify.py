@@ -100,3 +100,27 @@ def test_cli_verify_wraps_pytest(items):
                           capture_output=True, text=True)  # fmt: skip
     assert done.returncode == 0, done.stdout
     assert "passed" in done.stdout
+
+
+def test_changed_items_follow_the_reasons_records_not_their_wording(pytester, items, monkeypatch):
+    from dataclasses import replace
+
+    from pytest_execretrieval import session
+
+    def reworded(*args, **kwargs):
+        return [replace(r, message=f"reworded {r.kind}") for r in stale_reasons(*args, **kwargs)]
+
+    stale_reasons = session.stale_reasons
+    monkeypatch.setattr(session, "stale_reasons", reworded)
+    path = items / "strings" / "count_vowels.toml"
+    path.write_text(path.read_text().replace("Count the vowels", "Count vowels"))
+    result = pytester.runpytest_inprocess(
+        "--execretrieval-verify", "--execretrieval-items", str(items), "-rA", "-p", "no:randomly",
+        "-n", "0", "-p", "no:cacheprovider",
+    )  # fmt: skip
+    found = outcomes(result)
+    assert "reworded item-changed" in result.stdout.str()
+    assert found["strings/count_vowels::canonical"] == "PASSED"
+    assert not [n for n in found if n.startswith("strings/count_vowels::distractor")]
+    assert any(n.startswith("arrays_lists/window_sums::distractor[") for n in found)
+    assert [n for n, o in found.items() if o == "FAILED"] == ["items::corpus-freshness"]

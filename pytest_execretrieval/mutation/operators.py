@@ -3,7 +3,8 @@
 An operator maps one syntax node to its mutated alternatives, each an :class:`Edit`: a character
 span of the ORIGINAL source plus replacement text. Mutants are made by splicing edits into the
 original source (never ``ast.unparse``), so formatting survives outside the edited span.
-``OPERATORS`` maps each class name to its operator functions.
+``OPERATORS`` maps each class name to its :class:`OperatorClass`: its operator functions and
+whether it is a core class.
 
 Core classes
 ------------
@@ -541,19 +542,43 @@ def _flip_sorted(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
             yield _edit(ctx, ctx.end(items[position - 1]), ctx.end(reverse[0]), "", node)
 
 
-OPERATORS: dict[str, tuple[Operator, ...]] = {
-    "off_by_one": (_off_by_one,),
-    "wrong_operator": (_wrong_binop, _wrong_boolop, _drop_unary_minus),
-    "swap_arguments": (_swap_call_args, _swap_operands),
-    "remove_edge_case_check": (_remove_guard,),
-    "wrong_comparison": (_comparison_operator(_WRONG_COMPARISON),),
-    "off_by_one_boundary": (_comparison_operator(_BOUNDARY_COMPARISON), _shift_bounds),
-    "negate_condition": (_negate_condition,),
-    "swap_min_max": (_swap_min_max, _flip_sorted),
-    "complement_comparison": (_comparison_operator(_COMPLEMENT_COMPARISON),),
+@dataclass(frozen=True)
+class OperatorClass:
+    """One class of the operator table: its operator functions, and whether it is one of the
+    ExecRetrieval core classes (which :mod:`.select` prefers to the polarity fillers)."""
+
+    functions: tuple[Operator, ...]
+    core: bool
+
+
+# The operator table. Its order decides which class keeps an edit two classes produce alike
+# (the earlier one) and the order classes are listed in reports. Changing what it generates
+# means bumping MUTATION_VERSION below (see `mutation/fingerprint.py` and docs/architecture.md).
+OPERATORS: dict[str, OperatorClass] = {
+    "off_by_one": OperatorClass((_off_by_one,), core=True),
+    "wrong_operator": OperatorClass((_wrong_binop, _wrong_boolop, _drop_unary_minus), core=True),
+    "swap_arguments": OperatorClass((_swap_call_args, _swap_operands), core=True),
+    "remove_edge_case_check": OperatorClass((_remove_guard,), core=True),
+    "wrong_comparison": OperatorClass((_comparison_operator(_WRONG_COMPARISON),), core=True),
+    "off_by_one_boundary": OperatorClass(
+        (_comparison_operator(_BOUNDARY_COMPARISON), _shift_bounds), core=True
+    ),
+    "negate_condition": OperatorClass((_negate_condition,), core=False),
+    "swap_min_max": OperatorClass((_swap_min_max, _flip_sorted), core=False),
+    "complement_comparison": OperatorClass(
+        (_comparison_operator(_COMPLEMENT_COMPARISON),), core=False
+    ),
 }
 OPERATOR_CLASSES: tuple[str, ...] = tuple(OPERATORS)
-CORE_CLASSES: tuple[str, ...] = OPERATOR_CLASSES[:6]
+CORE_CLASSES: tuple[str, ...] = tuple(name for name, c in OPERATORS.items() if c.core)
+
+# What generated mutants and distractors: a corpus records it (`build.engine()`), and a new
+# value makes every committed corpus stale. Bump it when a change to this module, select.py or
+# stacking.py changes the mutants or their selection; either way, record the new
+# `fingerprint.code_fingerprint()` in MUTATION_FINGERPRINT (tests/test_mutation_operators.py
+# prints it). Until it is recorded, corpora record "<version>+unrecorded-<fingerprint>".
+MUTATION_VERSION = "4"
+MUTATION_FINGERPRINT = "c7aaf4c92f9d3629d5a8b890c8c37cbb9b64dfc5eb83a58f972c5408e34081a9"
 
 
 # --- candidates ---------------------------------------------------------------------------
@@ -566,8 +591,8 @@ def generate_edits(source: str) -> list[Edit]:
     found = [
         replace(edit, operator=name)
         for node in ctx.nodes
-        for name, operators in OPERATORS.items()
-        for operator in operators
+        for name, table_entry in OPERATORS.items()
+        for operator in table_entry.functions
         for edit in operator(node, ctx)
     ]
     found.sort(key=lambda e: (e.start, order[e.operator], e.end, e.replacement))
