@@ -140,7 +140,9 @@ def rank_pool(
          [a.snippet_id for a in alternatives]),
     ], cache)  # fmt: skip
 
-    def encode(encoder: DenseEncoder, texts: Sequence[str], ids: Sequence[str], role: str):
+    def encode(
+        encoder: DenseEncoder, texts: Sequence[str], ids: Sequence[str], role: str
+    ) -> np.ndarray:
         return encode_cached(encoder, texts, ids, role, cache, progress=progress)
 
     retrieved = retrieve(embedder, queries, [item.id for item in items], documents,
