@@ -16,12 +16,12 @@ from pathlib import Path
 import numpy as np
 
 from .corpus import Corpus, Snippet
-from .embedders import Embedder
+from .embedders import DenseEncoder, Embedder
 from .embedders.hosted import cost_guard
 from .embedding_cache import EmbeddingCache, Progress, encode_cached
 from .execution import SuiteRunner
 from .items import Item, defines
-from .retrieval import DECIMALS, TIE_POLICY, Ranking, normalize, rank_dense, rank_rows
+from .retrieval import DECIMALS, TIE_POLICY, Ranking, normalize, retrieve
 
 TOP_K = 10
 
@@ -127,10 +127,11 @@ def rank_pool(
     watch: Sequence[Sequence[int]], alternatives: Sequence[Snippet], cache_dir: Path | None,
     progress: Progress | None = None,
 ) -> Scored:  # fmt: skip
+    """Rank the pool for every item's query (:func:`.retrieval.retrieve` dispatches on the
+    embedder's contract; a dense encoder's vectors go through the embedding cache), and the
+    code-to-code similarity of ``alternatives`` when there are pool vectors to compare."""
     queries = [item.query for item in items]
     documents = [document_text(s) for s in pool]
-    if embedder.similarity == "bm25":
-        return Scored(rank_rows(embedder.score(queries, documents), targets, TOP_K, watch), {})
     cache = EmbeddingCache(cache_dir, embedder.invocation()) if cache_dir else None
     cost_guard(embedder, [  # hosted embedders: print the cost, enforce the budget, before sending
         ("document", documents, [s.snippet_id for s in pool]),
@@ -138,17 +139,22 @@ def rank_pool(
         ("document", [document_text(a) for a in alternatives],
          [a.snippet_id for a in alternatives]),
     ], cache)  # fmt: skip
-    doc_vectors = encode_cached(embedder, documents, [s.snippet_id for s in pool], "document",
-                                cache, progress=progress)  # fmt: skip
-    query_vectors = encode_cached(embedder, queries, [item.id for item in items], "query", cache,
-                                  progress=progress)  # fmt: skip
-    ranking = rank_dense(query_vectors, doc_vectors, targets, TOP_K, watch=watch)
-    return Scored(ranking, code_similarity(embedder, pool, doc_vectors, alternatives, cache,
-                                           progress))  # fmt: skip
+
+    def encode(
+        encoder: DenseEncoder, texts: Sequence[str], ids: Sequence[str], role: str
+    ) -> np.ndarray:
+        return encode_cached(encoder, texts, ids, role, cache, progress=progress)
+
+    retrieved = retrieve(embedder, queries, [item.id for item in items], documents,
+                         [s.snippet_id for s in pool], targets, TOP_K, watch, encode)  # fmt: skip
+    if retrieved.document_vectors is None:  # a lexical scorer: no vectors to compare code with
+        return Scored(retrieved.ranking, {})
+    return Scored(retrieved.ranking, code_similarity(
+        embedder, pool, retrieved.document_vectors, alternatives, cache, progress))  # fmt: skip
 
 
 def code_similarity(
-    embedder: Embedder, pool: Sequence[Snippet], doc_vectors: np.ndarray,
+    embedder: DenseEncoder, pool: Sequence[Snippet], doc_vectors: np.ndarray,
     alternatives: Sequence[Snippet], cache: EmbeddingCache | None, progress: Progress | None,
 ) -> dict[str, dict]:  # fmt: skip
     """Code->code cosine: each canonical against its alternatives and its own distractors."""

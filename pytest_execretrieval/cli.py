@@ -157,7 +157,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
     from .benchmark import document_text
     from .build import engine
     from .corpus import CorpusError, read_corpus
-    from .embedders import EmbedderError, EmbedderOptions, get_embedder
+    from .embedders import EmbedderError, EmbedderOptions, get_embedder, require_dense
     from .embedders.hosted import cost_guard
     from .embedders.npz import write_npz
     from .embedding_cache import EmbeddingCache, encode_cached, stderr_progress
@@ -168,6 +168,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
         corpus = read_corpus(items_dir, engine())
         items, problems = load_items(items_dir)
         embedder = get_embedder(args.embedder, EmbedderOptions(cache_dir=args.cache_dir))
+        require_dense(embedder, "freezing vectors")
         embedder.check_usable()
         invocation = embedder.invocation()
         cache = EmbeddingCache(Path(args.cache_dir), invocation)

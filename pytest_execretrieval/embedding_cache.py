@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .embedders import Embedder, check_vectors
+from .embedders import DenseEncoder, check_vectors
 
 Progress = Callable[[str, int, int, float], None]  # (role, done, total, texts per second)
 ENCODE_BATCH = 256  # texts per embedder.encode call of encode_cached
@@ -77,7 +77,7 @@ def missing_rows(keys: Sequence[str], known: Container[str], texts: Sequence[str
 
 
 def encode_cached(
-    embedder: Embedder,
+    embedder: DenseEncoder,
     texts: Sequence[str],
     ids: Sequence[str],
     role: str,

@@ -9,14 +9,18 @@ Dense scores (cosine of L2-normalised vectors) are computed in blocks of the poo
 a running top-k, so the full query x pool matrix never exists; a second pass over the same blocks
 counts, per query, the documents scoring above and equal to its target (the canonical) and equal
 to its k-th score. Lexical scorers (BM25) hand over blocks of whole rows instead.
+:func:`retrieve` is the one place that chooses between the two, by the embedder's contract
+(:class:`.embedders.DenseEncoder` or :class:`.embedders.LexicalScorer`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from .embedders import DenseEncoder, Embedder, LexicalScorer, check_vectors, contract
 
 TIE_POLICY = (
     "scores rounded to 6 decimals; metrics are expected values over random order "
@@ -203,3 +207,38 @@ def rank_approximate(
     tail = (scores == last_listed(scores)[:, None]).sum(axis=1)
     return Ranking(idx.astype(np.int64), scores, rank, target_score,
                    [[] for _ in range(len(q))], above, ties, tail)  # fmt: skip
+
+
+# (encoder, texts, ids, role) -> one vector per text, in order (e.g. through the embedding cache)
+Encode = Callable[[DenseEncoder, Sequence[str], Sequence[str], str], np.ndarray]
+
+
+def encode_directly(
+    encoder: DenseEncoder, texts: Sequence[str], ids: Sequence[str], role: str
+) -> np.ndarray:
+    """``encoder.encode`` in one call, its vectors validated (:func:`.embedders.check_vectors`)."""
+    return check_vectors(encoder.encode(texts, role, ids), len(texts), f"{encoder.name} ({role})")
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    ranking: Ranking
+    document_vectors: np.ndarray | None  # a dense encoder's pool vectors; None for a scorer
+
+
+def retrieve(
+    embedder: Embedder, queries: Sequence[str], query_ids: Sequence[str],
+    documents: Sequence[str], document_ids: Sequence[str], targets: Sequence[int], k: int = 10,
+    watch: Sequence[Sequence[int]] | None = None, encode: Encode = encode_directly,
+) -> Retrieved:  # fmt: skip
+    """Rank ``documents`` for each query by the embedder's contract: a
+    :class:`~.embedders.LexicalScorer`'s score rows go to :func:`rank_rows`; a
+    :class:`~.embedders.DenseEncoder`'s vectors (documents first, then queries, through
+    ``encode``) go to :func:`rank_dense`. :class:`.embedders.EmbedderError` when the embedder
+    satisfies neither contract."""
+    if contract(embedder) is LexicalScorer:
+        return Retrieved(rank_rows(embedder.score(queries, documents), targets, k, watch), None)
+    document_vectors = encode(embedder, documents, document_ids, "document")
+    query_vectors = encode(embedder, queries, query_ids, "query")
+    ranking = rank_dense(query_vectors, document_vectors, targets, k, watch=watch)
+    return Retrieved(ranking, document_vectors)

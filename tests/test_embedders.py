@@ -14,6 +14,8 @@ import pytest
 from pytest_execretrieval.embedders import (
     EmbedderError,
     EmbedderOptions,
+    LexicalScorer,
+    contract,
     get_embedder,
     known_names,
     usability,
@@ -120,7 +122,7 @@ def test_entry_point_plugins_are_registered(monkeypatch):
         ),
     )
     assert "team-model" in known_names()
-    assert get_embedder("team-model").similarity == "bm25"
+    assert contract(get_embedder("team-model")) is LexicalScorer
 
 
 def test_npz_validation(tmp_path):

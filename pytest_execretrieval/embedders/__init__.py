@@ -1,9 +1,19 @@
-"""Embedders: one protocol, one registry.
+"""Embedders: two contracts, one registry.
 
-An embedder encodes queries and documents (snippets) into vectors for cosine ranking, or, like
-BM25, scores them directly. :meth:`Embedder.invocation` describes the exact invocation without
-loading the model (so a fully cached run never imports torch); it keys the embedding cache and goes
-into reports.
+An embedder satisfies exactly one of two contracts, structural :class:`typing.Protocol` classes
+(as MTEB separates its encoder and search protocols):
+
+* :class:`DenseEncoder`: ``encode(texts, role, ids)`` gives one vector per text; queries rank
+  documents by cosine (the sentence-transformers, e5, hosted and ``npz:`` embedders);
+* :class:`LexicalScorer`: ``score(queries, documents)`` gives blocks of complete score rows, no
+  vectors (BM25).
+
+Both share ``name``, ``invocation()``, ``check_usable()`` and ``close()``.
+:meth:`~EmbedderCommon.invocation` describes the exact invocation without loading the model (so a
+fully cached run never imports torch); it keys the embedding cache and goes into reports.
+:func:`contract` decides which contract an object satisfies and names what is missing otherwise;
+the registry applies it to every embedder it hands out, and :func:`.retrieval.retrieve` dispatches
+on it (the one place that does).
 
 Names: the built-ins below, ``st:PATH`` (a local sentence-transformers directory), ``npz:PATH``
 (frozen matrices), and whatever third-party packages register in the entry-point group
@@ -14,8 +24,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -24,7 +35,8 @@ ROLES = ("query", "document")
 
 
 class EmbedderError(Exception):
-    """An embedder cannot be used here (unknown name, missing package, key or file)."""
+    """An embedder cannot be used here (unknown name, missing package, key or file, or an object
+    that satisfies neither embedder contract)."""
 
 
 @dataclass(frozen=True)
@@ -37,26 +49,120 @@ class EmbedderOptions:
     extra: dict = field(default_factory=dict)
 
 
-class Embedder:
-    """Base class: subclasses set ``name`` and implement ``invocation`` and ``encode``
-    (dense embedders) or ``score`` (lexical ones, with ``similarity = "bm25"``)."""
+@runtime_checkable
+class EmbedderCommon(Protocol):
+    """What both contracts share."""
 
-    name: str = ""
-    similarity: str = "cosine"
+    name: str  # the embedder's name in item ids, report file names and the summary
 
     def invocation(self) -> dict:
-        raise NotImplementedError
+        """Everything that determines the scores (model, revision or weights hash, dimension,
+        prompts, package versions), JSON-able, without loading the model: it keys the embedding
+        cache and is the report's ``embedder`` record."""
+        ...
+
+    def check_usable(self) -> None:
+        """Raise :class:`EmbedderError` now if a run could not work (missing key, package...)."""
+        ...
+
+    def close(self) -> None:
+        """Release what the embedder holds (models, connections); called once after its run."""
+        ...
+
+
+@runtime_checkable
+class DenseEncoder(EmbedderCommon, Protocol):
+    """A dense embedder: vectors, ranked by cosine (L2-normalised inner product)."""
 
     def encode(self, texts: Sequence[str], role: str, ids: Sequence[str]) -> np.ndarray:
         """Vectors for ``texts`` (float32, one row each); ``role`` is "query" or "document";
         ``ids`` are the snippet or query ids (only frozen matrices need them)."""
-        raise NotImplementedError
+        ...
+
+
+@runtime_checkable
+class LexicalScorer(EmbedderCommon, Protocol):
+    """A lexical scorer: scores query-document pairs directly, without vectors."""
+
+    def score(self, queries: Sequence[str], documents: Sequence[str]) -> Iterable[np.ndarray]:
+        """Score matrices for consecutive blocks of ``queries`` (rows, in order, every query
+        exactly once) against all ``documents`` (columns, in order); higher is better."""
+        ...
+
+
+# An embedder is either; annotations use this name, :func:`contract` tells which one.
+Embedder = DenseEncoder | LexicalScorer
+CONTRACTS: tuple[type, ...] = (DenseEncoder, LexicalScorer)
+
+
+class EmbedderBase:
+    """Optional convenience base for embedders: no-op ``check_usable`` and ``close``. Inheriting
+    it satisfies no contract by itself; ``name``, ``invocation`` and ``encode`` or ``score`` do."""
+
+    name: str
 
     def check_usable(self) -> None:
-        """Raise :class:`EmbedderError` now if a run could not work (missing key, package...)."""
+        pass
 
     def close(self) -> None:
         pass
+
+
+def members(protocol: type) -> tuple[str, ...]:
+    """The members a contract requires (its own and its parent protocols'), parents first."""
+    names: list[str] = []
+    for base in reversed(protocol.__mro__):
+        if Protocol in base.__bases__:
+            names += [n for n in (*base.__dict__.get("__annotations__", {}), *vars(base))
+                      if not n.startswith("_")]  # fmt: skip
+    return tuple(dict.fromkeys(names))
+
+
+def lacking(obj: object, protocol: type) -> list[str]:
+    """What ``obj`` lacks to satisfy ``protocol``: absent members, methods that are not callable,
+    a ``name`` that is not a non-empty string."""
+    lacks = []
+    for member in members(protocol):
+        value = getattr(obj, member, None)
+        if member == "name":
+            if not isinstance(value, str) or not value:
+                lacks.append("name (a non-empty str)")
+        elif not callable(value):
+            lacks.append(f"{member}()")
+    return lacks
+
+
+def contract(embedder: object) -> type:
+    """:class:`DenseEncoder` or :class:`LexicalScorer`, whichever ``embedder`` satisfies;
+    :class:`EmbedderError` naming what is missing when it satisfies neither, or when it has both
+    ``encode`` and ``score`` (ranking would be ambiguous)."""
+    lacks = {protocol: lacking(embedder, protocol) for protocol in CONTRACTS}
+    satisfied = [protocol for protocol, missing in lacks.items() if not missing]
+    if len(satisfied) == 1:
+        return satisfied[0]
+    what = f"{type(embedder).__module__}.{type(embedder).__qualname__}"
+    if satisfied:
+        raise EmbedderError(
+            f"{what} has both encode() and score(): an embedder is a dense encoder (encode -> "
+            "vectors, cosine) or a lexical scorer (score -> score rows), not both; drop one"
+        )
+    raise EmbedderError(
+        f"{what} satisfies neither embedder contract: as a dense encoder it lacks "
+        f"{', '.join(lacks[DenseEncoder])}; as a lexical scorer it lacks "
+        f"{', '.join(lacks[LexicalScorer])} (see pytest_execretrieval.embedders.DenseEncoder "
+        "and LexicalScorer)"
+    )
+
+
+def require_dense(embedder: Embedder, purpose: str) -> DenseEncoder:
+    """``embedder`` if it is a :class:`DenseEncoder`; :class:`EmbedderError` saying that
+    ``purpose`` needs vectors otherwise."""
+    if contract(embedder) is not DenseEncoder:
+        raise EmbedderError(
+            f"{purpose} needs a dense encoder, and {embedder.name!r} is a lexical scorer (it "
+            "scores queries against documents and has no vectors): choose a dense embedder"
+        )
+    return embedder  # type: ignore[return-value]
 
 
 def check_vectors(
@@ -142,6 +248,17 @@ def known_names() -> list[str]:
 
 
 def get_embedder(name: str, options: EmbedderOptions = EmbedderOptions()) -> Embedder:
+    """The embedder called ``name``, checked against the contracts (:func:`contract`);
+    :class:`EmbedderError` when unknown, not installed here, or satisfying neither contract."""
+    embedder = _make(name, options)
+    try:
+        contract(embedder)
+    except EmbedderError as exc:
+        raise EmbedderError(f"embedder {name!r}: {exc}") from None
+    return embedder
+
+
+def _make(name: str, options: EmbedderOptions) -> object:
     prefix, sep, arg = name.partition(":")
     if sep and prefix in PREFIXED:
         if not arg:

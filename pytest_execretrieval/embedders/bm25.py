@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from . import Embedder, EmbedderError, EmbedderOptions, describe
+from . import EmbedderBase, EmbedderError, EmbedderOptions, describe
 
 K1, B = 1.5, 0.75
 # An identifier splits at underscores, lower->upper case changes, acronym ends and digit runs:
@@ -19,9 +19,8 @@ def tokenize(text: str) -> list[str]:
     return [word.lower() for word in WORD.findall(text)]
 
 
-class BM25Embedder(Embedder):
+class BM25Embedder(EmbedderBase):
     name = "bm25"
-    similarity = "bm25"
 
     def __init__(self, options: EmbedderOptions):
         self.options = options

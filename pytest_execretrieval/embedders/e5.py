@@ -8,12 +8,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import Embedder, EmbedderError, EmbedderOptions, describe
+from . import EmbedderBase, EmbedderError, EmbedderOptions, describe
 
 DEFAULT_BATCH_SIZE = 32
 
 
-class E5Small(Embedder):
+class E5Small(EmbedderBase):
     name = "e5-small"
 
     def __init__(self, options: EmbedderOptions):

@@ -69,7 +69,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from ..embedding_cache import ENCODE_BATCH, EmbeddingCache, missing_rows, text_key
-from . import ROLES, Embedder, EmbedderError, EmbedderOptions, check_vectors, describe
+from . import ROLES, Embedder, EmbedderBase, EmbedderError, EmbedderOptions, check_vectors, describe
 from .hosted_http import (
     Cancelled,
     FatalError,
@@ -288,7 +288,7 @@ class Usage:
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 
-class HostedEmbedder(Embedder):
+class HostedEmbedder(EmbedderBase):
     """Shared by all providers: settings, key, input limits, batching, retries, validation,
     normalisation, usage counts."""
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import Embedder, EmbedderError, EmbedderOptions, check_vectors
+from . import EmbedderBase, EmbedderError, EmbedderOptions, check_vectors
 
 ROLE_KEYS = {
     "query": ("query_ids", "query_vectors"),
@@ -34,7 +34,7 @@ def write_npz(
     tmp.replace(path)
 
 
-class FrozenEmbedder(Embedder):
+class FrozenEmbedder(EmbedderBase):
     def __init__(self, options: EmbedderOptions, path: str):
         self.path = Path(path)
         self.name = f"npz:{path}"

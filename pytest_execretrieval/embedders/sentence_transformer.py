@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import Embedder, EmbedderError, EmbedderOptions, describe
+from . import EmbedderBase, EmbedderError, EmbedderOptions, describe
 
 DEFAULT_BATCH_SIZE = 64
 PACKAGES = ("sentence-transformers", "torch", "transformers")
@@ -37,7 +37,7 @@ def weights_file(model_dir: Path) -> Path | None:
     return None
 
 
-class SentenceTransformerEmbedder(Embedder):
+class SentenceTransformerEmbedder(EmbedderBase):
     def __init__(self, options: EmbedderOptions, name: str, model: str, locate, packages=()):
         self.options = options
         self.name = name
