@@ -182,7 +182,9 @@ def evidence_report(corpus: Corpus) -> str:
     distractors = [s for s in corpus.snippets if s.equivalence]
     alternatives = [s for s in corpus.alternatives if s.equivalence]
     if not distractors and not alternatives:
-        return "equivalence evidence: no item has a fully annotated entry point"
+        return ("equivalence evidence: none (no item's entry point is fully annotated, so no "
+                "inputs can be drawn to compare distractors and alternatives with the canonical; "
+                "see 'Typed' in docs/items-guide.md)")  # fmt: skip
     shown = sum(s.equivalence["differing"] > 0 for s in distractors)
     agree = sum(s.equivalence["differing"] == 0 for s in alternatives)
     return (

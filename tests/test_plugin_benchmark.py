@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -42,6 +43,8 @@ def test_one_item_per_query_with_readable_failures(pytester, items):
                 "math_number_theory/clamp_add"):  # fmt: skip
         assert f"{qid}[bm25]" in out
     assert "embedder" in out and "exec@1" in out and "mrr" in out  # the terminal table
+    # pytest's own footer times the items only; the closing lines say what the ranking took
+    assert re.search(r"embedding and ranking took \d+\.\d s", out)
     report = json.loads((pytester.path / "reports" / "bm25.json").read_text())
     assert report["schema_version"] == 2
     assert report["corpus"]["n_queries"] == 4 and report["corpus"]["n_snippets"] == 20
