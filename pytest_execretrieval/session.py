@@ -23,9 +23,9 @@ from .embedders.hosted import report_fields as hosted_report_fields
 from .embedding_cache import stderr_progress
 from .execution import SuiteRunner
 from .items import Item, ItemError, defines, item_id, load_item, load_items
-from .metrics import row_metrics
+from .metrics import junit_properties
 from .plugin import SESSION_PLUGIN, bundled_items_dir
-from .report import TestRecord, build_report, final_summary, report_row, write_reports
+from .report import RecordedTest, build_report, final_summary, report_row, write_reports
 from .rerank import Reranker, RerankerContext, RerankerError, get_reranker
 from .rerank.pipeline import lift, pipeline_name, rerank_run
 from .verify import Case, check, distractors_by_query, item_cases, name_collisions, shared_names
@@ -78,7 +78,7 @@ class ExecRetrievalSession:
                 self.names.append(pipeline_name(name, reranker))
         self.rerank_info: dict[str, dict] = {}
         self.rerank_cost: dict[str, dict] = {}
-        self.records: dict[str, list[TestRecord]] = {name: [] for name in self.names}
+        self.records: dict[str, list[RecordedTest]] = {name: [] for name in self.names}
         self.corpus: Corpus | None = None
         self.stale: list[str] = []
         self.changed: set[str] = set()
@@ -286,7 +286,7 @@ class ExecRetrievalSession:
             if hasattr(report, "wasxfail"):
                 outcome = "xfailed" if report.skipped else "xpassed"
             message = str(report.longrepr) if report.failed else ""
-            self.records[name].append(TestRecord(
+            self.records[name].append(RecordedTest(
                 report.nodeid, query_id, outcome, report.duration, message,
                 [(k, v) for k, v in report.user_properties if k not in ("embedder",)],
             ))  # fmt: skip
@@ -548,8 +548,7 @@ class QueryItem(ReportingItem):
             ("rank1_operator", top1.operator or ""), ("rank1_score", f"{top1.score:.6f}"),
             ("canonical_score", f"{r.canonical_score:.6f}"),
             ("rank1_tie", r.rank1_tie.get("size", 1)),
-            *((m, f"{v:.6g}") for m, v in row_metrics(report_row(r)).expected.items()
-              if m.startswith("exec@")),
+            *junit_properties(report_row(r)),
         ]  # fmt: skip
         if not r.passed:
             raise RankOneFailure(failure_text(self.item, r, session_state(self).code_by_id()))
