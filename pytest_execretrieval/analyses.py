@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .metrics import row_metrics
+from .metrics import METRICS, row_metrics
 from .mutation.operators import OPERATOR_CLASSES
 from .stats import (
     auc_roc,
@@ -104,14 +104,12 @@ def _is_own(q: dict, hit: dict) -> bool:
 
 
 def _exec_rates(queries: Sequence[dict]) -> dict:
-    """``n``, ``exec@1`` and ``exec@10`` (macro means of the tie-aware values over ``queries``)."""
+    """``n`` and, per metric marked ``breakdown`` in :data:`.metrics.METRICS` (exec@1 and
+    exec@10), the macro mean of its tie-aware values over ``queries``."""
     rows = [row_metrics(q).expected for q in queries]
     n = len(rows)
-    return {
-        "n": n,
-        "exec@1": _rate(sum(r["exec@1"] for r in rows), n),
-        "exec@10": _rate(sum(r["exec@10"] for r in rows), n),
-    }
+    breakdown = [m.name for m in METRICS if m.breakdown]
+    return {"n": n, **{m: _rate(sum(r[m] for r in rows), n) for m in breakdown}}
 
 
 def operator_order(names: Iterable[str]) -> list[str]:

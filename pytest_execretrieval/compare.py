@@ -6,6 +6,10 @@ with :func:`pytest_execretrieval.metrics.row_metrics` (tie-aware expected values
 rows; version 1 rows carry no ties and keep their tie-broken values).  Differences are always
 ``b - a`` (candidate minus baseline).
 
+Reports written by different versions may carry different metrics: a comparison covers the
+metrics of :data:`.metrics.METRICS` that every report carries (:func:`shared_metrics`) and names
+the others as skipped; the gate refuses a gated metric that its baseline lacks.
+
 Significance per metric: when both systems' per-query values are all 0 or 1 (exec@k without
 ties), the exact McNemar test; otherwise (tie-expected exec@k, execp@k, nDCG, MRR) the paired
 randomization (sign-flip) test with :data:`N_PERMUTATIONS` seeded sign vectors, as recommended
@@ -37,7 +41,16 @@ from pathlib import Path
 import numpy as np
 from tabulate import tabulate
 
-from .metrics import METRIC_NAMES, mean_metrics, metric_matrix, row_metrics
+from .metrics import (
+    HEADLINE,
+    METRIC_NAMES,
+    METRICS,
+    mean_metrics,
+    metric_matrix,
+    metric_spec,
+    row_metrics,
+)
+from .report_schema import ReportRow
 from .stats import (
     detectable_difference,
     holm_adjust,
@@ -61,6 +74,7 @@ __all__ = [
     "main_compare",
     "paired_comparison",
     "report_names",
+    "shared_metrics",
     "tie_range",
 ]
 
@@ -69,7 +83,7 @@ N_PERMUTATIONS = 10_000
 POWER = 0.8
 SCHEMA_VERSIONS = (1, 2)
 DEFAULT_GATE_METRICS = ("exec@1", "exec@5", "ndcg@10")
-GATE_METRICS = tuple(m for m in METRIC_NAMES if m.startswith(("exec", "mrr")) or m == "ndcg@10")
+GATE_METRICS = tuple(m.name for m in METRICS if m.gate)
 _REQUIRED_KEYS = ("embedder", "corpus", "metrics", "ci95", "per_query")
 
 
@@ -108,15 +122,44 @@ def report_names(reports: Sequence[dict]) -> list[str]:
     return names
 
 
-def _by_query(report: dict) -> dict[str, dict]:
+def shared_metrics(reports: Sequence[dict]) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The metrics that can be compared across ``reports`` and why the others cannot.
+
+    Returns the names of :data:`.metrics.METRIC_NAMES` (in that order) that every report
+    carries in both ``metrics`` and ``ci95``, and ``{metric: reason}`` for every other metric
+    that this version defines or some report carries (``"not in <names>"`` or ``"unknown to
+    this version of pytest-execretrieval"``): an older report lacks a newer metric, a newer one
+    may carry a metric this version does not know.
+    """
+    have = [set(r["metrics"]) & set(r["ci95"]) for r in reports]
+    shared = tuple(m for m in METRIC_NAMES if all(m in h for h in have))
+    names = report_names(reports)
+    skipped: dict[str, str] = {}
+    extra = sorted(set().union(*have) - set(METRIC_NAMES))
+    for m in [*METRIC_NAMES, *extra]:
+        if m in shared:
+            continue
+        if m not in METRIC_NAMES:
+            skipped[m] = "unknown to this version of pytest-execretrieval"
+        else:
+            skipped[m] = "not in " + ", ".join(n for n, h in zip(names, have) if m not in h)
+    return shared, skipped
+
+
+def _skipped_line(skipped: Mapping[str, str]) -> str:
+    return "Metrics not compared: " + "; ".join(f"{m} ({why})" for m, why in skipped.items())
+
+
+def _by_query(report: dict) -> dict[str, ReportRow]:
     return {q["query_id"]: q for q in report["per_query"]}
 
 
-def _rows(queries: Sequence[dict]) -> np.ndarray:
-    return metric_matrix([row_metrics(q).expected for q in queries])
+def _rows(queries: Sequence[ReportRow], names: Sequence[str] = METRIC_NAMES) -> np.ndarray:
+    """The per-query values (rows) of metrics ``names`` (columns), recomputed from the rows."""
+    return metric_matrix([row_metrics(q).expected for q in queries], names)
 
 
-def _paired_queries(a: dict, b: dict) -> tuple[list[dict], list[dict]]:
+def _paired_queries(a: dict, b: dict) -> tuple[list[ReportRow], list[ReportRow]]:
     """The two reports' per-query rows, paired by query id (sorted); raises if not comparable."""
     sha_a, sha_b = a["corpus"]["sha256"], b["corpus"]["sha256"]
     if sha_a != sha_b:
@@ -152,29 +195,38 @@ def paired_test(a: np.ndarray, b: np.ndarray, seed: int = 0) -> dict:
             "only_b": int(np.count_nonzero(b > a))}  # fmt: skip
 
 
-def paired_comparison(a: dict, b: dict, seed: int = 0) -> dict:
+def paired_comparison(
+    a: dict, b: dict, seed: int = 0, metrics: Sequence[str] | None = None
+) -> dict:
     """Paired comparison of report ``b`` against report ``a`` (differences ``b - a``).
 
     Returns ``{"a", "b" (names), "n_queries", "seed", "n_resamples", "metrics": {name: {"a",
-    "b", "difference", "ci95": [low, high], "test", "p_value", "only_a", "only_b"}}}``.
+    "b", "difference", "ci95": [low, high], "test", "p_value", "only_a", "only_b"}},
+    "skipped": {name: reason}}``.  ``metrics``: the metrics to compare (default: the two
+    reports' :func:`shared_metrics`; ``skipped`` then says why the others are not compared).
     ``ci95`` is the paired query-level percentile bootstrap
     (:func:`pytest_execretrieval.stats.paired_bootstrap_diff_ci`, :data:`N_RESAMPLES`
     resamples, ``seed``); the test is :func:`paired_test`.  Raises :class:`ComparisonError`
-    for different corpora, different query ids or zero queries.
+    for different corpora, different query ids, zero queries or no metric to compare.
     """
     qa, qb = _paired_queries(a, b)
-    ma, mb = _rows(qa), _rows(qb)
-    mean_a, mean_b = mean_metrics(ma), mean_metrics(mb)
+    shared, skipped = shared_metrics([a, b])
+    names = tuple(shared if metrics is None else metrics)
+    if not names:
+        raise ComparisonError(f"the reports share no metric to compare ({_skipped_line(skipped)})")
+    ma, mb = _rows(qa, names), _rows(qb, names)
+    mean_a, mean_b = mean_metrics(ma, names), mean_metrics(mb, names)
     ci = paired_bootstrap_diff_ci(ma, mb, n_resamples=N_RESAMPLES, seed=seed)
-    metrics = {
+    compared = {
         name: {"a": mean_a[name], "b": mean_b[name], "difference": mean_b[name] - mean_a[name],
                "ci95": [float(ci[j, 0]), float(ci[j, 1])],
                **paired_test(ma[:, j], mb[:, j], seed)}
-        for j, name in enumerate(METRIC_NAMES)
+        for j, name in enumerate(names)
     }  # fmt: skip
-    names = report_names([a, b])
-    return {"a": names[0], "b": names[1], "n_queries": len(qa), "seed": seed,
-            "n_resamples": N_RESAMPLES, "metrics": metrics}  # fmt: skip
+    labels = report_names([a, b])
+    return {"a": labels[0], "b": labels[1], "n_queries": len(qa), "seed": seed,
+            "n_resamples": N_RESAMPLES, "metrics": compared,
+            "skipped": {m: why for m, why in skipped.items() if m not in names}}  # fmt: skip
 
 
 def invocation_differences(baseline: dict, candidate: dict) -> list[str]:
@@ -194,7 +246,7 @@ def invocation_differences(baseline: dict, candidate: dict) -> list[str]:
             for k in sorted(a.keys() | b.keys()) if a.get(k) != b.get(k)]  # fmt: skip
 
 
-def _where(qa: list[dict], qb: list[dict], metric: str, top: int = 3) -> dict:
+def _where(qa: list[ReportRow], qb: list[ReportRow], metric: str, top: int = 3) -> dict:
     """Where ``metric`` dropped: the domains with the largest mean drop and the operator classes
     of the candidate's rank-1 snippets on the queries that got worse, with counts."""
     j = METRIC_NAMES.index(metric)
@@ -295,7 +347,13 @@ def gate_decision(
     if baseline is not None:
         if not metrics:
             raise ValueError("a gate against a baseline needs at least one gated metric")
-        cmp = paired_comparison(baseline, candidate, seed=seed)
+        lacking = [m for m in metrics if m not in shared_metrics([baseline, candidate])[0]]
+        if lacking:
+            raise ComparisonError(
+                f"the baseline report lacks gated metric(s) {', '.join(lacking)} (written by an "
+                "earlier version): gate on metrics both reports carry, or re-run the baseline"
+            )
+        cmp = paired_comparison(baseline, candidate, seed=seed, metrics=metrics)
         qa, qb = _paired_queries(baseline, candidate)
         ma, mb = _rows(qa), _rows(qb)
         n = len(qa)
@@ -379,8 +437,8 @@ def tie_range(report: dict, metric: str) -> str:
     return "n/a (schema 1)" if b is None else f"{b['pessimistic']:.3f}-{b['optimistic']:.3f}"
 
 
-def _fmt_ci(value: float, ci: Sequence[float], signed: bool = False) -> str:
-    f = "+.3f" if signed else ".3f"
+def _fmt_ci(value: float, ci: Sequence[float], signed: bool = False, fmt: str = ".3f") -> str:
+    f = "+" + fmt if signed else fmt
     return f"{value:{f}} [{ci[0]:{f}}, {ci[1]:{f}}]"
 
 
@@ -394,8 +452,9 @@ def compare_reports(
     stage only (a session with several rerankers would otherwise compare every pipeline with
     every other).
 
-    The first table has one row per metric and one column per report (mean and the report's
-    own ``ci95``), and the queries whose rank 1 is a tie.  Then, for each pair ``i < j``, the
+    The first table has one row per metric that every report carries (:func:`shared_metrics`;
+    the others are named as skipped) and one column per report (mean and the report's own
+    ``ci95``), and the queries whose rank 1 is a tie.  Then, for each pair ``i < j``, the
     difference ``reports[j] - reports[i]`` of every metric with its paired bootstrap CI and
     the p-value of :func:`paired_test`, and what differs between their invocations.
     ``fmt``: ``"plain"`` (terminal) or ``"markdown"`` (GitHub
@@ -413,27 +472,35 @@ def compare_reports(
     wanted = [(i, j) for i in range(len(reports)) for j in range(i + 1, len(reports))
               if all_pairs or reports[j].get("first_stage") == names[i]
               or not ({"first_stage"} & (reports[i].keys() | reports[j].keys()))]  # fmt: skip
-    pairs = [(i, j, paired_comparison(reports[i], reports[j], seed=seed)) for i, j in wanted]
+    shared, skipped = shared_metrics(reports)
+    if not shared:
+        raise ComparisonError(f"the reports share no metric to compare ({_skipped_line(skipped)})")
+    pairs = [(i, j, paired_comparison(reports[i], reports[j], seed=seed, metrics=shared))
+             for i, j in wanted]  # fmt: skip
     tablefmt = "github" if fmt == "markdown" else "simple"
     corpus = reports[0]["corpus"]
     head = (f"Corpus {corpus['sha256'][:16]}: {len(reports[0]['per_query'])} queries. "
             "Mean [95% CI, query-level bootstrap].")  # fmt: skip
-    rows = [[m, *(_fmt_ci(r["metrics"][m], r["ci95"][m]) for r in reports)] for m in METRIC_NAMES]
-    if any("metric_bounds" in r for r in reports):
-        rows.append(["exec@1 worst-best tie order", *(tie_range(r, "exec@1") for r in reports)])
+    rows = [[m, *(_fmt_ci(r["metrics"][m], r["ci95"][m], fmt=metric_spec(m).fmt)
+                  for r in reports)] for m in shared]  # fmt: skip
+    if HEADLINE in shared and any("metric_bounds" in r for r in reports):
+        rows.append([f"{HEADLINE} worst-best tie order",
+                     *(tie_range(r, HEADLINE) for r in reports)])  # fmt: skip
     side = tabulate(rows, ["metric", *names], tablefmt=tablefmt, disable_numparse=True)
     ties = ", ".join(f"{n} {r['ties']['rank1']}" for n, r in zip(names, reports) if "ties" in r)
     if ties:
         head += f" Queries whose rank 1 is a tie: {ties}."
     lines = [("## Metrics" if fmt == "markdown" else "Metrics"), "", head, "", side]
+    if skipped:
+        lines += ["", _skipped_line(skipped)]
     for i, j, cmp in pairs:
         title = f"{names[j]} - {names[i]} (paired, {cmp['n_queries']} queries)"
         if reports[j].get("first_stage") == names[i]:
             title += ": the pipeline's lift over its first stage"
         rows = []
-        for m in METRIC_NAMES:
-            d = cmp["metrics"][m]
-            rows.append([m, _fmt_ci(d["difference"], d["ci95"], signed=True),
+        for m, d in cmp["metrics"].items():
+            rows.append([m, _fmt_ci(d["difference"], d["ci95"], signed=True,
+                                    fmt=metric_spec(m).fmt),
                          f"{d['p_value']:.3g}", d["test"]])  # fmt: skip
         table = tabulate(rows, ["metric", "difference [95% CI]", "p", "test"],
                          tablefmt=tablefmt, disable_numparse=True)  # fmt: skip

@@ -33,62 +33,219 @@ the top ``k``:
   ``first..last``; expected = mean over the span of ``[r <= k] / log2(r + 1)`` resp. ``1 / r``;
   optimistic at ``r = first``, pessimistic at ``r = last``.
 
-Without ties all three coincide with :func:`query_metrics`. A query *passes* (its pytest item)
+Without ties all three coincide (:func:`query_metrics`). A query *passes* (its pytest item)
 only when every snippet of the rank-1 tie group passes: a tie between a passing and a failing
 snippet is a failure, since the model cannot tell them apart.
+
+**One definition.** :data:`METRICS` lists every reported metric once (:class:`MetricSpec`: its
+name, per-query computation, table column, format, whether it is a junit property, gateable,
+broken down by the analyses); the report, ``execretrieval compare``, the gate options, the
+analyses and the junit properties all read it, and :data:`METRIC_NAMES` is its names in order.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
+from typing import Any, Literal
 
 import numpy as np
 
 __all__ = [
+    "HEADLINE",
+    "JUNIT_FORMAT",
     "KS",
+    "METRICS",
     "METRIC_NAMES",
+    "MetricSpec",
     "TieAware",
+    "at_k",
+    "junit_properties",
     "mean_metrics",
     "metric_matrix",
+    "metric_spec",
     "query_metrics",
     "row_metrics",
     "tie_aware_metrics",
     "tie_groups",
 ]
 
-KS: tuple[int, ...] = (1, 3, 5, 10)
+# The tie groups of a ranked list, best first: (size, passing) per group.
+Groups = Sequence[tuple[int, int]]
+# The 1-based (first, last) ranks of the canonical's tie group; None when unknown.
+Span = tuple[int, int] | None
+# One query's value of a metric: (expected, optimistic, pessimistic) over tie orders.
+Bounds = tuple[float, float, float]
 
-METRIC_NAMES: tuple[str, ...] = (
-    *(f"exec@{k}" for k in KS),
-    *(f"execp@{k}" for k in KS),
-    *(f"ndcg@{k}" for k in KS),
-    "mrr",
+
+def _none_pass(n: int, p: int, m: int) -> float:
+    """P(no passing snippet among ``m`` drawn without replacement from ``n`` with ``p`` passing)."""
+    return math.comb(n - p, m) / math.comb(n, m)
+
+
+def _harmonic_span(first: int, last: int) -> float:
+    """``sum(1 / r for r in first..last)``; an asymptotic expansion for very long spans."""
+    if last - first < 100_000:
+        return math.fsum(1.0 / r for r in range(first, last + 1))
+
+    def h(n: int) -> float:  # H(n), error below 1e-18 for n >= 1e5
+        return math.log(n) + 0.5772156649015329 + 1 / (2 * n) - 1 / (12 * n * n)
+
+    return h(last) - h(first - 1)
+
+
+def _inside_top(groups: Groups, k: int) -> list[tuple[int, int, int]]:
+    """``(n, p, m)`` of each group reaching into the top ``k``: ``m`` of its ``n`` positions
+    (``p`` of them passing) lie inside."""
+    out, start = [], 0
+    for n, p in groups:
+        if start >= k:
+            break
+        out.append((n, p, min(n, k - start)))
+        start += n
+    return out
+
+
+def _exec_at(groups: Groups, span: Span, k: int) -> Bounds:
+    """exec@k: any passing snippet in the top ``k`` (hypergeometric over tie groups)."""
+    none_pass, any_opt, any_pes = 1.0, False, False
+    for n, p, m in _inside_top(groups, k):
+        none_pass *= _none_pass(n, p, m)
+        any_opt |= p > 0
+        any_pes |= n - p < m
+    depth = min(k, sum(n for n, _ in groups))
+    return (1.0 - none_pass if depth else 0.0, float(any_opt), float(any_pes))
+
+
+def _execp_at(groups: Groups, span: Span, k: int) -> Bounds:
+    """execp@k: passing share of the top ``min(k, ranked)`` positions."""
+    hits_exp, hits_opt, hits_pes = 0.0, 0, 0
+    for n, p, m in _inside_top(groups, k):
+        hits_exp += m * p / n
+        hits_opt += min(m, p)
+        hits_pes += max(0, m - (n - p))
+    depth = min(k, sum(n for n, _ in groups))
+    if not depth:
+        return (0.0, 0.0, 0.0)
+    return (hits_exp / depth, hits_opt / depth, hits_pes / depth)
+
+
+def _ndcg_at(groups: Groups, span: Span, k: int) -> Bounds:
+    """nDCG@k of the canonical alone (binary gain, log2 discount), uniform over its span."""
+    if span is None:
+        return (0.0, 0.0, 0.0)
+    first, last = span
+    gain = [1.0 / math.log2(r + 1) for r in range(first, min(last, k) + 1)]
+    return (math.fsum(gain) / (last - first + 1), gain[0] if gain else 0.0,
+            1.0 / math.log2(last + 1) if last <= k else 0.0)  # fmt: skip
+
+
+def _mrr(groups: Groups, span: Span) -> Bounds:
+    """Reciprocal rank of the canonical (no cut-off), uniform over its span."""
+    if span is None:
+        return (0.0, 0.0, 0.0)
+    first, last = span
+    return (_harmonic_span(first, last) / (last - first + 1), 1.0 / first, 1.0 / last)
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One reported metric: the single definition that every report, table, junit property,
+    gate option and analysis reads (adding a metric is adding one entry to :data:`METRICS`).
+
+    ``name``: its key in a report's ``metrics``, ``ci95`` and ``metric_bounds`` and its junit
+    property name. ``compute(groups, span)``: its per-query ``(expected, optimistic,
+    pessimistic)`` values from the tie groups and the canonical's span (:func:`tie_aware_metrics`;
+    a report row goes through :func:`row_metrics`). ``k``: the cut-off (``None``: none).
+    ``table``: its column in the session's terminal table: ``"ci"`` (mean and 95% CI),
+    ``"mean"`` or ``""`` (not shown). ``fmt``: format spec of a value in tables.
+    ``junit``: a property of every query's junit test case (:func:`junit_properties`).
+    ``gate``: accepted by ``--execretrieval-gate-metric``, ``--execretrieval-margin`` and
+    ``--execretrieval-min``. ``breakdown``: reported per domain and per operator class by the
+    analyses.
+    """
+
+    name: str
+    compute: Callable[[Groups, Span], Bounds]
+    k: int | None = None
+    table: Literal["ci", "mean", ""] = ""
+    fmt: str = ".3f"
+    junit: bool = False
+    gate: bool = False
+    breakdown: bool = False
+
+    @property
+    def title(self) -> str:
+        """The header of its column in the session's terminal table."""
+        return f"{self.name} [95% CI]" if self.table == "ci" else self.name
+
+
+def _at_k(family: str, compute: Callable[[Groups, Span, int], Bounds], k: int,
+          **options: Any) -> MetricSpec:  # fmt: skip
+    return MetricSpec(f"{family}@{k}", partial(compute, k=k), k, **options)
+
+
+# The headline metric: what a query's pytest item asserts (strictly: no mixed tie at rank 1),
+# shown with its tie range in the tables.
+HEADLINE = "exec@1"
+
+# Every reported metric, in report order. The cut-offs of exec@k are KS; execp@k and ndcg@k
+# use the same ones.
+METRICS: tuple[MetricSpec, ...] = (
+    _at_k("exec", _exec_at, 1, table="ci", junit=True, gate=True, breakdown=True),
+    _at_k("exec", _exec_at, 3, junit=True, gate=True),
+    _at_k("exec", _exec_at, 5, table="ci", junit=True, gate=True),
+    _at_k("exec", _exec_at, 10, table="mean", junit=True, gate=True, breakdown=True),
+    _at_k("execp", _execp_at, 1, gate=True),
+    _at_k("execp", _execp_at, 3, gate=True),
+    _at_k("execp", _execp_at, 5, gate=True),
+    _at_k("execp", _execp_at, 10, gate=True),
+    _at_k("ndcg", _ndcg_at, 1),
+    _at_k("ndcg", _ndcg_at, 3),
+    _at_k("ndcg", _ndcg_at, 5),
+    _at_k("ndcg", _ndcg_at, 10, table="ci", gate=True),
+    MetricSpec("mrr", _mrr, table="mean", gate=True),
 )
+
+METRIC_NAMES: tuple[str, ...] = tuple(m.name for m in METRICS)
+
+# How a junit property shows a metric's value.
+JUNIT_FORMAT = ".6g"
+
+
+def metric_spec(name: str) -> MetricSpec:
+    """The :class:`MetricSpec` called ``name``; ``KeyError`` naming the known ones otherwise."""
+    for spec in METRICS:
+        if spec.name == name:
+            return spec
+    raise KeyError(f"unknown metric {name!r}; known: {', '.join(METRIC_NAMES)}")
+
+
+def at_k(family: str) -> tuple[MetricSpec, ...]:
+    """The metrics ``<family>@k`` (e.g. ``"exec"``) in :data:`METRICS` order (increasing ``k``)."""
+    return tuple(m for m in METRICS if m.k is not None and m.name == f"{family}@{m.k}")
+
+
+# The cut-offs: the top max(KS) snippets of each query are executed.
+KS: tuple[int, ...] = tuple(m.k for m in at_k("exec") if m.k is not None)
 
 
 def query_metrics(top_passes: Sequence[bool], canonical_rank: int | None) -> dict[str, float]:
-    """All of :data:`METRIC_NAMES` for one query.
+    """All of :data:`METRIC_NAMES` for one query ranked without ties.
 
     ``top_passes``: pass flags of the ranked snippets, best first; at least the top
     ``min(max(KS), pool size)`` must be given (entries beyond ``max(KS)`` are ignored).
     ``canonical_rank``: 1-based rank of the canonical in the full ranking, or ``None``.
-    An empty ``top_passes`` (empty pool) scores 0 on ``exec@k`` and ``execp@k``.
+    An empty ``top_passes`` (empty pool) scores 0 on ``exec@k`` and ``execp@k``. Each snippet
+    is its own tie group, so this is :func:`tie_aware_metrics`' (coinciding) values.
     """
     if canonical_rank is not None and canonical_rank < 1:
         raise ValueError(f"canonical_rank must be >= 1 or None, got {canonical_rank!r}")
-    passes = [bool(p) for p in top_passes[: max(KS)]]
-    out: dict[str, float] = {}
-    for k in KS:
-        top = passes[:k]
-        out[f"exec@{k}"] = float(any(top))
-        out[f"execp@{k}"] = sum(top) / len(top) if top else 0.0
-    for k in KS:
-        hit = canonical_rank is not None and canonical_rank <= k
-        out[f"ndcg@{k}"] = 1.0 / math.log2(canonical_rank + 1) if hit else 0.0
-    out["mrr"] = 0.0 if canonical_rank is None else 1.0 / canonical_rank
-    return out
+    groups = [(1, int(bool(p))) for p in top_passes[: max(KS)]]
+    span = None if canonical_rank is None else (canonical_rank, canonical_rank)
+    return tie_aware_metrics(groups, span).expected
 
 
 @dataclass(frozen=True)
@@ -124,78 +281,22 @@ def tie_groups(
     return [(n, p) for n, p in groups]
 
 
-def _none_pass(n: int, p: int, m: int) -> float:
-    """P(no passing snippet among ``m`` drawn without replacement from ``n`` with ``p`` passing)."""
-    return math.comb(n - p, m) / math.comb(n, m)
-
-
-def _harmonic_span(first: int, last: int) -> float:
-    """``sum(1 / r for r in first..last)``; an asymptotic expansion for very long spans."""
-    if last - first < 100_000:
-        return math.fsum(1.0 / r for r in range(first, last + 1))
-
-    def h(n: int) -> float:  # H(n), error below 1e-18 for n >= 1e5
-        return math.log(n) + 0.5772156649015329 + 1 / (2 * n) - 1 / (12 * n * n)
-
-    return h(last) - h(first - 1)
-
-
-def tie_aware_metrics(
-    groups: Sequence[tuple[int, int]], canonical_span: tuple[int, int] | None
-) -> TieAware:
+def tie_aware_metrics(groups: Groups, canonical_span: Span) -> TieAware:
     """:data:`METRIC_NAMES` of one query under uniformly random order inside tie groups.
 
     ``groups``: ``(size, passing)`` per tie group, best first (:func:`tie_groups`), covering
     at least the top ``min(max(KS), pool size)`` positions. ``canonical_span``: the 1-based
     ``(first, last)`` ranks of the canonical's tie group, or ``None`` if unknown (0 on
-    ``ndcg@k`` and ``mrr``). Definitions in the module docstring.
+    ``ndcg@k`` and ``mrr``). Definitions in the module docstring; each value is its
+    :class:`MetricSpec`'s ``compute``.
     """
     if canonical_span is not None and not 1 <= canonical_span[0] <= canonical_span[1]:
         raise ValueError(f"canonical span must satisfy 1 <= first <= last, got {canonical_span}")
-    exp: dict[str, float] = {}
-    opt: dict[str, float] = {}
-    pes: dict[str, float] = {}
-    ranked = sum(n for n, _ in groups)
-    for k in KS:
-        none_pass, any_opt, any_pes = 1.0, False, False
-        hits_exp, hits_opt, hits_pes = 0.0, 0, 0
-        start = 0
-        for n, p in groups:
-            if start >= k:
-                break
-            m = min(n, k - start)
-            none_pass *= _none_pass(n, p, m)
-            any_opt |= p > 0
-            any_pes |= n - p < m
-            hits_exp += m * p / n
-            hits_opt += min(m, p)
-            hits_pes += max(0, m - (n - p))
-            start += n
-        depth = min(k, ranked)
-        exp[f"exec@{k}"], opt[f"exec@{k}"], pes[f"exec@{k}"] = (
-            1.0 - none_pass if depth else 0.0, float(any_opt), float(any_pes))  # fmt: skip
-        for out, hits in ((exp, hits_exp), (opt, hits_opt), (pes, hits_pes)):
-            out[f"execp@{k}"] = hits / depth if depth else 0.0
-    for k in KS:
-        if canonical_span is None:
-            values = (0.0, 0.0, 0.0)
-        else:
-            first, last = canonical_span
-            gain = [1.0 / math.log2(r + 1) for r in range(first, min(last, k) + 1)]
-            values = (math.fsum(gain) / (last - first + 1), gain[0] if gain else 0.0,
-                      1.0 / math.log2(last + 1) if last <= k else 0.0)  # fmt: skip
-        exp[f"ndcg@{k}"], opt[f"ndcg@{k}"], pes[f"ndcg@{k}"] = values
-    if canonical_span is None:
-        exp["mrr"] = opt["mrr"] = pes["mrr"] = 0.0
-    else:
-        first, last = canonical_span
-        exp["mrr"] = _harmonic_span(first, last) / (last - first + 1)
-        opt["mrr"], pes["mrr"] = 1.0 / first, 1.0 / last
-    order = list(METRIC_NAMES)
-    return TieAware(*({m: d[m] for m in order} for d in (exp, opt, pes)))
+    values = {m.name: m.compute(groups, canonical_span) for m in METRICS}
+    return TieAware(*({name: v[i] for name, v in values.items()} for i in range(3)))
 
 
-def row_metrics(row: Mapping) -> TieAware:
+def row_metrics(row: Mapping[str, Any]) -> TieAware:
     """The metrics of one ``per_query`` row of a report JSON (schema_version 1 or 2).
 
     Version 2 rows carry the tie structure (``top`` scores, ``tail_tie``, ``canonical_tie``);
@@ -216,26 +317,36 @@ def row_metrics(row: Mapping) -> TieAware:
     return tie_aware_metrics(groups, None if span is None else (span["first"], span["last"]))
 
 
-def metric_matrix(rows: Sequence[Mapping[str, float]]) -> np.ndarray:
-    """Stack per-query metric dicts into a float array of shape ``(n_queries, len(METRIC_NAMES))``.
+def junit_properties(row: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(name, value)`` of each :data:`METRICS` entry marked ``junit`` for one report row
+    (tie-aware expected values, formatted with :data:`JUNIT_FORMAT`)."""
+    expected = row_metrics(row).expected
+    return [(m.name, format(expected[m.name], JUNIT_FORMAT)) for m in METRICS if m.junit]
 
-    Columns follow :data:`METRIC_NAMES`; extra keys are ignored, a missing one raises ``KeyError``.
+
+def metric_matrix(
+    rows: Sequence[Mapping[str, float]], names: Sequence[str] = METRIC_NAMES
+) -> np.ndarray:
+    """Stack per-query metric dicts into a float array of shape ``(n_queries, len(names))``.
+
+    Columns follow ``names``; extra keys are ignored, a missing one raises ``KeyError``.
     """
-    matrix = np.empty((len(rows), len(METRIC_NAMES)))
+    matrix = np.empty((len(rows), len(names)))
     for i, row in enumerate(rows):
-        matrix[i] = [row[name] for name in METRIC_NAMES]
+        matrix[i] = [row[name] for name in names]
     return matrix
 
 
-def mean_metrics(matrix: np.ndarray) -> dict[str, float]:
-    """Macro-average over queries (rows) of a :func:`metric_matrix`, keyed by metric name.
+def mean_metrics(matrix: np.ndarray, names: Sequence[str] = METRIC_NAMES) -> dict[str, float]:
+    """Macro-average over queries (rows) of a :func:`metric_matrix` with columns ``names``,
+    keyed by metric name.
 
     Raises ``ValueError`` for zero queries (no vacuous mean) or a wrong shape.
     """
     matrix = np.asarray(matrix)
-    if matrix.ndim != 2 or matrix.shape[1] != len(METRIC_NAMES):
-        raise ValueError(f"expected shape (n, {len(METRIC_NAMES)}), got {matrix.shape}")
+    if matrix.ndim != 2 or matrix.shape[1] != len(names):
+        raise ValueError(f"expected shape (n, {len(names)}), got {matrix.shape}")
     if matrix.shape[0] == 0:
         raise ValueError("cannot average metrics over zero queries")
     means = matrix.mean(axis=0)
-    return {name: float(v) for name, v in zip(METRIC_NAMES, means)}
+    return {name: float(v) for name, v in zip(names, means)}

@@ -17,7 +17,7 @@ from .benchmark import QueryResult
 from .corpus import CorpusError
 from .failures import failure_text
 from .items import Item, ItemError, load_item
-from .metrics import row_metrics
+from .metrics import junit_properties
 from .report import report_row
 from .verify import Case, check, name_collisions, shared_names
 
@@ -148,8 +148,7 @@ class QueryItem(ReportingItem):
             ("rank1_operator", top1.operator or ""), ("rank1_score", f"{top1.score:.6f}"),
             ("canonical_score", f"{r.canonical_score:.6f}"),
             ("rank1_tie", r.rank1_tie.get("size", 1)),
-            *((m, f"{v:.6g}") for m, v in row_metrics(report_row(r)).expected.items()
-              if m.startswith("exec@")),
+            *junit_properties(report_row(r)),
         ]  # fmt: skip
         if not r.passed:
             session: BenchmarkSession = session_of(self)

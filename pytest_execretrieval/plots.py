@@ -3,7 +3,8 @@
 Reads every ``DIR/*.json`` that is a schema_version 1 report (others are skipped with a note),
 writes next to them, with fixed names:
 
-* ``exec_at_k.png``: exec@k for k = 1, 3, 5, 10 per model, with the reports' 95% CIs;
+* ``exec_at_k.png``: exec@k at every cut-off of :data:`.metrics.KS` per model, with the
+  reports' 95% CIs;
 * ``deception_by_operator.png``: deceived-pair rate by operator class (and overall), grouped
   bars per model (:func:`pytest_execretrieval.analyses.deception`);
 * ``density_ablation.png``: expected exec@1 against the number ``d`` of own distractors kept
@@ -27,7 +28,7 @@ from pathlib import Path
 from .analyses import DENSITIES, code_similarity_samples, operator_order
 from .analyses import analyses as run_analyses
 from .compare import ComparisonError, ReportError, compare_reports, load_report, report_names
-from .metrics import KS
+from .metrics import HEADLINE, at_k
 from .report import file_stem
 
 __all__ = [
@@ -37,8 +38,8 @@ __all__ = [
     "SUMMARY_MD",
     "load_reports",
     "main_report",
+    "analyses_markdown",
     "similarity_png",
-    "summary_markdown",
     "write_plots",
     "write_report",
 ]
@@ -92,12 +93,15 @@ def write_plots(reports: Sequence[dict], analyses: Sequence[dict], out_dir: Path
     # exec@k curves
     fig = Figure(figsize=(6, 4), layout="constrained")
     ax = fig.add_subplot()
+    # the cut-offs every report has (an older report may lack a newer one)
+    curve = [m for m in at_k("exec") if all(m.name in r["metrics"] for r in reports)]
+    ks = [m.k for m in curve]
     for name, r in zip(names, reports):
-        ys = np.array([r["metrics"][f"exec@{k}"] for k in KS])
-        ci = np.array([r["ci95"][f"exec@{k}"] for k in KS])
+        ys = np.array([r["metrics"][m.name] for m in curve])
+        ci = np.array([r["ci95"][m.name] for m in curve])
         err = np.clip(np.stack([ys - ci[:, 0], ci[:, 1] - ys]), 0, None)
-        ax.errorbar(KS, ys, yerr=err, marker="o", capsize=3, label=name)
-    ax.set(xlabel="k", ylabel="exec@k", xticks=KS, ylim=(0, 1.05), title="exec@k (95% CI)")
+        ax.errorbar(ks, ys, yerr=err, marker="o", capsize=3, label=name)
+    ax.set(xlabel="k", ylabel="exec@k", xticks=ks, ylim=(0, 1.05), title="exec@k (95% CI)")
     ax.legend(fontsize="small")
     save(fig, EXEC_AT_K_PNG)
 
@@ -153,10 +157,11 @@ def _fmt(x: float | None, spec: str = ".3f") -> str:
     return "n/a" if x is None else format(x, spec)
 
 
-def summary_markdown(
+def analyses_markdown(
     reports: Sequence[dict], analyses: Sequence[dict], images: Sequence[str], metrics_md: str
 ) -> str:
-    """The summary.md text: corpus line, metrics tables, images, analysis highlights."""
+    """The summary.md text of reports with their analyses: corpus line, metrics tables
+    (``metrics_md``), images, analysis highlights."""
     names = report_names(list(reports))
     corpus = reports[0]["corpus"]
     lines = [
@@ -193,14 +198,14 @@ def summary_markdown(
         )
     domains = sorted({d for a in analyses for d in a["per_domain"]})
     if domains:
-        lines += ["", "exec@1 by domain (queries):", "", f"| domain | {' | '.join(names)} |",
+        lines += ["", f"{HEADLINE} by domain (queries):", "", f"| domain | {' | '.join(names)} |",
                   f"|---|{'---|' * len(names)}"]  # fmt: skip
         for dom in domains:
             cells = [a["per_domain"].get(dom) for a in analyses]
             lines.append(
                 f"| {dom} | "
                 + " | ".join(
-                    "n/a" if c is None else f"{_fmt(c['exec@1'])} ({c['n']})" for c in cells
+                    "n/a" if c is None else f"{_fmt(c[HEADLINE])} ({c['n']})" for c in cells
                 )
                 + " |"
             )
@@ -220,7 +225,7 @@ def write_report(directory: Path, reports: Sequence[dict]) -> list[Path]:
     results = [run_analyses(r) for r in reports]
     images = write_plots(reports, results, directory)
     summary = directory / SUMMARY_MD
-    text = summary_markdown(reports, results, [p.name for p in images], metrics_md)
+    text = analyses_markdown(reports, results, [p.name for p in images], metrics_md)
     summary.write_text(text, encoding="utf-8")
     return [*images, summary]
 

@@ -22,7 +22,8 @@ from tabulate import tabulate
 from .analyses import analyses
 from .benchmark import BenchmarkRun, Hit, QueryResult
 from .compare import tie_range
-from .metrics import METRIC_NAMES, mean_metrics, metric_matrix, row_metrics
+from .metrics import HEADLINE, METRIC_NAMES, METRICS, mean_metrics, metric_matrix, row_metrics
+from .report_schema import HitRow, ReportRow
 from .retrieval import TIE_POLICY
 from .sandbox import isolation_in_force
 from .stats import bootstrap_ci
@@ -31,7 +32,7 @@ SCHEMA_VERSION = 2
 
 
 @dataclass
-class TestRecord:
+class RecordedTest:
     """One executed benchmark item as the controller saw it (builtins only: crosses xdist)."""
 
     nodeid: str
@@ -42,17 +43,17 @@ class TestRecord:
     properties: list = field(default_factory=list)
 
 
-def hit_row(h: Hit) -> dict:
+def hit_row(h: Hit) -> HitRow:
     """One ``top`` entry of a ``per_query`` row (``tie_key`` only where it is not the score)."""
     row = asdict(h)
     if row["tie_key"] is None:
         del row["tie_key"]
     else:
         row["tie_key"] = list(row["tie_key"])
-    return row
+    return HitRow(**row)
 
 
-def report_row(r: QueryResult) -> dict:
+def report_row(r: QueryResult) -> ReportRow:
     """One ``per_query`` row of the report JSON."""
     return {
         "query_id": r.query_id,
@@ -69,7 +70,7 @@ def report_row(r: QueryResult) -> dict:
     }
 
 
-def metric_summary(per_query: Sequence[dict], seed: int = 0) -> dict:
+def metric_summary(per_query: Sequence[ReportRow], seed: int = 0) -> dict:
     """``metrics`` (tie-aware expected means), ``metric_bounds``, ``ci95`` and ``ties`` of a
     report's ``per_query`` rows (version 1 rows have no ties: the bounds then coincide)."""
     tie_aware = [row_metrics(q) for q in per_query]
@@ -126,7 +127,7 @@ def write_json(path: Path, data: dict) -> None:
     tmp.replace(path)
 
 
-def gate_record(name: str, gate: dict) -> TestRecord:
+def gate_record(name: str, gate: dict) -> RecordedTest:
     """The gate as one junit test case ``gate[<embedder>]``: its outcome is the decision, its
     message the explanation, its properties the figures of every gated metric."""
     properties: list[tuple[str, object]] = [("mode", gate.get("mode", "")),
@@ -139,12 +140,12 @@ def gate_record(name: str, gate: dict) -> TestRecord:
     for metric, floor in gate.get("minimums", {}).items():
         properties.append((f"{metric}.minimum", f"{floor['required']:.6g}"))
     message = "\n".join([gate["reason"], *gate.get("explanation", [])])
-    return TestRecord(f"gate[{name}]", f"gate[{name}]",
+    return RecordedTest(f"gate[{name}]", f"gate[{name}]",
                       "passed" if gate["passed"] else "failed", 0.0,
                       "" if gate["passed"] else message, properties)  # fmt: skip
 
 
-def junit_xml(name: str, records: Sequence[TestRecord]) -> bytes:
+def junit_xml(name: str, records: Sequence[RecordedTest]) -> bytes:
     """One junit test suite named for the model, one test case per query (and the gate's)."""
     counts = {k: sum(r.outcome == k for r in records) for k in ("failed", "error", "skipped")}
     suite = ET.Element("testsuite", {
@@ -172,22 +173,29 @@ def junit_xml(name: str, records: Sequence[TestRecord]) -> bytes:
     return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
 
 
-def _with_ci(report: dict, metric: str) -> str:
-    lo, hi = report["ci95"][metric]
-    return f"{report['metrics'][metric]:.3f} [{lo:.3f}, {hi:.3f}]"
-
-
 def metrics_table(reports: dict[str, dict], fmt: str = "simple") -> str:
-    """Per model: queries, exec@1 with its 95% CI and tie bounds, the rank-1 ties, exec@5 and
-    nDCG@10 with CIs, exec@10 and MRR (tie-aware expected values)."""
-    headers = ["embedder", "queries", "exec@1 [95% CI]", "exec@1 tie range",
-               "rank-1 ties", "exec@5 [95% CI]", "exec@10", "ndcg@10 [95% CI]", "mrr"]  # fmt: skip
-    rows = [
-        [name, r["corpus"]["n_queries"], _with_ci(r, "exec@1"), tie_range(r, "exec@1"),
-         r.get("ties", {}).get("rank1", ""), _with_ci(r, "exec@5"),
-         f"{r['metrics']['exec@10']:.3f}", _with_ci(r, "ndcg@10"), f"{r['metrics']['mrr']:.3f}"]
-        for name, r in reports.items()
-    ]  # fmt: skip
+    """Per model: queries, then a column per metric with a ``table`` in :data:`.METRICS` (the
+    mean, with its 95% CI where ``table`` is ``"ci"``); the headline metric is followed by its
+    tie range and the number of rank-1 ties (tie-aware expected values)."""
+    headers = ["embedder", "queries"]
+    columns = [m for m in METRICS if m.table]
+    for m in columns:
+        headers += [
+            m.title,
+            *((f"{m.name} tie range", "rank-1 ties") if m.name == HEADLINE else ()),
+        ]
+    rows = []
+    for name, r in reports.items():
+        row = [name, r["corpus"]["n_queries"]]
+        for m in columns:
+            value = format(r["metrics"][m.name], m.fmt)
+            if m.table == "ci":
+                lo, hi = r["ci95"][m.name]
+                value += f" [{lo:{m.fmt}}, {hi:{m.fmt}}]"
+            row.append(value)
+            if m.name == HEADLINE:
+                row += [tie_range(r, m.name), r.get("ties", {}).get("rank1", "")]
+        rows.append(row)
     return tabulate(rows, headers, tablefmt=fmt, disable_numparse=True)
 
 
@@ -221,15 +229,16 @@ def gate_markdown(gates: dict[str, dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def summary_markdown(reports: dict[str, dict], gates: dict[str, dict]) -> str:
+def session_summary_markdown(reports: dict[str, dict], gates: dict[str, dict]) -> str:
     """The session's summary.md: metrics with CIs, every pair of models compared, the analyses
-    highlights and the gate decisions (plots come from `execretrieval report DIR`)."""
+    highlights, the pipelines' lifts and the gate decisions (plots come from
+    `execretrieval report DIR`)."""
     from .compare import compare_reports
-    from .plots import summary_markdown as analysis_summary
+    from .plots import analyses_markdown
 
     data = list(reports.values())
-    text = analysis_summary(data, [r["analyses"] for r in data], [],
-                            compare_reports(data, "markdown", all_pairs=False))  # fmt: skip
+    text = analyses_markdown(data, [r["analyses"] for r in data], [],
+                             compare_reports(data, "markdown", all_pairs=False))  # fmt: skip
     from .rerank.pipeline import lift_markdown
 
     lifts = lift_markdown(reports)
@@ -237,7 +246,7 @@ def summary_markdown(reports: dict[str, dict], gates: dict[str, dict]) -> str:
 
 
 def write_reports(
-    report_dir: Path, reports: dict[str, dict], records: dict[str, list[TestRecord]],
+    report_dir: Path, reports: dict[str, dict], records: dict[str, list[RecordedTest]],
     gates: dict[str, dict],
 ) -> list[Path]:  # fmt: skip
     """Write every model's JSON and junit XML and the summary; returns the paths written."""
@@ -250,5 +259,5 @@ def write_reports(
         write_json(written[-2], data)
         written[-1].write_bytes(junit_xml(name, cases))
     written.append(report_dir / "summary.md")
-    written[-1].write_text(summary_markdown(reports, gates))
+    written[-1].write_text(session_summary_markdown(reports, gates))
     return written

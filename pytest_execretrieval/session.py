@@ -38,7 +38,7 @@ from .orchestration import (
     read_state,
     write_state,
 )
-from .report import TestRecord, final_summary, write_reports
+from .report import RecordedTest, final_summary, write_reports
 from .rerank import RerankerContext
 from .rerank.pipeline import pipeline_name
 from .settings import Settings
@@ -165,7 +165,7 @@ class BenchmarkSession(Session):
         self.baseline: dict | None = None
         self.baseline_failed: set[str] = set()
         self.state_file: Path | None = None  # the runs handed to xdist workers
-        self.records: dict[str, list[TestRecord]] = {name: [] for name in self.names}
+        self.records: dict[str, list[RecordedTest]] = {name: [] for name in self.names}
         self.collection_errors = 0
         self.final_reports: dict[str, dict] = {}
         self.gates: dict[str, dict] = {}
@@ -241,7 +241,7 @@ class BenchmarkSession(Session):
             if hasattr(report, "wasxfail"):
                 outcome = "xfailed" if report.skipped else "xpassed"
             message = str(report.longrepr) if report.failed else ""
-            self.records[name].append(TestRecord(
+            self.records[name].append(RecordedTest(
                 report.nodeid, query_id, outcome, report.duration, message,
                 [(k, v) for k, v in report.user_properties if k not in ("embedder",)],
             ))  # fmt: skip

@@ -320,3 +320,52 @@ def test_main_compare(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert main_compare([a, str(tmp_path / "v3.json")]) == 2
     assert "schema_version 1 or 2" in capsys.readouterr().err
     assert main_compare([a]) == 2
+
+
+def _without(report: dict, *metrics: str) -> dict:
+    """``report`` as a version that did not have ``metrics`` would have written it."""
+    out = json.loads(json.dumps(report))
+    for m in metrics:
+        for key in ("metrics", "ci95"):
+            del out[key][m]
+    return out
+
+
+def test_reports_of_different_versions_compare_on_their_shared_metrics(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An older report lacks a metric added since (ndcg@3 here); a newer one carries a metric
+    this version does not know (recall@10): compare works on the rest and names both."""
+    old = _without(make_report([1, 2, 3, None, 1, 5], "old"), "ndcg@3")
+    new = make_report([1, 1, 2, 4, None, 1], "new")
+    new["metrics"]["recall@10"], new["ci95"]["recall@10"] = 0.5, [0.25, 0.75]
+    paths = [_write(tmp_path / "old.json", old), _write(tmp_path / "new.json", new)]
+    for order in (paths, paths[::-1]):
+        assert main_compare(order) == 0
+        out = capsys.readouterr().out
+        assert ("Metrics not compared: ndcg@3 (not in old); recall@10 (unknown to this version "
+                "of pytest-execretrieval)") in out  # fmt: skip
+        rows = [line.split()[0] for line in out.splitlines() if line[:1].isalpha()]
+        assert "ndcg@3" not in rows and "recall@10" not in rows
+        assert rows.count("ndcg@5") == 2  # the side-by-side table and the differences
+    cmp = paired_comparison(old, new)
+    assert list(cmp["metrics"]) == [m for m in METRIC_NAMES if m != "ndcg@3"]
+    assert set(cmp["skipped"]) == {"ndcg@3", "recall@10"}
+    full = paired_comparison(make_report([1, 2, 3, None, 1, 5], "old"), new)
+    assert cmp["metrics"] == {m: v for m, v in full["metrics"].items() if m != "ndcg@3"}
+
+
+def test_same_metrics_name_nothing_skipped() -> None:
+    a, b = make_report([1, 2], "a"), make_report([2, 1], "b")
+    assert paired_comparison(a, b)["skipped"] == {}
+    assert "not compared" not in compare_reports([a, b])
+
+
+def test_gate_refuses_a_gated_metric_its_baseline_lacks() -> None:
+    baseline = _without(make_report([1] * 10, "old"), "ndcg@10", "mrr")
+    candidate = make_report([1] * 10, "new")
+    with pytest.raises(ComparisonError, match=r"baseline report lacks gated metric\(s\) ndcg@10"):
+        gate_decision(baseline, candidate)  # the default gate includes ndcg@10
+    assert gate_decision(baseline, candidate, metrics=("exec@1", "exec@5"))["passed"]
+    with pytest.raises(ComparisonError, match="share no metric to compare"):
+        compare_reports([_without(baseline, *METRIC_NAMES[:-2]), candidate])

@@ -10,11 +10,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_execretrieval.compare import GATE_METRICS
 from pytest_execretrieval.metrics import (
+    HEADLINE,
     KS,
     METRIC_NAMES,
+    METRICS,
+    at_k,
+    junit_properties,
     mean_metrics,
     metric_matrix,
+    metric_spec,
     query_metrics,
     row_metrics,
     tie_aware_metrics,
@@ -32,6 +38,59 @@ EXPECTED_NAMES = (
 def test_names_and_cutoffs() -> None:
     assert KS == (1, 3, 5, 10)
     assert METRIC_NAMES == EXPECTED_NAMES
+
+
+def tie_free(passes: list[bool], rank: int | None) -> dict[str, float]:
+    """An independent oracle: the definitions of the module docstring for a ranking without
+    ties, written directly (the library computes every metric through the tie groups)."""
+    passes = [bool(p) for p in passes[: max(KS)]]
+    out: dict[str, float] = {}
+    for k in KS:
+        top = passes[:k]
+        out[f"exec@{k}"] = float(any(top))
+        out[f"execp@{k}"] = sum(top) / len(top) if top else 0.0
+    for k in KS:
+        hit = rank is not None and rank <= k
+        out[f"ndcg@{k}"] = 1.0 / math.log2(rank + 1) if hit else 0.0
+    out["mrr"] = 0.0 if rank is None else 1.0 / rank
+    return out
+
+
+# --- the one definition of the reported metrics ----------------------------------------------
+
+
+def test_one_definition_per_metric_in_report_order() -> None:
+    assert tuple(m.name for m in METRICS) == METRIC_NAMES
+    assert all(metric_spec(m.name) is m for m in METRICS)
+    assert [m.k for m in at_k("exec")] == [m.k for m in at_k("ndcg")] == list(KS)
+    assert [m.name for m in at_k("execp")] == [f"execp@{k}" for k in KS]
+    assert metric_spec("mrr").k is None and HEADLINE in METRIC_NAMES
+    with pytest.raises(KeyError, match="unknown metric 'exec@2'; known: exec@1, exec@3"):
+        metric_spec("exec@2")
+
+
+def test_gateable_metrics_are_the_documented_ones() -> None:
+    """The public interface: ``exec@k``, ``execp@k``, ``ndcg@10`` and ``mrr``."""
+    documented = (*(f"exec@{k}" for k in KS), *(f"execp@{k}" for k in KS), "ndcg@10", "mrr")
+    assert GATE_METRICS == documented
+    assert GATE_METRICS == tuple(m.name for m in METRICS if m.gate)
+
+
+def test_session_table_columns() -> None:
+    """The terminal table's metric columns, in order (its text is pinned byte for byte)."""
+    assert [m.title for m in METRICS if m.table] == [
+        "exec@1 [95% CI]", "exec@5 [95% CI]", "exec@10", "ndcg@10 [95% CI]", "mrr"]  # fmt: skip
+
+
+def test_junit_properties_are_the_marked_metrics_formatted() -> None:
+    top = [{"rank": k, "score": 1 - k / 10, "passes": k == 3} for k in range(1, 11)]
+    row = {"top": top, "canonical_rank": 3}
+    assert junit_properties(row) == [("exec@1", "0"), ("exec@3", "1"), ("exec@5", "1"),
+                                     ("exec@10", "1")]  # fmt: skip
+    tied = dict(row, canonical_tie={"first": 1, "last": 3}, tail_tie={"size": 1, "passing": 0})
+    tied["top"] = [dict(h, score=1.0) if h["rank"] <= 3 else h for h in top]
+    assert junit_properties(tied)[0] == ("exec@1", "0.333333")
+    assert [n for n, _ in junit_properties(row)] == [m.name for m in METRICS if m.junit]
 
 
 def test_hand_example_rank_two() -> None:
@@ -274,7 +333,7 @@ def brute_force(members: list[tuple[int, bool, bool]]) -> tuple[dict, dict, dict
     for order in orders:
         ranked = [m for group in order for m in group]
         rank = next((i + 1 for i, (_, c) in enumerate(ranked) if c), None)
-        rows.append(query_metrics([p for p, _ in ranked], rank))
+        rows.append(tie_free([p for p, _ in ranked], rank))
     return ({m: sum(r[m] for r in rows) / len(rows) for m in METRIC_NAMES},
             {m: max(r[m] for r in rows) for m in METRIC_NAMES},
             {m: min(r[m] for r in rows) for m in METRIC_NAMES})  # fmt: skip
@@ -318,8 +377,9 @@ def test_tie_aware_equals_brute_force_over_tie_orders(spec, canonical_group) -> 
 @given(st.lists(st.booleans(), max_size=12), st.one_of(st.none(), st.integers(1, 15)))
 def test_without_ties_expected_optimistic_pessimistic_coincide(passes, rank) -> None:
     got = tie_aware_metrics([(1, int(p)) for p in passes], None if rank is None else (rank, rank))
-    old = query_metrics(passes, rank)
-    assert got.expected == got.optimistic == got.pessimistic == pytest.approx(old, abs=1e-15)
+    assert got.expected == got.optimistic == got.pessimistic
+    assert got.expected == query_metrics(passes, rank)
+    assert got.expected == pytest.approx(tie_free(passes, rank), abs=1e-15)
 
 
 @settings(max_examples=80, deadline=None)
@@ -358,7 +418,7 @@ def test_row_metrics_reads_both_schema_versions() -> None:
     top = [{"rank": k, "score": 1.0 if k <= 2 else 1 - k / 10, "passes": k == 2}
            for k in range(1, 11)]  # fmt: skip
     v1 = {"top": top, "canonical_rank": 2}
-    assert row_metrics(v1).expected == pytest.approx(query_metrics([h["passes"] for h in top], 2))
+    assert row_metrics(v1).expected == pytest.approx(tie_free([h["passes"] for h in top], 2))
     v2 = dict(v1, canonical_tie={"first": 1, "last": 2}, tail_tie={"size": 1, "passing": 0})
     assert row_metrics(v2).expected["exec@1"] == 0.5
     assert row_metrics(v2).expected["mrr"] == pytest.approx(0.75)
