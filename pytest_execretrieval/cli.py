@@ -10,6 +10,7 @@ from pathlib import Path
 from . import DEFAULT_CACHE_DIR
 from .corpus import stale_reasons
 from .items import bundled_items_dir
+from .settings import MAX_STACK
 
 
 def default_items() -> Path:
@@ -214,7 +215,7 @@ def parser() -> argparse.ArgumentParser:
         "--stack",
         type=int,
         default=1,
-        choices=range(1, 5),
+        choices=range(1, MAX_STACK + 1),
         metavar="K",
         help="K edits per distractor (2-4): a separate corpus in DIR/stack-K/",
     )

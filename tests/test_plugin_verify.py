@@ -105,13 +105,13 @@ def test_cli_verify_wraps_pytest(items):
 def test_changed_items_follow_the_reasons_records_not_their_wording(pytester, items, monkeypatch):
     from dataclasses import replace
 
-    from pytest_execretrieval import session
+    from pytest_execretrieval import orchestration
 
     def reworded(*args, **kwargs):
         return [replace(r, message=f"reworded {r.kind}") for r in stale_reasons(*args, **kwargs)]
 
-    stale_reasons = session.stale_reasons
-    monkeypatch.setattr(session, "stale_reasons", reworded)
+    stale_reasons = orchestration.stale_reasons
+    monkeypatch.setattr(orchestration, "stale_reasons", reworded)
     path = items / "strings" / "count_vowels.toml"
     path.write_text(path.read_text().replace("Count the vowels", "Count vowels"))
     result = pytester.runpytest_inprocess(
