@@ -1,0 +1,130 @@
+"""Why a benchmark query failed, as text: the rank-1 snippet, its failing tests, its diff.
+
+The query item's failure message (``pytest --embedder NAME``) is :func:`failure_text`. A rank 1
+that is a wrong implementation lists each failing test with what the snippet returned there
+(``assert f(3) == 4  ->  fail: returned 5``). The rank-1 outcomes come from the corpus, which
+records outcomes only, so the rank-1 snippet's suite is run once more, in the sandbox, when the
+text is built (:func:`rank1_returned`); a value is shown only where that run's outcome is the
+recorded one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from .benchmark import Hit, QueryResult
+from .corpus import unified_diff
+from .items import Item, defines
+from .sandbox import Limits, SandboxError, SuiteResult, run_suite
+
+__all__ = ["RERUN_LIMITS", "failure_text", "rank1_group", "rank1_returned", "tie_text"]
+
+SuiteRun = Callable[[str, str, Sequence[str]], SuiteResult]  # (code, setup, tests) -> result
+# The re-run for the values: a snippet that timed out before times out again, sooner; a test
+# whose outcome differs under these limits shows no value.
+RERUN_LIMITS = Limits(timeout_s=2.0)
+_DIFF_LINES = 40
+
+
+def _rerun(code: str, setup: str, tests: Sequence[str]) -> SuiteResult:
+    return run_suite(code, setup, tests, RERUN_LIMITS)
+
+
+def rank1_returned(
+    item: Item, r: QueryResult, code: dict[str, str], run: SuiteRun | None = None
+) -> tuple[str, ...]:
+    """What the rank-1 snippet returned (or raised) in each failing test, ``""`` where unknown.
+
+    Runs the rank-1 snippet's suite once with ``run`` (default: a per-process sandbox under
+    :data:`RERUN_LIMITS`); an entry is kept only where the run's outcome equals the recorded
+    ``r.rank1_outcomes`` entry. ``()`` when the snippet's code is unknown, the sandbox cannot
+    start, or the result carries no values.
+    """
+    snippet = code.get(r.top[0].snippet_id)
+    if snippet is None or r.passed:
+        return ()
+    try:
+        result = (run or _rerun)(snippet, item.setup, item.tests)
+    except SandboxError:
+        return ()
+    if not result.returned or len(result.outcomes) != len(r.rank1_outcomes):
+        return ()
+    return tuple(value if outcome == recorded else "" for value, outcome, recorded
+                 in zip(result.returned, result.outcomes, r.rank1_outcomes))  # fmt: skip
+
+
+def failure_text(
+    item: Item, r: QueryResult, code: dict[str, str], run: SuiteRun | None = None
+) -> str:
+    """Why a query failed: its rank 1 is a wrong implementation, or a tie of right and wrong.
+
+    ``code``: snippet code by id; ``run``: how to run the rank-1 snippet's suite again for the
+    values it returned (see :func:`rank1_returned`).
+    """
+
+    def diff_to(snippet_id: str) -> list[str]:
+        lines = unified_diff(item.canonical, code.get(snippet_id, "")).splitlines()
+        extra = [f"... ({len(lines) - _DIFF_LINES} more lines)"] if len(lines) > _DIFF_LINES \
+            else []  # fmt: skip
+        return ["    " + line for line in lines[:_DIFF_LINES] + extra]
+
+    group = rank1_group(r)
+    if r.rank1_tie.get("passing"):  # a tie of passing and failing snippets
+        wrong = next((h for h in group if not h.passes), None)
+        shown = [f"  diff canonical -> {wrong.kind} ({wrong.operator or wrong.query_id}), tied "
+                 f"at rank 1:", *diff_to(wrong.snippet_id)] if wrong else []  # fmt: skip
+        return "\n".join([f"rank 1 is a tie for: {item.query}", "  " + tie_text(item, r),
+                          *shown])  # fmt: skip
+    top1 = r.top[0]
+    what = top1.kind + (f" ({top1.operator})" if top1.operator else "")
+    if top1.query_id != item.id:
+        what += f" of another query, {top1.query_id}"
+    if not defines(code.get(top1.snippet_id, ""), item.entry_point):
+        failing = [f"    it does not define {item.entry_point}(), so it fails every test "
+                   "(not executed)"]  # fmt: skip
+    else:
+        returned = rank1_returned(item, r, code, run)
+        failing = [f"    {item.tests[i]}  ->  {o}"
+                   + (f": {returned[i]}" if i < len(returned) and returned[i] else "")
+                   for i, o in enumerate(r.rank1_outcomes)
+                   if o != "pass" and i < len(item.tests)]  # fmt: skip
+    tied = [f"  (rank 1 is a tie of {r.rank1_tie['size']} failing snippets)"] if len(group) > 1 \
+        else []  # fmt: skip
+    return "\n".join([
+        f"rank 1 is a wrong implementation for: {item.query}",
+        f"  rank 1:    {what}, score {top1.score:.4f}", *tied,
+        f"  canonical: rank {r.canonical_rank}, score {r.canonical_score:.4f}",
+        f"  rank 1 fails {sum(o != 'pass' for o in r.rank1_outcomes)} of {len(item.tests)} "
+        "tests:", *failing,
+        "  diff canonical -> rank 1:", *diff_to(top1.snippet_id),
+    ])  # fmt: skip
+
+
+def rank1_group(r: QueryResult) -> list[Hit]:
+    """The listed hits tied with rank 1 (pipelines compare tie keys, embedders scores)."""
+
+    def key(h: Hit) -> object:
+        return h.score if h.tie_key is None else h.tie_key
+
+    return [h for h in r.top if key(h) == key(r.top[0])]
+
+
+def tie_text(item: Item, r: QueryResult) -> str:
+    """``rank 1 is a tie of 3: the canonical and 2 mutants score 0.5544; ...``"""
+    group = rank1_group(r)
+    parts: dict[str, int] = {}
+    for h in group:
+        own = h.query_id == item.id
+        what = ("the canonical" if h.kind == "canonical" and own else
+                "mutants" if own else "snippets of other queries")  # fmt: skip
+        parts[what] = parts.get(what, 0) + 1
+    size = r.rank1_tie["size"]
+    order = ("the canonical", "mutants", "snippets of other queries")
+    listed = [k if k == order[0] else f"{parts[k]} {k}" for k in order if k in parts]
+    if size > len(group):
+        listed.append(f"{size - len(group)} more below rank {len(r.top)}")
+    return (
+        f"rank 1 is a tie of {size}: {' and '.join(listed)} score {r.top[0].score:.4f}; "
+        f"{r.rank1_tie['passing']} of them pass: the model cannot tell them apart "
+        "(a tie at rank 1 counts as a failure)"
+    )
