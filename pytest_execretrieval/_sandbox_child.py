@@ -1990,6 +1990,7 @@ class _Suite:
 
 RETURNED_CHARS = 200  # one test's returned_text at most
 _VALUE_CHARS = 80  # one value's repr in it at most
+_REPR: Any = None  # the checker's reprlib.Repr, made on first use
 
 
 def returned_text(holes: list, calls: dict[int, tuple[Any, ...]]) -> str:
@@ -2026,14 +2027,16 @@ def returned_text(holes: list, calls: dict[int, tuple[Any, ...]]) -> str:
 
 def short_repr(value: Any) -> str:
     """``repr`` of a decoded value, containers and long strings abbreviated with ``...``."""
-    import reprlib  # the checker only: not preloaded into the zygote and its children
+    global _REPR
+    if _REPR is None:
+        import reprlib  # the checker only: not preloaded into the zygote and its children
 
-    r = reprlib.Repr()
-    r.maxlevel, r.maxstring, r.maxother, r.maxlong = 3, 40, 40, 40
-    r.maxtuple = r.maxlist = r.maxset = r.maxfrozenset = r.maxdeque = 6
-    r.maxdict = 4
+        _REPR = reprlib.Repr()
+        _REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 3, 40, 40, 40
+        _REPR.maxtuple = _REPR.maxlist = _REPR.maxset = _REPR.maxfrozenset = _REPR.maxdeque = 6
+        _REPR.maxdict = 4
     try:
-        text = r.repr(value)
+        text = _REPR.repr(value)
     except BaseException as exc:  # noqa: BLE001 - e.g. RecursionError on a self-nesting list
         text = f"<{type(value).__name__}: repr raised {type(exc).__name__}>"
     return _cut(text, _VALUE_CHARS)
