@@ -5,11 +5,13 @@ writes next to them, with fixed names:
 
 * ``exec_at_k.png``: exec@k for k = 1, 3, 5, 10 per model, with the reports' 95% CIs;
 * ``deception_by_operator.png``: deceived-pair rate by operator class (and overall), grouped
-  bars per model (:func:`pytest_execretrieval.analyses.deception`);
+  bars per model, each labelled with its number of pairs
+  (:func:`pytest_execretrieval.analyses.deception`);
 * ``density_ablation.png``: expected exec@1 against the number ``d`` of own distractors kept
   (:func:`pytest_execretrieval.analyses.density_ablation`);
 * ``similarity_<model>.png``: equivalent-vs-mutant code-to-code similarity histograms, per
-  model that has ``code_similarity`` data;
+  model that has ``code_similarity`` data (the output and summary.md say why any is missing:
+  :func:`similarity_notes`);
 * ``summary.md``: the metrics tables (:func:`pytest_execretrieval.compare.compare_reports`,
   markdown), the images and a table of analysis highlights.
 
@@ -23,6 +25,7 @@ import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .analyses import DENSITIES, code_similarity_samples, operator_order
 from .analyses import analyses as run_analyses
@@ -30,13 +33,18 @@ from .compare import ComparisonError, ReportError, compare_reports, load_report,
 from .metrics import KS
 from .report import file_stem
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 __all__ = [
     "DECEPTION_PNG",
     "DENSITY_PNG",
     "EXEC_AT_K_PNG",
     "SUMMARY_MD",
     "load_reports",
+    "deception_figure",
     "main_report",
+    "similarity_notes",
     "similarity_png",
     "summary_markdown",
     "write_plots",
@@ -102,22 +110,7 @@ def write_plots(reports: Sequence[dict], analyses: Sequence[dict], out_dir: Path
     save(fig, EXEC_AT_K_PNG)
 
     # deception by operator class
-    classes = operator_order(c for a in analyses for c in a["deception"]["by_operator"])
-    groups = [*classes, "overall"]
-    fig = Figure(figsize=(max(6, 1.1 * len(groups)), 4), layout="constrained")
-    ax = fig.add_subplot()
-    width = 0.8 / max(1, len(reports))
-    x = np.arange(len(groups))
-    for i, (name, a) in enumerate(zip(names, analyses)):
-        dec = a["deception"]
-        rows = [dec["by_operator"].get(c, {}) for c in classes] + [dec["overall"]]
-        ax.bar(x + (i - (len(reports) - 1) / 2) * width, [_nan(r.get("pair_rate")) for r in rows],
-               width, label=name)  # fmt: skip
-    ax.set_xticks(x, groups, rotation=30, ha="right", fontsize="small")
-    ax.set(ylabel="share of (query, own distractor) pairs\nwith distractor >= canonical",
-           ylim=(0, 1.05), title="Deception by operator class")  # fmt: skip
-    ax.legend(fontsize="small")
-    save(fig, DECEPTION_PNG)
+    save(deception_figure(names, analyses), DECEPTION_PNG)
 
     # density ablation
     fig = Figure(figsize=(6, 4), layout="constrained")
@@ -149,14 +142,78 @@ def write_plots(reports: Sequence[dict], analyses: Sequence[dict], out_dir: Path
     return written
 
 
+def deception_figure(names: Sequence[str], analyses: Sequence[dict]) -> Figure:
+    """Deceived-pair rate by operator class and overall, one bar per model and class, each bar
+    labelled with the number of (query, own distractor) pairs behind it (``n=12``; none when
+    the model has no pair of that class). Needs matplotlib."""
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    classes = operator_order(c for a in analyses for c in a["deception"]["by_operator"])
+    groups = [*classes, "overall"]
+    fig = Figure(figsize=(max(6, 1.1 * len(groups)), 4), layout="constrained")
+    ax = fig.add_subplot()
+    width = 0.8 / max(1, len(analyses))
+    x = np.arange(len(groups))
+    for i, (name, a) in enumerate(zip(names, analyses)):
+        dec = a["deception"]
+        rows = [dec["by_operator"].get(c, {}) for c in classes] + [dec["overall"]]
+        bars = ax.bar(x + (i - (len(analyses) - 1) / 2) * width,
+                      [_nan(r.get("pair_rate")) for r in rows], width, label=name)  # fmt: skip
+        labels = [f"n={r['n_pairs']}" if r.get("pair_rate") is not None else "" for r in rows]
+        ax.bar_label(bars, labels, padding=2, rotation=90, fontsize="x-small")
+    ax.set_xticks(x, groups, rotation=30, ha="right", fontsize="small")
+    ax.set(ylabel="share of (query, own distractor) pairs\nwith distractor >= canonical",
+           ylim=(0, 1.4), yticks=np.linspace(0, 1, 6),
+           title="Deception by operator class (n: pairs per bar)")  # fmt: skip
+    # one row above the bars and their labels (bars reach 1.0)
+    ax.legend(fontsize="small", loc="upper left", ncols=min(4, max(1, len(analyses))))
+    return fig
+
+
+SIMILARITY_FLAG = "--execretrieval-code-similarity"
+
+
+def similarity_notes(reports: Sequence[dict]) -> list[str]:
+    """Why a model has no similarity histogram, one line each; ``[]`` when all have one.
+
+    A report lacks code-similarity data unless its run had :data:`SIMILARITY_FLAG` (and a dense
+    embedder: a lexical scorer such as BM25 compares no code with code); with the data, a
+    histogram still needs items with alternatives. When no report has the data, one line says
+    so for all.
+    """
+    names = report_names(list(reports))
+    reasons: dict[str, str] = {}
+    for name, r in zip(names, reports):
+        equivalent, mutant = code_similarity_samples(r)
+        if equivalent and mutant:
+            continue
+        sims = [q.get("code_similarity") or {} for q in r["per_query"]]
+        if r.get("embedder", {}).get("similarity") == "bm25":
+            reasons[name] = "a lexical scorer compares no code with code"
+        elif not any(s.get("alternatives") or s.get("distractors") for s in sims):
+            reasons[name] = f"the report lacks code-similarity data; run with {SIMILARITY_FLAG}"
+        else:
+            reasons[name] = "no item of the corpus has both an alternative and a distractor"
+    lacking = f"the reports lack code-similarity data; run with {SIMILARITY_FLAG}"
+    if len(reasons) == len(names) and all(SIMILARITY_FLAG in why for why in reasons.values()):
+        return [f"no similarity histograms: {lacking}"]
+    return [f"no similarity histogram for {name}: {why}" for name, why in reasons.items()]
+
+
 def _fmt(x: float | None, spec: str = ".3f") -> str:
     return "n/a" if x is None else format(x, spec)
 
 
 def summary_markdown(
-    reports: Sequence[dict], analyses: Sequence[dict], images: Sequence[str], metrics_md: str
+    reports: Sequence[dict],
+    analyses: Sequence[dict],
+    images: Sequence[str],
+    metrics_md: str,
+    notes: Sequence[str] = (),
 ) -> str:
-    """The summary.md text: corpus line, metrics tables, images, analysis highlights."""
+    """The summary.md text: corpus line, metrics tables, images (with ``notes`` on the missing
+    ones, see :func:`similarity_notes`), analysis highlights."""
     names = report_names(list(reports))
     corpus = reports[0]["corpus"]
     lines = [
@@ -165,8 +222,9 @@ def summary_markdown(
          f"{corpus.get('n_snippets', '?')} snippets in the pool; {len(reports)} model(s)."), "",
         metrics_md.rstrip(), "",
     ]  # fmt: skip
-    if images:
+    if images or notes:
         lines += ["## Plots", "", *(f"![{Path(img).stem}]({img})" for img in images), ""]
+        lines += [*(note[0].upper() + note[1:] + "." for note in notes), *([""] if notes else [])]
     lines += [
         "## Analyses highlights", "",
         ("Deceived pair: an own distractor (mutant of the query's canonical) scoring >= the "
@@ -220,7 +278,8 @@ def write_report(directory: Path, reports: Sequence[dict]) -> list[Path]:
     results = [run_analyses(r) for r in reports]
     images = write_plots(reports, results, directory)
     summary = directory / SUMMARY_MD
-    text = summary_markdown(reports, results, [p.name for p in images], metrics_md)
+    text = summary_markdown(reports, results, [p.name for p in images], metrics_md,
+                            similarity_notes(reports))  # fmt: skip
     summary.write_text(text, encoding="utf-8")
     return [*images, summary]
 
@@ -255,4 +314,6 @@ def main_report(argv: Sequence[str] | None = None) -> int:
         return 2
     for path in written:
         print(f"wrote {path}")
+    for note in similarity_notes(reports):
+        print(note)
     return 0
