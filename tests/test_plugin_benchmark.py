@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -325,3 +326,6 @@ def test_items_outside_the_rootdir_keep_their_ids_and_markers(pytester, items):
     out = result.stdout
     assert result.returncode in (0, 1), out + result.stderr
     assert "FAILED numbers/clamp_add[bm25]" in out or "PASSED numbers/clamp_add[bm25]" in out
+    # the progress line names the item as its id does, not relative to the invocation directory
+    assert re.search(r"^numbers/clamp_add\[bm25\] [.FxX]", out, re.MULTILINE), out
+    assert "../" not in out
