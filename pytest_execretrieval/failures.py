@@ -5,7 +5,8 @@ that is a wrong implementation lists each failing test with what the snippet ret
 (``assert f(3) == 4  ->  fail: returned 5``). The rank-1 outcomes come from the corpus, which
 records outcomes only, so the rank-1 snippet's suite is run once more, in the sandbox, when the
 text is built (:func:`rank1_returned`); a value is shown only where that run's outcome is the
-recorded one.
+recorded one. The query item runs it with the session's runner (its limits, isolation mode and
+outcome cache: a cache entry written before values were recorded gives the text without them).
 """
 
 from __future__ import annotations

@@ -567,7 +567,8 @@ class QueryItem(ReportingItem):
               if m.startswith("exec@")),
         ]  # fmt: skip
         if not r.passed:
-            raise RankOneFailure(failure_text(self.item, r, session_state(self).code_by_id()))
+            state = session_state(self)  # its runner: the session's limits, isolation, cache
+            raise RankOneFailure(failure_text(self.item, r, state.code_by_id(), state.runner.run))
 
     def reportinfo(self):
         return self.path, 0, f"{self.item.id}[{self.embedder}]"
