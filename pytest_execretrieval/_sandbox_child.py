@@ -1812,6 +1812,10 @@ class _Suite:
         self.prefetched: set[int] = set()
         self.complete: bool | None = None  # the child's word: nothing left to ask
         self.types: dict[str, int] = {}  # type names of the decoded values, nested ones too
+        # What the snippet gave the current test, by hole: ("v", value) | ("u", type name) |
+        # ("x", exception name) | ("ok", raised: bool, exception name), then the test's locals.
+        self.calls: dict[int, tuple[Any, ...]] = {}
+        self.returned: list[str] = []  # per evaluated test, see returned_text
 
     def run(self) -> dict[str, Any]:
         link = self.link
@@ -1864,6 +1868,14 @@ class _Suite:
                 return frame
 
     def _outcome(self, i: int, check: Any) -> str:
+        """Test ``i``'s outcome; what its holes gave goes to :attr:`returned` unless it passed."""
+        self.calls = {}
+        outcome = self._evaluate(i, check)
+        self.returned.append("" if outcome == "pass" else returned_text(self.plan.tests[i][1],
+                                                                        self.calls))  # fmt: skip
+        return outcome
+
+    def _evaluate(self, i: int, check: Any) -> str:
         if self.module not in (None, "pass"):
             return self.module
         if isinstance(check, str):
@@ -1909,9 +1921,12 @@ class _Suite:
             except ValueError as exc:
                 raise _ProtocolError(str(exc)) from None
             _count_types(value, self.types)
+            self.calls[k] = ("v", value, loc)
             return value
         if "u" in reply:
+            self.calls[k] = ("u", str(reply["u"])[:200], loc)
             raise UnsupportedValue(str(reply["u"])[:200])
+        self.calls[k] = ("x", _clean_name(reply.get("x")), loc)
         return self._raised(reply)
 
     def _capture(self, i: int, k: int, loc: dict[str, Any]) -> _Captured:
@@ -1920,7 +1935,10 @@ class _Suite:
             mro = reply.get("mro", [])
             if not isinstance(mro, list) or not all(isinstance(m, str) for m in mro):
                 raise _ProtocolError("malformed exception classes")
+            raised = _clean_name(mro[0].rpartition(".")[2]) if mro else "Exception"
+            self.calls[k] = ("ok", not reply["ok"], raised, loc)
             return _Captured(not reply["ok"], mro)
+        self.calls[k] = ("x", _clean_name(reply.get("x")), loc)
         return self._raised(reply)
 
     def _raised(self, reply: dict[str, Any]) -> Any:
@@ -1966,7 +1984,77 @@ class _Suite:
             "detail": "; ".join(issues),
             "output": bytes(self.link.output).decode("utf-8", "replace"),
             "value_types": self.types,
+            "returned": self.returned[:n_tests] + [""] * (n_tests - len(self.returned)),
         }
+
+
+RETURNED_CHARS = 200  # one test's returned_text at most
+_VALUE_CHARS = 80  # one value's repr in it at most
+_REPR: Any = None  # the checker's reprlib.Repr, made on first use
+
+
+def returned_text(holes: list, calls: dict[int, tuple[Any, ...]]) -> str:
+    """What the snippet gave one test, for a failure message (checker side, plain values only).
+
+    ``holes``: the test's planned holes; ``calls``: for each hole the test evaluated, what the
+    child answered the last time (see ``_Suite.calls``). One hole without test variables reads
+    ``returned 5`` (``raised ValueError``); several read ``f(3) returned 5; g(x) returned 1
+    (x=2)``, with the test variables of the last evaluation. Values are truncated reprs of the
+    decoded objects (the value as the check left it), the whole text at most
+    :data:`RETURNED_CHARS` characters. ``""`` when no hole was evaluated.
+    """
+    if not calls:
+        return ""
+    parts = []
+    for k in sorted(calls):
+        kind, *rest, loc = calls[k]
+        if kind == "v":
+            what = "returned " + short_repr(rest[0])
+        elif kind == "u":
+            what = f"returned a value of unsupported type {rest[0]}"
+        elif kind == "x":
+            what = f"raised {rest[0]}"
+        else:
+            what = f"raised {rest[1]}" if rest[0] else "raised nothing"
+        if len(calls) == 1 and not loc:
+            return _cut(what, RETURNED_CHARS)
+        source = holes[k][1] if k < len(holes) else "?"
+        source = _call_source(source) if holes[k][0] == "call" else source
+        names = ", ".join(f"{n}={short_repr(v)}" for n, v in loc.items())
+        parts.append(f"{source} {what}" + (f" ({names})" if names else ""))
+    return _cut("; ".join(parts), RETURNED_CHARS)
+
+
+def short_repr(value: Any) -> str:
+    """``repr`` of a decoded value, containers and long strings abbreviated with ``...``."""
+    global _REPR
+    if _REPR is None:
+        import reprlib  # the checker only: not preloaded into the zygote and its children
+
+        _REPR = reprlib.Repr()
+        _REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 3, 40, 40, 40
+        _REPR.maxtuple = _REPR.maxlist = _REPR.maxset = _REPR.maxfrozenset = _REPR.maxdeque = 6
+        _REPR.maxdict = 4
+    try:
+        text = _REPR.repr(value)
+    except BaseException as exc:  # noqa: BLE001 - e.g. RecursionError on a self-nesting list
+        text = f"<{type(value).__name__}: repr raised {type(exc).__name__}>"
+    return _cut(text, _VALUE_CHARS)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _call_source(source: str) -> str:
+    """``f(-1, k=2)`` for a captured call's hole source ``(f, [-1], {'k': 2})``."""
+    try:
+        fn, args, kwargs = ast.parse(source, mode="eval").body.elts  # type: ignore[attr-defined]
+        keywords = [ast.keyword(None if k is None else k.value, v)
+                    for k, v in zip(kwargs.keys, kwargs.values)]  # fmt: skip
+        return ast.unparse(ast.Call(fn, args.elts, keywords))
+    except (SyntaxError, ValueError, TypeError, AttributeError):
+        return source
 
 
 _PLANS_KEPT = 64  # suites planned recently (verification asks for each item's several times)

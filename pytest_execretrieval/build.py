@@ -76,7 +76,9 @@ class BuildResult:
 
 
 def failure_summary(item: Item, result: SuiteResult) -> str:
-    bad = [f"{item.tests[i]!r} -> {o}" for i, o in enumerate(result.outcomes) if o != "pass"]
+    returned = result.returned or ("",) * len(result.outcomes)
+    bad = [f"{item.tests[i]!r} -> {o}" + (f": {returned[i]}" if returned[i] else "")
+           for i, o in enumerate(result.outcomes) if o != "pass"]  # fmt: skip
     return "; ".join(bad) or result.detail
 
 

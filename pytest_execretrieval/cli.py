@@ -199,6 +199,57 @@ def cmd_embed(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Paired comparison of report JSONs: exit 0, or 2 with a message."""
+    from .compare import ComparisonError, ReportError, compare_reports, load_report
+
+    if len(args.reports) < 2:
+        return _fail("compare", "give at least two report files")
+    try:
+        reports = [load_report(path) for path in args.reports]
+        text = compare_reports(reports, fmt=args.format, seed=args.seed)
+    except (ReportError, ComparisonError) as exc:
+        return _fail("compare", str(exc))
+    except KeyError as exc:
+        return _fail("compare", f"malformed report (missing key {exc})")
+    print(text, end="")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Plots and summary.md from the report JSONs in DIR: exit 0, or 2 with a message (no
+    matplotlib, no reports, reports that are not comparable)."""
+    from .compare import ComparisonError, ReportError
+    from .plots import INSTALL_HINT, load_reports, similarity_notes, write_report
+
+    directory = Path(args.directory)
+    if not directory.is_dir():
+        return _fail("report", f"{directory} is not a directory")
+    try:
+        import matplotlib  # noqa: F401 - availability check only
+    except ImportError:
+        return _fail("report", f"matplotlib is not installed: {INSTALL_HINT}")
+    reports, notes = load_reports(directory)
+    for note in notes:
+        print(f"execretrieval report: {note}", file=sys.stderr)
+    try:
+        written = write_report(directory, reports)
+    except (ReportError, ComparisonError) as exc:
+        return _fail("report", str(exc))
+    except KeyError as exc:
+        return _fail("report", f"malformed report (missing key {exc})")
+    for path in written:
+        print(f"wrote {path}")
+    for note in similarity_notes(reports):
+        print(note)
+    return 0
+
+
+def _fail(command: str, message: str) -> int:
+    print(f"execretrieval {command}: {message}", file=sys.stderr)
+    return 2
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="execretrieval",
@@ -242,10 +293,13 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--cache-dir", **cache)
     d.add_argument("--json", action="store_true", help="print the isolation layers as JSON")
 
-    sub.add_parser("compare", help="side-by-side metrics, paired differences with CIs and p-values",
-                   add_help=False)  # fmt: skip
-    sub.add_parser("report", help="PNG plots and summary.md from the report JSONs in DIR",
-                   add_help=False)  # fmt: skip
+    c = sub.add_parser("compare", help="side-by-side metrics, paired differences with CIs and "
+                       "p-values, of report JSONs")  # fmt: skip
+    c.add_argument("reports", nargs="+", metavar="REPORT.json")
+    c.add_argument("--format", choices=("plain", "markdown"), default="plain")
+    c.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    r = sub.add_parser("report", help="PNG plots and summary.md from the report JSONs in DIR")
+    r.add_argument("directory", metavar="DIR")
     e = sub.add_parser("embed", help="write frozen embedding matrices (.npz) for npz:PATH")
     e.add_argument("items_dir", nargs="?")
     e.add_argument("--embedder", required=True)
@@ -256,21 +310,13 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["compare"]:
-        from .compare import main_compare
-
-        return main_compare(argv[1:])
-    if argv[:1] == ["report"]:
-        from .plots import main_report
-
-        return main_report(argv[1:])
     args, rest = parser().parse_known_args(argv)
     if args.command == "verify":
         return cmd_verify(args, rest)
     if rest:
         parser().error(f"unrecognized arguments: {' '.join(rest)}")
     commands = {"build": cmd_build, "embedders": cmd_embedders, "embed": cmd_embed,
-                "doctor": cmd_doctor}  # fmt: skip
+                "doctor": cmd_doctor, "compare": cmd_compare, "report": cmd_report}  # fmt: skip
     return commands[args.command](args)
 
 

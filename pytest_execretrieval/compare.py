@@ -31,9 +31,7 @@ observed spread of the paired differences (:func:`.stats.detectable_difference`)
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -71,7 +69,6 @@ __all__ = [
     "gate_decision",
     "invocation_differences",
     "load_report",
-    "main_compare",
     "paired_comparison",
     "report_names",
     "shared_metrics",
@@ -527,27 +524,3 @@ def beside_first_stage(reports: Sequence[dict]) -> list[dict]:
                 out.append(p)
                 placed.add(j)
     return out + [r for i, r in enumerate(reports) if i not in placed]
-
-
-def main_compare(argv: Sequence[str] | None = None) -> int:
-    """``execretrieval compare A.json B.json [...] [--format plain|markdown] [--seed N]``."""
-    p = argparse.ArgumentParser(prog="execretrieval compare",
-                                description="Paired comparison of report JSONs.")  # fmt: skip
-    p.add_argument("reports", nargs="+", metavar="REPORT.json")
-    p.add_argument("--format", choices=("plain", "markdown"), default="plain")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    args = p.parse_args(argv)
-    if len(args.reports) < 2:
-        print("execretrieval compare: give at least two report files", file=sys.stderr)
-        return 2
-    try:
-        reports = [load_report(path) for path in args.reports]
-        text = compare_reports(reports, fmt=args.format, seed=args.seed)
-    except (ReportError, ComparisonError) as exc:
-        print(f"execretrieval compare: {exc}", file=sys.stderr)
-        return 2
-    except KeyError as exc:
-        print(f"execretrieval compare: malformed report (missing key {exc})", file=sys.stderr)
-        return 2
-    print(text, end="")
-    return 0

@@ -1,20 +1,73 @@
-"""A failed query item's message: why its rank 1 is wrong (the tests it fails and the diff from
-the canonical), or which snippets tie at rank 1."""
+"""Why a benchmark query failed, as text: the rank-1 snippet, its failing tests, its diff.
+
+The query item's failure message (``pytest --embedder NAME``) is :func:`failure_text`. A rank 1
+that is a wrong implementation lists each failing test with what the snippet returned there
+(``assert f(3) == 4  ->  fail: returned 5``). The rank-1 outcomes come from the corpus, which
+records outcomes only, so the rank-1 snippet's suite is run once more, in the sandbox, when the
+text is built (:func:`rank1_returned`); a value is shown only where that run's outcome is the
+recorded one. The query item runs it with the session's runner (its limits, isolation mode and
+outcome cache: a cache entry written before values were recorded gives the text without them).
+"""
 
 from __future__ import annotations
 
-from .benchmark import QueryResult
+from collections.abc import Callable, Sequence
+
+from .benchmark import Hit, QueryResult
 from .corpus import unified_diff
 from .items import Item, defines
+from .sandbox import Limits, SandboxError, SuiteResult, run_suite
+
+__all__ = ["RERUN_LIMITS", "failure_text", "rank1_group", "rank1_returned", "tie_text"]
+
+SuiteRun = Callable[[str, str, Sequence[str]], SuiteResult]  # (code, setup, tests) -> result
+# The re-run for the values: a snippet that timed out before times out again, sooner; a test
+# whose outcome differs under these limits shows no value.
+RERUN_LIMITS = Limits(timeout_s=2.0)
+_DIFF_LINES = 40
 
 
-def failure_text(item: Item, r: QueryResult, code: dict[str, str]) -> str:
-    """Why a query failed: its rank 1 is a wrong implementation, or a tie of right and wrong."""
+def _rerun(code: str, setup: str, tests: Sequence[str]) -> SuiteResult:
+    return run_suite(code, setup, tests, RERUN_LIMITS)
+
+
+def rank1_returned(
+    item: Item, r: QueryResult, code: dict[str, str], run: SuiteRun | None = None
+) -> tuple[str, ...]:
+    """What the rank-1 snippet returned (or raised) in each failing test, ``""`` where unknown.
+
+    Runs the rank-1 snippet's suite once with ``run`` (default: a per-process sandbox under
+    :data:`RERUN_LIMITS`); an entry is kept only where the run's outcome equals the recorded
+    ``r.rank1_outcomes`` entry. ``()`` when the snippet's code is unknown, the sandbox cannot
+    start, or the result carries no values.
+    """
+    snippet = code.get(r.top[0].snippet_id)
+    if snippet is None or r.passed:
+        return ()
+    try:
+        result = (run or _rerun)(snippet, item.setup, item.tests)
+    except SandboxError:
+        return ()
+    if not result.returned or len(result.outcomes) != len(r.rank1_outcomes):
+        return ()
+    return tuple(value if outcome == recorded else "" for value, outcome, recorded
+                 in zip(result.returned, result.outcomes, r.rank1_outcomes))  # fmt: skip
+
+
+def failure_text(
+    item: Item, r: QueryResult, code: dict[str, str], run: SuiteRun | None = None
+) -> str:
+    """Why a query failed: its rank 1 is a wrong implementation, or a tie of right and wrong.
+
+    ``code``: snippet code by id; ``run``: how to run the rank-1 snippet's suite again for the
+    values it returned (see :func:`rank1_returned`).
+    """
 
     def diff_to(snippet_id: str) -> list[str]:
         lines = unified_diff(item.canonical, code.get(snippet_id, "")).splitlines()
-        extra = [f"... ({len(lines) - 40} more lines)"] if len(lines) > 40 else []
-        return ["    " + line for line in lines[:40] + extra]
+        extra = [f"... ({len(lines) - _DIFF_LINES} more lines)"] if len(lines) > _DIFF_LINES \
+            else []  # fmt: skip
+        return ["    " + line for line in lines[:_DIFF_LINES] + extra]
 
     group = rank1_group(r)
     if r.rank1_tie.get("passing"):  # a tie of passing and failing snippets
@@ -31,7 +84,10 @@ def failure_text(item: Item, r: QueryResult, code: dict[str, str]) -> str:
         failing = [f"    it does not define {item.entry_point}(), so it fails every test "
                    "(not executed)"]  # fmt: skip
     else:
-        failing = [f"    {item.tests[i]}  ->  {o}" for i, o in enumerate(r.rank1_outcomes)
+        returned = rank1_returned(item, r, code, run)
+        failing = [f"    {item.tests[i]}  ->  {o}"
+                   + (f": {returned[i]}" if i < len(returned) and returned[i] else "")
+                   for i, o in enumerate(r.rank1_outcomes)
                    if o != "pass" and i < len(item.tests)]  # fmt: skip
     tied = [f"  (rank 1 is a tie of {r.rank1_tie['size']} failing snippets)"] if len(group) > 1 \
         else []  # fmt: skip
@@ -45,10 +101,10 @@ def failure_text(item: Item, r: QueryResult, code: dict[str, str]) -> str:
     ])  # fmt: skip
 
 
-def rank1_group(r: QueryResult) -> list:
+def rank1_group(r: QueryResult) -> list[Hit]:
     """The listed hits tied with rank 1 (pipelines compare tie keys, embedders scores)."""
 
-    def key(h):
+    def key(h: Hit) -> object:
         return h.score if h.tie_key is None else h.tie_key
 
     return [h for h in r.top if key(h) == key(r.top[0])]

@@ -151,8 +151,9 @@ class QueryItem(ReportingItem):
             *junit_properties(report_row(r)),
         ]  # fmt: skip
         if not r.passed:
-            session: BenchmarkSession = session_of(self)
-            raise RankOneFailure(failure_text(self.item, r, session.code_by_id()))
+            session: BenchmarkSession = session_of(self)  # its runner: limits, isolation, cache
+            raise RankOneFailure(failure_text(self.item, r, session.code_by_id(),
+                                              session.runner.run))  # fmt: skip
 
     def reportinfo(self):
         return self.path, 0, f"{self.item.id}[{self.embedder}]"

@@ -6,11 +6,13 @@ writes next to them, with fixed names:
 * ``exec_at_k.png``: exec@k at every cut-off of :data:`.metrics.KS` per model, with the
   reports' 95% CIs;
 * ``deception_by_operator.png``: deceived-pair rate by operator class (and overall), grouped
-  bars per model (:func:`pytest_execretrieval.analyses.deception`);
+  bars per model, each labelled with its number of pairs
+  (:func:`pytest_execretrieval.analyses.deception`);
 * ``density_ablation.png``: expected exec@1 against the number ``d`` of own distractors kept
   (:func:`pytest_execretrieval.analyses.density_ablation`);
 * ``similarity_<model>.png``: equivalent-vs-mutant code-to-code similarity histograms, per
-  model that has ``code_similarity`` data;
+  model that has ``code_similarity`` data (the output and summary.md say why any is missing:
+  :func:`similarity_notes`);
 * ``summary.md``: the metrics tables (:func:`pytest_execretrieval.compare.compare_reports`,
   markdown), the images and a table of analysis highlights.
 
@@ -19,17 +21,19 @@ matplotlib (the ``plots`` extra) is imported only when plotting, with the Agg ca
 
 from __future__ import annotations
 
-import argparse
 import math
-import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .analyses import DENSITIES, code_similarity_samples, operator_order
 from .analyses import analyses as run_analyses
-from .compare import ComparisonError, ReportError, compare_reports, load_report, report_names
-from .metrics import HEADLINE, at_k
-from .report import file_stem
+from .compare import ReportError, compare_reports, load_report, report_names
+from .metrics import at_k
+from .report import analyses_markdown, file_stem, or_na
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = [
     "DECEPTION_PNG",
@@ -37,8 +41,8 @@ __all__ = [
     "EXEC_AT_K_PNG",
     "SUMMARY_MD",
     "load_reports",
-    "main_report",
-    "analyses_markdown",
+    "deception_figure",
+    "similarity_notes",
     "similarity_png",
     "write_plots",
     "write_report",
@@ -106,22 +110,7 @@ def write_plots(reports: Sequence[dict], analyses: Sequence[dict], out_dir: Path
     save(fig, EXEC_AT_K_PNG)
 
     # deception by operator class
-    classes = operator_order(c for a in analyses for c in a["deception"]["by_operator"])
-    groups = [*classes, "overall"]
-    fig = Figure(figsize=(max(6, 1.1 * len(groups)), 4), layout="constrained")
-    ax = fig.add_subplot()
-    width = 0.8 / max(1, len(reports))
-    x = np.arange(len(groups))
-    for i, (name, a) in enumerate(zip(names, analyses)):
-        dec = a["deception"]
-        rows = [dec["by_operator"].get(c, {}) for c in classes] + [dec["overall"]]
-        ax.bar(x + (i - (len(reports) - 1) / 2) * width, [_nan(r.get("pair_rate")) for r in rows],
-               width, label=name)  # fmt: skip
-    ax.set_xticks(x, groups, rotation=30, ha="right", fontsize="small")
-    ax.set(ylabel="share of (query, own distractor) pairs\nwith distractor >= canonical",
-           ylim=(0, 1.05), title="Deception by operator class")  # fmt: skip
-    ax.legend(fontsize="small")
-    save(fig, DECEPTION_PNG)
+    save(deception_figure(names, analyses), DECEPTION_PNG)
 
     # density ablation
     fig = Figure(figsize=(6, 4), layout="constrained")
@@ -147,69 +136,69 @@ def write_plots(reports: Sequence[dict], analyses: Sequence[dict], out_dir: Path
         ax.hist(mutant, bins=edges, alpha=0.6, density=True, label=f"mutant (n={len(mutant)})")
         c2c = a["code_to_code"] or {}
         ax.set(xlabel="cosine similarity to the canonical", ylabel="density",
-               title=f"{name}: code-to-code similarity (AUC {_fmt(c2c.get('auc'))})")  # fmt: skip
+               title=f"{name}: code-to-code similarity (AUC {or_na(c2c.get('auc'))})")  # fmt: skip
         ax.legend(fontsize="small")
         save(fig, similarity_png(name))
     return written
 
 
-def _fmt(x: float | None, spec: str = ".3f") -> str:
-    return "n/a" if x is None else format(x, spec)
+def deception_figure(names: Sequence[str], analyses: Sequence[dict]) -> Figure:
+    """Deceived-pair rate by operator class and overall, one bar per model and class, each bar
+    labelled with the number of (query, own distractor) pairs behind it (``n=12``; none when
+    the model has no pair of that class). Needs matplotlib."""
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    classes = operator_order(c for a in analyses for c in a["deception"]["by_operator"])
+    groups = [*classes, "overall"]
+    fig = Figure(figsize=(max(6, 1.1 * len(groups)), 4), layout="constrained")
+    ax = fig.add_subplot()
+    width = 0.8 / max(1, len(analyses))
+    x = np.arange(len(groups))
+    for i, (name, a) in enumerate(zip(names, analyses)):
+        dec = a["deception"]
+        rows = [dec["by_operator"].get(c, {}) for c in classes] + [dec["overall"]]
+        bars = ax.bar(x + (i - (len(analyses) - 1) / 2) * width,
+                      [_nan(r.get("pair_rate")) for r in rows], width, label=name)  # fmt: skip
+        labels = [f"n={r['n_pairs']}" if r.get("pair_rate") is not None else "" for r in rows]
+        ax.bar_label(bars, labels, padding=2, rotation=90, fontsize="x-small")
+    ax.set_xticks(x, groups, rotation=30, ha="right", fontsize="small")
+    ax.set(ylabel="share of (query, own distractor) pairs\nwith distractor >= canonical",
+           ylim=(0, 1.4), yticks=np.linspace(0, 1, 6),
+           title="Deception by operator class (n: pairs per bar)")  # fmt: skip
+    # one row above the bars and their labels (bars reach 1.0)
+    ax.legend(fontsize="small", loc="upper left", ncols=min(4, max(1, len(analyses))))
+    return fig
 
 
-def analyses_markdown(
-    reports: Sequence[dict], analyses: Sequence[dict], images: Sequence[str], metrics_md: str
-) -> str:
-    """The summary.md text of reports with their analyses: corpus line, metrics tables
-    (``metrics_md``), images, analysis highlights."""
+SIMILARITY_FLAG = "--execretrieval-code-similarity"
+
+
+def similarity_notes(reports: Sequence[dict]) -> list[str]:
+    """Why a model has no similarity histogram, one line each; ``[]`` when all have one.
+
+    A report lacks code-similarity data unless its run had :data:`SIMILARITY_FLAG` (and a dense
+    embedder: a lexical scorer such as BM25 compares no code with code); with the data, a
+    histogram still needs items with alternatives. When no report has the data, one line says
+    so for all.
+    """
     names = report_names(list(reports))
-    corpus = reports[0]["corpus"]
-    lines = [
-        "# ExecRetrieval report", "",
-        (f"Corpus `{corpus['sha256'][:16]}`: {corpus.get('n_queries', '?')} queries, "
-         f"{corpus.get('n_snippets', '?')} snippets in the pool; {len(reports)} model(s)."), "",
-        metrics_md.rstrip(), "",
-    ]  # fmt: skip
-    if images:
-        lines += ["## Plots", "", *(f"![{Path(img).stem}]({img})" for img in images), ""]
-    lines += [
-        "## Analyses highlights", "",
-        ("Deceived pair: an own distractor (mutant of the query's canonical) scoring >= the "
-         "canonical. Margin: canonical score minus the best own distractor score. Rank-1 misses: "
-         "share of failing rank-1 snippets that are the query's own distractor. Density: "
-         "expected exec@1 keeping d own distractors per query. rho: Spearman(edit chars, "
-         "margin). AUC: equivalent vs mutant code-to-code similarity (< 0.5 = inverted)."), "",
-        ("| model | deceived pairs | queries deceived | median margin | rank-1 misses to own "
-         f"distractor | exec@1 at d={DENSITIES[0]} / d={DENSITIES[-1]} | rho | AUC | "
-         "false-high rate |"),
-        "|---|---|---|---|---|---|---|---|---|",
-    ]  # fmt: skip
-    for name, a in zip(names, analyses):
-        dec = a["deception"]["overall"]
-        dens = a["density_ablation"]["expected_exec1"]
-        c2c = a["code_to_code"] or {}
-        miss = a["rank1_miss_attribution"]
-        lines.append(
-            f"| {name} | {_fmt(dec['pair_rate'])} ({dec['n_pairs']}) | {_fmt(dec['query_rate'])} | "
-            f"{_fmt(dec['median_margin'], '+.4f')} | {_fmt(miss['own_distractor_share'])} "
-            f"({miss['n_misses']} misses) | {_fmt(dens[0])} / {_fmt(dens[-1])} | "
-            f"{_fmt(a['edit_size']['spearman_rho'])} | {_fmt(c2c.get('auc'))} | "
-            f"{_fmt(c2c.get('false_high_rate'))} |"
-        )
-    domains = sorted({d for a in analyses for d in a["per_domain"]})
-    if domains:
-        lines += ["", f"{HEADLINE} by domain (queries):", "", f"| domain | {' | '.join(names)} |",
-                  f"|---|{'---|' * len(names)}"]  # fmt: skip
-        for dom in domains:
-            cells = [a["per_domain"].get(dom) for a in analyses]
-            lines.append(
-                f"| {dom} | "
-                + " | ".join(
-                    "n/a" if c is None else f"{_fmt(c[HEADLINE])} ({c['n']})" for c in cells
-                )
-                + " |"
-            )
-    return "\n".join(lines) + "\n"
+    reasons: dict[str, str] = {}
+    for name, r in zip(names, reports):
+        equivalent, mutant = code_similarity_samples(r)
+        if equivalent and mutant:
+            continue
+        sims = [q.get("code_similarity") or {} for q in r["per_query"]]
+        if r.get("embedder", {}).get("similarity") == "bm25":
+            reasons[name] = "a lexical scorer compares no code with code"
+        elif not any(s.get("alternatives") or s.get("distractors") for s in sims):
+            reasons[name] = f"the report lacks code-similarity data; run with {SIMILARITY_FLAG}"
+        else:
+            reasons[name] = "no item of the corpus has both an alternative and a distractor"
+    lacking = f"the reports lack code-similarity data; run with {SIMILARITY_FLAG}"
+    if len(reasons) == len(names) and all(SIMILARITY_FLAG in why for why in reasons.values()):
+        return [f"no similarity histograms: {lacking}"]
+    return [f"no similarity histogram for {name}: {why}" for name, why in reasons.items()]
 
 
 def write_report(directory: Path, reports: Sequence[dict]) -> list[Path]:
@@ -225,39 +214,7 @@ def write_report(directory: Path, reports: Sequence[dict]) -> list[Path]:
     results = [run_analyses(r) for r in reports]
     images = write_plots(reports, results, directory)
     summary = directory / SUMMARY_MD
-    text = analyses_markdown(reports, results, [p.name for p in images], metrics_md)
+    text = analyses_markdown(reports, results, [p.name for p in images], metrics_md,
+                             similarity_notes(reports))  # fmt: skip
     summary.write_text(text, encoding="utf-8")
     return [*images, summary]
-
-
-def main_report(argv: Sequence[str] | None = None) -> int:
-    """``execretrieval report DIR``: exit 0, or 2 with a message (no matplotlib, no reports)."""
-    p = argparse.ArgumentParser(
-        prog="execretrieval report",
-        description="Plots and summary.md from the report JSONs in DIR.",
-    )
-    p.add_argument("directory", metavar="DIR")
-    args = p.parse_args(argv)
-    directory = Path(args.directory)
-    if not directory.is_dir():
-        print(f"execretrieval report: {directory} is not a directory", file=sys.stderr)
-        return 2
-    try:
-        import matplotlib  # noqa: F401 - availability check only
-    except ImportError:
-        print(f"execretrieval report: matplotlib is not installed: {INSTALL_HINT}", file=sys.stderr)
-        return 2
-    reports, notes = load_reports(directory)
-    for note in notes:
-        print(f"execretrieval report: {note}", file=sys.stderr)
-    try:
-        written = write_report(directory, reports)
-    except (ReportError, ComparisonError) as exc:
-        print(f"execretrieval report: {exc}", file=sys.stderr)
-        return 2
-    except KeyError as exc:
-        print(f"execretrieval report: malformed report (missing key {exc})", file=sys.stderr)
-        return 2
-    for path in written:
-        print(f"wrote {path}")
-    return 0

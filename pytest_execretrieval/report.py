@@ -19,9 +19,9 @@ from xml.etree import ElementTree as ET
 
 from tabulate import tabulate
 
-from .analyses import analyses
+from .analyses import DENSITIES, analyses
 from .benchmark import BenchmarkRun, Hit, QueryResult
-from .compare import tie_range
+from .compare import report_names, tie_range
 from .metrics import HEADLINE, METRIC_NAMES, METRICS, mean_metrics, metric_matrix, row_metrics
 from .report_schema import HitRow, ReportRow
 from .retrieval import TIE_POLICY
@@ -229,12 +229,77 @@ def gate_markdown(gates: dict[str, dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def or_na(x: float | None, spec: str = ".3f") -> str:
+    return "n/a" if x is None else format(x, spec)
+
+
+def analyses_markdown(
+    reports: Sequence[dict],
+    analyses: Sequence[dict],
+    images: Sequence[str],
+    metrics_md: str,
+    notes: Sequence[str] = (),
+) -> str:
+    """The summary.md text of reports with their analyses: corpus line, metrics tables
+    (``metrics_md``), images (with ``notes`` on the missing ones, see
+    :func:`similarity_notes`), analysis highlights."""
+    names = report_names(list(reports))
+    corpus = reports[0]["corpus"]
+    lines = [
+        "# ExecRetrieval report", "",
+        (f"Corpus `{corpus['sha256'][:16]}`: {corpus.get('n_queries', '?')} queries, "
+         f"{corpus.get('n_snippets', '?')} snippets in the pool; {len(reports)} model(s)."), "",
+        metrics_md.rstrip(), "",
+    ]  # fmt: skip
+    if images or notes:
+        lines += ["## Plots", "", *(f"![{Path(img).stem}]({img})" for img in images), ""]
+        lines += [*(note[0].upper() + note[1:] + "." for note in notes), *([""] if notes else [])]
+    lines += [
+        "## Analyses highlights", "",
+        ("Deceived pair: an own distractor (mutant of the query's canonical) scoring >= the "
+         "canonical. Margin: canonical score minus the best own distractor score. Rank-1 misses: "
+         "share of failing rank-1 snippets that are the query's own distractor. Density: "
+         "expected exec@1 keeping d own distractors per query. rho: Spearman(edit chars, "
+         "margin). AUC: equivalent vs mutant code-to-code similarity (< 0.5 = inverted)."), "",
+        ("| model | deceived pairs | queries deceived | median margin | rank-1 misses to own "
+         f"distractor | exec@1 at d={DENSITIES[0]} / d={DENSITIES[-1]} | rho | AUC | "
+         "false-high rate |"),
+        "|---|---|---|---|---|---|---|---|---|",
+    ]  # fmt: skip
+    for name, a in zip(names, analyses):
+        dec = a["deception"]["overall"]
+        dens = a["density_ablation"]["expected_exec1"]
+        c2c = a["code_to_code"] or {}
+        miss = a["rank1_miss_attribution"]
+        lines.append(
+            f"| {name} | {or_na(dec['pair_rate'])} ({dec['n_pairs']}) | "
+            f"{or_na(dec['query_rate'])} | "
+            f"{or_na(dec['median_margin'], '+.4f')} | {or_na(miss['own_distractor_share'])} "
+            f"({miss['n_misses']} misses) | {or_na(dens[0])} / {or_na(dens[-1])} | "
+            f"{or_na(a['edit_size']['spearman_rho'])} | {or_na(c2c.get('auc'))} | "
+            f"{or_na(c2c.get('false_high_rate'))} |"
+        )
+    domains = sorted({d for a in analyses for d in a["per_domain"]})
+    if domains:
+        lines += ["", f"{HEADLINE} by domain (queries):", "", f"| domain | {' | '.join(names)} |",
+                  f"|---|{'---|' * len(names)}"]  # fmt: skip
+        for dom in domains:
+            cells = [a["per_domain"].get(dom) for a in analyses]
+            lines.append(
+                f"| {dom} | "
+                + " | ".join(
+                    "n/a" if c is None else f"{or_na(c[HEADLINE])} ({c['n']})" for c in cells
+                )
+                + " |"
+            )
+    return "\n".join(lines) + "\n"
+
+
 def session_summary_markdown(reports: dict[str, dict], gates: dict[str, dict]) -> str:
     """The session's summary.md: metrics with CIs, every pair of models compared, the analyses
     highlights, the pipelines' lifts and the gate decisions (plots come from
     `execretrieval report DIR`)."""
     from .compare import compare_reports
-    from .plots import analyses_markdown
 
     data = list(reports.values())
     text = analyses_markdown(data, [r["analyses"] for r in data], [],

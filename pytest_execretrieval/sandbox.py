@@ -100,24 +100,38 @@ class SuiteResult:
     passed: bool  # every test passed AND the child proved it completed
     detail: str = ""  # "" when clean, else a short human-readable reason
     output: str = ""  # the snippet's stdout+stderr, truncated to Limits.output_bytes
+    # Per test that did not pass, what the snippet's calls returned or raised there, formatted
+    # by the checker ("returned 5", "f(3) returned 5; f(4) raised ValueError"; truncated); ""
+    # for a passing test or one never evaluated. Empty when every test passed, or when unknown
+    # (a lost sandbox; a cache entry written before these were recorded).
+    returned: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "outcomes", tuple(self.outcomes))
+        object.__setattr__(self, "returned", tuple(self.returned))
+        if self.returned and len(self.returned) != len(self.outcomes):
+            raise ValueError(f"SuiteResult.returned has {len(self.returned)} entries for "
+                             f"{len(self.outcomes)} outcomes")  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        """JSON object; ``returned`` only when known (older readers and entries stay valid)."""
+        out: dict[str, Any] = {
             "outcomes": list(self.outcomes),
             "passed": self.passed,
             "detail": self.detail,
             "output": self.output,
         }
+        if self.returned:
+            out["returned"] = list(self.returned)
+        return out
 
     @classmethod
     def from_json(cls, d: Any) -> SuiteResult:
         """Inverse of :meth:`to_json`; raises TypeError/ValueError on anything malformed."""
         if not isinstance(d, dict):
             raise TypeError(f"a SuiteResult JSON object must be a dict, got {type(d).__name__}")
-        if set(d) != {"outcomes", "passed", "detail", "output"}:
+        base = {"outcomes", "passed", "detail", "output"}
+        if set(d) not in (base, base | {"returned"}):
             raise ValueError(f"not a SuiteResult JSON object: keys {sorted(d)}")
         outcomes, passed = d["outcomes"], d["passed"]
         if not isinstance(outcomes, list) or not all(isinstance(o, str) for o in outcomes):
@@ -126,7 +140,10 @@ class SuiteResult:
             raise TypeError("SuiteResult.passed must be a bool")
         if not isinstance(d["detail"], str) or not isinstance(d["output"], str):
             raise TypeError("SuiteResult.detail and .output must be strings")
-        return cls(tuple(outcomes), passed, d["detail"], d["output"])
+        returned = d.get("returned", [])
+        if not isinstance(returned, list) or not all(isinstance(r, str) for r in returned):
+            raise TypeError("SuiteResult.returned must be a list of strings")
+        return cls(tuple(outcomes), passed, d["detail"], d["output"], tuple(returned))
 
 
 def _scrubbed_env() -> dict[str, str]:
@@ -430,7 +447,8 @@ def _to_result(reply: dict[str, Any], n_tests: int) -> SuiteResult:
         raise SandboxError(f"server returned {len(result.outcomes)} outcomes for {n_tests} tests")
     # Belt and braces: never trust a `passed` that the outcomes contradict.
     passed = result.passed and all(o == "pass" for o in result.outcomes)
-    return SuiteResult(result.outcomes, passed, result.detail, result.output)
+    returned = () if all(o == "pass" for o in result.outcomes) else result.returned
+    return SuiteResult(result.outcomes, passed, result.detail, result.output, returned)
 
 
 _SHARED: dict[tuple[Limits, int], Sandbox] = {}

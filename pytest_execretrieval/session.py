@@ -103,6 +103,20 @@ class Session:
             return ItemFile.from_parent(parent, path=file_path)
         return None
 
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Progress lines name items by their ids, relative to the items directory.
+
+        pytest writes a progress line's path as the item's node id joined to the rootdir, made
+        relative to the invocation directory: ``../numbers/x[bm25]`` from a subdirectory, for
+        items anywhere. Node ids here are relative to the items directory already, so the
+        reporter's start path becomes the rootdir (after the header) and the line reads
+        ``numbers/x[bm25]``. Side effect: ``-vv``'s ``<- file`` and folded skip locations are
+        relative to the rootdir too.
+        """
+        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+        if terminal is not None and hasattr(terminal, "startpath"):
+            terminal.startpath = self.config.rootpath
+
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self._runner:
             self._runner.close()

@@ -49,9 +49,12 @@ def item_cases(item: Item, distractors: Sequence[Snippet] = ()) -> list[Case]:
 
 
 def check(case: Case, result: SuiteResult) -> str | None:
-    """``None`` when the case holds, else a readable explanation."""
+    """``None`` when the case holds, else a readable explanation (a failing test of a snippet
+    that must pass shows what the snippet returned there: ``-> fail: returned 5``)."""
     if case.must_pass and not result.passed:
+        returned = result.returned or ("",) * len(result.outcomes)
         failing = [f"  {case.item.tests[i]}\n      -> {o}"
+                   + (f": {returned[i]}" if returned[i] else "")
                    for i, o in enumerate(result.outcomes) if o != "pass"]  # fmt: skip
         why = f" ({result.detail})" if result.detail else ""
         return (f"{case.item.id}: {case.name} must pass every test but does not{why}:\n"

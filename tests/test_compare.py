@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_execretrieval.cli import main
 from pytest_execretrieval.compare import (
     ComparisonError,
     compare_reports,
     gate_decision,
-    main_compare,
     paired_comparison,
 )
 from pytest_execretrieval.metrics import (
@@ -298,6 +298,10 @@ def test_compare_reports_text() -> None:
 def _write(path: Path, report: dict) -> str:
     path.write_text(json.dumps(report))
     return str(path)
+
+
+def main_compare(argv: list[str]) -> int:
+    return main(["compare", *argv])
 
 
 def test_main_compare(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -127,6 +127,19 @@ def test_valid_tag_but_wrong_schema_is_rejected(tmp_path):
     assert not path.exists()
 
 
+def test_entries_with_and_without_returned_values_load(tmp_path):
+    """Entries written before SuiteResult.returned existed (same RUNNER_VERSION) still load."""
+    cache = OutcomeCache(tmp_path)
+    failing = SuiteResult(("fail", "pass"), False, "", "", ("returned 2", ""))
+    cache.put(CODE, SETUP, TESTS, failing)
+    assert cache.get(CODE, SETUP, TESTS) == failing
+    path, key = entry(cache), cache.key(CODE, SETUP, TESTS)
+    body = b'{"detail": "", "outcomes": ["fail", "pass"], "output": "", "passed": false}'
+    path.write_bytes(b" ".join([b"execretrieval-outcome2", key.encode(),
+                                cache.tag(key, body).encode()]) + b"\n" + body)  # fmt: skip
+    assert cache.get(CODE, SETUP, TESTS) == SuiteResult(("fail", "pass"), False, "", "")
+
+
 @pytest.mark.parametrize("tag", ["sha256", "other-key"])
 def test_entries_forged_without_the_key_are_rejected(tmp_path, tag):
     cache = OutcomeCache(tmp_path)

@@ -9,15 +9,22 @@ from pathlib import Path
 
 import pytest
 
+from pytest_execretrieval.cli import main
 from pytest_execretrieval.metrics import METRIC_NAMES, mean_metrics, metric_matrix, query_metrics
 from pytest_execretrieval.plots import (
     DECEPTION_PNG,
     DENSITY_PNG,
     EXEC_AT_K_PNG,
     SUMMARY_MD,
-    main_report,
+    deception_figure,
+    similarity_notes,
     similarity_png,
 )
+
+
+def main_report(argv: list[str]) -> int:
+    return main(["report", *argv])
+
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SHA = "cd" * 32
@@ -82,7 +89,11 @@ def test_report_writes_pngs_and_summary(tmp_path: Path, capsys: pytest.CaptureFi
     assert not (tmp_path / similarity_png("bm25")).exists()  # no code_similarity data
     assert sorted(p.name for p in tmp_path.glob("*.png")) == sorted(images)
 
+    # the missing histogram is explained, in the output and in summary.md
+    why = "no similarity histogram for bm25: the report lacks code-similarity data; run with "
+    assert why + "--execretrieval-code-similarity" in captured.out
     summary = (tmp_path / SUMMARY_MD).read_text()
+    assert "N" + why[1:] + "--execretrieval-code-similarity." in summary
     assert set(re.findall(r"!\[[^\]]*\]\(([^)]+)\)", summary)) == set(images)
     assert "| exec@1" in summary and "### hf:mini - bm25" in summary
     assert "## Analyses highlights" in summary and "| bm25 |" in summary
@@ -112,3 +123,46 @@ def test_no_reports_or_mismatch(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main_report([str(tmp_path)]) == 2
     assert "different corpora" in capsys.readouterr().err
     assert not list(tmp_path.glob("*.png")) and not (tmp_path / SUMMARY_MD).exists()
+
+
+def test_without_similarity_data_the_report_says_why_there_are_no_histograms(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a.json").write_text(json.dumps(make_report("a", 0, False)))
+    (tmp_path / "b.json").write_text(json.dumps(make_report("b", 1, False)))
+    assert main_report([str(tmp_path)]) == 0
+    why = ("no similarity histograms: the reports lack code-similarity data; run with "
+           "--execretrieval-code-similarity")  # fmt: skip
+    assert why in capsys.readouterr().out
+    assert not list(tmp_path.glob("similarity_*.png"))
+    assert "N" + why[1:] + "." in (tmp_path / SUMMARY_MD).read_text()
+
+
+def test_similarity_notes_name_the_reason_per_model() -> None:
+    with_data = make_report("dense", 0, True)
+    assert similarity_notes([with_data]) == []
+    lexical = make_report("bm25", 0, False)
+    lexical["embedder"]["similarity"] = "bm25"
+    no_alternatives = make_report("mini", 0, True)
+    for q in no_alternatives["per_query"]:
+        q["code_similarity"]["alternatives"] = []
+    assert similarity_notes([with_data, lexical, no_alternatives]) == [
+        "no similarity histogram for bm25: a lexical scorer compares no code with code",
+        "no similarity histogram for mini: no item of the corpus has both an alternative and a "
+        "distractor",
+    ]
+
+
+def test_deception_bars_show_how_many_pairs_stand_behind_each() -> None:
+    from pytest_execretrieval.analyses import deception
+
+    reports = [make_report("a", 0, True), make_report("b", 1, True)]
+    analyses = [{"deception": deception(r)} for r in reports]
+    ax = deception_figure(["a", "b"], analyses).axes[0]
+    labels = [t.get_text() for t in ax.texts]
+    # 12 queries: off_by_one in all 12, wrong_comparison in 8, swap_min_max in 4; 24 overall
+    assert labels == ["n=12", "n=8", "n=4", "n=24"] * 2
+    assert [round(b.get_height(), 3) for b in ax.patches[:4]] == [
+        round(analyses[0]["deception"]["by_operator"][c]["pair_rate"], 3)
+        for c in ("off_by_one", "wrong_comparison", "swap_min_max")
+    ] + [round(analyses[0]["deception"]["overall"]["pair_rate"], 3)]

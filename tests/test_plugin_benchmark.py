@@ -63,6 +63,8 @@ def test_one_item_per_query_with_readable_failures(pytester, items):
     assert "rank 1 is a tie for:" in out and "the model cannot tell them apart" in out
     assert "rank 1 is a wrong implementation for:" in out
     assert "canonical: rank" in out and "diff canonical -> rank 1" in out
+    # what the rank-1 snippet returned, from a re-run of its suite (the corpus has outcomes only)
+    assert "assert last_index_of([1], 1) == 0  ->  fail: returned -1" in out
 
 
 def test_junit_per_model_and_summary(pytester, items):
@@ -336,3 +338,6 @@ def test_items_outside_the_rootdir_keep_their_ids_and_markers(pytester, items):
     out = result.stdout
     assert result.returncode in (0, 1), out + result.stderr
     assert "FAILED numbers/clamp_add[bm25]" in out or "PASSED numbers/clamp_add[bm25]" in out
+    # the progress line names the item as its id does, not relative to the invocation directory
+    assert re.search(r"^numbers/clamp_add\[bm25\] [.FxX]", out, re.MULTILINE), out
+    assert "../" not in out

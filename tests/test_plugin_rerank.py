@@ -61,10 +61,10 @@ def test_pipeline_items_junit_and_report_with_lift(pytester, items, capsys):
                                           if f["query_id"] == q["query_id"])["top"])  # fmt: skip
     suite = ET.parse(reports / "bm25_exec-consensus.xml").getroot().find("testsuite")
     assert suite.get("name") == "bm25+exec-consensus" and suite.get("tests") == "4"
-    from pytest_execretrieval.compare import main_compare
+    from pytest_execretrieval.cli import main
 
     pair = [str(reports / "bm25_exec-consensus.json"), str(reports / "bm25.json")]
-    assert main_compare(pair) == 0
+    assert main(["compare", *pair]) == 0
     assert "bm25+exec-consensus - bm25 (paired, 4 queries): the pipeline's lift over its first " \
         "stage" in capsys.readouterr().out  # fmt: skip
     summary = (reports / "summary.md").read_text()

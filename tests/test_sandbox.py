@@ -587,10 +587,13 @@ outcome = st.one_of(
 )
 
 
-@given(st.lists(outcome).map(tuple), st.booleans(), st.text(), st.text())
-def test_suite_result_json_round_trip(outcomes, passed, detail, output):
-    result = SuiteResult(outcomes, passed, detail, output)
-    assert SuiteResult.from_json(json.loads(json.dumps(result.to_json()))) == result
+@given(st.lists(outcome).map(tuple), st.booleans(), st.text(), st.text(), st.booleans())
+def test_suite_result_json_round_trip(outcomes, passed, detail, output, known):
+    returned = tuple(o if o != "pass" else "" for o in outcomes) if known else ()
+    result = SuiteResult(outcomes, passed, detail, output, returned)
+    data = result.to_json()
+    assert ("returned" in data) == bool(returned)  # unknown: the JSON of before it existed
+    assert SuiteResult.from_json(json.loads(json.dumps(data))) == result
 
 
 @pytest.mark.parametrize(
@@ -601,6 +604,8 @@ def test_suite_result_json_round_trip(outcomes, passed, detail, output):
         {"outcomes": ["pass"]},
         {"outcomes": "pass", "passed": True, "detail": "", "output": ""},
         {"outcomes": ["pass"], "passed": 1, "detail": "", "output": ""},
+        {"outcomes": ["fail"], "passed": False, "detail": "", "output": "", "returned": "x"},
+        {"outcomes": ["fail"], "passed": False, "detail": "", "output": "", "returned": ["", ""]},
     ],
 )
 def test_suite_result_from_json_rejects_garbage(bad):

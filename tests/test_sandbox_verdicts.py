@@ -279,3 +279,53 @@ def test_setup_state_does_not_leak_from_one_suite_to_the_next():
         for _ in range(3):
             result = sandbox.run("def f(x):\n    return x\n", setup, tests)
             assert result.outcomes == ("pass", "pass")
+
+
+# --- what the snippet returned, for failure messages -------------------------------------------
+
+RETURNS = (
+    "def f(x=0):\n    if x == 'x':\n        raise ValueError(x)\n    return x + 1 if x != 9 else "
+    "'y' * 500\n\nclass Box:\n    pass\n"
+)
+RETURNED = [
+    ("assert f(3) == 4", "pass", ""),
+    ("assert f(3) == 5", "fail", "returned 4"),
+    ("assert f('x') == 1", "error:ValueError", "raised ValueError"),
+    ("assert f(None) == 1", "error:TypeError", "raised TypeError"),
+    ("assert raises(ValueError, f, 1)", "fail", "raised nothing"),
+    ("assert not raises(ValueError, f, 'x')", "fail", "raised ValueError"),
+    ("assert f(1) == 2 and f(2) == 4", "fail", "f(1) returned 2; f(2) returned 3"),
+    ("assert [f(x) for x in range(3)] == [0, 1, 2]", "fail", "f(x) returned 3 (x=2)"),
+    ("assert all(f(i) == i for i in range(4))", "fail", "f(i) returned 1 (i=0)"),
+    ("x = 5\nassert f(x) == 7", "fail", "f(x) returned 6 (x=5)"),
+    ("assert f(9) == 'y'", "fail", "returned '" + "y" * 17 + "..." + "y" * 18 + "'"),
+    ("assert Box() == 1", "error:UnsupportedValue", "returned a value of unsupported type "
+                                                   "__candidate__.Box"),
+]  # fmt: skip
+
+
+def test_failing_tests_carry_what_the_snippet_returned(sb):
+    tests = [t for t, _, _ in RETURNED]
+    r = sb.run(RETURNS, "", tests)
+    assert list(r.outcomes) == [o for _, o, _ in RETURNED], r
+    assert list(r.returned) == [text for _, _, text in RETURNED]
+
+
+def test_returned_values_are_truncated_and_absent_when_every_test_passes(sb):
+    code = "def f(n):\n    return list(range(n))\n"
+    r = sb.run(code, "", ["assert f(1000) == []", "assert f(2) == [0, 1]"])
+    assert r.outcomes == ("fail", "pass")
+    assert r.returned[0].startswith("returned [0, 1, 2, 3, 4, 5, ...]"), r.returned
+    assert r.returned[1] == ""
+    chain = " and ".join(f"f({n}) == list(range({n}))" for n in range(20))
+    long = sb.run(code, "", [f"assert {chain} and f(1) == []"])
+    assert long.outcomes == ("fail",) and len(long.returned[0]) <= 200
+    assert long.returned[0].startswith("f(0) returned []") and long.returned[0].endswith("...")
+    assert sb.run(code, "", ["assert f(2) == [0, 1]"]).returned == ()
+
+
+def test_a_crashed_or_looping_suite_has_no_value_for_the_tests_it_never_reached(sb):
+    code = "def f(x):\n    while x:\n        pass\n    return x\n"
+    r = sb.run(code, "", ["assert f(0) == 1", "assert f(1) == 1"])
+    assert r.outcomes == ("fail", "timeout")
+    assert r.returned == ("returned 0", "")

@@ -1,0 +1,65 @@
+"""The query item's failure text: what the rank-1 snippet returned in each failing test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pytest_execretrieval.benchmark import Hit, QueryResult
+from pytest_execretrieval.failures import failure_text, rank1_returned
+from pytest_execretrieval.items import load_item
+from pytest_execretrieval.sandbox import SandboxError, SuiteResult
+
+ITEM = load_item(Path(__file__).parent / "data" / "items" / "strings" / "count_vowels.toml")
+WRONG = ITEM.canonical.replace('"aeiou"', '"aeio"')  # misses the u: fails 'AEIOU' only
+RECORDED = ("pass", "pass", "pass", "fail", "pass", "pass", "pass")
+CODE = {"wrong": WRONG, "canonical": ITEM.canonical, "other": "def g():\n    return 1\n"}
+
+
+def result(top1: str = "wrong", outcomes: tuple[str, ...] = RECORDED) -> QueryResult:
+    hits = (Hit(1, top1, "distractor", "wrong_operator", ITEM.id, 0.9, False),
+            Hit(2, "canonical", "canonical", None, ITEM.id, 0.8, True))  # fmt: skip
+    return QueryResult(ITEM.id, ITEM.domain, False, 2, 0.8, hits, outcomes,
+                       rank1_tie={"size": 1, "passing": 0})  # fmt: skip
+
+
+def test_failing_tests_show_what_the_rank1_snippet_returned():
+    text = failure_text(ITEM, result(), CODE)  # the default: a sandbox runs the suite again
+    assert "    assert count_vowels('AEIOU') == 5  ->  fail: returned 4" in text
+    assert "rank 1 fails 1 of 7 tests:" in text
+
+
+def test_a_value_is_shown_only_where_the_rerun_agrees_with_the_recorded_outcome():
+    calls = []
+
+    def run(code, setup, tests):
+        calls.append(code)
+        outcomes = ("pass",) * 3 + ("fail", "fail") + ("pass",) * 2
+        returned = ("",) * 3 + ("returned 4", "returned 9") + ("",) * 2
+        return SuiteResult(outcomes, False, "", "", returned)
+
+    recorded = RECORDED[:4] + ("timeout",) + RECORDED[5:]
+    assert rank1_returned(ITEM, result(outcomes=recorded), CODE, run)[3:5] == ("returned 4", "")
+    text = failure_text(ITEM, result(outcomes=recorded), CODE, run)
+    assert calls == [WRONG, WRONG]  # one suite per text, the rank-1 snippet's
+    assert "== 5  ->  fail: returned 4" in text
+    assert "== 3  ->  timeout\n" in text
+
+
+def test_without_values_the_text_is_as_before():
+    def old_cache_entry(code, setup, tests):  # no values recorded
+        return SuiteResult(RECORDED, False, "", "")
+
+    def broken(code, setup, tests):
+        raise SandboxError("could not start")
+
+    for run in (old_cache_entry, broken):
+        text = failure_text(ITEM, result(), CODE, run)
+        assert "    assert count_vowels('AEIOU') == 5  ->  fail\n" in text
+
+
+def test_a_snippet_without_the_entry_point_is_not_run():
+    def run(code, setup, tests):
+        raise AssertionError("must not run")
+
+    text = failure_text(ITEM, result("other", ("fail",) * 7), CODE, run)
+    assert "it does not define count_vowels(), so it fails every test (not executed)" in text
