@@ -20,7 +20,7 @@ from .embedders import DenseEncoder, Embedder
 from .embedders.hosted import cost_guard
 from .embedding_cache import EmbeddingCache, Progress, encode_cached
 from .execution import SuiteRunner
-from .items import Item, defines
+from .items import BenchmarkItem, defines
 from .retrieval import DECIMALS, TIE_POLICY, Ranking, normalize, retrieve
 
 TOP_K = 10
@@ -123,7 +123,8 @@ class Scored:
 
 
 def rank_pool(
-    embedder: Embedder, items: Sequence[Item], pool: Sequence[Snippet], targets: Sequence[int],
+    embedder: Embedder, items: Sequence[BenchmarkItem], pool: Sequence[Snippet],
+    targets: Sequence[int],
     watch: Sequence[Sequence[int]], alternatives: Sequence[Snippet], cache_dir: Path | None,
     progress: Progress | None = None,
 ) -> Scored:  # fmt: skip
@@ -181,7 +182,7 @@ def code_similarity(
 
 
 def run_benchmark(
-    items: Sequence[Item], corpus: Corpus, corpus_sha256: str, embedder: Embedder,
+    items: Sequence[BenchmarkItem], corpus: Corpus, corpus_sha256: str, embedder: Embedder,
     runner: SuiteRunner, cache_dir: Path | None = None, progress: Progress | None = None,
     with_code_similarity: bool = False,
 ) -> BenchmarkRun:  # fmt: skip

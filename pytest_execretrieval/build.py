@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, replace
 
 from .corpus import Corpus, Snippet, make_snippet, unified_diff
 from .execution import SuiteRunner
-from .items import Item
+from .items import BenchmarkItem
 from .mutation.equivalence import EVIDENCE_VERSION, evidence
 from .mutation.fingerprint import mutation_version
 from .mutation.operators import OPERATOR_CLASSES, Mutant, generate_mutants
@@ -75,7 +75,7 @@ class BuildResult:
     survivors: tuple[Survivor, ...] = ()
 
 
-def failure_summary(item: Item, result: SuiteResult) -> str:
+def failure_summary(item: BenchmarkItem, result: SuiteResult) -> str:
     returned = result.returned or ("",) * len(result.outcomes)
     bad = [f"{item.tests[i]!r} -> {o}" + (f": {returned[i]}" if returned[i] else "")
            for i, o in enumerate(result.outcomes) if o != "pass"]  # fmt: skip
@@ -86,7 +86,7 @@ STACK_CANDIDATES = 12  # stacked candidates tried per item
 
 
 def build(
-    items: Sequence[Item], runner: SuiteRunner, mutant_runner: SuiteRunner, stack: int = 1
+    items: Sequence[BenchmarkItem], runner: SuiteRunner, mutant_runner: SuiteRunner, stack: int = 1
 ) -> BuildResult:
     """``runner`` runs canonicals and alternatives under the full limits; ``mutant_runner`` runs
     candidates, usually with a shorter timeout (a mutant that loops is killed either way, and
@@ -148,7 +148,7 @@ def build(
 
 
 def survivor_evidence(
-    items: Sequence[Item], survivors: dict[str, list[Mutant]], runner: SuiteRunner
+    items: Sequence[BenchmarkItem], survivors: dict[str, list[Mutant]], runner: SuiteRunner
 ) -> tuple[Survivor, ...]:
     """Differential evidence for every surviving mutant: does hypothesis find an input where it
     differs from the canonical (a gap in the item's tests)?"""
@@ -163,7 +163,10 @@ def survivor_evidence(
 
 
 def with_evidence(
-    items: Sequence[Item], pool: list[Snippet], alternatives: list[Snippet], runner: SuiteRunner
+    items: Sequence[BenchmarkItem],
+    pool: list[Snippet],
+    alternatives: list[Snippet],
+    runner: SuiteRunner,
 ) -> tuple[list[Snippet], list[Snippet]]:
     """Attach equivalence evidence to distractors and alternatives of annotated items."""
     by_id = {item.id: item for item in items}
@@ -238,7 +241,7 @@ def mutation_score_report(yields: Sequence[ItemYield], survivors: Sequence[Survi
     return "\n".join(lines)
 
 
-def review_report(items: Sequence[Item], corpus: Corpus) -> str:
+def review_report(items: Sequence[BenchmarkItem], corpus: Corpus) -> str:
     """For a reviewer: per item, each chosen distractor that exactly one test kills, with that
     test and the edited lines. The query must state the behaviour that test pins; otherwise the
     distractor is a legitimate reading of the query."""
@@ -265,7 +268,7 @@ def review_report(items: Sequence[Item], corpus: Corpus) -> str:
 
 
 def stacked_candidates(
-    items: Sequence[Item], singles: dict[str, list[Mutant]], runner: SuiteRunner, k: int
+    items: Sequence[BenchmarkItem], singles: dict[str, list[Mutant]], runner: SuiteRunner, k: int
 ) -> dict[str, list[Mutant]]:
     suites = [(m.code, item.setup, item.tests) for item in items for m in singles[item.id]]
     results = iter(runner.run_many(suites))
@@ -279,7 +282,7 @@ def stacked_candidates(
     return out
 
 
-def distractor(item: Item, killed: Killed) -> Snippet:
+def distractor(item: BenchmarkItem, killed: Killed) -> Snippet:
     m: Mutant = killed.mutant
     return make_snippet(
         item, "distractor", m.code, killed.result.outcomes, operator=m.operator, line=m.line,

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .items import Item, item_id, item_paths
+from .items import BenchmarkItem, item_id, item_paths
 
 CORPUS = "corpus.jsonl"
 ALTERNATIVES = "alternatives.jsonl"
@@ -80,7 +80,9 @@ def unified_diff(canonical: str, code: str) -> str:
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
-def make_snippet(item: Item, kind: str, code: str, outcomes: tuple[str, ...], **extra) -> Snippet:
+def make_snippet(
+    item: BenchmarkItem, kind: str, code: str, outcomes: tuple[str, ...], **extra
+) -> Snippet:
     failing = tuple(i for i, outcome in enumerate(outcomes) if outcome != "pass")
     return Snippet(
         snippet_id=sha256(code), query_id=item.id, kind=kind, operator=extra.pop("operator", None),

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 from .benchmark import Hit, QueryResult
 from .corpus import unified_diff
-from .items import Item, defines
+from .items import BenchmarkItem, defines
 from .sandbox import Limits, SandboxError, SuiteResult, run_suite
 
 __all__ = ["RERUN_LIMITS", "failure_text", "rank1_group", "rank1_returned", "tie_text"]
@@ -32,7 +32,7 @@ def _rerun(code: str, setup: str, tests: Sequence[str]) -> SuiteResult:
 
 
 def rank1_returned(
-    item: Item, r: QueryResult, code: dict[str, str], run: SuiteRun | None = None
+    item: BenchmarkItem, r: QueryResult, code: dict[str, str], run: SuiteRun | None = None
 ) -> tuple[str, ...]:
     """What the rank-1 snippet returned (or raised) in each failing test, ``""`` where unknown.
 
@@ -55,7 +55,7 @@ def rank1_returned(
 
 
 def failure_text(
-    item: Item, r: QueryResult, code: dict[str, str], run: SuiteRun | None = None
+    item: BenchmarkItem, r: QueryResult, code: dict[str, str], run: SuiteRun | None = None
 ) -> str:
     """Why a query failed: its rank 1 is a wrong implementation, or a tie of right and wrong.
 
@@ -110,7 +110,7 @@ def rank1_group(r: QueryResult) -> list[Hit]:
     return [h for h in r.top if key(h) == key(r.top[0])]
 
 
-def tie_text(item: Item, r: QueryResult) -> str:
+def tie_text(item: BenchmarkItem, r: QueryResult) -> str:
     """``rank 1 is a tie of 3: the canonical and 2 mutants score 0.5544; ...``"""
     group = rank1_group(r)
     parts: dict[str, int] = {}

@@ -23,7 +23,7 @@ DOMAINS = (
 
 
 @dataclass(frozen=True)
-class Item:
+class BenchmarkItem:
     id: str
     path: Path
     domain: str
@@ -69,7 +69,7 @@ def item_paths(root: Path) -> list[Path]:
     return sorted(Path(root).glob("*/*.toml"), key=item_id)
 
 
-def load_item(path: Path) -> Item:
+def load_item(path: Path) -> BenchmarkItem:
     """Parse and check one item file; raises :class:`ItemError` with every problem found."""
     path = Path(path)
     problems: list[ItemProblem] = []
@@ -117,13 +117,13 @@ def load_item(path: Path) -> Item:
     for reason in code_problems(data.get("setup", ""), None):
         problem("setup", reason)
     for i, test in enumerate(data["tests"]):
-        reason = test_problem(test)
+        reason = assertion_problem(test)
         if reason:
             problem(f"tests[{i}]", reason)
     if problems:
         raise ItemError(problems)
 
-    return Item(
+    return BenchmarkItem(
         id=item_id(path),
         path=path,
         domain=data["domain"],
@@ -136,9 +136,9 @@ def load_item(path: Path) -> Item:
     )
 
 
-def load_items(root: Path) -> tuple[list[Item], list[ItemProblem]]:
+def load_items(root: Path) -> tuple[list[BenchmarkItem], list[ItemProblem]]:
     """Load every item under ``root``: the good items and the problems of the bad files."""
-    items: list[Item] = []
+    items: list[BenchmarkItem] = []
     problems: list[ItemProblem] = []
     for path in item_paths(root):
         try:
@@ -163,7 +163,7 @@ def code_problems(code: str, entry_point: str | None) -> list[str]:
     return reasons
 
 
-def test_problem(test: str) -> str | None:
+def assertion_problem(test: str) -> str | None:
     """AST gate for one test: exactly one statement."""
     try:
         body = ast.parse(test).body

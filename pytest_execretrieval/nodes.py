@@ -16,7 +16,7 @@ import pytest
 from .benchmark import QueryResult
 from .corpus import CorpusError
 from .failures import failure_text
-from .items import Item, ItemError, load_item
+from .items import BenchmarkItem, ItemError, load_item
 from .metrics import junit_properties
 from .report import report_row
 from .verify import Case, check, name_collisions, shared_names
@@ -133,7 +133,9 @@ class CorpusFreshnessItem(ReportingItem):
 class QueryItem(ReportingItem):
     """One query for one embedder: passes iff the rank-1 snippet passes the query's tests."""
 
-    def __init__(self, *args, item: Item, embedder: str, result: QueryResult | None, **kwargs):
+    def __init__(
+        self, *args, item: BenchmarkItem, embedder: str, result: QueryResult | None, **kwargs
+    ):
         super().__init__(*args, **kwargs)
         self.item, self.embedder, self.result = item, embedder, result
         self.add_marker("execretrieval")

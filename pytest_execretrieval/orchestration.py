@@ -26,7 +26,7 @@ from .embedders import Embedder, EmbedderError, EmbedderOptions, get_embedder
 from .embedders.hosted import report_fields as hosted_report_fields
 from .embedding_cache import stderr_progress
 from .execution import SuiteRunner
-from .items import Item, item_id, load_items
+from .items import BenchmarkItem, item_id, load_items
 from .report import build_report
 from .rerank import Reranker, RerankerContext, RerankerError, get_reranker
 from .rerank.pipeline import lift, rerank_run
@@ -41,7 +41,7 @@ class SetupError(Exception):
 class Loaded:
     """The good items of an items directory and its corpus (``None`` when never built)."""
 
-    items: list[Item]
+    items: list[BenchmarkItem]
     corpus: Corpus | None
     corpus_dir: Path  # where the corpus files are (items_dir, or its stack-K/)
     stale: list[StaleReason]  # why the corpus does not match the item files; [] when fresh

@@ -21,7 +21,7 @@ from .benchmark import BenchmarkRun
 from .corpus import CorpusError, Snippet, StaleReason, corpus_dir, corpus_sha256, read_corpus
 from .embedders import EmbedderOptions
 from .execution import SuiteRunner
-from .items import Item, bundled_items_dir
+from .items import BenchmarkItem, bundled_items_dir
 from .nodes import ItemFile, ItemsDir, QueryItem, VerifyItem
 from .orchestration import (
     Loaded,
@@ -60,7 +60,8 @@ class Session:
         self.corpus_dir = corpus_dir(self.items_dir, settings.stack)
         self.is_worker = hasattr(config, "workerinput")
         self.loaded: Loaded | None = None
-        self.items: dict[Path, Item] = {}  # good items by resolved path, loaded once per process
+        # the good items by resolved path, loaded once per process
+        self.items: dict[Path, BenchmarkItem] = {}
         self._runner: SuiteRunner | None = None
         # Collect the benchmark only: the given paths inside the items dir, else all of it.
         inside = [a for a in config.args if _within(Path(a).resolve(), self.items_dir)]
@@ -94,7 +95,7 @@ class Session:
     def corpus(self):
         return self.loaded.corpus if self.loaded else None
 
-    def item_nodes(self, parent: ItemFile, item: Item) -> Iterator[pytest.Item]:
+    def item_nodes(self, parent: ItemFile, item: BenchmarkItem) -> Iterator[pytest.Item]:
         raise NotImplementedError
 
     @pytest.hookimpl(tryfirst=True)
@@ -146,7 +147,7 @@ class VerifySession(Session):
             return ItemsDir.from_parent(parent, path=path)
         return None
 
-    def item_nodes(self, parent: ItemFile, item: Item) -> Iterator[pytest.Item]:
+    def item_nodes(self, parent: ItemFile, item: BenchmarkItem) -> Iterator[pytest.Item]:
         # A changed item's recorded distractors belong to its old version: not checked.
         stale = self.loaded is not None and item.id in self.loaded.changed
         for case in item_cases(item, () if stale else self.distractors(item.id)):
@@ -220,7 +221,7 @@ class BenchmarkSession(Session):
     def pytest_configure_node(self, node) -> None:  # xdist controller only
         node.workerinput[WORKER_KEY] = str(self.state_file or "")
 
-    def item_nodes(self, parent: ItemFile, item: Item) -> Iterator[pytest.Item]:
+    def item_nodes(self, parent: ItemFile, item: BenchmarkItem) -> Iterator[pytest.Item]:
         for name in self.names:
             run = self.runs.get(name)
             result = run.results.get(item.id) if run else None

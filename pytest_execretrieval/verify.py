@@ -15,14 +15,14 @@ from dataclasses import dataclass
 
 from .corpus import Corpus, Snippet
 from .execution import SuiteRunner
-from .items import Item
+from .items import BenchmarkItem
 from .sandbox import SuiteResult
 
 
 @dataclass(frozen=True)
 class Case:
     name: str  # e.g. "canonical", "alternative[0]", "distractor[off_by_one@L4]"
-    item: Item
+    item: BenchmarkItem
     code: str
     must_pass: bool
     snippet: Snippet | None = None
@@ -39,7 +39,7 @@ def distractors_by_query(corpus: Corpus | None) -> dict[str, list[Snippet]]:
     return dict(out)
 
 
-def item_cases(item: Item, distractors: Sequence[Snippet] = ()) -> list[Case]:
+def item_cases(item: BenchmarkItem, distractors: Sequence[Snippet] = ()) -> list[Case]:
     """The per-snippet checks of one item: canonical, alternatives, then its distractors."""
     out = [Case("canonical", item, item.canonical, True)]
     out += [Case(f"alternative[{i}]", item, code, True) for i, code in enumerate(item.alternatives)]
@@ -66,9 +66,9 @@ def check(case: Case, result: SuiteResult) -> str | None:
     return None
 
 
-def name_collisions(items: Sequence[Item], runner: SuiteRunner) -> list[str]:
+def name_collisions(items: Sequence[BenchmarkItem], runner: SuiteRunner) -> list[str]:
     """Gate 5: reports for each canonical that passes the suite of another item of the same name."""
-    by_name: dict[str, list[Item]] = defaultdict(list)
+    by_name: dict[str, list[BenchmarkItem]] = defaultdict(list)
     for item in items:
         by_name[item.entry_point].append(item)
     pairs = [(a, b) for group in by_name.values() if len(group) > 1
@@ -80,7 +80,7 @@ def name_collisions(items: Sequence[Item], runner: SuiteRunner) -> list[str]:
             if r.passed]  # fmt: skip
 
 
-def shared_names(items: Sequence[Item]) -> dict[str, list[str]]:
+def shared_names(items: Sequence[BenchmarkItem]) -> dict[str, list[str]]:
     by_name: dict[str, list[str]] = defaultdict(list)
     for item in items:
         by_name[item.entry_point].append(item.id)

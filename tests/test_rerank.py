@@ -9,7 +9,7 @@ import pytest
 
 from pytest_execretrieval.benchmark import BenchmarkRun, Hit, QueryResult
 from pytest_execretrieval.execution import SuiteRunner
-from pytest_execretrieval.items import Item
+from pytest_execretrieval.items import BenchmarkItem
 from pytest_execretrieval.metrics import row_metrics
 from pytest_execretrieval.report import report_row
 from pytest_execretrieval.rerank import (
@@ -44,10 +44,10 @@ TESTS = (
 )
 
 
-def make_item(tests=TESTS, entry_point="clamp_add", canonical=CANONICAL) -> Item:
-    return Item("math_number_theory/clamp_add", Path("clamp_add.toml"), "math_number_theory",
-                "Add two integers and clamp the sum to [lo, hi].", entry_point, canonical,
-                tuple(tests))  # fmt: skip
+def make_item(tests=TESTS, entry_point="clamp_add", canonical=CANONICAL) -> BenchmarkItem:
+    return BenchmarkItem("math_number_theory/clamp_add", Path("clamp_add.toml"),
+                         "math_number_theory", "Add two integers and clamp the sum to [lo, hi].",
+                         entry_point, canonical, tuple(tests))  # fmt: skip
 
 
 def candidates(*codes: str) -> tuple[Candidate, ...]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_execretrieval.items import Item
+from pytest_execretrieval.items import BenchmarkItem
 from pytest_execretrieval.rerank import Candidate, RerankerContext, RerankerError, RerankQuery
 from pytest_execretrieval.rerank import get_reranker as _get
 
@@ -102,8 +102,8 @@ class FakeReranker:
         self.server.server_close()
 
 
-def item(query: str) -> Item:
-    return Item("strings/q", Path("q.toml"), "strings", query, "f", "def f():\n    pass\n",
+def item(query: str) -> BenchmarkItem:
+    return BenchmarkItem("strings/q", Path("q.toml"), "strings", query, "f", "def f():\n    pass\n",
                 ("assert f() is None",))  # fmt: skip
 
 

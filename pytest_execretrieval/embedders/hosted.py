@@ -77,7 +77,7 @@ from .hosted_http import (
     Transport,
     http_settings,
     import_httpx,
-    setting,
+    option_or_env,
 )
 
 DIMENSIONS_ENV = "EXECRETRIEVAL_EMBED_DIMENSIONS"
@@ -295,13 +295,13 @@ class HostedEmbedder(EmbedderBase):
     def __init__(self, options: EmbedderOptions, spec: Spec):
         self.spec, self.api, self.name = spec, spec.api, spec.name
         extra = dict(options.extra)
-        self.requested_dim = setting(extra, "dimensions", DIMENSIONS_ENV, int)
+        self.requested_dim = option_or_env(extra, "dimensions", DIMENSIONS_ENV, int)
         self.dim = self.requested_dim or spec.default_dim
         self._check_dim()
         self.batch_size = min(options.batch_size or spec.max_batch, spec.max_batch)
         self.counter = token_counter(spec)
         self.http = http_settings(extra)
-        self.max_tokens = setting(extra, "max_tokens", "EXECRETRIEVAL_MAX_TOKENS", int)
+        self.max_tokens = option_or_env(extra, "max_tokens", "EXECRETRIEVAL_MAX_TOKENS", int)
         if self.max_tokens is not None and self.max_tokens < 0:
             raise EmbedderError(f"--execretrieval-max-tokens must be >= 0, got {self.max_tokens}")
         base = extra.get("base_url") or os.environ.get(self.api.base_env, "").strip()

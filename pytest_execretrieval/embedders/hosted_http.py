@@ -93,7 +93,7 @@ SETTINGS = (
 UPPER = {"max_attempts": MAX_ATTEMPTS}
 
 
-def setting(
+def option_or_env(
     extra: Mapping, key: str, env: str, kind: type, environ: Mapping[str, str] = os.environ
 ):
     """``extra[key]``, else ``$env``, converted to ``kind``; ``None`` when neither is set."""
@@ -116,7 +116,7 @@ def http_settings(extra: Mapping, environ: Mapping[str, str] = os.environ) -> Ht
     values = {}
     for field, key, env in SETTINGS:
         kind = type(getattr(defaults, field))
-        value = setting(extra, key, env, kind, environ)
+        value = option_or_env(extra, key, env, kind, environ)
         if value is None:
             continue
         least = 0 if field == "requests_per_minute" else (1 if kind is int else 1e-9)

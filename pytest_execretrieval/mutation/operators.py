@@ -578,7 +578,7 @@ CORE_CLASSES: tuple[str, ...] = tuple(name for name, c in OPERATORS.items() if c
 # `fingerprint.code_fingerprint()` in MUTATION_FINGERPRINT (tests/test_mutation_operators.py
 # prints it). Until it is recorded, corpora record "<version>+unrecorded-<fingerprint>".
 MUTATION_VERSION = "4"
-MUTATION_FINGERPRINT = "c7aaf4c92f9d3629d5a8b890c8c37cbb9b64dfc5eb83a58f972c5408e34081a9"
+MUTATION_FINGERPRINT = "14161b1f5a9b0f197275975d30d8c0f9a6ca938aac535c88c913dfe4cb23fa7e"
 
 
 # --- candidates ---------------------------------------------------------------------------
@@ -647,7 +647,7 @@ def _common_prefix(a: str, b: str) -> str:
     return a[:n]
 
 
-def defines(tree: ast.Module, name: str) -> bool:
+def defines_name(tree: ast.Module, name: str) -> bool:
     """Whether a module defines ``name`` at top level (def, class or plain assignment)."""
     for stmt in tree.body:
         definition = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
@@ -669,7 +669,7 @@ def validated_dump(code: str, entry_point: str) -> str | None:
             compile(tree, "<mutant>", "exec")
     except (SyntaxError, ValueError):
         return None
-    return ast.dump(tree) if defines(tree, entry_point) else None
+    return ast.dump(tree) if defines_name(tree, entry_point) else None
 
 
 def build_mutant(source: str, edits: Sequence[Edit]) -> Mutant:
@@ -690,7 +690,7 @@ def build_mutant(source: str, edits: Sequence[Edit]) -> Mutant:
 def generate_mutants(source: str, entry_point: str) -> list[Mutant]:
     """Every valid single-edit mutant of ``source``, in :func:`generate_edits` order."""
     canonical = ast.parse(source)
-    if not defines(canonical, entry_point):
+    if not defines_name(canonical, entry_point):
         raise ValueError(f"source does not define {entry_point!r} at module level")
     seen = {ast.dump(canonical)}
     mutants = []

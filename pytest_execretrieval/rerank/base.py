@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from ..benchmark import BenchmarkRun
     from ..execution import SuiteRunner
-    from ..items import Item
+    from ..items import BenchmarkItem
 
 
 class RerankerError(Exception):
@@ -30,7 +30,7 @@ class Candidate:
 
 @dataclass(frozen=True)
 class RerankQuery:
-    item: Item
+    item: BenchmarkItem
     candidates: tuple[Candidate, ...]  # the first stage's top k, in its order
 
 

@@ -52,7 +52,7 @@ import ast
 import functools
 from collections.abc import Sequence
 
-from ..items import Item, defines
+from ..items import BenchmarkItem, defines
 from .base import Reranked, RerankerContext, RerankerError, RerankQuery
 
 SOURCES = ("tests", "hypothesis")
@@ -225,7 +225,7 @@ class ExecConsensus:
         return {"name": self.name, "source": self.source, "bits": BITS,
                 "harness_version": HARNESS_VERSION, **extra}  # fmt: skip
 
-    def inputs(self, item: Item, codes: Sequence[str]) -> list[str]:
+    def inputs(self, item: BenchmarkItem, codes: Sequence[str]) -> list[str]:
         if self.source == "tests":
             return arguments_from_tests(item.entry_point, item.tests)
         return hypothesis_arguments(item.entry_point, codes)

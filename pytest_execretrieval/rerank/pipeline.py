@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from ..benchmark import BenchmarkRun, Hit, QueryResult
 from ..corpus import Snippet
 from ..execution import SuiteRunner
-from ..items import Item, defines
+from ..items import BenchmarkItem, defines
 from ..retrieval import DECIMALS
 from .base import Candidate, Reranked, Reranker, RerankerError, RerankQuery
 
@@ -113,7 +113,7 @@ def reorder(r: QueryResult, scores: Sequence[float], k: int) -> Reordered:
     return hits, rank1, tail, span, rank
 
 
-def _outcomes(item: Item, snippet: Snippet, runner: SuiteRunner) -> tuple[str, ...]:
+def _outcomes(item: BenchmarkItem, snippet: Snippet, runner: SuiteRunner) -> tuple[str, ...]:
     """The snippet's outcome per test of ``item`` (recorded, not callable, or run, cached)."""
     if snippet.query_id == item.id:
         return snippet.outcomes
@@ -125,7 +125,8 @@ def _outcomes(item: Item, snippet: Snippet, runner: SuiteRunner) -> tuple[str, .
 
 
 def rerank_run(
-    first: BenchmarkRun, first_name: str, reranker: Reranker, k: int, items: Sequence[Item],
+    first: BenchmarkRun, first_name: str, reranker: Reranker, k: int,
+    items: Sequence[BenchmarkItem],
     snippets: Mapping[str, Snippet], runner: SuiteRunner, name: str | None = None,
 ) -> PipelineRun:  # fmt: skip
     """Rerank ``first``'s top ``k`` of every item's query with ``reranker``.
