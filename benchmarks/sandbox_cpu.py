@@ -17,7 +17,7 @@ import time
 import tomllib
 from pathlib import Path
 
-from pytest_execretrieval.sandbox import Sandbox
+from pytest_execretrieval.execution.sandbox import Sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 TICK = os.sysconf("SC_CLK_TCK")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_execretrieval.sandbox import Limits, Sandbox
+from pytest_execretrieval.execution.sandbox import Limits, Sandbox
 
 CODE = """
 def fib(n):

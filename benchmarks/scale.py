@@ -30,7 +30,7 @@ def synthetic(n: int, queries: int, seed: int = 0) -> tuple[np.ndarray, np.ndarr
 
 
 def one_size(n: int, queries: int) -> dict:
-    from pytest_execretrieval.retrieval import rank_dense
+    from pytest_execretrieval.ranking.retrieval import rank_dense
 
     q, docs = synthetic(n, queries)
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -44,7 +44,7 @@ def one_size(n: int, queries: int) -> dict:
 
 
 def recall(n: int, queries: int) -> dict:
-    from pytest_execretrieval.retrieval import rank_approximate, rank_dense
+    from pytest_execretrieval.ranking.retrieval import rank_approximate, rank_dense
 
     q, docs = synthetic(n, queries, seed=1)
     targets = np.zeros(queries, dtype=np.int64)

@@ -19,10 +19,10 @@ import sys
 import time
 from pathlib import Path
 
-from pytest_execretrieval.build import MUTANT_TIMEOUT_S
-from pytest_execretrieval.execution import SuiteRunner
-from pytest_execretrieval.items import load_items
-from pytest_execretrieval.sandbox import Limits
+from pytest_execretrieval.corpus.build import MUTANT_TIMEOUT_S
+from pytest_execretrieval.corpus.items import load_items
+from pytest_execretrieval.execution.runner import SuiteRunner
+from pytest_execretrieval.execution.sandbox import Limits
 
 ROOT = Path(__file__).resolve().parents[1]
 

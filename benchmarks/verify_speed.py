@@ -83,7 +83,7 @@ def paper_runner(work: list[dict]) -> float:
 
 SANDBOX_ONLY = """
 import json, sys
-from pytest_execretrieval.sandbox import Sandbox
+from pytest_execretrieval.execution.sandbox import Sandbox
 work = json.loads(open(sys.argv[1]).read())[int(sys.argv[2])::int(sys.argv[3])]
 with Sandbox() as sandbox:
     for req in work:

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from . import DEFAULT_CACHE_DIR
-from .corpus import stale_reasons
-from .items import bundled_items_dir
+from .corpus.items import bundled_items_dir
+from .corpus.store import stale_reasons
 from .settings import MAX_STACK
 
 
@@ -18,7 +18,7 @@ def default_items() -> Path:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from .build import (
+    from .corpus.build import (
         MUTANT_TIMEOUT_S,
         BuildError,
         build,
@@ -28,10 +28,10 @@ def cmd_build(args: argparse.Namespace) -> int:
         review_report,
         yield_report,
     )  # fmt: skip
-    from .corpus import corpus_dir, write_corpus
-    from .execution import SuiteRunner
-    from .items import load_items
-    from .sandbox import Limits
+    from .corpus.items import load_items
+    from .corpus.store import corpus_dir, write_corpus
+    from .execution.runner import SuiteRunner
+    from .execution.sandbox import Limits
 
     items_dir = Path(args.items_dir or default_items())
     out_dir = corpus_dir(items_dir, args.stack)
@@ -125,7 +125,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     """
     import json
 
-    from .sandbox import LAYERS, SandboxError, isolation_in_force
+    from .execution.sandbox import LAYERS, SandboxError, isolation_in_force
 
     try:
         isolation = isolation_in_force()
@@ -155,14 +155,14 @@ def _scratch_text(isolation: dict) -> str:
 
 
 def cmd_embed(args: argparse.Namespace) -> int:
-    from .benchmark import document_text
-    from .build import engine
-    from .corpus import CorpusError, read_corpus
+    from .corpus.build import engine
+    from .corpus.items import load_items
+    from .corpus.store import CorpusError, read_corpus
     from .embedders import EmbedderError, EmbedderOptions, get_embedder, require_dense
+    from .embedders.cache import EmbeddingCache, encode_cached, stderr_progress
     from .embedders.hosted import cost_guard
     from .embedders.npz import write_npz
-    from .embedding_cache import EmbeddingCache, encode_cached, stderr_progress
-    from .items import load_items
+    from .ranking.benchmark import document_text
 
     items_dir = Path(args.items_dir or default_items())
     try:
@@ -201,7 +201,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Paired comparison of report JSONs: exit 0, or 2 with a message."""
-    from .compare import ComparisonError, ReportError, compare_reports, load_report
+    from .scoring.compare import ComparisonError, ReportError, compare_reports, load_report
 
     if len(args.reports) < 2:
         return _fail("compare", "give at least two report files")
@@ -219,8 +219,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     """Plots and summary.md from the report JSONs in DIR: exit 0, or 2 with a message (no
     matplotlib, no reports, reports that are not comparable)."""
-    from .compare import ComparisonError, ReportError
-    from .plots import INSTALL_HINT, load_reports, similarity_notes, write_report
+    from .reporting.plots import INSTALL_HINT, load_reports, similarity_notes, write_report
+    from .scoring.compare import ComparisonError, ReportError
 
     directory = Path(args.directory)
     if not directory.is_dir():

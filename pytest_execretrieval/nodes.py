@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .benchmark import QueryResult
-from .corpus import CorpusError
-from .failures import failure_text
-from .items import BenchmarkItem, ItemError, load_item
-from .metrics import junit_properties
-from .report import report_row
-from .verify import Case, check, name_collisions, shared_names
+from .corpus.items import BenchmarkItem, ItemError, load_item
+from .corpus.store import CorpusError
+from .corpus.verify import Case, check, name_collisions, shared_names
+from .ranking.benchmark import QueryResult
+from .reporting.failures import failure_text
+from .reporting.report import report_row
+from .scoring.metrics import junit_properties
 
 if TYPE_CHECKING:
     from .session import BenchmarkSession, Session, VerifySession

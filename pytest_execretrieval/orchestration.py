@@ -12,8 +12,8 @@ from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .benchmark import BenchmarkRun, run_benchmark
-from .corpus import (
+from .corpus.items import BenchmarkItem, item_id, load_items
+from .corpus.store import (
     Corpus,
     CorpusError,
     StaleReason,
@@ -23,13 +23,13 @@ from .corpus import (
     stale_reasons,
 )
 from .embedders import Embedder, EmbedderError, EmbedderOptions, get_embedder
+from .embedders.cache import stderr_progress
 from .embedders.hosted import report_fields as hosted_report_fields
-from .embedding_cache import stderr_progress
-from .execution import SuiteRunner
-from .items import BenchmarkItem, item_id, load_items
-from .report import build_report
-from .rerank import Reranker, RerankerContext, RerankerError, get_reranker
-from .rerank.pipeline import lift, rerank_run
+from .execution.runner import SuiteRunner
+from .ranking.benchmark import BenchmarkRun, run_benchmark
+from .ranking.rerank import Reranker, RerankerContext, RerankerError, get_reranker
+from .ranking.rerank.pipeline import lift, rerank_run
+from .reporting.report import build_report
 from .settings import GateSettings
 
 
@@ -54,7 +54,7 @@ def load(items_dir: Path, stack: int, *, stale_ok: bool) -> Loaded:
     A benchmark (``stale_ok=False``) refuses a stale or unreadable corpus. Verification goes on:
     it reports the staleness as a failing gate and checks the distractors of unchanged items only.
     """
-    from .build import engine
+    from .corpus.build import engine
 
     items, problems = load_items(items_dir)
     bad = {item_id(p.path) for p in problems}
@@ -151,7 +151,7 @@ def rank(
 
 def load_baseline(path: Path, sha: str) -> dict:
     """The baseline report, which must be for this very corpus."""
-    from .compare import ReportError, load_report
+    from .scoring.compare import ReportError, load_report
 
     try:
         baseline = load_report(path)
@@ -193,7 +193,7 @@ def build_reports(
     """One report per embedder or pipeline that ran queries (``ran``: name -> query ids, in run
     order); a pipeline's report has its ``first_stage``, ``rerank`` and ``lift`` over the first
     stage's report of this session."""
-    from .compare import ComparisonError
+    from .scoring.compare import ComparisonError
 
     reports = {name: {**build_report(name, runs[name], ids, elapsed, seed), **usage.get(name, {})}
                for name, ids in ran.items() if ids}  # fmt: skip
@@ -220,7 +220,7 @@ def gate_reports(
     a gate that cannot be computed fails with the reason."""
     if baseline is None and not gate.minimums:
         return {}
-    from .compare import ComparisonError, gate_decision
+    from .scoring.compare import ComparisonError, gate_decision
 
     gates = {}
     for name, report in reports.items():

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from . import settings
-from .items import DOMAINS
+from .corpus.items import DOMAINS
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -36,7 +36,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _require_every_layer() -> None:
     """``--execretrieval-isolation strict`` where a sandbox layer is missing: usage error."""
-    from .sandbox import isolation_in_force
+    from .execution.sandbox import isolation_in_force
 
     missing = isolation_in_force()["missing"]
     if missing:

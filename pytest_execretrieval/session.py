@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from .benchmark import BenchmarkRun
-from .corpus import CorpusError, Snippet, StaleReason, corpus_dir, corpus_sha256, read_corpus
+from .corpus.items import BenchmarkItem, bundled_items_dir
+from .corpus.store import CorpusError, Snippet, StaleReason, corpus_dir, corpus_sha256, read_corpus
+from .corpus.verify import distractors_by_query, item_cases
 from .embedders import EmbedderOptions
-from .execution import SuiteRunner
-from .items import BenchmarkItem, bundled_items_dir
+from .execution.runner import SuiteRunner
 from .nodes import ItemFile, ItemsDir, QueryItem, VerifyItem
 from .orchestration import (
     Loaded,
@@ -38,11 +38,11 @@ from .orchestration import (
     read_state,
     write_state,
 )
-from .report import RecordedTest, final_summary, write_reports
-from .rerank import RerankerContext
-from .rerank.pipeline import pipeline_name
+from .ranking.benchmark import BenchmarkRun
+from .ranking.rerank import RerankerContext
+from .ranking.rerank.pipeline import pipeline_name
+from .reporting.report import RecordedTest, final_summary, write_reports
 from .settings import Settings
-from .verify import distractors_by_query, item_cases
 
 WORKER_KEY = "execretrieval_runs"
 
@@ -291,7 +291,7 @@ class BenchmarkSession(Session):
     def pytest_terminal_summary(self, terminalreporter) -> None:
         """Pairwise comparisons in pytest's summary; the verdict comes last (unconfigure)."""
         if len(self.final_reports) > 1:
-            from .compare import compare_reports
+            from .scoring.compare import compare_reports
 
             terminalreporter.section("ExecRetrieval comparisons")
             reports = list(self.final_reports.values())

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import DEFAULT_CACHE_DIR
-from .sandbox import ISOLATION_MODES, Limits
+from .execution.sandbox import ISOLATION_MODES, Limits
 
 
 @dataclass(frozen=True)
@@ -169,7 +169,7 @@ def _metric_value(text: str, flag: str, known: tuple[str, ...]) -> tuple[str, fl
 
 def _gate_settings(config) -> GateSettings:
     """Resolve and check the gate options; a bad value raises ``ValueError`` naming the flag."""
-    from .compare import DEFAULT_GATE_METRICS, GATE_METRICS
+    from .scoring.compare import DEFAULT_GATE_METRICS, GATE_METRICS
 
     explicit = setting(config, "gate-metric")
     bad = [m for m in explicit if m not in GATE_METRICS]
@@ -253,7 +253,7 @@ def resolve(config) -> Settings:
     rerank = setting(config, "rerank")
     _unique(rerank, "a reranker")
     rerank_k = setting(config, "rerank-k")
-    from .benchmark import TOP_K
+    from .ranking.benchmark import TOP_K
 
     if not 1 <= rerank_k <= TOP_K:
         raise ValueError(f"--execretrieval-rerank-k: {rerank_k} is not in 1..{TOP_K} (the first "

@@ -1,4 +1,4 @@
-"""Tests for pytest_execretrieval.analyses on hand-built reports with known answers."""
+"""Tests for pytest_execretrieval.scoring.analyses on hand-built reports with known answers."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from pytest_execretrieval import analyses as an
-from pytest_execretrieval.metrics import query_metrics
 from pytest_execretrieval.mutation.operators import CORE_CLASSES, OPERATOR_CLASSES
-from pytest_execretrieval.stats import js_divergence
+from pytest_execretrieval.scoring import analyses as an
+from pytest_execretrieval.scoring.metrics import query_metrics
+from pytest_execretrieval.scoring.stats import js_divergence
 
 FAST = settings(max_examples=60, deadline=None)
 

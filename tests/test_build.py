@@ -12,10 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_execretrieval import cli
-from pytest_execretrieval.build import build, engine, yield_report
-from pytest_execretrieval.corpus import STALE_KINDS, jsonl, stale_reasons
-from pytest_execretrieval.execution import SuiteRunner
-from pytest_execretrieval.items import load_items
+from pytest_execretrieval.corpus.build import build, engine, yield_report
+from pytest_execretrieval.corpus.items import load_items
+from pytest_execretrieval.corpus.store import STALE_KINDS, jsonl, stale_reasons
+from pytest_execretrieval.execution.runner import SuiteRunner
+from pytest_execretrieval.execution.sandbox import Limits, SuiteResult
 from pytest_execretrieval.mutation.equivalence import annotations, evidence
 from pytest_execretrieval.mutation.operators import (
     MUTATION_VERSION,
@@ -24,7 +25,6 @@ from pytest_execretrieval.mutation.operators import (
     OperatorClass,
 )
 from pytest_execretrieval.mutation.select import Killed, kill_kind, select_distractors
-from pytest_execretrieval.sandbox import Limits, SuiteResult
 
 DATA = Path(__file__).parent / "data" / "items"
 
@@ -150,7 +150,7 @@ def test_selection_balances_classes_across_the_corpus():
 
 
 def test_yield_report_lists_weak_items():
-    from pytest_execretrieval.build import ItemYield
+    from pytest_execretrieval.corpus.build import ItemYield
 
     text = yield_report(
         [
@@ -225,7 +225,7 @@ def test_survivors_are_written_with_their_evidence(items, tmp_path, capsys):
 
 
 def test_mutation_score_counts_only_survivors_shown_different():
-    from pytest_execretrieval.build import ItemYield, Survivor, mutation_score_report
+    from pytest_execretrieval.corpus.build import ItemYield, Survivor, mutation_score_report
 
     yields = [ItemYield("a/x", 9, {"off_by_one": 6}, {}), ItemYield("b/y", 5, {"off_by_one": 2,
               "wrong_operator": 1}, {})]  # fmt: skip

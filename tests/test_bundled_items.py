@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_execretrieval.build import engine
-from pytest_execretrieval.corpus import sha256, stale_reasons
-from pytest_execretrieval.items import DOMAINS, load_items
+from pytest_execretrieval.corpus.build import engine
+from pytest_execretrieval.corpus.items import DOMAINS, load_items
+from pytest_execretrieval.corpus.store import sha256, stale_reasons
 from pytest_execretrieval.mutation.equivalence import (
     annotations,
     entry_point_def,

@@ -1,4 +1,4 @@
-"""Tests for pytest_execretrieval.compare: paired comparison, the gate, the compare command."""
+"""Tests for scoring/compare.py: paired comparison, the gate, the compare command."""
 
 from __future__ import annotations
 
@@ -13,21 +13,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_execretrieval.cli import main
-from pytest_execretrieval.compare import (
+from pytest_execretrieval.reporting.report import metric_summary
+from pytest_execretrieval.scoring.compare import (
     ComparisonError,
     compare_reports,
     gate_decision,
     paired_comparison,
 )
-from pytest_execretrieval.metrics import (
+from pytest_execretrieval.scoring.metrics import (
     KS,
     METRIC_NAMES,
     mean_metrics,
     metric_matrix,
     query_metrics,
 )
-from pytest_execretrieval.report import metric_summary
-from pytest_execretrieval.stats import (
+from pytest_execretrieval.scoring.stats import (
     bootstrap_ci,
     detectable_difference,
     holm_adjust,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pytest_execretrieval.build import evidence_report
-from pytest_execretrieval.corpus import Corpus
+from pytest_execretrieval.corpus.build import evidence_report
+from pytest_execretrieval.corpus.store import Corpus
 from pytest_execretrieval.settings import OPTIONS
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -21,8 +21,8 @@ from pytest_execretrieval.embedders import (
     usability,
 )  # fmt: skip
 from pytest_execretrieval.embedders.bm25 import tokenize
+from pytest_execretrieval.embedders.cache import EmbeddingCache, encode_cached
 from pytest_execretrieval.embedders.npz import write_npz
-from pytest_execretrieval.embedding_cache import EmbeddingCache, encode_cached
 
 DATA = Path(__file__).parent / "data" / "items"
 TEXTS = ["def add(a, b):\n    return a + b\n", "reverse a string", "sort numbers ascending"]

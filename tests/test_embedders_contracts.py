@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from pytest_execretrieval import cli
-from pytest_execretrieval.benchmark import rank_pool
-from pytest_execretrieval.build import engine
-from pytest_execretrieval.corpus import read_corpus
+from pytest_execretrieval.corpus.build import engine
+from pytest_execretrieval.corpus.items import load_items
+from pytest_execretrieval.corpus.store import read_corpus
 from pytest_execretrieval.embedders import (
     BUILTIN,
     DenseEncoder,
@@ -28,8 +28,8 @@ from pytest_execretrieval.embedders import (
     require_dense,
     usability,
 )  # fmt: skip
-from pytest_execretrieval.items import load_items
-from pytest_execretrieval.retrieval import retrieve
+from pytest_execretrieval.ranking.benchmark import rank_pool
+from pytest_execretrieval.ranking.retrieval import retrieve
 
 DATA = Path(__file__).parent / "data" / "items"
 COMMON = ("name", "invocation", "check_usable", "close")

@@ -7,7 +7,8 @@ from fractions import Fraction
 
 import pytest
 
-from pytest_execretrieval.execution import SuiteRunner
+from pytest_execretrieval.execution.runner import SuiteRunner
+from pytest_execretrieval.execution.sandbox import Limits
 from pytest_execretrieval.mutation.equivalence import (
     INT_RANGE,
     MAX_SIZE,
@@ -24,7 +25,6 @@ from pytest_execretrieval.mutation.equivalence import (
     stable_repr,
     supported,
 )
-from pytest_execretrieval.sandbox import Limits
 
 
 @pytest.fixture(scope="module")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_execretrieval.benchmark import Hit, QueryResult
-from pytest_execretrieval.failures import failure_text, rank1_returned
-from pytest_execretrieval.items import load_item
-from pytest_execretrieval.sandbox import SandboxError, SuiteResult
+from pytest_execretrieval.corpus.items import load_item
+from pytest_execretrieval.execution.sandbox import SandboxError, SuiteResult
+from pytest_execretrieval.ranking.benchmark import Hit, QueryResult
+from pytest_execretrieval.reporting.failures import failure_text, rank1_returned
 
 ITEM = load_item(Path(__file__).parent / "data" / "items" / "strings" / "count_vowels.toml")
 WRONG = ITEM.canonical.replace('"aeiou"', '"aeio"')  # misses the u: fails 'AEIOU' only

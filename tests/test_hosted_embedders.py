@@ -24,6 +24,7 @@ from fake_providers import KEY, FakeProvider, fake_vector
 
 from pytest_execretrieval import cli
 from pytest_execretrieval.embedders import EmbedderError, EmbedderOptions, get_embedder, usability
+from pytest_execretrieval.embedders.cache import EmbeddingCache, encode_cached
 from pytest_execretrieval.embedders.hosted import (
     BYTES,
     CL100K_SHA256,
@@ -45,7 +46,6 @@ from pytest_execretrieval.embedders.hosted_http import (
     http_settings,
     retry_after_seconds,
 )
-from pytest_execretrieval.embedding_cache import EmbeddingCache, encode_cached
 
 SPEC = {s.name: s for s in SPECS}
 KEY_VARS = {v for s in SPECS for v in s.api.key_vars}

@@ -10,8 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_execretrieval import sandbox as sandbox_module
-from pytest_execretrieval.sandbox import LAYERS, Limits, Sandbox, SandboxError, isolation_in_force
+from pytest_execretrieval.execution import sandbox as sandbox_module
+from pytest_execretrieval.execution.sandbox import (
+    LAYERS,
+    Limits,
+    Sandbox,
+    SandboxError,
+    isolation_in_force,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,7 +10,7 @@ import tomli_w
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_execretrieval.items import ItemError, load_item, load_items
+from pytest_execretrieval.corpus.items import ItemError, load_item, load_items
 
 GOOD = {
     "domain": "strings",

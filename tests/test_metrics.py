@@ -1,4 +1,4 @@
-"""Tests for pytest_execretrieval.metrics: hand-computed examples and exact properties."""
+"""Tests for pytest_execretrieval.scoring.metrics: hand-computed examples and exact properties."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_execretrieval.compare import GATE_METRICS
-from pytest_execretrieval.metrics import (
+from pytest_execretrieval.scoring.compare import GATE_METRICS
+from pytest_execretrieval.scoring.metrics import (
     HEADLINE,
     KS,
     METRIC_NAMES,

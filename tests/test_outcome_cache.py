@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_execretrieval import outcome_cache
-from pytest_execretrieval.outcome_cache import OutcomeCache, cached_run
-from pytest_execretrieval.sandbox import Limits, Sandbox, SuiteResult
+from pytest_execretrieval.execution import outcome_cache
+from pytest_execretrieval.execution.outcome_cache import OutcomeCache, cached_run
+from pytest_execretrieval.execution.sandbox import Limits, Sandbox, SuiteResult
 
 CODE, SETUP, TESTS = "def f():\n    return 1\n", "import math", ("assert f() == 1",)
 RESULT = SuiteResult(("pass",), True, "", "out")

@@ -1,4 +1,4 @@
-"""Tests for pytest_execretrieval.plots: ``execretrieval report DIR``."""
+"""Tests for pytest_execretrieval.reporting.plots: ``execretrieval report DIR``."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_execretrieval.cli import main
-from pytest_execretrieval.metrics import METRIC_NAMES, mean_metrics, metric_matrix, query_metrics
-from pytest_execretrieval.plots import (
+from pytest_execretrieval.reporting.plots import (
     DECEPTION_PNG,
     DENSITY_PNG,
     EXEC_AT_K_PNG,
@@ -19,6 +18,12 @@ from pytest_execretrieval.plots import (
     deception_figure,
     similarity_notes,
     similarity_png,
+)
+from pytest_execretrieval.scoring.metrics import (
+    METRIC_NAMES,
+    mean_metrics,
+    metric_matrix,
+    query_metrics,
 )
 
 
@@ -154,7 +159,7 @@ def test_similarity_notes_name_the_reason_per_model() -> None:
 
 
 def test_deception_bars_show_how_many_pairs_stand_behind_each() -> None:
-    from pytest_execretrieval.analyses import deception
+    from pytest_execretrieval.scoring.analyses import deception
 
     reports = [make_report("a", 0, True), make_report("b", 1, True)]
     analyses = [{"deception": deception(r)} for r in reports]

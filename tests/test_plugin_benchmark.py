@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np  # imported at collection: pytester's module snapshot must not drop numpy
 import pytest
 
-from pytest_execretrieval.corpus import read_corpus
+from pytest_execretrieval.corpus.items import load_items
+from pytest_execretrieval.corpus.store import read_corpus
 from pytest_execretrieval.embedders.npz import write_npz
-from pytest_execretrieval.items import load_items
 
 TIMING = ("elapsed_s", "created_at")
 

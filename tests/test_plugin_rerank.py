@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_execretrieval.metrics import METRIC_NAMES
+from pytest_execretrieval.scoring.metrics import METRIC_NAMES
 
 
 def bench(pytester, items: Path, *args: str, embedders=("bm25",)):

@@ -66,7 +66,7 @@ def test_distractor_that_passes_is_reported(pytester, items):
     canonical = next(r for r in rows if r["kind"] == "canonical" and
                      r["query_id"] == victim["query_id"])  # fmt: skip
     victim["code"] = canonical["code"] + "\n"
-    from pytest_execretrieval.corpus import sha256
+    from pytest_execretrieval.corpus.store import sha256
 
     victim["snippet_id"] = sha256(victim["code"])
     corpus.write_text("".join(json.dumps(r) + "\n" for r in rows))

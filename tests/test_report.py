@@ -1,14 +1,14 @@
-"""Tests for pytest_execretrieval.report: typed rows, the table's columns, the names it exports."""
+"""Tests for reporting/report.py: typed rows, the table's columns, the names it exports."""
 
 from __future__ import annotations
 
 import inspect
 import math
 
-from pytest_execretrieval import plots, report
-from pytest_execretrieval.benchmark import Hit, QueryResult
-from pytest_execretrieval.report import hit_row, metric_summary, metrics_table, report_row
-from pytest_execretrieval.report_schema import HitRow, ReportRow
+from pytest_execretrieval.ranking.benchmark import Hit, QueryResult
+from pytest_execretrieval.reporting import plots, report
+from pytest_execretrieval.reporting.report import hit_row, metric_summary, metrics_table, report_row
+from pytest_execretrieval.reporting.schema import HitRow, ReportRow
 
 
 def result(query_id: str, canonical_rank: int, tied_top: int = 1) -> QueryResult:

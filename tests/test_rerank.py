@@ -7,12 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_execretrieval.benchmark import BenchmarkRun, Hit, QueryResult
-from pytest_execretrieval.execution import SuiteRunner
-from pytest_execretrieval.items import BenchmarkItem
-from pytest_execretrieval.metrics import row_metrics
-from pytest_execretrieval.report import report_row
-from pytest_execretrieval.rerank import (
+from pytest_execretrieval.corpus.items import BenchmarkItem
+from pytest_execretrieval.execution.runner import SuiteRunner
+from pytest_execretrieval.ranking.benchmark import BenchmarkRun, Hit, QueryResult
+from pytest_execretrieval.ranking.rerank import (
     Candidate,
     Reranked,
     RerankerContext,
@@ -20,7 +18,7 @@ from pytest_execretrieval.rerank import (
     RerankQuery,
     get_reranker,
 )
-from pytest_execretrieval.rerank.consensus import (
+from pytest_execretrieval.ranking.rerank.consensus import (
     BITS,
     HYPOTHESIS_INPUTS,
     agreement,
@@ -28,7 +26,9 @@ from pytest_execretrieval.rerank.consensus import (
     fingerprints,
     hypothesis_arguments,
 )
-from pytest_execretrieval.rerank.pipeline import reorder
+from pytest_execretrieval.ranking.rerank.pipeline import reorder
+from pytest_execretrieval.reporting.report import report_row
+from pytest_execretrieval.scoring.metrics import row_metrics
 
 CANONICAL = "def clamp_add(a, b, lo, hi):\n    return max(lo, min(hi, a + b))\n"
 ALTERNATIVE = "def clamp_add(a, b, lo, hi):\n    s = a + b\n    return lo if s < lo else hi if s > hi else s\n"  # noqa: E501
@@ -271,7 +271,7 @@ def test_entry_point_rerankers_are_found(monkeypatch):
         def close(self) -> None:
             pass
 
-    monkeypatch.setattr("pytest_execretrieval.rerank.plugin_factories",
+    monkeypatch.setattr("pytest_execretrieval.ranking.rerank.plugin_factories",
                         lambda: {"mine": lambda context: Mine()})  # fmt: skip
     assert get_reranker("mine").name == "mine"
 
@@ -301,7 +301,7 @@ def test_cross_encoder_from_a_local_directory(tmp_path):
 
 
 def test_compare_puts_each_pipeline_beside_its_first_stage():
-    from pytest_execretrieval.compare import beside_first_stage
+    from pytest_execretrieval.scoring.compare import beside_first_stage
 
     def report(name, first=None):
         return {"embedder": {"name": name}, **({"first_stage": first} if first else {})}

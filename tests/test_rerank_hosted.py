@@ -10,9 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_execretrieval.items import BenchmarkItem
-from pytest_execretrieval.rerank import Candidate, RerankerContext, RerankerError, RerankQuery
-from pytest_execretrieval.rerank import get_reranker as _get
+from pytest_execretrieval.corpus.items import BenchmarkItem
+from pytest_execretrieval.ranking.rerank import (
+    Candidate,
+    RerankerContext,
+    RerankerError,
+    RerankQuery,
+)
+from pytest_execretrieval.ranking.rerank import get_reranker as _get
 
 pytest.importorskip("httpx")
 

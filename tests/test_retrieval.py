@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_execretrieval.retrieval import DECIMALS, normalize, rank_dense, rank_rows
+from pytest_execretrieval.ranking.retrieval import DECIMALS, normalize, rank_dense, rank_rows
 
 
 def brute_force(scores: np.ndarray, targets, k):

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_execretrieval.sandbox import (
+from pytest_execretrieval.execution.sandbox import (
     Limits,
     Sandbox,
     SandboxError,
@@ -507,7 +507,7 @@ def test_tempfile_uses_the_temp_dir(sb):
 
 
 def test_modules_the_server_does_not_preload_import_in_the_child(sb):
-    from pytest_execretrieval._sandbox_child import PRELOAD
+    from pytest_execretrieval.execution._sandbox_child import PRELOAD
 
     names = ["dataclasses", "decimal", "hashlib", "inspect", "shutil", "statistics", "zlib"]
     assert not set(names) & set(PRELOAD)
@@ -661,7 +661,7 @@ def _alive(pid: int) -> bool:
 def test_server_dies_with_its_parent():
     script = (
         "import os, signal, sys\n"
-        "from pytest_execretrieval.sandbox import Sandbox\n"
+        "from pytest_execretrieval.execution.sandbox import Sandbox\n"
         "sb = Sandbox()\n"
         "print(sb.server_pid, flush=True)\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"
@@ -683,7 +683,7 @@ def test_server_dies_with_its_parent():
 
 
 def test_interrupted_request_does_not_desynchronise_replies(monkeypatch):
-    from pytest_execretrieval import sandbox as sandbox_module
+    from pytest_execretrieval.execution import sandbox as sandbox_module
 
     with Sandbox(Limits(timeout_s=TIMEOUT)) as sandbox:
         real = sandbox_module._read_frame
@@ -717,7 +717,7 @@ def _descendants(pid: int) -> list[int]:
 
 
 def test_stopping_the_sandbox_mid_run_kills_every_process_of_it(monkeypatch):
-    from pytest_execretrieval import sandbox as sandbox_module
+    from pytest_execretrieval.execution import sandbox as sandbox_module
 
     seen: list[int] = []
     with Sandbox(Limits(timeout_s=60)) as sandbox:

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_execretrieval import sandbox as sandbox_module
-from pytest_execretrieval.sandbox import LOST, Limits, Sandbox, SuiteResult
+from pytest_execretrieval.execution import sandbox as sandbox_module
+from pytest_execretrieval.execution.sandbox import LOST, Limits, Sandbox, SuiteResult
 
 TIMEOUT = 2.0
 BENIGN = ("def f(x):\n    return 2 * x\n", "", ["assert f(2) == 4"])

@@ -16,8 +16,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_execretrieval._sandbox_child import UnsupportedValue, decode, encode, plan_test
-from pytest_execretrieval.sandbox import Limits, Sandbox
+from pytest_execretrieval.execution._sandbox_child import (
+    UnsupportedValue,
+    decode,
+    encode,
+    plan_test,
+)
+from pytest_execretrieval.execution.sandbox import Limits, Sandbox
 
 ITEMS = Path(__file__).resolve().parents[1] / "items"
 HOLE_NAMES = {"__hole__", "__capture__", "__raises__"}
@@ -241,7 +246,7 @@ SHAPES = [
 
 def python_outcomes(code: str, tests: list[str]) -> list[str]:
     """What the tests give when run the old way, in this process (our own trusted snippets)."""
-    from pytest_execretrieval._sandbox_child import raises
+    from pytest_execretrieval.execution._sandbox_child import raises
 
     ns = {"raises": raises}
     exec("import math\nfrom datetime import date", ns)  # noqa: S102

@@ -1,4 +1,4 @@
-"""Tests for pytest_execretrieval.stats: hand examples, scipy cross-checks, brute force.
+"""Tests for pytest_execretrieval.scoring.stats: hand examples, scipy cross-checks, brute force.
 
 Mutation-tested with mutmut (`tox -e mutmut`): 578 of 581 mutants killed. The 3 survivors are
 equivalent: the bootstrap chunk size `max(1, ...)` -> `max(2, ...)` (results do not depend on
@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 from scipy.spatial.distance import jensenshannon
 
-from pytest_execretrieval import stats
-from pytest_execretrieval.stats import (
+from pytest_execretrieval.scoring import stats
+from pytest_execretrieval.scoring.stats import (
     Deception,
     McNemar,
     auc_roc,

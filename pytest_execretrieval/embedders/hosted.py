@@ -68,8 +68,8 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from ..embedding_cache import ENCODE_BATCH, EmbeddingCache, missing_rows, text_key
 from . import ROLES, Embedder, EmbedderBase, EmbedderError, EmbedderOptions, check_vectors, describe
+from .cache import ENCODE_BATCH, EmbeddingCache, missing_rows, text_key
 from .hosted_http import (
     Cancelled,
     FatalError,

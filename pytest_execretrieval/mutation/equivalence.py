@@ -46,7 +46,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..execution import SuiteRunner
+from ..execution.runner import SuiteRunner
 
 # Bump when the grammar, the draws or the harness change: recorded evidence then goes stale.
 EVIDENCE_VERSION = "2"

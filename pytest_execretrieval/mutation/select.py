@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..sandbox import SuiteResult
+from ..execution.sandbox import SuiteResult
 from .operators import CORE_CLASSES, Mutant
 
 KILL_RANK = {"assertion": 0, "exception": 1, "timeout": 2}

@@ -2,7 +2,7 @@
 
 Two reports are comparable when they were run on the same corpus (``corpus.sha256``) over the
 same query ids; queries are then paired by id.  Per-query metrics are recomputed from each row
-with :func:`pytest_execretrieval.metrics.row_metrics` (tie-aware expected values for version 2
+with :func:`.metrics.row_metrics` (tie-aware expected values for version 2
 rows; version 1 rows carry no ties and keep their tie-broken values).  Differences are always
 ``b - a`` (candidate minus baseline).
 
@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 from tabulate import tabulate
 
+from ..reporting.schema import ReportRow
 from .metrics import (
     HEADLINE,
     METRIC_NAMES,
@@ -48,7 +49,6 @@ from .metrics import (
     metric_spec,
     row_metrics,
 )
-from .report_schema import ReportRow
 from .stats import (
     detectable_difference,
     holm_adjust,
@@ -202,7 +202,7 @@ def paired_comparison(
     "skipped": {name: reason}}``.  ``metrics``: the metrics to compare (default: the two
     reports' :func:`shared_metrics`; ``skipped`` then says why the others are not compared).
     ``ci95`` is the paired query-level percentile bootstrap
-    (:func:`pytest_execretrieval.stats.paired_bootstrap_diff_ci`, :data:`N_RESAMPLES`
+    (:func:`pytest_execretrieval.scoring.stats.paired_bootstrap_diff_ci`, :data:`N_RESAMPLES`
     resamples, ``seed``); the test is :func:`paired_test`.  Raises :class:`ComparisonError`
     for different corpora, different query ids, zero queries or no metric to compare.
     """

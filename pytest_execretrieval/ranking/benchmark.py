@@ -15,12 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .corpus import Corpus, Snippet
-from .embedders import DenseEncoder, Embedder
-from .embedders.hosted import cost_guard
-from .embedding_cache import EmbeddingCache, Progress, encode_cached
-from .execution import SuiteRunner
-from .items import BenchmarkItem, defines
+from ..corpus.items import BenchmarkItem, defines
+from ..corpus.store import Corpus, Snippet
+from ..embedders import DenseEncoder, Embedder
+from ..embedders.cache import EmbeddingCache, Progress, encode_cached
+from ..embedders.hosted import cost_guard
+from ..execution.runner import SuiteRunner
 from .retrieval import DECIMALS, TIE_POLICY, Ranking, normalize, retrieve
 
 TOP_K = 10

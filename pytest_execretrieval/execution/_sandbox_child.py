@@ -1,7 +1,7 @@
-"""Checker, zygote and child: the process side of :mod:`pytest_execretrieval.sandbox`.
+"""Checker, zygote and child: the process side of :mod:`pytest_execretrieval.execution.sandbox`.
 
 Stdlib only (plus :mod:`._confine`, itself stdlib + ctypes + optional ``pyseccomp``).
-:class:`~pytest_execretrieval.sandbox.Sandbox` starts this file as a script (``python -I
+:class:`~pytest_execretrieval.execution.sandbox.Sandbox` starts this file as a script (``python -I
 _sandbox_child.py LIMITS_JSON``). Importing the module has no side effects, so ``sandbox.py``
 can read :data:`RUNNER_VERSION` and :func:`plan_test` from here.
 

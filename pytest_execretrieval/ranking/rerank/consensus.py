@@ -52,7 +52,7 @@ import ast
 import functools
 from collections.abc import Sequence
 
-from ..items import BenchmarkItem, defines
+from ...corpus.items import BenchmarkItem, defines
 from .base import Reranked, RerankerContext, RerankerError, RerankQuery
 
 SOURCES = ("tests", "hypothesis")
@@ -154,7 +154,7 @@ def _literal(value: object) -> bool:
 
 @functools.lru_cache(maxsize=256)
 def _drawn(types: tuple[str, ...], n: int) -> tuple[str, ...]:
-    from ..mutation.equivalence import draw_inputs
+    from ...mutation.equivalence import draw_inputs
 
     return tuple(", ".join(map(repr, args)) for args in draw_inputs(types, n)
                  if all(map(_literal, args)))  # fmt: skip
@@ -163,7 +163,7 @@ def _drawn(types: tuple[str, ...], n: int) -> tuple[str, ...]:
 def hypothesis_arguments(entry_point: str, codes: Sequence[str]) -> list[str]:
     """Argument lists drawn for the first of ``codes`` whose ``entry_point`` has supported
     annotations; empty when none has."""
-    from ..mutation.equivalence import annotations
+    from ...mutation.equivalence import annotations
 
     for code in codes:
         try:

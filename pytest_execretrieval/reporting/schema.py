@@ -1,6 +1,6 @@
 """The rows of a report JSON's ``per_query`` list, as types (no behaviour here).
 
-:func:`pytest_execretrieval.report.report_row` writes a :class:`ReportRow` per query (schema
+:func:`.report.report_row` writes a :class:`ReportRow` per query (schema
 version 2); readers (:mod:`.metrics`, :mod:`.compare`, :mod:`.analyses`) also accept schema
 version 1 rows, which lack the keys marked ``NotRequired``.
 """

@@ -35,10 +35,10 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ...corpus.items import BenchmarkItem, defines
+from ...corpus.store import Snippet
+from ...execution.runner import SuiteRunner
 from ..benchmark import BenchmarkRun, Hit, QueryResult
-from ..corpus import Snippet
-from ..execution import SuiteRunner
-from ..items import BenchmarkItem, defines
 from ..retrieval import DECIMALS
 from .base import Candidate, Reranked, Reranker, RerankerError, RerankQuery
 
@@ -194,9 +194,9 @@ def rerank_run(
 
 
 def _group_figures(qa: list[dict], qb: list[dict], idx: list[int], seed: int) -> dict:
-    from ..compare import paired_test
-    from ..metrics import METRIC_NAMES, metric_matrix, row_metrics
-    from ..stats import mcnemar_exact, paired_bootstrap_diff_ci
+    from ...scoring.compare import paired_test
+    from ...scoring.metrics import METRIC_NAMES, metric_matrix, row_metrics
+    from ...scoring.stats import mcnemar_exact, paired_bootstrap_diff_ci
 
     j = METRIC_NAMES.index("exec@1")
     a = metric_matrix([row_metrics(qa[i]).expected for i in idx])[:, j]
@@ -220,9 +220,9 @@ def lift(first_stage: dict, pipeline: dict, seed: int = 0) -> dict:
     stage); ``exec@1_mcnemar``: the exact McNemar test on the pytest items' pass/fail
     (``only_first_stage``, ``only_pipeline``, ``p``); ``by_domain`` and ``by_operator``: the
     exec@1 figures per domain and per operator class."""
-    from ..analyses import _classes, _own
-    from ..compare import _paired_queries, paired_comparison
-    from ..stats import mcnemar_exact
+    from ...scoring.analyses import _classes, _own
+    from ...scoring.compare import _paired_queries, paired_comparison
+    from ...scoring.stats import mcnemar_exact
 
     cmp = paired_comparison(first_stage, pipeline, seed=seed)
     qa, qb = _paired_queries(first_stage, pipeline)

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..mutation.operators import OPERATOR_CLASSES
 from .metrics import METRICS, row_metrics
-from .mutation.operators import OPERATOR_CLASSES
 from .stats import (
     auc_roc,
     deception_rates,
@@ -189,7 +189,7 @@ def deception(report: dict) -> dict:
     * ``median_margin``: median over queries of ``canonical - best of those distractors``;
     * ``n_pairs``, ``n_queries``.
 
-    Per query this is :func:`pytest_execretrieval.stats.deception_rates`.
+    Per query this is :func:`pytest_execretrieval.scoring.stats.deception_rates`.
     """
 
     def pairs(c: str | None) -> list[tuple[dict, list[dict]]]:
@@ -236,7 +236,7 @@ def rank1_miss_attribution(report: dict) -> dict:
 def density_ablation(report: dict, densities: Sequence[int] = DENSITIES) -> dict:
     """Expected exec@1 if each query kept only ``d`` of its ``m`` own distractors.
 
-    Per query: :func:`pytest_execretrieval.stats.density_exec1` over the top-10 flags (is an
+    Per query: :func:`pytest_execretrieval.scoring.stats.density_exec1` over the top-10 flags (is an
     own distractor, passes) with ``n_own = m = len(own_distractors)``; the expectation is over
     the equally likely kept subsets, and ``d > m`` keeps all ``m``.  A query is *undecided* at
     ``d`` when, with positive probability, every top-10 snippet is a removed own distractor (so

@@ -13,10 +13,10 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .corpus import Corpus, Snippet
-from .execution import SuiteRunner
+from ..execution.runner import SuiteRunner
+from ..execution.sandbox import SuiteResult
 from .items import BenchmarkItem
-from .sandbox import SuiteResult
+from .store import Corpus, Snippet
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from .benchmark import Hit, QueryResult
-from .corpus import unified_diff
-from .items import BenchmarkItem, defines
-from .sandbox import Limits, SandboxError, SuiteResult, run_suite
+from ..corpus.items import BenchmarkItem, defines
+from ..corpus.store import unified_diff
+from ..execution.sandbox import Limits, SandboxError, SuiteResult, run_suite
+from ..ranking.benchmark import Hit, QueryResult
 
 __all__ = ["RERUN_LIMITS", "failure_text", "rank1_group", "rank1_returned", "tie_text"]
 

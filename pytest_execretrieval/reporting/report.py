@@ -19,14 +19,21 @@ from xml.etree import ElementTree as ET
 
 from tabulate import tabulate
 
-from .analyses import DENSITIES, analyses
-from .benchmark import BenchmarkRun, Hit, QueryResult
-from .compare import report_names, tie_range
-from .metrics import HEADLINE, METRIC_NAMES, METRICS, mean_metrics, metric_matrix, row_metrics
-from .report_schema import HitRow, ReportRow
-from .retrieval import TIE_POLICY
-from .sandbox import isolation_in_force
-from .stats import bootstrap_ci
+from ..execution.sandbox import isolation_in_force
+from ..ranking.benchmark import BenchmarkRun, Hit, QueryResult
+from ..ranking.retrieval import TIE_POLICY
+from ..scoring.analyses import DENSITIES, analyses
+from ..scoring.compare import report_names, tie_range
+from ..scoring.metrics import (
+    HEADLINE,
+    METRIC_NAMES,
+    METRICS,
+    mean_metrics,
+    metric_matrix,
+    row_metrics,
+)
+from ..scoring.stats import bootstrap_ci
+from .schema import HitRow, ReportRow
 
 SCHEMA_VERSION = 2
 
@@ -210,7 +217,7 @@ def final_summary(
     """The session's closing lines: the metrics table, the gates, the reports written."""
     lines = metrics_table(reports).splitlines()
     lines.append(f"(tie-aware expected values; embedding and ranking took {encode_s:.1f} s)")
-    from .rerank.pipeline import lift_lines
+    from ..ranking.rerank.pipeline import lift_lines
 
     for name, report in reports.items():
         lines += lift_lines(name, report)
@@ -299,12 +306,12 @@ def session_summary_markdown(reports: dict[str, dict], gates: dict[str, dict]) -
     """The session's summary.md: metrics with CIs, every pair of models compared, the analyses
     highlights, the pipelines' lifts and the gate decisions (plots come from
     `execretrieval report DIR`)."""
-    from .compare import compare_reports
+    from ..scoring.compare import compare_reports
 
     data = list(reports.values())
     text = analyses_markdown(data, [r["analyses"] for r in data], [],
                              compare_reports(data, "markdown", all_pairs=False))  # fmt: skip
-    from .rerank.pipeline import lift_markdown
+    from ..ranking.rerank.pipeline import lift_markdown
 
     lifts = lift_markdown(reports)
     return text + ("\n" + lifts if lifts else "") + ("\n" + gate_markdown(gates) if gates else "")

@@ -31,9 +31,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..embedders import EmbedderError, package_versions
-from ..embedders.hosted import BYTES, parse_base_url
-from ..embedders.hosted_http import Transport, http_settings, import_httpx
+from ...embedders import EmbedderError, package_versions
+from ...embedders.hosted import BYTES, parse_base_url
+from ...embedders.hosted_http import Transport, http_settings, import_httpx
 from .base import Reranked, RerankerContext, RerankerError, RerankQuery
 
 

@@ -11,15 +11,15 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 
-from .corpus import Corpus, Snippet, make_snippet, unified_diff
-from .execution import SuiteRunner
+from ..execution.runner import SuiteRunner
+from ..execution.sandbox import RUNNER_VERSION, SuiteResult
+from ..mutation.equivalence import EVIDENCE_VERSION, evidence
+from ..mutation.fingerprint import mutation_version
+from ..mutation.operators import OPERATOR_CLASSES, Mutant, generate_mutants
+from ..mutation.select import MAX_DISTRACTORS, Killed, kill_kind, select_distractors
+from ..mutation.stacking import stack_mutants
 from .items import BenchmarkItem
-from .mutation.equivalence import EVIDENCE_VERSION, evidence
-from .mutation.fingerprint import mutation_version
-from .mutation.operators import OPERATOR_CLASSES, Mutant, generate_mutants
-from .mutation.select import MAX_DISTRACTORS, Killed, kill_kind, select_distractors
-from .mutation.stacking import stack_mutants
-from .sandbox import RUNNER_VERSION, SuiteResult
+from .store import Corpus, Snippet, make_snippet, unified_diff
 
 MUTANT_TIMEOUT_S = 1.0
 

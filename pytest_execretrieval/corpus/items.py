@@ -55,9 +55,9 @@ class ItemError(Exception):
 
 def bundled_items_dir() -> Path:
     """The bundled benchmark: the repository's items/ in a checkout, the wheel's copy otherwise."""
-    here = Path(__file__).resolve().parent
-    checkout = here.parent / "items"
-    return checkout if checkout.is_dir() else here / "bundled_items"
+    package = Path(__file__).resolve().parents[1]
+    checkout = package.parent / "items"
+    return checkout if checkout.is_dir() else package / "bundled_items"
 
 
 def item_id(path: Path) -> str:

@@ -15,7 +15,7 @@ the canonical:
 An unknown canonical rank (``None``) scores 0 on ``ndcg@k`` and ``mrr``.
 
 **Tied scores** (McSherry & Najork, ECIR 2008). Scores are compared as ranked (rounded to
-:data:`pytest_execretrieval.retrieval.DECIMALS` decimals for every embedder), and snippets with
+:data:`..ranking.retrieval.DECIMALS` decimals for every embedder), and snippets with
 equal scores form a *tie group*. A tie-broken order (by snippet id) is arbitrary, so
 :func:`tie_aware_metrics` reports each metric as its **expected value** over all orderings that
 permute each tie group uniformly at random, computed exactly, together with its **optimistic**

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from ...corpus.items import BenchmarkItem
+    from ...execution.runner import SuiteRunner
     from ..benchmark import BenchmarkRun
-    from ..execution import SuiteRunner
-    from ..items import BenchmarkItem
 
 
 class RerankerError(Exception):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .embedders import DenseEncoder, check_vectors
+from . import DenseEncoder, check_vectors
 
 Progress = Callable[[str, int, int, float], None]  # (role, done, total, texts per second)
 ENCODE_BATCH = 256  # texts per embedder.encode call of encode_cached

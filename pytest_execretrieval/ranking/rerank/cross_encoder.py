@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..embedders import package_versions
+from ...embedders import package_versions
 from .base import Reranked, RerankerContext, RerankerError, RerankQuery
 
 BATCH_SIZE = 32

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .embedders import DenseEncoder, Embedder, LexicalScorer, check_vectors, contract
+from ..embedders import DenseEncoder, Embedder, LexicalScorer, check_vectors, contract
 
 TIE_POLICY = (
     "scores rounded to 6 decimals; metrics are expected values over random order "

@@ -7,13 +7,13 @@ writes next to them, with fixed names:
   reports' 95% CIs;
 * ``deception_by_operator.png``: deceived-pair rate by operator class (and overall), grouped
   bars per model, each labelled with its number of pairs
-  (:func:`pytest_execretrieval.analyses.deception`);
+  (:func:`pytest_execretrieval.scoring.analyses.deception`);
 * ``density_ablation.png``: expected exec@1 against the number ``d`` of own distractors kept
-  (:func:`pytest_execretrieval.analyses.density_ablation`);
+  (:func:`pytest_execretrieval.scoring.analyses.density_ablation`);
 * ``similarity_<model>.png``: equivalent-vs-mutant code-to-code similarity histograms, per
   model that has ``code_similarity`` data (the output and summary.md say why any is missing:
   :func:`similarity_notes`);
-* ``summary.md``: the metrics tables (:func:`pytest_execretrieval.compare.compare_reports`,
+* ``summary.md``: the metrics tables (:func:`pytest_execretrieval.scoring.compare.compare_reports`,
   markdown), the images and a table of analysis highlights.
 
 matplotlib (the ``plots`` extra) is imported only when plotting, with the Agg canvas.
@@ -26,10 +26,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .analyses import DENSITIES, code_similarity_samples, operator_order
-from .analyses import analyses as run_analyses
-from .compare import ReportError, compare_reports, load_report, report_names
-from .metrics import at_k
+from ..scoring.analyses import DENSITIES, code_similarity_samples, operator_order
+from ..scoring.analyses import analyses as run_analyses
+from ..scoring.compare import ReportError, compare_reports, load_report, report_names
+from ..scoring.metrics import at_k
 from .report import analyses_markdown, file_stem, or_na
 
 if TYPE_CHECKING:
