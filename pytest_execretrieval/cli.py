@@ -10,7 +10,7 @@ from pathlib import Path
 from . import DEFAULT_CACHE_DIR
 from .corpus.items import bundled_items_dir
 from .corpus.store import stale_reasons
-from .settings import MAX_STACK
+from .settings import BY_NAME, MAX_STACK
 
 
 def default_items() -> Path:
@@ -265,7 +265,7 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--stack",
         type=int,
-        default=1,
+        default=BY_NAME["stack"].default,
         choices=range(1, MAX_STACK + 1),
         metavar="K",
         help="K edits per distractor (2-4): a separate corpus in DIR/stack-K/",
@@ -297,7 +297,8 @@ def parser() -> argparse.ArgumentParser:
                        "p-values, of report JSONs")  # fmt: skip
     c.add_argument("reports", nargs="+", metavar="REPORT.json")
     c.add_argument("--format", choices=("plain", "markdown"), default="plain")
-    c.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    seed = BY_NAME["seed"].default
+    c.add_argument("--seed", type=int, default=seed, help=f"bootstrap seed (default {seed})")
     r = sub.add_parser("report", help="PNG plots and summary.md from the report JSONs in DIR")
     r.add_argument("directory", metavar="DIR")
     e = sub.add_parser("embed", help="write frozen embedding matrices (.npz) for npz:PATH")
