@@ -300,6 +300,7 @@ RETURNED = [
     ("assert raises(ValueError, f, 1)", "fail", "raised nothing"),
     ("assert not raises(ValueError, f, 'x')", "fail", "raised ValueError"),
     ("assert f(1) == 2 and f(2) == 4", "fail", "f(1) returned 2; f(2) returned 3"),
+    ("assert len([f(1)]) == 1 and f(1) == 3", "fail", "f(1) returned 2"),  # the same text once
     ("assert [f(x) for x in range(3)] == [0, 1, 2]", "fail", "f(x) returned 3 (x=2)"),
     ("assert all(f(i) == i for i in range(4))", "fail", "f(i) returned 1 (i=0)"),
     ("x = 5\nassert f(x) == 7", "fail", "f(x) returned 6 (x=5)"),

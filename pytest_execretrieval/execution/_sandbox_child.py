@@ -1999,9 +1999,9 @@ def returned_text(holes: list, calls: dict[int, tuple[Any, ...]]) -> str:
     ``holes``: the test's planned holes; ``calls``: for each hole the test evaluated, what the
     child answered the last time (see ``_Suite.calls``). One hole without test variables reads
     ``returned 5`` (``raised ValueError``); several read ``f(3) returned 5; g(x) returned 1
-    (x=2)``, with the test variables of the last evaluation. Values are truncated reprs of the
-    decoded objects (the value as the check left it), the whole text at most
-    :data:`RETURNED_CHARS` characters. ``""`` when no hole was evaluated.
+    (x=2)``, with the test variables of the last evaluation (the same text twice reads once).
+    Values are truncated reprs of the decoded objects (the value as the check left it), the
+    whole text at most :data:`RETURNED_CHARS` characters. ``""`` when no hole was evaluated.
     """
     if not calls:
         return ""
@@ -2022,7 +2022,7 @@ def returned_text(holes: list, calls: dict[int, tuple[Any, ...]]) -> str:
         source = _call_source(source) if holes[k][0] == "call" else source
         names = ", ".join(f"{n}={short_repr(v)}" for n, v in loc.items())
         parts.append(f"{source} {what}" + (f" ({names})" if names else ""))
-    return _cut("; ".join(parts), RETURNED_CHARS)
+    return _cut("; ".join(dict.fromkeys(parts)), RETURNED_CHARS)  # a call made twice: once
 
 
 def short_repr(value: Any) -> str:
