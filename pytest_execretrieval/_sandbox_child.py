@@ -1388,8 +1388,11 @@ def _private_ancestor(path: str) -> str | None:
 class _Layers:
     """Sets up and applies the kernel layers; ``report()`` says which are in force and why not."""
 
-    def __init__(self, confine: Any, limits: dict[str, Any]) -> None:
+    def __init__(
+        self, confine: Any, limits: dict[str, Any], seccomp: tuple[bytes, bytes] | str
+    ) -> None:
         self.c = confine
+        self.seccomp = seccomp  # (server, child) BPF programs, or why there are none
         self.active: dict[str, bool] = dict.fromkeys(LAYER_NAMES, False)
         self.missing: dict[str, str] = {}
         self.scratch = SCRATCH
@@ -1554,10 +1557,12 @@ class _Layers:
             self._miss("landlock", str(exc))
 
     def _seccomp(self) -> None:
-        c = self.c
+        if isinstance(self.seccomp, str):
+            self._miss("seccomp", self.seccomp)
+            return
         try:
-            c.load_seccomp(c.seccomp_filter(child=False))
-            self.child_bpf = c.seccomp_filter(child=True)
+            self.c.load_seccomp(self.seccomp[0])
+            self.child_bpf = self.seccomp[1]
             self.active["seccomp"] = True
         except OSError as exc:
             self._miss("seccomp", str(exc))
@@ -1584,7 +1589,11 @@ class _Layers:
 
 
 def _zygote_process(
-    confine: Any, fds: dict[str, int], limits: dict[str, Any], checker: int
+    confine: Any,
+    fds: dict[str, int],
+    limits: dict[str, Any],
+    checker: int,
+    seccomp: tuple[bytes, bytes] | str,
 ) -> None:
     """Body of the process the checker forks at startup; never returns."""
     try:
@@ -1595,7 +1604,7 @@ def _zygote_process(
         os.dup2(devnull, 0)
         os.dup2(devnull, 1)  # the caller's pipes stay with the checker only
         os.close(devnull)
-        layers = _Layers(confine, limits)
+        layers = _Layers(confine, limits, seccomp)
         pid_namespace = layers.enter_namespaces(fds["sync_w"], fds["sync_r"])
         # A new user namespace changes our credentials, which clears the parent-death signal.
         confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -2049,7 +2058,7 @@ def _write_maps(pid: int) -> bool:
         return False
 
 
-def _confine_checker(confine: Any) -> dict[str, str]:
+def _confine_checker(confine: Any, seccomp: tuple[bytes, bytes] | str) -> dict[str, str]:
     """The checker runs item-authored test code: no network, no writes, no new processes."""
     missing: dict[str, str] = {}
     if os.geteuid() == 0:
@@ -2067,7 +2076,10 @@ def _confine_checker(confine: Any) -> dict[str, str]:
             ruleset.allow_paths(["/dev/null"], confine.FS_READ_FILE | confine.FS_WRITE_FILE)
             ruleset.restrict_self()
             ruleset.close()
-        confine.load_seccomp(confine.seccomp_filter(child=True))
+        if isinstance(seccomp, str):
+            missing["checker_confinement"] = seccomp
+        else:
+            confine.load_seccomp(seccomp[1])
     except OSError as exc:
         missing["checker_confinement"] = str(exc)
     return missing
@@ -2142,7 +2154,10 @@ def serve() -> None:
         import _confine as confine
     finally:
         sys.path.remove(here)
-    confine.preload_seccomp()
+    try:  # before the zygote exists: see seccomp_programs() for why in a helper process
+        seccomp: tuple[bytes, bytes] | str = confine.seccomp_programs()
+    except OSError as exc:
+        seccomp = str(exc)
     text = {"encoding": "utf-8", "errors": "backslashreplace", "line_buffering": True}
     for stream in (sys.stdin, sys.stdout, sys.stderr):
         stream.reconfigure(**text)  # the children inherit these streams
@@ -2170,7 +2185,7 @@ def serve() -> None:
             if name != "req_r":
                 os.close(fds[name])
         theirs["sync_w"], theirs["sync_r"] = fds["sync_w"], fds["sync_r"]
-        _zygote_process(confine, theirs, limits, checker)
+        _zygote_process(confine, theirs, limits, checker, seccomp)
     for name in list(fds):
         if name not in mine:
             os.close(fds.pop(name))
@@ -2184,7 +2199,7 @@ def serve() -> None:
         write_frame(1, {"error": str((ready or {}).get("error", "the zygote died at startup"))})
         return
     isolation = ready["layers"]
-    isolation["checker"] = _confine_checker(confine) or "confined"
+    isolation["checker"] = _confine_checker(confine, seccomp) or "confined"
     _set_checker_limits(limits)
     # Test statements run here: they must not write into (or read from) the caller's pipes.
     fd_in, fd_out = _high(os.dup(0)), _high(os.dup(1))

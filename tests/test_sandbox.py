@@ -516,6 +516,20 @@ def test_modules_the_server_does_not_preload_import_in_the_child(sb):
     assert r.passed, r
 
 
+def test_children_inherit_no_module_that_registers_fork_handlers(sb):
+    # threading's and random's at-fork handlers would run in every child (see
+    # _confine.seccomp_programs): the zygote must not have imported them, nor what pulls them in.
+    code = (
+        "import sys\n"
+        "def loaded():\n"
+        "    return sorted({'threading', 'random', 'subprocess', 'pyseccomp'} & set(sys.modules))"
+    )
+    r = sb.run(code, "", ["assert loaded() == []"])
+    assert r.passed, r
+    r = sb.run("import threading, random", "", ["assert random.random() < 1.0"])
+    assert r.passed, r
+
+
 # --- environment and stdin --------------------------------------------------------------------
 
 
