@@ -1,13 +1,14 @@
 """Checker, zygote and child: the process side of :mod:`pytest_execretrieval.sandbox`.
 
 Stdlib only (plus :mod:`._confine`, itself stdlib + ctypes + optional ``pyseccomp``).
-:class:`~pytest_execretrieval.sandbox.Sandbox` starts this file as a script (``python -I
-_sandbox_child.py LIMITS_JSON``). Importing the module has no side effects, so ``sandbox.py``
-can read :data:`RUNNER_VERSION` and :func:`plan_test` from here.
+:class:`~pytest_execretrieval.sandbox.Sandbox` starts ``python -I`` with a bootstrap that imports
+this file as the top-level module ``_sandbox_child`` (from its cached bytecode) and calls
+:func:`serve`; ``python -I _sandbox_child.py LIMITS_JSON`` does the same. Importing the module
+has no side effects, so ``sandbox.py`` can read :data:`RUNNER_VERSION` and :func:`plan_test`.
 
 Three processes, so that no process that runs snippet code ever holds an expected value:
 
-* the **checker** (the script's process) reads requests from the caller, plans each test
+* the **checker** (the process Sandbox starts) reads requests from the caller, plans each test
   (:func:`plan_test`: the snippet-dependent sub-expressions become *holes*, the rest, with the
   expected values and comparisons, stays here), evaluates the tests, asking the child for each
   hole's value, and replies. It never runs snippet code and never forks after startup.
