@@ -25,6 +25,7 @@ __all__ = [
     "UNPRIVILEGED_ID",
     "LandlockRuleset",
     "LayerUnavailable",
+    "SeccompProgram",
     "become",
     "landlock_abi",
     "load_seccomp",
@@ -340,26 +341,41 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def load_seccomp(program: bytes) -> None:
-    """Install a BPF program from :func:`seccomp_filter` (no_new_privs must be set).
+class SeccompProgram:
+    """A BPF program from :func:`seccomp_filter`, its ``struct sock_fprog`` built once.
 
-    With ``SECCOMP_FILTER_FLAG_SPEC_ALLOW``: by default the kernel also turns on the Speculative
-    Store Bypass mitigation for a filtered task, which protects secrets *inside* that process
-    from code running in it and slows every child down; a sandboxed child holds no secret (the
-    expected values live in another process), so we leave speculation as it was.
+    The sandbox's zygote builds it and every child it forks calls :meth:`load`: one system
+    call, without creating ctypes objects (each would cost the child page faults).
     """
-    buf = ctypes.create_string_buffer(program, len(program))
-    prog = _SockFprog(len(program) // 8, ctypes.cast(buf, ctypes.c_void_p))
-    if _SYS_SECCOMP is not None:
-        res = _libc.syscall(
-            _SYS_SECCOMP,
-            SECCOMP_SET_MODE_FILTER,
-            SECCOMP_FILTER_FLAG_SPEC_ALLOW,
-            ctypes.byref(prog),
-        )
-    else:
-        res = _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0)
-    _check(int(res), "seccomp(SECCOMP_SET_MODE_FILTER)")
+
+    def __init__(self, program: bytes) -> None:
+        if not program or len(program) % 8:
+            raise ValueError(f"not a BPF program: {len(program)} bytes")
+        self._buf = ctypes.create_string_buffer(program, len(program))
+        self._prog = _SockFprog(len(program) // 8, ctypes.cast(self._buf, ctypes.c_void_p))
+        self._ref = ctypes.byref(self._prog)
+
+    def load(self) -> None:
+        """Install the program on the calling thread (no_new_privs must be set).
+
+        With ``SECCOMP_FILTER_FLAG_SPEC_ALLOW``: by default the kernel also turns on the
+        Speculative Store Bypass mitigation for a filtered task, which protects secrets *inside*
+        that process from code running in it and slows every child down; a sandboxed child
+        holds no secret (the expected values live in another process), so we leave
+        speculation as it was.
+        """
+        if _SYS_SECCOMP is not None:
+            res = _libc.syscall(
+                _SYS_SECCOMP, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_SPEC_ALLOW, self._ref
+            )
+        else:
+            res = _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, self._ref, 0, 0)
+        _check(int(res), "seccomp(SECCOMP_SET_MODE_FILTER)")
+
+
+def load_seccomp(program: bytes) -> None:
+    """Install a BPF program from :func:`seccomp_filter` (see :meth:`SeccompProgram.load`)."""
+    SeccompProgram(program).load()
 
 
 def seccomp_mode() -> int:

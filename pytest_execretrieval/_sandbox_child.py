@@ -889,7 +889,11 @@ def _mro_names(exc: BaseException) -> list[str]:
     return names[:64]
 
 
-def _set_limits(limits: dict[str, Any]) -> None:
+def _child_rlimits(limits: dict[str, Any]) -> list[tuple[int, tuple[int, int]]]:
+    """The (resource, (soft, hard)) pairs a child sets: ``limits``, capped by our hard limits.
+
+    Computed in the zygote, once per limits, for all the children it forks.
+    """
     # RLIMIT_CPU is only a backstop for a child orphaned by a killed zygote (the wall clock is
     # the zygote's job), so it is generous enough for many busy threads.
     cpu = int(limits["timeout_s"] * _CPU_LIMIT_FACTOR) + 30
@@ -900,11 +904,13 @@ def _set_limits(limits: dict[str, Any]) -> None:
         resource.RLIMIT_CORE: (0, 0),
         resource.RLIMIT_CPU: (cpu, cpu + 5),  # SIGXCPU, then SIGKILL
     }
+    pairs = []
     for which, (soft, hard) in wanted.items():
         _, old_hard = resource.getrlimit(which)
         if old_hard != resource.RLIM_INFINITY:
             soft, hard = min(soft, old_hard), min(hard, old_hard)
-        resource.setrlimit(which, (soft, hard))
+        pairs.append((which, (soft, hard)))
+    return pairs
 
 
 def _module(name: str, **attrs: Any) -> types.ModuleType:
@@ -913,15 +919,20 @@ def _module(name: str, **attrs: Any) -> types.ModuleType:
     return module
 
 
-def _child_setup(
-    limits: dict[str, Any], scratch: str, fds: dict[str, int], layers: Any, go_r: int
-) -> tuple:
-    """Isolate the freshly forked child; returns the stdio streams to flush at the end."""
+def _child_setup(zygote: _Zygote, rlimits: list[tuple[int, tuple[int, int]]], go_r: int) -> tuple:
+    """Isolate the freshly forked child; returns the stdio streams to flush at the end.
+
+    What is the same for every child (TMPDIR, argv, the modules dropped from sys.modules, the
+    rlimit values, the seccomp program's buffers) the zygote prepared once: each step redone
+    here would cost every child page faults of its own.
+    """
+    fds, layers = zygote.fds, zygote.layers
     os.setsid()  # own process group: the zygote kills it as a whole
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # oversize writes raise OSError instead
-    _set_limits(limits)
+    for which, pair in rlimits:
+        resource.setrlimit(which, pair)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(fds["out_w"], 1)
@@ -930,29 +941,45 @@ def _child_setup(
     os.dup2(fds["rep_w"], CHILD_FDS[1])
     os.dup2(go_r, GO_FD)
     layers.confine_child()  # Landlock scope, then the fds it needs are closed below
-    os.closerange(GO_FD + 1, max(os.sysconf("SC_OPEN_MAX"), 1024))
-    os.chdir(scratch)
+    os.closerange(GO_FD + 1, zygote.open_max)
+    os.chdir(layers.scratch)
     layers.drop_child()  # unprivileged uid, then the seccomp filter
+    return sys.stdout, sys.stderr
+
+
+def _prepare_children(scratch: str) -> None:
+    """In the zygote, once: the process state every child needs, which they inherit."""
     os.environ["TMPDIR"] = scratch  # where `tempfile` puts files once the snippet imports it
     if "tempfile" in sys.modules:
         sys.modules["tempfile"].tempdir = scratch
     sys.argv = ["candidate.py"]
-    for name in _UNLOAD:
+    for name in _UNLOAD:  # _confine keeps its own reference to ctypes
         sys.modules.pop(name, None)
-    return sys.stdout, sys.stderr
 
 
-def _serve_holes(code: str, compiled: tuple[Any, list], report: _Reporter, streams: tuple) -> None:
-    """Run setup + snippet, then evaluate the holes the checker asks for, until it says end."""
+def _fresh_namespaces() -> tuple[dict[str, Any], types.ModuleType, types.ModuleType]:
+    """A child's pristine builtins, the snippet's copy of them and its module, made by a spare
+    child before its suite arrives: copying builtins touches the page of every builtin object
+    (about 60 copy-on-write faults), which is then done while the caller is busy elsewhere."""
+    pristine = dict(vars(builtins))
+    return pristine, _module("builtins", **pristine), _module("__candidate__")
+
+
+def _serve_holes(
+    code: str, compiled: tuple[Any, list], report: _Reporter, streams: tuple, fresh: tuple
+) -> None:
+    """Run setup + snippet, then evaluate the holes the checker asks for, until it says end.
+
+    ``fresh``: this child's :func:`_fresh_namespaces`.
+    """
     setup, holes = compiled
     # The snippet gets its own copy of builtins (also what `import builtins` returns) and an
     # empty __main__; the holes see pristine builtins and the names setup bound, whatever the
     # snippet did to its own namespace.
-    pristine = dict(vars(builtins))
-    snippet_builtins = _module("builtins", **pristine)
+    pristine, snippet_builtins, candidate = fresh
     sys.modules["builtins"] = snippet_builtins
     sys.modules["__main__"] = _module("__main__")
-    candidate = sys.modules["__candidate__"] = _module("__candidate__")
+    sys.modules["__candidate__"] = candidate
     namespace = candidate.__dict__
     namespace.update(__builtins__=snippet_builtins, raises=raises)
     pinned: dict[str, Any] = {}
@@ -1036,7 +1063,8 @@ def _evaluate_hole(kind: str, code_obj: Any, env: dict[str, Any]) -> dict[str, A
 def _child_main(limits: dict[str, Any], zygote: Any, go_r: int) -> None:
     """A spare child: confine, wait for a suite from the zygote, run it."""
     layers = zygote.layers
-    streams = _child_setup(limits, layers.scratch, zygote.fds, layers, go_r)
+    streams = _child_setup(zygote, zygote.rlimits(limits), go_r)
+    fresh = _fresh_namespaces()
     run = _recv(GO_FD)
     if run is None:
         os._exit(0)  # the zygote is done with us
@@ -1045,7 +1073,7 @@ def _child_main(limits: dict[str, Any], zygote: Any, go_r: int) -> None:
     report = _Reporter(CHILD_FDS[1])
     if run.get("guard", True):
         sys.addaudithook(_make_guard(layers.scratch, os.getpid(), report))
-    _serve_holes(run["code"], compiled, report, streams)
+    _serve_holes(run["code"], compiled, report, streams, fresh)
 
 
 # --- zygote ------------------------------------------------------------------------------------
@@ -1161,6 +1189,16 @@ class _Zygote:
         self.fds, self.layers, self.limits = fds, layers, limits
         self._compiled: dict[str, tuple[Any, list]] = {}
         self.spare: tuple[int, int, dict[str, Any]] | None = None  # (pid, go_w, its limits)
+        self._rlimits: tuple[dict[str, Any], list[tuple[int, tuple[int, int]]]] | None = None
+        self.open_max = max(os.sysconf("SC_OPEN_MAX"), 1024)
+
+    def rlimits(self, limits: dict[str, Any]) -> list[tuple[int, tuple[int, int]]]:
+        """:func:`_child_rlimits` of ``limits`` (the last ones computed are kept)."""
+        if self._rlimits is None or (
+            self._rlimits[0] is not limits and self._rlimits[0] != limits  # `is`: no faults
+        ):
+            self._rlimits = (limits, _child_rlimits(limits))
+        return self._rlimits[1]
 
     def compiled(self, run: dict[str, Any]) -> tuple[Any, list]:
         key = json.dumps([run["setup"], run["holes"]])
@@ -1236,6 +1274,7 @@ class _Zygote:
         }
 
     def _spawn(self, limits: dict[str, Any]) -> tuple[int, int, dict[str, Any]]:
+        self.rlimits(limits)  # computed here, inherited by the child
         go_r, go_w = os.pipe()
         go_r, go_w = _high(go_r), _high(go_w)
         pid = os.fork()
@@ -1403,7 +1442,7 @@ class _Layers:
         self.landlock_abi = 0
         self.child_uid: int | None = None
         self.child_ruleset: Any = None
-        self.child_bpf: bytes | None = None
+        self.child_seccomp: Any = None  # a _confine.SeccompProgram
         self.outer_uid = os.geteuid()
         self._ns_flags = 0
 
@@ -1563,7 +1602,7 @@ class _Layers:
             return
         try:
             self.c.load_seccomp(self.seccomp[0])
-            self.child_bpf = self.seccomp[1]
+            self.child_seccomp = self.c.SeccompProgram(self.seccomp[1])
             self.active["seccomp"] = True
         except OSError as exc:
             self._miss("seccomp", str(exc))
@@ -1575,8 +1614,8 @@ class _Layers:
     def drop_child(self) -> None:
         if self.child_uid is not None:
             self.c.become(self.child_uid)
-        if self.child_bpf is not None:
-            self.c.load_seccomp(self.child_bpf)
+        if self.child_seccomp is not None:
+            self.child_seccomp.load()
 
     def report(self) -> dict[str, Any]:
         return {
@@ -1625,6 +1664,7 @@ def _zygote_process(
             except ImportError:
                 pass
         layers.finish()
+        _prepare_children(layers.scratch)
         gc.collect()
         gc.freeze()  # keep the preloaded heap shared with the forked children
         _send(fds["zr_w"], {"layers": layers.report()})
