@@ -32,6 +32,28 @@ def test_every_layer_is_in_force_here():
     assert record["checker"] == "confined"
 
 
+def test_seccomp_programs_are_compiled_in_a_helper_process():
+    # pyseccomp imports threading and random, whose at-fork handlers every child would run.
+    from pytest_execretrieval import _confine
+
+    before = set(sys.modules)
+    server, child = _confine.seccomp_programs()
+    assert server != child
+    assert all(p and len(p) % 8 == 0 for p in (server, child))  # struct sock_filter is 8 bytes
+    assert "pyseccomp" not in set(sys.modules) - before
+
+
+def test_seccomp_programs_name_the_helpers_failure(monkeypatch):
+    from pytest_execretrieval import _confine
+
+    def unavailable(child: bool) -> bytes:
+        raise _confine.LayerUnavailable(38, "libseccomp not found (test)")
+
+    monkeypatch.setattr(_confine, "seccomp_filter", unavailable)  # the forked helper sees it
+    with pytest.raises(_confine.LayerUnavailable, match="libseccomp not found"):
+        _confine.seccomp_programs()
+
+
 def test_isolation_in_force_is_json_for_reports():
     record = isolation_in_force()
     assert json.loads(json.dumps(record)) == record

@@ -516,6 +516,60 @@ def test_modules_the_server_does_not_preload_import_in_the_child(sb):
     assert r.passed, r
 
 
+def test_children_inherit_no_module_that_registers_fork_handlers(sb):
+    # threading's and random's at-fork handlers would run in every child (see
+    # _confine.seccomp_programs): the zygote must not have imported them, nor what pulls them in.
+    code = (
+        "import sys\n"
+        "def loaded():\n"
+        "    return sorted({'threading', 'random', 'subprocess', 'pyseccomp'} & set(sys.modules))"
+    )
+    r = sb.run(code, "", ["assert loaded() == []"])
+    assert r.passed, r
+    r = sb.run("import threading, random", "", ["assert random.random() < 1.0"])
+    assert r.passed, r
+
+
+def _rss_anon_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as fh:
+        return int(next(ln for ln in fh if ln.startswith("RssAnon:")).split()[1])
+
+
+def _descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        for task in os.listdir(f"/proc/{parent}/task"):
+            with open(f"/proc/{parent}/task/{task}/children") as fh:
+                kids = [int(k) for k in fh.read().split()]
+            found += kids
+            todo += kids
+    return found
+
+
+def test_zygote_heap_is_no_larger_than_its_imports():
+    # Each fork copies, and each child's exit tears down, the page tables of the zygote's heap.
+    # Started as a script, the checker compiled _sandbox_child from source and the zygote kept
+    # about 6 MB of the compiler's freed memory; pyseccomp's imports added more.
+    from pytest_execretrieval import _sandbox_child
+
+    here = os.path.dirname(_sandbox_child.__file__)
+    script = (
+        f"import sys; sys.path.insert(0, {here!r}); import _sandbox_child as c, _confine\n"
+        "for m in c.PRELOAD: __import__(m)\n"
+        "print(next(ln for ln in open('/proc/self/status') if ln.startswith('RssAnon:')))"
+    )
+    command = [sys.executable, "-I", "-c", script]
+    for _ in range(2):  # the first run may compile from source (and write the cached bytecode)
+        reference = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    reference = reference.split()[1]
+    with Sandbox() as sandbox:
+        assert sandbox.run("", "", ["assert 1"]).passed
+        sizes = [_rss_anon_kb(pid) for pid in _descendants(sandbox.server_pid)]
+    assert sizes
+    assert max(sizes) < int(reference) + 3 * 1024, (sizes, reference)
+
+
 # --- environment and stdin --------------------------------------------------------------------
 
 

@@ -25,10 +25,12 @@ __all__ = [
     "UNPRIVILEGED_ID",
     "LandlockRuleset",
     "LayerUnavailable",
+    "SeccompProgram",
     "become",
     "landlock_abi",
     "load_seccomp",
     "seccomp_filter",
+    "seccomp_programs",
 ]
 
 # sched.h
@@ -240,12 +242,53 @@ _DENY_ALWAYS = (
 _DENY_CHILD = ("fork", "vfork", "pidfd_open", "pidfd_send_signal", "pidfd_getfd")
 
 
-def preload_seccomp() -> None:
-    """Import pyseccomp now: it looks libseccomp up with ``ldconfig``, which needs exec."""
+def seccomp_programs() -> tuple[bytes, bytes]:
+    """The server and child programs of :func:`seccomp_filter`, compiled in a forked helper.
+
+    Importing ``pyseccomp`` imports ``ctypes.util`` (which runs ``ldconfig`` to find
+    libseccomp: exec, so before any filter), and with it ``subprocess``, ``threading``,
+    ``random``, ``tempfile``, ``bz2``, ``lzma``. ``threading`` and ``random`` register
+    at-fork handlers, which cannot be unregistered and would run in every sandbox child forked
+    later, and every extra module makes each fork and exit dearer (together about 70 page
+    faults a child). So the compiling happens in a process that exits, and the caller only
+    keeps the bytes. Raises LayerUnavailable with the helper's reason.
+    """
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the helper: never returns
+        code = 1
+        try:
+            os.close(rfd)
+            try:
+                parts = (seccomp_filter(child=False), seccomp_filter(child=True))
+                out = b"P" + b"".join(struct.pack("=I", len(p)) + p for p in parts)
+            except LayerUnavailable as exc:
+                out = b"E" + str(exc).encode("utf-8", "replace")
+            view = memoryview(out)
+            while view:
+                view = view[os.write(wfd, view) :]
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(wfd)
+    chunks = []
     try:
-        import pyseccomp  # noqa: F401
-    except (ImportError, OSError, RuntimeError):
-        pass  # seccomp_filter() reports why
+        while chunk := os.read(rfd, 65536):
+            chunks.append(chunk)
+    finally:
+        os.close(rfd)
+        os.waitpid(pid, 0)
+    data = b"".join(chunks)
+    if data[:1] == b"E":
+        raise LayerUnavailable(errno.ENOSYS, data[1:].decode("utf-8", "replace"))
+    programs, rest = [], data[1:]
+    while data[:1] == b"P" and len(rest) >= 4 and len(programs) < 2:
+        (size,) = struct.unpack_from("=I", rest)
+        programs.append(rest[4 : 4 + size])
+        rest = rest[4 + size :]
+    if len(programs) != 2 or rest or any(len(p) % 8 or not p for p in programs):
+        raise LayerUnavailable(errno.EIO, "the seccomp compiler helper returned no programs")
+    return programs[0], programs[1]
 
 
 def seccomp_filter(child: bool) -> bytes:
@@ -258,6 +301,7 @@ def seccomp_filter(child: bool) -> bytes:
     without CLONE_THREAD; ``clone3``, whose flags live in memory a filter cannot read, gets
     ENOSYS so libc falls back to ``clone``) and pidfds. Kept small: each child compiles it
     (BPF JIT) when it loads it. Raises LayerUnavailable without ``pyseccomp``/libseccomp.
+    The sandbox calls it through :func:`seccomp_programs`, in a helper process.
     """
     try:
         import pyseccomp as sc
@@ -297,26 +341,41 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def load_seccomp(program: bytes) -> None:
-    """Install a BPF program from :func:`seccomp_filter` (no_new_privs must be set).
+class SeccompProgram:
+    """A BPF program from :func:`seccomp_filter`, its ``struct sock_fprog`` built once.
 
-    With ``SECCOMP_FILTER_FLAG_SPEC_ALLOW``: by default the kernel also turns on the Speculative
-    Store Bypass mitigation for a filtered task, which protects secrets *inside* that process
-    from code running in it and slows every child down; a sandboxed child holds no secret (the
-    expected values live in another process), so we leave speculation as it was.
+    The sandbox's zygote builds it and every child it forks calls :meth:`load`: one system
+    call, without creating ctypes objects (each would cost the child page faults).
     """
-    buf = ctypes.create_string_buffer(program, len(program))
-    prog = _SockFprog(len(program) // 8, ctypes.cast(buf, ctypes.c_void_p))
-    if _SYS_SECCOMP is not None:
-        res = _libc.syscall(
-            _SYS_SECCOMP,
-            SECCOMP_SET_MODE_FILTER,
-            SECCOMP_FILTER_FLAG_SPEC_ALLOW,
-            ctypes.byref(prog),
-        )
-    else:
-        res = _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0)
-    _check(int(res), "seccomp(SECCOMP_SET_MODE_FILTER)")
+
+    def __init__(self, program: bytes) -> None:
+        if not program or len(program) % 8:
+            raise ValueError(f"not a BPF program: {len(program)} bytes")
+        self._buf = ctypes.create_string_buffer(program, len(program))
+        self._prog = _SockFprog(len(program) // 8, ctypes.cast(self._buf, ctypes.c_void_p))
+        self._ref = ctypes.byref(self._prog)
+
+    def load(self) -> None:
+        """Install the program on the calling thread (no_new_privs must be set).
+
+        With ``SECCOMP_FILTER_FLAG_SPEC_ALLOW``: by default the kernel also turns on the
+        Speculative Store Bypass mitigation for a filtered task, which protects secrets *inside*
+        that process from code running in it and slows every child down; a sandboxed child
+        holds no secret (the expected values live in another process), so we leave
+        speculation as it was.
+        """
+        if _SYS_SECCOMP is not None:
+            res = _libc.syscall(
+                _SYS_SECCOMP, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_SPEC_ALLOW, self._ref
+            )
+        else:
+            res = _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, self._ref, 0, 0)
+        _check(int(res), "seccomp(SECCOMP_SET_MODE_FILTER)")
+
+
+def load_seccomp(program: bytes) -> None:
+    """Install a BPF program from :func:`seccomp_filter` (see :meth:`SeccompProgram.load`)."""
+    SeccompProgram(program).load()
 
 
 def seccomp_mode() -> int:

@@ -1,13 +1,15 @@
 """Checker, zygote and child: the process side of :mod:`pytest_execretrieval.execution.sandbox`.
 
 Stdlib only (plus :mod:`._confine`, itself stdlib + ctypes + optional ``pyseccomp``).
-:class:`~pytest_execretrieval.execution.sandbox.Sandbox` starts this file as a script (``python -I
-_sandbox_child.py LIMITS_JSON``). Importing the module has no side effects, so ``sandbox.py``
-can read :data:`RUNNER_VERSION` and :func:`plan_test` from here.
+:class:`~pytest_execretrieval.execution.sandbox.Sandbox` starts ``python -I`` with a bootstrap
+that imports this file as the top-level module ``_sandbox_child`` (from its cached bytecode) and
+calls :func:`serve`; ``python -I _sandbox_child.py LIMITS_JSON`` does the same. Importing the
+module has no side effects, so ``sandbox.py`` can read :data:`RUNNER_VERSION` and
+:func:`plan_test`.
 
 Three processes, so that no process that runs snippet code ever holds an expected value:
 
-* the **checker** (the script's process) reads requests from the caller, plans each test
+* the **checker** (the process Sandbox starts) reads requests from the caller, plans each test
   (:func:`plan_test`: the snippet-dependent sub-expressions become *holes*, the rest, with the
   expected values and comparisons, stays here), evaluates the tests, asking the child for each
   hole's value, and replies. It never runs snippet code and never forks after startup.
@@ -39,6 +41,7 @@ Wire protocols: frames of a 4-byte big-endian length + UTF-8 JSON everywhere.
 
 from __future__ import annotations
 
+import _signal
 import ast
 import builtins
 import gc
@@ -888,7 +891,11 @@ def _mro_names(exc: BaseException) -> list[str]:
     return names[:64]
 
 
-def _set_limits(limits: dict[str, Any]) -> None:
+def _child_rlimits(limits: dict[str, Any]) -> list[tuple[int, tuple[int, int]]]:
+    """The (resource, (soft, hard)) pairs a child sets: ``limits``, capped by our hard limits.
+
+    Computed in the zygote, once per limits, for all the children it forks.
+    """
     # RLIMIT_CPU is only a backstop for a child orphaned by a killed zygote (the wall clock is
     # the zygote's job), so it is generous enough for many busy threads.
     cpu = int(limits["timeout_s"] * _CPU_LIMIT_FACTOR) + 30
@@ -899,11 +906,13 @@ def _set_limits(limits: dict[str, Any]) -> None:
         resource.RLIMIT_CORE: (0, 0),
         resource.RLIMIT_CPU: (cpu, cpu + 5),  # SIGXCPU, then SIGKILL
     }
+    pairs = []
     for which, (soft, hard) in wanted.items():
         _, old_hard = resource.getrlimit(which)
         if old_hard != resource.RLIM_INFINITY:
             soft, hard = min(soft, old_hard), min(hard, old_hard)
-        resource.setrlimit(which, (soft, hard))
+        pairs.append((which, (soft, hard)))
+    return pairs
 
 
 def _module(name: str, **attrs: Any) -> types.ModuleType:
@@ -912,15 +921,22 @@ def _module(name: str, **attrs: Any) -> types.ModuleType:
     return module
 
 
-def _child_setup(
-    limits: dict[str, Any], scratch: str, fds: dict[str, int], layers: Any, go_r: int
-) -> tuple:
-    """Isolate the freshly forked child; returns the stdio streams to flush at the end."""
+def _child_setup(zygote: _Zygote, rlimits: list[tuple[int, tuple[int, int]]], go_r: int) -> tuple:
+    """Isolate the freshly forked child; returns the stdio streams to flush at the end.
+
+    What is the same for every child (TMPDIR, argv, the modules dropped from sys.modules, the
+    rlimit values, the seccomp program's buffers) the zygote prepared once: each step redone
+    here would cost every child page faults of its own.
+    """
+    fds, layers = zygote.fds, zygote.layers
     os.setsid()  # own process group: the zygote kills it as a whole
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # oversize writes raise OSError instead
-    _set_limits(limits)
+    # _signal, not signal: the wrapper converts every old handler to an enum member, and that
+    # machinery costs each child's set-up about 60 page faults (30 net over the whole child).
+    _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+    _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
+    _signal.signal(_signal.SIGXFSZ, _signal.SIG_IGN)  # oversize writes raise OSError instead
+    for which, pair in rlimits:
+        resource.setrlimit(which, pair)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(fds["out_w"], 1)
@@ -929,29 +945,45 @@ def _child_setup(
     os.dup2(fds["rep_w"], CHILD_FDS[1])
     os.dup2(go_r, GO_FD)
     layers.confine_child()  # Landlock scope, then the fds it needs are closed below
-    os.closerange(GO_FD + 1, max(os.sysconf("SC_OPEN_MAX"), 1024))
-    os.chdir(scratch)
+    os.closerange(GO_FD + 1, zygote.open_max)
+    os.chdir(layers.scratch)
     layers.drop_child()  # unprivileged uid, then the seccomp filter
+    return sys.stdout, sys.stderr
+
+
+def _prepare_children(scratch: str) -> None:
+    """In the zygote, once: the process state every child needs, which they inherit."""
     os.environ["TMPDIR"] = scratch  # where `tempfile` puts files once the snippet imports it
     if "tempfile" in sys.modules:
         sys.modules["tempfile"].tempdir = scratch
     sys.argv = ["candidate.py"]
-    for name in _UNLOAD:
+    for name in _UNLOAD:  # _confine keeps its own reference to ctypes
         sys.modules.pop(name, None)
-    return sys.stdout, sys.stderr
 
 
-def _serve_holes(code: str, compiled: tuple[Any, list], report: _Reporter, streams: tuple) -> None:
-    """Run setup + snippet, then evaluate the holes the checker asks for, until it says end."""
+def _fresh_namespaces() -> tuple[dict[str, Any], types.ModuleType, types.ModuleType]:
+    """A child's pristine builtins, the snippet's copy of them and its module, made by a spare
+    child before its suite arrives: copying builtins touches the page of every builtin object
+    (about 60 copy-on-write faults), which is then done while the caller is busy elsewhere."""
+    pristine = dict(vars(builtins))
+    return pristine, _module("builtins", **pristine), _module("__candidate__")
+
+
+def _serve_holes(
+    code: str, compiled: tuple[Any, list], report: _Reporter, streams: tuple, fresh: tuple
+) -> None:
+    """Run setup + snippet, then evaluate the holes the checker asks for, until it says end.
+
+    ``fresh``: this child's :func:`_fresh_namespaces`.
+    """
     setup, holes = compiled
     # The snippet gets its own copy of builtins (also what `import builtins` returns) and an
     # empty __main__; the holes see pristine builtins and the names setup bound, whatever the
     # snippet did to its own namespace.
-    pristine = dict(vars(builtins))
-    snippet_builtins = _module("builtins", **pristine)
+    pristine, snippet_builtins, candidate = fresh
     sys.modules["builtins"] = snippet_builtins
     sys.modules["__main__"] = _module("__main__")
-    candidate = sys.modules["__candidate__"] = _module("__candidate__")
+    sys.modules["__candidate__"] = candidate
     namespace = candidate.__dict__
     namespace.update(__builtins__=snippet_builtins, raises=raises)
     pinned: dict[str, Any] = {}
@@ -1035,7 +1067,8 @@ def _evaluate_hole(kind: str, code_obj: Any, env: dict[str, Any]) -> dict[str, A
 def _child_main(limits: dict[str, Any], zygote: Any, go_r: int) -> None:
     """A spare child: confine, wait for a suite from the zygote, run it."""
     layers = zygote.layers
-    streams = _child_setup(limits, layers.scratch, zygote.fds, layers, go_r)
+    streams = _child_setup(zygote, zygote.rlimits(limits), go_r)
+    fresh = _fresh_namespaces()
     run = _recv(GO_FD)
     if run is None:
         os._exit(0)  # the zygote is done with us
@@ -1044,7 +1077,7 @@ def _child_main(limits: dict[str, Any], zygote: Any, go_r: int) -> None:
     report = _Reporter(CHILD_FDS[1])
     if run.get("guard", True):
         sys.addaudithook(_make_guard(layers.scratch, os.getpid(), report))
-    _serve_holes(run["code"], compiled, report, streams)
+    _serve_holes(run["code"], compiled, report, streams, fresh)
 
 
 # --- zygote ------------------------------------------------------------------------------------
@@ -1160,6 +1193,16 @@ class _Zygote:
         self.fds, self.layers, self.limits = fds, layers, limits
         self._compiled: dict[str, tuple[Any, list]] = {}
         self.spare: tuple[int, int, dict[str, Any]] | None = None  # (pid, go_w, its limits)
+        self._rlimits: tuple[dict[str, Any], list[tuple[int, tuple[int, int]]]] | None = None
+        self.open_max = max(os.sysconf("SC_OPEN_MAX"), 1024)
+
+    def rlimits(self, limits: dict[str, Any]) -> list[tuple[int, tuple[int, int]]]:
+        """:func:`_child_rlimits` of ``limits`` (the last ones computed are kept)."""
+        if self._rlimits is None or (
+            self._rlimits[0] is not limits and self._rlimits[0] != limits  # `is`: no faults
+        ):
+            self._rlimits = (limits, _child_rlimits(limits))
+        return self._rlimits[1]
 
     def compiled(self, run: dict[str, Any]) -> tuple[Any, list]:
         key = json.dumps([run["setup"], run["holes"]])
@@ -1235,6 +1278,7 @@ class _Zygote:
         }
 
     def _spawn(self, limits: dict[str, Any]) -> tuple[int, int, dict[str, Any]]:
+        self.rlimits(limits)  # computed here, inherited by the child
         go_r, go_w = os.pipe()
         go_r, go_w = _high(go_r), _high(go_w)
         pid = os.fork()
@@ -1388,8 +1432,11 @@ def _private_ancestor(path: str) -> str | None:
 class _Layers:
     """Sets up and applies the kernel layers; ``report()`` says which are in force and why not."""
 
-    def __init__(self, confine: Any, limits: dict[str, Any]) -> None:
+    def __init__(
+        self, confine: Any, limits: dict[str, Any], seccomp: tuple[bytes, bytes] | str
+    ) -> None:
         self.c = confine
+        self.seccomp = seccomp  # (server, child) BPF programs, or why there are none
         self.active: dict[str, bool] = dict.fromkeys(LAYER_NAMES, False)
         self.missing: dict[str, str] = {}
         self.scratch = SCRATCH
@@ -1399,7 +1446,7 @@ class _Layers:
         self.landlock_abi = 0
         self.child_uid: int | None = None
         self.child_ruleset: Any = None
-        self.child_bpf: bytes | None = None
+        self.child_seccomp: Any = None  # a _confine.SeccompProgram
         self.outer_uid = os.geteuid()
         self._ns_flags = 0
 
@@ -1554,10 +1601,12 @@ class _Layers:
             self._miss("landlock", str(exc))
 
     def _seccomp(self) -> None:
-        c = self.c
+        if isinstance(self.seccomp, str):
+            self._miss("seccomp", self.seccomp)
+            return
         try:
-            c.load_seccomp(c.seccomp_filter(child=False))
-            self.child_bpf = c.seccomp_filter(child=True)
+            self.c.load_seccomp(self.seccomp[0])
+            self.child_seccomp = self.c.SeccompProgram(self.seccomp[1])
             self.active["seccomp"] = True
         except OSError as exc:
             self._miss("seccomp", str(exc))
@@ -1569,8 +1618,8 @@ class _Layers:
     def drop_child(self) -> None:
         if self.child_uid is not None:
             self.c.become(self.child_uid)
-        if self.child_bpf is not None:
-            self.c.load_seccomp(self.child_bpf)
+        if self.child_seccomp is not None:
+            self.child_seccomp.load()
 
     def report(self) -> dict[str, Any]:
         return {
@@ -1584,7 +1633,11 @@ class _Layers:
 
 
 def _zygote_process(
-    confine: Any, fds: dict[str, int], limits: dict[str, Any], checker: int
+    confine: Any,
+    fds: dict[str, int],
+    limits: dict[str, Any],
+    checker: int,
+    seccomp: tuple[bytes, bytes] | str,
 ) -> None:
     """Body of the process the checker forks at startup; never returns."""
     try:
@@ -1595,7 +1648,7 @@ def _zygote_process(
         os.dup2(devnull, 0)
         os.dup2(devnull, 1)  # the caller's pipes stay with the checker only
         os.close(devnull)
-        layers = _Layers(confine, limits)
+        layers = _Layers(confine, limits, seccomp)
         pid_namespace = layers.enter_namespaces(fds["sync_w"], fds["sync_r"])
         # A new user namespace changes our credentials, which clears the parent-death signal.
         confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -1615,6 +1668,7 @@ def _zygote_process(
             except ImportError:
                 pass
         layers.finish()
+        _prepare_children(layers.scratch)
         gc.collect()
         gc.freeze()  # keep the preloaded heap shared with the forked children
         _send(fds["zr_w"], {"layers": layers.report()})
@@ -2137,7 +2191,7 @@ def _write_maps(pid: int) -> bool:
         return False
 
 
-def _confine_checker(confine: Any) -> dict[str, str]:
+def _confine_checker(confine: Any, seccomp: tuple[bytes, bytes] | str) -> dict[str, str]:
     """The checker runs item-authored test code: no network, no writes, no new processes."""
     missing: dict[str, str] = {}
     if os.geteuid() == 0:
@@ -2155,7 +2209,10 @@ def _confine_checker(confine: Any) -> dict[str, str]:
             ruleset.allow_paths(["/dev/null"], confine.FS_READ_FILE | confine.FS_WRITE_FILE)
             ruleset.restrict_self()
             ruleset.close()
-        confine.load_seccomp(confine.seccomp_filter(child=True))
+        if isinstance(seccomp, str):
+            missing["checker_confinement"] = seccomp
+        else:
+            confine.load_seccomp(seccomp[1])
     except OSError as exc:
         missing["checker_confinement"] = str(exc)
     return missing
@@ -2230,7 +2287,10 @@ def serve() -> None:
         import _confine as confine
     finally:
         sys.path.remove(here)
-    confine.preload_seccomp()
+    try:  # before the zygote exists: see seccomp_programs() for why in a helper process
+        seccomp: tuple[bytes, bytes] | str = confine.seccomp_programs()
+    except OSError as exc:
+        seccomp = str(exc)
     text = {"encoding": "utf-8", "errors": "backslashreplace", "line_buffering": True}
     for stream in (sys.stdin, sys.stdout, sys.stderr):
         stream.reconfigure(**text)  # the children inherit these streams
@@ -2258,7 +2318,7 @@ def serve() -> None:
             if name != "req_r":
                 os.close(fds[name])
         theirs["sync_w"], theirs["sync_r"] = fds["sync_w"], fds["sync_r"]
-        _zygote_process(confine, theirs, limits, checker)
+        _zygote_process(confine, theirs, limits, checker, seccomp)
     for name in list(fds):
         if name not in mine:
             os.close(fds.pop(name))
@@ -2272,7 +2332,7 @@ def serve() -> None:
         write_frame(1, {"error": str((ready or {}).get("error", "the zygote died at startup"))})
         return
     isolation = ready["layers"]
-    isolation["checker"] = _confine_checker(confine) or "confined"
+    isolation["checker"] = _confine_checker(confine, seccomp) or "confined"
     _set_checker_limits(limits)
     # Test statements run here: they must not write into (or read from) the caller's pipes.
     fd_in, fd_out = _high(os.dup(0)), _high(os.dup(1))
