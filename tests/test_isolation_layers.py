@@ -34,7 +34,7 @@ def test_every_layer_is_in_force_here():
 
 def test_seccomp_programs_are_compiled_in_a_helper_process():
     # pyseccomp imports threading and random, whose at-fork handlers every child would run.
-    from pytest_execretrieval import _confine
+    from pytest_execretrieval.execution import _confine
 
     before = set(sys.modules)
     server, child = _confine.seccomp_programs()
@@ -44,7 +44,7 @@ def test_seccomp_programs_are_compiled_in_a_helper_process():
 
 
 def test_seccomp_programs_name_the_helpers_failure(monkeypatch):
-    from pytest_execretrieval import _confine
+    from pytest_execretrieval.execution import _confine
 
     def unavailable(child: bool) -> bytes:
         raise _confine.LayerUnavailable(38, "libseccomp not found (test)")

@@ -551,7 +551,7 @@ def test_zygote_heap_is_no_larger_than_its_imports():
     # Each fork copies, and each child's exit tears down, the page tables of the zygote's heap.
     # Started as a script, the checker compiled _sandbox_child from source and the zygote kept
     # about 6 MB of the compiler's freed memory; pyseccomp's imports added more.
-    from pytest_execretrieval import _sandbox_child
+    from pytest_execretrieval.execution import _sandbox_child
 
     here = os.path.dirname(_sandbox_child.__file__)
     script = (
