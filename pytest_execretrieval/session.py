@@ -18,7 +18,15 @@ from pathlib import Path
 import pytest
 
 from .corpus.items import BenchmarkItem, bundled_items_dir
-from .corpus.store import CorpusError, Snippet, StaleReason, corpus_dir, corpus_sha256, read_corpus
+from .corpus.store import (
+    Corpus,
+    CorpusError,
+    Snippet,
+    StaleReason,
+    corpus_dir,
+    corpus_sha256,
+    read_corpus,
+)
 from .corpus.verify import distractors_by_query, item_cases
 from .embedders import EmbedderOptions
 from .execution.runner import SuiteRunner
@@ -92,10 +100,11 @@ class Session:
         return self.loaded
 
     @property
-    def corpus(self):
+    def corpus(self) -> Corpus | None:
         return self.loaded.corpus if self.loaded else None
 
     def item_nodes(self, parent: ItemFile, item: BenchmarkItem) -> Iterator[pytest.Item]:
+        """The pytest items of one benchmark item in this mode."""
         raise NotImplementedError
 
     @pytest.hookimpl(tryfirst=True)
