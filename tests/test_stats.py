@@ -1,15 +1,26 @@
 """Tests for pytest_execretrieval.scoring.stats: hand examples, scipy cross-checks, brute force.
 
-Mutation-tested with mutmut (`tox -e mutmut`): 578 of 581 mutants killed. The 3 survivors are
-equivalent: the bootstrap chunk size `max(1, ...)` -> `max(2, ...)` (results do not depend on
-chunking, which a test checks); `rng.integers(0, n)` -> `rng.integers(n)` (same range, same random
-stream); `binom_half_cdf`'s early return `k >= n` -> `k > n` (the loop returns exactly 1.0 too).
+Mutation-tested with mutmut 3.8 (`tox -e mutmut`): 700 of 708 mutants of stats.py killed. The 8
+survivors are equivalent:
+- chunk sizes `max(1, ...)` -> `max(2, ...)` in `bootstrap_ci` and `sign_flip_test`: results do not
+  depend on chunking (the two `*_chunking_does_not_change_result` tests check it);
+- `rng.integers(0, n)` -> `rng.integers(n)` (bootstrap) and `rng.integers(0, 2)` ->
+  `rng.integers(2)` (sign flips): the same call;
+- `binom_half_cdf`'s early return `k >= n` -> `k > n`: at `k == n` the loop gives exactly 1.0 too;
+- `sign_flip_test`'s early return `d.size == 0` -> `d.size == 1`: enumeration also gives exactly 1
+  for no non-zero difference (one empty sign vector) and for one (both signs tie);
+- `holm_adjust`'s initial `[0.0] * m` -> `[1.0] * m`: the loop overwrites every entry;
+- `detectable_difference`'s bisection `range(100)` -> `range(101)`: once lo and hi are adjacent
+  floats a halving changes nothing; they are not after 100 only for a root below
+  sqrt(E[d^2]) * 2**-48, which the fewest / n floor hides unless E[d^2] > 2**96 / n**2.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import re
+from statistics import NormalDist
 
 import numpy as np
 import pytest
@@ -698,13 +709,118 @@ def test_sign_flip_sampled_agrees_with_scipy_and_is_seeded() -> None:
     assert 0 < sign_flip_test(np.full(40, 1.0), n_permutations=999) <= 1 / 1000
 
 
+def test_sign_flip_all_zero_differences_is_one() -> None:
+    assert sign_flip_test([0.0]) == 1.0
+    assert sign_flip_test(np.zeros(40)) == 1.0
+    assert sign_flip_test([0.0, 0.0, 0.5]) == 1.0  # one non-zero difference: both signs tie
+
+
+def test_sign_flip_exact_up_to_sixteen_nonzero_then_sampled() -> None:
+    # all differences one way: exactly 2 of the 2**m sign vectors reach |sum| = m
+    assert sign_flip_test(np.ones(stats.EXACT_SIGN_FLIPS)) == 2 / 2**stats.EXACT_SIGN_FLIPS
+    assert sign_flip_test(np.r_[np.ones(16), np.zeros(30)]) == 2 / 2**16  # zeros do not count
+    # 17 non-zero: sampled, so p = (1 + hits) / (1 + n_permutations) >= 1 / 10001, far above the
+    # exact 2 / 2**17
+    p = sign_flip_test(np.ones(17))
+    assert p >= 1 / 10_001
+    assert (p * 10_001) == pytest.approx(round(p * 10_001), abs=1e-9)
+
+
+def test_sign_flip_sampled_p_value_formula() -> None:
+    # 40 equal differences: no random sign vector reaches |sum| = 40 (chance 2**-39 each), so
+    # p = (1 + 0) / (1 + n_permutations), with the documented default n_permutations = 10_000
+    assert sign_flip_test(np.ones(40)) == 1 / 10_001
+    assert sign_flip_test(np.ones(40), n_permutations=1) == 1 / 2
+    # sum 0: every sign vector is at least as extreme, so p = 1 exactly for any n_permutations
+    for n_permutations in (1, 2, 7, 10_000):
+        assert sign_flip_test([1.0, -1.0] * 9, n_permutations=n_permutations) == 1.0
+
+
+def test_sign_flip_default_seed_and_permutations() -> None:
+    d = np.r_[np.ones(12), -np.ones(8)]  # p about 0.5, so the random draw shows in the digits
+    p = sign_flip_test(d)
+    assert p == sign_flip_test(d, n_permutations=10_000, seed=0)
+    assert p != sign_flip_test(d, n_permutations=10_000, seed=1)
+    assert p != sign_flip_test(d, n_permutations=10_001, seed=0)
+
+
+@pytest.mark.parametrize(
+    "diffs",
+    [[1.0, 1.0, -1.0], [1.0] * 9 + [-1.0] * 8],
+    ids=["exact", "sampled"],
+)
+def test_sign_flip_ties_count_as_extreme(diffs: list[float]) -> None:
+    """|sum(s * d)| equal to the observed |sum(d)| counts, even where the 1e-9 tolerance is lost
+    to rounding: at 2**30 a float's spacing (2**-22) swallows it, and these sums are exact."""
+    d = 2.0**30 * np.asarray(diffs)  # sum = 2**30; every sign vector gives an odd multiple
+    assert abs(d.sum()) - 1e-9 == abs(d.sum())
+    assert sign_flip_test(d) == 1.0
+
+
+def test_sign_flip_chunking_does_not_change_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    d = np.random.default_rng(3).normal(0.1, 1.0, size=23)
+    full = sign_flip_test(d, n_permutations=501, seed=5)
+    for cap in (1, 23, 23 * 7 + 3):
+        monkeypatch.setattr(stats, "_CHUNK_VALUES", cap)
+        assert sign_flip_test(d, n_permutations=501, seed=5) == full
+
+
+@pytest.mark.parametrize(
+    ("diff", "kwargs", "match"),
+    [
+        ([], {}, r"^diff must be a non-empty 1-D array, got shape \(0,\)$"),
+        ([[1.0]], {}, r"^diff must be a non-empty 1-D array, got shape \(1, 1\)$"),
+        ([1.0, np.nan], {}, "^diff contains non-finite values$"),
+        ([np.inf], {}, "^diff contains non-finite values$"),
+        (np.ones(17), {"n_permutations": 0}, "^n_permutations must be >= 1, got 0$"),
+        (np.ones(17), {"n_permutations": -3}, "^n_permutations must be >= 1, got -3$"),
+    ],
+)
+def test_sign_flip_invalid(diff: object, kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        sign_flip_test(diff, **kwargs)
+
+
+def _brute_holm(p: list[float]) -> list[float]:
+    """The docstring's formula: adj_(i) = max_{j <= i} min(1, (m - j + 1) p_(j)), 1-based."""
+    m = len(p)
+    order = sorted(range(m), key=lambda i: p[i])
+    adjusted = [0.0] * m
+    for rank, i in enumerate(order, start=1):
+        adjusted[i] = max(min(1.0, (m - j + 1) * p[order[j - 1]]) for j in range(1, rank + 1))
+    return adjusted
+
+
 def test_holm_adjust_hand_example() -> None:
     # sorted 0.01, 0.02, 0.04 -> 3 * 0.01, max(0.03, 2 * 0.02), max(0.04, 1 * 0.04)
     assert holm_adjust([0.04, 0.01, 0.02]) == pytest.approx([0.04, 0.03, 0.04])
-    assert holm_adjust([0.5, 0.6]) == pytest.approx([1.0, 1.0])
+    assert holm_adjust([0.5, 0.6]) == [1.0, 1.0]
+    assert holm_adjust([0.7, 0.6]) == [1.0, 1.0]  # 2 * 0.6 capped at 1; then max(1, 0.7)
+    assert holm_adjust([0.25]) == [0.25]
     assert holm_adjust([]) == []
-    with pytest.raises(ValueError):
-        holm_adjust([1.5])
+
+
+def test_holm_adjust_accepts_the_closed_interval() -> None:
+    assert holm_adjust([0.0, 1.0]) == [0.0, 1.0]
+    assert holm_adjust([1.0, 1.0, 0.0]) == [1.0, 1.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    ("p", "shown"),
+    [([1.5], "[1.5]"), ([0.2, -0.1], "[0.2, -0.1]"), ([math.nan], "[nan]"), ([1.0 + 1e-12], None)],
+)
+def test_holm_adjust_invalid(p: list[float], shown: str | None) -> None:
+    got = re.escape(shown) if shown else ".*"
+    with pytest.raises(ValueError, match=rf"^p-values must lie in \[0, 1\], got {got}$"):
+        holm_adjust(p)
+
+
+@FAST
+@given(st.lists(st.sampled_from([0.0, 0.001, 0.01, 0.02, 0.2, 0.3, 0.45, 0.6, 1.0]), max_size=9))
+def test_holm_adjust_matches_formula(p: list[float]) -> None:
+    got = holm_adjust(p)
+    assert got == _brute_holm(p)
+    assert all(x <= a <= 1.0 for x, a in zip(p, got))
 
 
 def test_detectable_difference_closed_form_and_edges() -> None:
@@ -721,6 +837,88 @@ def test_detectable_difference_closed_form_and_edges() -> None:
     assert mcnemar_exact([True] * 5 + [False] * 995, [False] * 1000).p_value > 0.05
     assert detectable_difference(2, 1.0, 0.05) is None  # too few queries for any drop
     assert detectable_difference(4000, 0.2, 0.05) < delta  # more queries, smaller drops
+
+
+def test_detectable_difference_one_sided_uses_z_of_one_minus_alpha() -> None:
+    delta = detectable_difference(1000, 0.2, 0.05, 0.8, two_sided=False)
+    z_a, z_b = NormalDist().inv_cdf(0.95), NormalDist().inv_cdf(0.8)
+    assert delta * math.sqrt(1000) == pytest.approx(
+        z_a * math.sqrt(0.2) + z_b * math.sqrt(0.2 - delta**2), rel=1e-9
+    )
+    assert delta < detectable_difference(1000, 0.2, 0.05, 0.8)
+
+
+@pytest.mark.parametrize(
+    ("n", "second_moment", "alpha", "two_sided", "z_level", "scale"),
+    [
+        (4, 4.0, 0.5, True, 0.75, 1.0),
+        (16, 4.0, 0.5, True, 0.75, 0.5),
+        (4, 4.0, 0.25, False, 0.75, 1.0),
+        (16, 1.0, 0.1, False, 0.9, 0.25),
+    ],
+)
+def test_detectable_difference_power_half_is_exact_closed_form(
+    n: int, second_moment: float, alpha: float, two_sided: bool, z_level: float, scale: float
+) -> None:
+    """At power 0.5 (z_b = 0) the equation is linear: delta = z_a * sqrt(E[d^2] / n), returned
+    exactly (``scale`` is that square root, exact here), not one float above."""
+    got = detectable_difference(n, second_moment, alpha, power=0.5, two_sided=two_sided)
+    assert got == NormalDist().inv_cdf(z_level) * scale
+
+
+@pytest.mark.parametrize("two_sided", [True, False])
+def test_detectable_difference_at_the_feasibility_boundary(two_sided: bool) -> None:
+    """z_a * sqrt(E[d^2]) = sqrt(n) * sqrt(E[d^2]): delta = sqrt(E[d^2]) solves it (spread 0)."""
+    tail = 1 - NormalDist().cdf(2.0)  # alpha of a 2-sigma test, so z_a = 2 = sqrt(4)
+    alpha = 2 * tail if two_sided else tail
+    if NormalDist().inv_cdf(1 - alpha / 2 if two_sided else 1 - alpha) != 2.0:
+        pytest.skip("this platform's normal quantile does not return 2.0 exactly")
+    assert detectable_difference(4, 4.0, alpha, two_sided=two_sided) == 2.0
+    assert detectable_difference(4, 4.0, alpha * 0.999, two_sided=two_sided) is None
+
+
+@pytest.mark.parametrize("second_moment", [0.01, 0.5, 1.0])
+def test_detectable_difference_needs_sqrt_n_above_z_a(second_moment: float) -> None:
+    # alpha 0.05 two-sided: z_a = 1.96; sqrt(3) < z_a < sqrt(4). With 4 queries the equation
+    # solves at sqrt(E[d^2]) at most, and the exact floor of 6 discordant queries gives 6 / 4.
+    assert detectable_difference(3, second_moment, 0.05) is None
+    assert detectable_difference(4, second_moment, 0.05) == 6 / 4
+    assert detectable_difference(1, second_moment, 0.05) is None  # n = 1 is valid
+
+
+def _fewest_exact(alpha: float, two_sided: bool) -> int:
+    """Fewest one-way discordant queries with which the exact test reaches p <= alpha."""
+    k = 1
+    while (2 if two_sided else 1) * 0.5**k > alpha:
+        k += 1
+    return k
+
+
+@pytest.mark.parametrize("alpha", [0.1, 0.05, 0.01, 0.001])
+@pytest.mark.parametrize("two_sided", [True, False])
+def test_detectable_difference_floor_is_the_exact_tests_minimum(
+    alpha: float, two_sided: bool
+) -> None:
+    fewest = _fewest_exact(alpha, two_sided)
+    if two_sided:  # the same count from the McNemar test itself
+        flags = [True] * fewest + [False] * 100
+        assert mcnemar_exact(flags, [False] * len(flags)).p_value <= alpha
+        flags = flags[1:]
+        assert mcnemar_exact(flags, [False] * len(flags)).p_value > alpha
+    # few discordant queries (E[d^2] = 1e-4): the normal approximation (<= 4.2e-4) is below it
+    got = detectable_difference(10_000, 1e-4, alpha, two_sided=two_sided)
+    assert got == fewest / 10_000
+
+
+@pytest.mark.parametrize(
+    ("n", "second_moment"), [(0, 0.2), (-1, 0.2), (0, 0.0), (10, -0.1), (0, -1.0)]
+)
+def test_detectable_difference_invalid(n: int, second_moment: float) -> None:
+    with pytest.raises(
+        ValueError,
+        match=rf"^need n >= 1 and second_moment >= 0, got {n}, {re.escape(str(second_moment))}$",
+    ):
+        detectable_difference(n, second_moment, 0.05)
 
 
 def test_power_statement_agrees_with_simulation() -> None:
