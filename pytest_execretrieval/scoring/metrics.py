@@ -85,15 +85,24 @@ def _none_pass(n: int, p: int, m: int) -> float:
     return math.comb(n - p, m) / math.comb(n, m)
 
 
+# Sums of more terms than this use the asymptotic expansion of the harmonic numbers.
+_EXACT_TERMS = 100_000
+
+
+def _harmonic(n: int) -> float:
+    """``H(n) = sum(1 / r for r in 1..n)`` (``H(0) = 0``): summed below :data:`_EXACT_TERMS`
+    terms, else ``ln n + gamma + 1/(2n) - 1/(12n^2)`` (truncation error below 1e-21 there)."""
+    if n < _EXACT_TERMS:
+        return math.fsum(1.0 / r for r in range(1, n + 1))
+    return math.log(n) + 0.5772156649015329 + 1 / (2 * n) - 1 / (12 * n * n)
+
+
 def _harmonic_span(first: int, last: int) -> float:
-    """``sum(1 / r for r in first..last)``; an asymptotic expansion for very long spans."""
-    if last - first < 100_000:
+    """``sum(1 / r for r in first..last)``: summed for short spans, ``H(last) - H(first - 1)``
+    for very long ones."""
+    if last - first < _EXACT_TERMS:
         return math.fsum(1.0 / r for r in range(first, last + 1))
-
-    def h(n: int) -> float:  # H(n), error below 1e-18 for n >= 1e5
-        return math.log(n) + 0.5772156649015329 + 1 / (2 * n) - 1 / (12 * n * n)
-
-    return h(last) - h(first - 1)
+    return _harmonic(last) - _harmonic(first - 1)
 
 
 def _inside_top(groups: Groups, k: int) -> list[tuple[int, int, int]]:
@@ -115,8 +124,7 @@ def _exec_at(groups: Groups, span: Span, k: int) -> Bounds:
         none_pass *= _none_pass(n, p, m)
         any_opt |= p > 0
         any_pes |= n - p < m
-    depth = min(k, sum(n for n, _ in groups))
-    return (1.0 - none_pass if depth else 0.0, float(any_opt), float(any_pes))
+    return (1.0 - none_pass, float(any_opt), float(any_pes))  # no groups: none_pass is 1
 
 
 def _execp_at(groups: Groups, span: Span, k: int) -> Bounds:
@@ -264,7 +272,8 @@ def tie_groups(
 
     Consecutive equal ``scores`` form one group. ``tail`` = ``(size, passing)`` of the whole tie
     group that holds the last listed snippet, counted over the full pool (it may reach below the
-    list); ``None`` means the list ends with its group.
+    list); ``None`` means the list ends with its group. ``ValueError`` if ``tail`` is smaller
+    than the listed part of its group or its passing count is outside ``0..size``.
     """
     groups: list[list[int]] = []
     for i, (score, ok) in enumerate(zip(scores, passes)):
@@ -275,8 +284,11 @@ def tie_groups(
             groups.append([1, int(bool(ok))])
     if tail is not None and groups:
         size, passing = tail
-        if size < groups[-1][0] or not 0 <= passing <= size:
-            raise ValueError(f"tail group {tail} is smaller than its listed part {groups[-1]}")
+        if size < groups[-1][0]:
+            listed = tuple(groups[-1])
+            raise ValueError(f"tail group {tail} is smaller than its listed part {listed}")
+        if not 0 <= passing <= size:
+            raise ValueError(f"tail group {tail} must have 0 <= passing <= size")
         groups[-1] = [size, passing]
     return [(n, p) for n, p in groups]
 
