@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from processes import descendants
 
 from pytest_execretrieval.execution.sandbox import (
     Limits,
@@ -535,18 +536,6 @@ def _rss_anon_kb(pid: int) -> int:
         return int(next(ln for ln in fh if ln.startswith("RssAnon:")).split()[1])
 
 
-def _descendants(pid: int) -> list[int]:
-    found, todo = [], [pid]
-    while todo:
-        parent = todo.pop()
-        for task in os.listdir(f"/proc/{parent}/task"):
-            with open(f"/proc/{parent}/task/{task}/children") as fh:
-                kids = [int(k) for k in fh.read().split()]
-            found += kids
-            todo += kids
-    return found
-
-
 def test_zygote_heap_is_no_larger_than_its_imports():
     # Each fork copies, and each child's exit tears down, the page tables of the zygote's heap.
     # Started as a script, the checker compiled _sandbox_child from source and the zygote kept
@@ -565,7 +554,7 @@ def test_zygote_heap_is_no_larger_than_its_imports():
     reference = reference.split()[1]
     with Sandbox() as sandbox:
         assert sandbox.run("", "", ["assert 1"]).passed
-        sizes = [_rss_anon_kb(pid) for pid in _descendants(sandbox.server_pid)]
+        sizes = [_rss_anon_kb(pid) for pid in descendants(sandbox.server_pid)]
     assert sizes
     assert max(sizes) < int(reference) + 3 * 1024, (sizes, reference)
 
@@ -752,24 +741,6 @@ def test_interrupted_request_does_not_desynchronise_replies(monkeypatch):
         assert sandbox.run(F, "", ["assert f(1) == 11"]).outcomes == ("fail",)
 
 
-def _descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for kid in children.get(todo.pop(), []):
-            found.append(kid)
-            todo.append(kid)
-    return found
-
-
 def test_stopping_the_sandbox_mid_run_kills_every_process_of_it(monkeypatch):
     from pytest_execretrieval.execution import sandbox as sandbox_module
 
@@ -780,7 +751,7 @@ def test_stopping_the_sandbox_mid_run_kills_every_process_of_it(monkeypatch):
         def interrupted(fd, deadline):
             stop = time.monotonic() + 10
             while time.monotonic() < stop and len(seen) < 4:  # zygote, its init, the child
-                seen[:] = [checker, *_descendants(checker)]
+                seen[:] = [checker, *descendants(checker)]
                 time.sleep(0.05)
             raise KeyboardInterrupt
 

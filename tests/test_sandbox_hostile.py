@@ -20,6 +20,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from processes import descendants
 
 from pytest_execretrieval.execution import sandbox as sandbox_module
 from pytest_execretrieval.execution.sandbox import LOST, Limits, Sandbox, SuiteResult
@@ -54,25 +55,6 @@ def outside():
     shutil.rmtree(path)
 
 
-def descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    fields = fh.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if fields[0] != "Z":
-                children.setdefault(int(fields[1]), []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for kid in children.get(todo.pop(), []):
-            found.append(kid)
-            todo.append(kid)
-    return found
-
-
 def contained(sandbox: Sandbox, result: SuiteResult, outside: Path | None = None) -> None:
     """The four promises: not a pass, nothing written outside, no survivor, run unaffected."""
     assert not result.passed, result
@@ -84,9 +66,9 @@ def contained(sandbox: Sandbox, result: SuiteResult, outside: Path | None = None
     # The checker's descendants: the zygote's outside anchor, the PID namespace's init and the
     # spare child it forks for the next suite once a suite is over. A survivor would be one more.
     deadline = time.monotonic() + 5
-    while len(descendants(checker)) != 3 and time.monotonic() < deadline:
+    while len(descendants(checker, zombies=False)) != 3 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert len(descendants(checker)) <= 3, descendants(checker)
+    assert len(descendants(checker, zombies=False)) <= 3, descendants(checker, zombies=False)
     assert sandbox.run(*BENIGN).passed
 
 
@@ -400,11 +382,11 @@ def test_the_outcome_cache_is_out_of_reach(box, tmp_path):
 )
 def test_signals_and_pidfds_reach_neither_server_nor_controller(box, hit):
     requires(box, "pid_namespace", "seccomp")
-    before = (box.server_pid, descendants(box.server_pid))
+    before = (box.server_pid, descendants(box.server_pid, zombies=False))
     prelude = f"import os, signal\nCONTROLLER = {os.getpid()}\nCHECKER = {box.server_pid}"
     r = box.run(attack(hit, prelude), "", ["f()", "assert 1"])
     assert r.outcomes[0] != "pass", r
-    after = (box.server_pid, descendants(box.server_pid)[:2])
+    after = (box.server_pid, descendants(box.server_pid, zombies=False)[:2])
     assert after == (before[0], before[1][:2])  # nothing was restarted
     contained(box, r)
 
@@ -446,7 +428,7 @@ def test_a_killed_zygote_costs_one_suite(monkeypatch):
 
         def kill_zygote_soon() -> None:
             time.sleep(0.5)
-            for pid in descendants(checker):
+            for pid in descendants(checker, zombies=False):
                 with contextlib.suppress(ProcessLookupError):  # gone with the zygote already
                     os.kill(pid, signal.SIGKILL)
 
