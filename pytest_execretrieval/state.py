@@ -179,6 +179,15 @@ class BenchmarkState:
             tuple(why or [f"the session ended early (exit status {status})"]),
         )
 
+    def short_models(self, records: dict[str, list[RecordedTest]]) -> dict[str, Incomplete]:
+        """The models with a report whose selected items did not all complete."""
+        short = {}
+        for name in self.final_reports if self.incomplete else ():
+            selected = sum(owner == name for owner, _ in self.selected.values())
+            if len(records[name]) < selected:
+                short[name] = Incomplete(selected, len(records[name]), self.incomplete.why)
+        return short
+
     def finish(self, status: int, stopped: Sequence[str] = ()) -> int:
         """Assemble the reports and the gates, write the reports; returns the exit status.
 
@@ -196,11 +205,7 @@ class BenchmarkState:
             {name: first for name, (first, _) in self.pipelines.items()}, self.ranked.rerank_info,
         )  # fmt: skip
         self.incomplete = self.cut_short(status, stopped)
-        short = {}  # the models whose selected items did not all complete
-        for name in self.final_reports if self.incomplete else ():
-            selected = sum(owner == name for owner, _ in self.selected.values())
-            if len(records[name]) < selected:
-                short[name] = Incomplete(selected, len(records[name]), self.incomplete.why)
+        short = self.short_models(records)
         complete = {n: r for n, r in self.final_reports.items() if n not in short}
         gates = gate_reports(complete, self.baseline, s.gate, s.seed,
                              list(self.collection_errors))  # fmt: skip

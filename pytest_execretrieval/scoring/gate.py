@@ -382,6 +382,32 @@ def gate_margins(
     return {m: float(margin[m]) for m in metrics if m in margin}
 
 
+def _check(
+    baseline: dict | None, candidate: dict, alpha: float, metrics: Sequence[str],
+    minimums: Mapping[str, float],
+) -> None:  # fmt: skip
+    """Refuse a gate that cannot decide (see :func:`gate_decision`)."""
+    if not 0.0 < alpha < 0.5:
+        raise ValueError(f"alpha must be in (0, 0.5), got {alpha}")
+    unknown = [m for m in (*metrics, *minimums) if m not in METRIC_NAMES]
+    if unknown:
+        raise ValueError(f"unknown metric(s) {unknown}; known: {', '.join(METRIC_NAMES)}")
+    if baseline is None and not minimums:
+        raise ComparisonError("the gate needs a baseline report or a minimum")
+    if not candidate["per_query"]:
+        raise ComparisonError("the candidate report has zero queries: nothing to gate")
+    if baseline is None:
+        return
+    if not metrics:
+        raise ValueError("a gate against a baseline needs at least one gated metric")
+    lacking = [m for m in metrics if m not in shared_metrics([baseline, candidate])[0]]
+    if lacking:
+        raise ComparisonError(
+            f"the baseline report lacks gated metric(s) {', '.join(lacking)} (written by an "
+            "earlier version): gate on metrics both reports carry, or re-run the baseline"
+        )
+
+
 def gate_decision(
     baseline: dict | None,
     candidate: dict,
@@ -407,33 +433,17 @@ def gate_decision(
     of different corpora or a gated metric the baseline lacks, ``ValueError`` for a bad alpha
     or an unknown metric.
     """
-    if not 0.0 < alpha < 0.5:
-        raise ValueError(f"alpha must be in (0, 0.5), got {alpha}")
     minimums = dict(minimums or {})
     if min_exec1 is not None:
         minimums.setdefault("exec@1", min_exec1)
     if isinstance(margin, Mapping):
         metrics = tuple(dict.fromkeys((*metrics, *margin)))
-    unknown = [m for m in (*metrics, *minimums) if m not in METRIC_NAMES]
-    if unknown:
-        raise ValueError(f"unknown metric(s) {unknown}; known: {', '.join(METRIC_NAMES)}")
-    if baseline is None and not minimums:
-        raise ComparisonError("the gate needs a baseline report or a minimum")
-    if not candidate["per_query"]:
-        raise ComparisonError("the candidate report has zero queries: nothing to gate")
+    _check(baseline, candidate, alpha, metrics, minimums)
     cand = mean_metrics(_matrix(candidate["per_query"]))
     floors = {m: Floor(m, x, cand[m]) for m, x in minimums.items()}
     coverage = Coverage(len(candidate["per_query"]), collection_errors=tuple(collection_errors))
     if baseline is None:
         return GateDecision(alpha, len(candidate["per_query"]), coverage, floors=floors)
-    if not metrics:
-        raise ValueError("a gate against a baseline needs at least one gated metric")
-    lacking = [m for m in metrics if m not in shared_metrics([baseline, candidate])[0]]
-    if lacking:
-        raise ComparisonError(
-            f"the baseline report lacks gated metric(s) {', '.join(lacking)} (written by an "
-            "earlier version): gate on metrics both reports carry, or re-run the baseline"
-        )
     paired = Paired.of(baseline, candidate)
     base_ids = {q["query_id"] for q in baseline["per_query"]}
     missing = sorted({q["query_id"] for q in candidate["per_query"]} - base_ids)
