@@ -270,7 +270,8 @@ class BenchmarkSession(Session):
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """The last lines of the session: the metrics table, each gate's decision with its
         reasons and the reports written, below pytest's own summary so no FAILED line buries
-        them (the per-query detail stays in ``-rf``, the junit XML and the report)."""
+        them (the per-query detail stays in ``-rf``, ``-rx`` under a gate, the junit XML and the
+        report)."""
         terminal = config.pluginmanager.get_plugin("terminalreporter")
         lines = [] if terminal is None or self.is_worker else self.state.closing_lines()
         if lines:

@@ -51,7 +51,7 @@ from .scoring.gate import GateDecision, Incomplete
 from .settings import Settings
 
 # pytest's exit statuses that a gate's decision replaces (the others already say "not a pass")
-OK, TESTS_FAILED, NO_TESTS_COLLECTED = 0, 1, 5
+OK, TESTS_FAILED, INTERRUPTED, NO_TESTS_COLLECTED = 0, 1, 2, 5
 
 
 @dataclass(frozen=True)
@@ -171,7 +171,7 @@ class BenchmarkState:
             return None
         why = [x for x in stopped if x][:1]  # what stopped it first (xdist's controller, pytest)
         why += [f"a worker crashed running {n}" for n in self.crashed]
-        if status == 2 and not why:
+        if status == INTERRUPTED and not why:
             why.append("interrupted")
         return Incomplete(
             len(selected),
