@@ -236,3 +236,20 @@ def test_a_per_metric_margin_leaves_the_other_gated_metrics_gated(pytester, item
     assert {m: row["mode"] for m, row in gate["metrics"].items()} == {
         "exec@1": "non-inferiority", "exec@5": "harm", "ndcg@10": "harm"}  # fmt: skip
     assert gate["metrics"]["exec@1"]["passed"] and gate["metrics"]["ndcg@10"]["p_adjusted"] == 0.25
+
+
+def test_a_crashed_xdist_worker_makes_the_gate_incomplete(pytester, items):
+    baseline = flawless_baseline(pytester, items)
+    pytester.makeconftest("""
+        import os
+
+        def pytest_runtest_call(item):  # the worker dies running one benchmark item
+            if item.nodeid.startswith("strings/") and hasattr(item.config, "workerinput"):
+                os._exit(1)
+    """)  # fmt: skip
+    result = bench(pytester, items, "-n", "2", "--execretrieval-baseline", str(baseline),
+                   "--execretrieval-margin", "2")  # fmt: skip
+    out = result.stdout.str()
+    assert result.ret == EXIT_INCOMPLETE and "PASS" not in out
+    assert ("gate [bm25]: INCOMPLETE: 3 of 4 selected queries ran (a worker crashed running "
+            "strings/count_vowels[bm25])") in out  # fmt: skip
