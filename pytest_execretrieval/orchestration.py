@@ -8,9 +8,11 @@ before the run starts raises :class:`SetupError`.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .corpus.items import BenchmarkItem, item_id, load_items
 from .corpus.store import (
@@ -31,6 +33,11 @@ from .ranking.rerank import Reranker, RerankerContext, RerankerError, get_rerank
 from .ranking.rerank.pipeline import lift, rerank_run
 from .reporting.report import build_report
 from .settings import GateSettings
+
+if TYPE_CHECKING:
+    from .scoring.gate import GateDecision, Incomplete
+
+EXIT_INCOMPLETE = 6  # a benchmark run cut short: fewer selected items completed than selected
 
 
 class SetupError(Exception):
@@ -157,6 +164,11 @@ def load_baseline(path: Path, sha: str) -> dict:
         baseline = load_report(path)
     except ReportError as exc:
         raise SetupError(f"--execretrieval-baseline: {exc}") from None
+    if "incomplete" in baseline:
+        done = baseline["incomplete"]
+        raise SetupError(f"--execretrieval-baseline {path} is the report of a run cut short "
+                         f"({done['completed']} of {done['selected']} selected queries ran): "
+                         "re-run the baseline model to completion")  # fmt: skip
     if baseline["corpus"]["sha256"] != sha:
         raise SetupError(
             f"--execretrieval-baseline {path} was made on corpus "
@@ -213,27 +225,94 @@ def build_reports(
 
 
 def gate_reports(
-    reports: Mapping[str, dict], baseline: dict | None, gate: GateSettings, seed: int
-) -> dict[str, dict]:
-    """Each report's gate decision (also stored as its ``gate``), or ``{}`` when there is neither
-    a baseline nor a minimum. A selected subset (-k/-m) is gated on the same baseline queries;
-    a gate that cannot be computed fails with the reason."""
+    reports: Mapping[str, dict], baseline: dict | None, gate: GateSettings, seed: int,
+    collection_errors: Sequence[str] = (),
+) -> dict[str, GateDecision]:  # fmt: skip
+    """Each report's gate decision (its ``gate`` record is stored in the report), or ``{}`` when
+    there is neither a baseline nor a minimum. A selected subset (-k/-m) is gated on the same
+    baseline queries; ``collection_errors`` fail every decision; a gate that cannot be computed
+    fails with the reason (its record says why; the decision is a FAIL without figures)."""
     if baseline is None and not gate.minimums:
         return {}
-    from .scoring.compare import ComparisonError, gate_decision
+    from .reporting.gate_text import gate_json
+    from .scoring.compare import ComparisonError
+    from .scoring.gate import Coverage, GateDecision, gate_decision
 
     gates = {}
     for name, report in reports.items():
-        subset = baseline
-        if baseline is not None:
-            ran = {q["query_id"] for q in report["per_query"]}
-            subset = {**baseline, "per_query": [q for q in baseline["per_query"]
-                                                if q["query_id"] in ran]}  # fmt: skip
         try:
-            gates[name] = gate_decision(subset, report, gate.alpha, seed=seed,
+            gates[name] = gate_decision(baseline, report, gate.alpha, seed=seed,
                                         metrics=gate.metrics, margin=gate.margin,
-                                        minimums=gate.minimums)  # fmt: skip
+                                        minimums=gate.minimums,
+                                        collection_errors=collection_errors)  # fmt: skip
         except (ComparisonError, ValueError) as exc:
-            gates[name] = {"passed": False, "reason": f"ERROR: {exc}", "explanation": []}
-        report["gate"] = gates[name]
+            n = len(report["per_query"])
+            gates[name] = GateDecision(gate.alpha, n, Coverage(n), error=str(exc))
+        report["gate"] = gate_json(gates[name])
     return gates
+
+
+def cut_short(
+    reports: Mapping[str, dict], gate: GateSettings, incomplete: Mapping[str, Incomplete],
+    gated: bool,
+) -> dict[str, GateDecision]:  # fmt: skip
+    """A run that did not complete (``incomplete``: per report, how many of its selected items
+    completed, and why): every report says so (its ``incomplete``), and, when the run is gated,
+    every gate is INCOMPLETE (never a pass)."""
+    from .reporting.gate_text import gate_json
+    from .scoring.gate import Coverage, GateDecision
+
+    gates = {}
+    for name, report in reports.items():
+        report["incomplete"] = incomplete[name].to_json()
+        if gated:
+            gates[name] = GateDecision(gate.alpha, len(report["per_query"]),
+                                       Coverage(len(report["per_query"])),
+                                       incomplete=incomplete[name])  # fmt: skip
+            report["gate"] = gate_json(gates[name])
+    return gates
+
+
+def check_outputs(report_dir: Path | None, cache_dir: Path, names: Sequence[str]) -> None:
+    """Before any work: every output directory can be created and written, and every model's
+    report files get a name of their own. Raises :class:`SetupError` naming the problem."""
+    from .reporting.report import file_stem
+
+    for flag, path in (("--execretrieval-report-dir", report_dir),
+                       ("--execretrieval-cache-dir", cache_dir)):  # fmt: skip
+        if path is not None:
+            problem = _unwritable(Path(path))
+            if problem:
+                raise SetupError(f"{flag} {path}: {problem}")
+    if report_dir is None:
+        return
+    owners: dict[str, str] = {}
+    for name in names:
+        # casefold: on a case-insensitive file system BM25.json and bm25.json are one file
+        stem = file_stem(name).casefold()
+        if stem in owners:
+            raise SetupError(f"--execretrieval-report-dir: {owners[stem]!r} and {name!r} would "
+                             f"both write {file_stem(name)}.json (report file names keep only "
+                             "letters, digits and ._-); run them in separate sessions or "
+                             "rename one (e.g. another path for an npz: file)")  # fmt: skip
+        owners[stem] = name
+        for suffix in (".json", ".xml"):
+            target = Path(report_dir) / f"{file_stem(name)}{suffix}"
+            if target.is_dir():
+                raise SetupError(f"--execretrieval-report-dir: {target} is a directory")
+
+
+def _unwritable(path: Path) -> str | None:
+    """Why directory ``path`` cannot be created or written (``None`` when it can)."""
+    if path.exists():
+        if not path.is_dir():
+            return "exists and is not a directory"
+        return None if os.access(path, os.W_OK | os.X_OK) else "is not writable"
+    parent = path.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"{parent} is a file, so no directory can be made under it"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"cannot be created: {parent} is not writable"
+    return None

@@ -3,15 +3,16 @@ one: :class:`BenchmarkSession` (``--embedder``) and :class:`VerifySession`
 (``--execretrieval-verify``).
 
 Either collects the items directory only, with ids relative to it. The hooks are glue: the work
-is done by :mod:`.orchestration`. In a benchmark the controller (or the only process, without
-xdist) ranks the pool once in ``pytest_sessionstart`` and hands the runs to xdist workers as a
-file named in ``workerinput``; items only look their result up, and everything written to
-reports is assembled in the controller from the test reports it receives.
+is done by :mod:`.orchestration`, and a benchmark's run state is a :class:`.state.BenchmarkState`
+in ``config.stash[STATE]``. In a benchmark the controller (or the only process, without xdist)
+ranks the pool once in ``pytest_sessionstart`` and hands the runs to xdist workers as a file
+named in ``workerinput``; items only look their result up, and everything written to reports is
+assembled in the controller from the test reports it receives.
 """
 
 from __future__ import annotations
 
-import time
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,35 +25,18 @@ from .corpus.store import (
     Snippet,
     StaleReason,
     corpus_dir,
-    corpus_sha256,
     read_corpus,
 )
 from .corpus.verify import distractors_by_query, item_cases
-from .embedders import EmbedderOptions
 from .execution.runner import SuiteRunner
-from .nodes import ItemFile, ItemsDir, QueryItem, VerifyItem
-from .orchestration import (
-    Loaded,
-    Ranked,
-    SetupError,
-    build_reports,
-    failed_queries,
-    gate_reports,
-    load,
-    load_baseline,
-    open_embedders,
-    open_rerankers,
-    rank,
-    read_state,
-    write_state,
-)
-from .ranking.benchmark import BenchmarkRun
-from .ranking.rerank import RerankerContext
-from .ranking.rerank.pipeline import pipeline_name
-from .reporting.report import RecordedTest, final_summary, write_reports
+from .nodes import ItemFile, ItemsDir, QueryItem, RankOneFailure, VerifyItem
+from .orchestration import Loaded, SetupError, load, read_state
+from .ranking.benchmark import QueryResult
 from .settings import Settings
+from .state import BenchmarkState, Outcome
 
 WORKER_KEY = "execretrieval_runs"
+STATE = pytest.StashKey[BenchmarkState]()  # the run state of a benchmark session
 
 
 class Session:
@@ -127,9 +111,12 @@ class Session:
         if terminal is not None and hasattr(terminal, "startpath"):
             terminal.startpath = self.config.rootpath
 
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    def close_runner(self) -> None:
         if self._runner:
             self._runner.close()
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.close_runner()
 
 
 class VerifySession(Session):
@@ -172,77 +159,68 @@ class VerifySession(Session):
 
 class BenchmarkSession(Session):
     """``--embedder NAME``: one query item per (query, embedder or pipeline), then the reports
-    and the gate, whose decision is the exit status."""
+    and the gate, whose decision is the exit status. The hooks translate pytest's events for
+    the run state (:class:`.state.BenchmarkState`, in ``config.stash[STATE]``).
+
+    Under a gate (a baseline or a minimum) a query's outcome is a measurement and the gate is
+    the verdict: a query whose rank 1 fails is xfail (its failure text kept in its report), and
+    each gate is one more test report, ``gate[<name>]``, passed or failed as decided, so that
+    pytest's own junit, pytest-json-report and pytest-html show what the exit status says.
+    Benchmark items are deterministic: pytest-rerunfailures is told not to re-run them, and the
+    state counts a node id once whatever re-runs it.
+    """
 
     def __init__(self, config: pytest.Config, settings: Settings):
         super().__init__(config, settings)
-        self.collect_only = bool(config.option.collectonly)
-        self.pipelines: dict[str, tuple[str, str]] = {}  # name -> (embedder, reranker)
-        self.names: list[str] = []  # embedders, each followed by its pipelines
-        for name in settings.embedders:
-            self.names.append(name)
-            for reranker in settings.rerank:
-                self.pipelines[pipeline_name(name, reranker)] = (name, reranker)
-                self.names.append(pipeline_name(name, reranker))
-        self.runs: dict[str, BenchmarkRun] = {}
-        self.ranked = Ranked({}, 0.0, {}, {})
-        self.baseline: dict | None = None
-        self.baseline_failed: set[str] = set()
-        self.state_file: Path | None = None  # the runs handed to xdist workers
-        self.records: dict[str, list[RecordedTest]] = {name: [] for name in self.names}
-        self.collection_errors = 0
-        self.final_reports: dict[str, dict] = {}
-        self.gates: dict[str, dict] = {}
-        self.written: list[Path] = []
+        config.stash[STATE] = BenchmarkState(settings, bool(config.option.collectonly))
         self._code: dict[str, str] | None = None
-        self.started = time.perf_counter()
+
+    @property
+    def state(self) -> BenchmarkState:
+        return self.config.stash[STATE]
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if self.is_worker:
             path = self.config.workerinput.get(WORKER_KEY)
             if path:
-                self.runs, self.baseline_failed = read_state(Path(path))
+                self.state.runs, self.state.baseline_failed = read_state(Path(path))
             return
         loaded = self.load(stale_ok=False)
-        if self.collect_only:  # --co lists the items; nothing is ranked
+        if self.state.collect_only:  # --co lists the items; nothing is ranked
             return
         if not loaded.items:
             raise pytest.UsageError(f"no valid benchmark items in {self.items_dir}")
-        s = self.settings
-        extra = {} if s.max_tokens is None else {"max_tokens": s.max_tokens}  # the cost guard
-        options = EmbedderOptions(batch_size=s.batch_size, trust_remote_code=s.trust_remote_code,
-                                  cache_dir=str(s.cache_dir), extra=extra)  # fmt: skip
-        context = RerankerContext(self.runner, Path(s.cache_dir), s.embedders, self.runs)
-        try:  # every embedder and reranker is checked before any work starts
-            embedders = open_embedders(s.embedders, options)
-            rerankers = open_rerankers(s.rerank, context)
-            if s.baseline is not None:
-                self.baseline = load_baseline(s.baseline, corpus_sha256(loaded.corpus_dir))
-                self.baseline_failed = failed_queries(self.baseline)
-            self.ranked = rank(loaded, embedders, rerankers, self.pipelines, s.rerank_k,
-                               self.runner, s.cache_dir, s.code_similarity, self.runs)  # fmt: skip
+        try:  # every output, embedder and reranker is checked before any work starts
+            self.state.start(loaded, self.runner)
         except SetupError as exc:
             raise pytest.UsageError(str(exc)) from None
-        self.state_file = s.cache_dir / "runs" / f"session-{id(self)}-{time.time_ns()}.json"
-        write_state(self.state_file, self.runs, self.baseline_failed)
 
     @pytest.hookimpl(optionalhook=True)  # an xdist hook: pytest-xdist may not be installed
     def pytest_configure_node(self, node) -> None:  # xdist controller only
-        node.workerinput[WORKER_KEY] = str(self.state_file or "")
+        node.workerinput[WORKER_KEY] = str(self.state.state_file or "")
 
     def item_nodes(self, parent: ItemFile, item: BenchmarkItem) -> Iterator[pytest.Item]:
-        for name in self.names:
-            run = self.runs.get(name)
+        state = self.state
+        for name in state.names:
+            run = state.runs.get(name)
             result = run.results.get(item.id) if run else None
-            if result is None and not self.collect_only:
+            if result is None and not state.collect_only:
                 raise CorpusError(f"{item.id} has no ranking: the corpus lacks its canonical; "
                                   f"run `execretrieval build {self.items_dir}`")  # fmt: skip
             query = QueryItem.from_parent(parent, name=f"{item.id}[{name}]",
                                           nodeid=f"{item.id}[{name}]", item=item, embedder=name,
                                           result=result)  # fmt: skip
-            if item.id in self.baseline_failed:  # show only the candidate's regressions
-                query.add_marker(pytest.mark.xfail(reason="the baseline fails this query too"))
+            if self.rerunfailures:  # deterministic: a re-run would only count the query twice
+                query.add_marker(pytest.mark.flaky(reruns=0))
+            reason = xfail_reason(state, item.id, result)
+            if reason:
+                query.add_marker(pytest.mark.xfail(reason=reason, raises=RankOneFailure,
+                                                   strict=False))  # fmt: skip
             yield query
+
+    @property
+    def rerunfailures(self) -> bool:
+        return self.config.pluginmanager.hasplugin("rerunfailures")
 
     def code_by_id(self) -> dict[str, str]:
         """Snippet code by id (for failure reports; loaded once per process)."""
@@ -251,81 +229,120 @@ class BenchmarkSession(Session):
             self._code = {s.snippet_id: s.code for s in corpus.snippets}
         return self._code
 
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        super().pytest_collection_finish(session)
+        self.state.select(item.nodeid for item in session.items)
+
+    @pytest.hookimpl(optionalhook=True)  # xdist: the controller learns the workers' selection
+    def pytest_xdist_node_collection_finished(self, node, ids) -> None:
+        self.state.select(ids)
+
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        if report.failed:
-            self.collection_errors += 1
+        if report.failed and not self.is_worker:
+            self.state.collection_error(report.nodeid)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        props = dict(report.user_properties)
-        name, query_id = props.get("embedder"), props.get("query_id")
-        if self.is_worker or name not in self.records:
-            return
-        if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-            outcome = report.outcome if report.when == "call" else "error"
-            if hasattr(report, "wasxfail"):
-                outcome = "xfailed" if report.skipped else "xpassed"
-            message = str(report.longrepr) if report.failed else ""
-            self.records[name].append(RecordedTest(
-                report.nodeid, query_id, outcome, report.duration, message,
-                [(k, v) for k, v in report.user_properties if k not in ("embedder",)],
-            ))  # fmt: skip
+        if not self.is_worker:
+            self.state.record(outcome_of(report))
 
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        super().pytest_sessionfinish(session)
-        if self.is_worker:
-            return
-        if self.state_file:
-            self.state_file.unlink(missing_ok=True)
-        if self.collect_only:
-            return
-        s = self.settings
-        ran = {name: [r.query_id for r in records] for name, records in self.records.items()}
-        self.final_reports = build_reports(
-            self.runs, ran, time.perf_counter() - self.started, s.seed, self.ranked.usage,
-            {name: first for name, (first, _) in self.pipelines.items()}, self.ranked.rerank_info,
-        )  # fmt: skip
-        if not self.final_reports:
-            if session.exitstatus == 0:
-                session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED  # never a vacuous pass
-            return
-        # With a baseline or a minimum, the exit status is the gate's decision.
-        self.gates = gate_reports(self.final_reports, self.baseline, s.gate, s.seed)
-        if self.gates and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-            passed = all(g["passed"] for g in self.gates.values()) and not self.collection_errors
-            session.exitstatus = pytest.ExitCode.OK if passed else pytest.ExitCode.TESTS_FAILED
-        if s.report_dir:
-            self.written = write_reports(s.report_dir, self.final_reports, self.records,
-                                         self.gates)  # fmt: skip
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session):
+        """The decision becomes ``session.exitstatus`` before any other plugin's
+        ``pytest_sessionfinish`` runs: a wrapper runs its part before the yield ahead of every
+        plain implementation, and ``tryfirst`` puts it ahead of other wrappers. pytest's junit
+        (``--junitxml``), pytest-json-report (``exitcode``) and pytest-html write their files in
+        their plain implementations, so they see the decision and the gates' test reports."""
+        self.close_runner()
+        if not self.is_worker:
+            session.exitstatus = self.state.finish(session.exitstatus, stop_reasons(session))
+            publish_gates(self.config, self.state.gate_records, self.items_dir)
+        return (yield)
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         """Pairwise comparisons in pytest's summary; the verdict comes last (unconfigure)."""
-        if len(self.final_reports) > 1:
+        reports = self.state.final_reports
+        if len(reports) > 1:
             from .scoring.compare import compare_reports
 
             terminalreporter.section("ExecRetrieval comparisons")
-            reports = list(self.final_reports.values())
-            terminalreporter.write_line(compare_reports(reports, all_pairs=False))
+            terminalreporter.write_line(compare_reports(list(reports.values()), all_pairs=False))
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """The last lines of the session: the metrics table, each gate's decision with its
         reasons and the reports written, below pytest's own summary so no FAILED line buries
-        them (the per-query detail stays in ``-rf``, the junit XML and the report)."""
+        them (the per-query detail stays in ``-rf``, ``-rx`` under a gate, the junit XML and the
+        report)."""
         terminal = config.pluginmanager.get_plugin("terminalreporter")
-        if terminal is None or not self.final_reports or self.is_worker:
-            return
-        terminal.write_sep("=", "ExecRetrieval")
-        cost = [f"rerank [{name}]: {c['ms_per_query']:.1f} ms/query ({c['seconds']:.1f} s), first "
-                f"stage {c['first_stage_ms_per_query']:.1f} ms/query"
-                for name, c in self.ranked.rerank_cost.items()
-                if name in self.final_reports]  # fmt: skip
-        lines = final_summary(self.final_reports, self.gates, self.written, self.ranked.encode_s)
-        at = next(
-            (i for i, x in enumerate(lines) if x.startswith(("gate [", "reports: "))), len(lines)
-        )  # the cost goes above the gates: the verdict stays last
-        lines[at:at] = cost
+        lines = [] if terminal is None or self.is_worker else self.state.closing_lines()
+        if lines:
+            terminal.write_sep("=", "ExecRetrieval")
         for line in lines:
-            bad = line.startswith("gate [") and "]: PASS" not in line
-            terminal.write_line(line, bold=line.startswith("gate ["), red=bad)
+            verdict = line.startswith(("gate [", "INCOMPLETE"))
+            bad = verdict and "]: PASS" not in line
+            terminal.write_line(line, bold=verdict, red=bad)
+
+
+def xfail_reason(state: BenchmarkState, query_id: str, result: QueryResult | None) -> str | None:
+    """Why a query item is xfail: the baseline fails it too (an xpass when the candidate now
+    solves it), or, under a gate, its rank 1 fails (a measurement: the gate decides)."""
+    if query_id in state.baseline_failed:
+        return "the baseline fails this query too"
+    if state.gated and result is not None and not result.passed:
+        return (
+            "rank 1 fails (a regression: the baseline passes it); the gate decides"
+            if state.settings.baseline
+            else "rank 1 fails; the gate's minimums decide"
+        )
+    return None
+
+
+def outcome_of(report: pytest.TestReport) -> Outcome:
+    """What the run state keeps of a test report (an xfail keeps its failure text)."""
+    outcome = report.outcome
+    if hasattr(report, "wasxfail"):
+        outcome = "xfailed" if report.skipped else "xpassed"
+    failed = report.failed or (outcome == "xfailed" and report.longrepr is not None)
+    return Outcome(report.nodeid, report.when, outcome, report.duration,
+                   str(report.longrepr) if failed else "",
+                   tuple((k, v) for k, v in report.user_properties if k != "embedder"))  # fmt: skip
+
+
+def stop_reasons(session: pytest.Session) -> list[str]:
+    """What pytest (or xdist's controller) said when it stopped the run early."""
+    dsession = session.config.pluginmanager.get_plugin("dsession")
+    said = [getattr(dsession, "shouldstop", None), session.shouldstop, session.shouldfail]
+    return [x for x in said if isinstance(x, str) and x]
+
+
+def publish_gates(config: pytest.Config, gates: dict[str, dict], items_dir: Path) -> None:
+    """Each gate as the test report ``gate[<name>]`` of every plugin that records test reports
+    (pytest's junit, pytest-json-report, pytest-html, ...), passed or failed as decided, and in
+    the terminal's counts and short summary. The terminal reporter gets it in its statistics
+    only: fed to its ``pytest_runtest_logreport`` at session end it would print a stray
+    progress letter after the last progress line."""
+    from .reporting.report import gate_lines
+
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    hook = config.pluginmanager.subset_hook_caller(
+        "pytest_runtest_logreport", remove_plugins=[p for p in (terminal,) if p is not None]
+    )
+    where = Path(os.path.relpath(items_dir, config.rootpath)).as_posix()
+    for name, gate in gates.items():
+        nodeid = f"gate[{name}]"
+        text = "\n".join(gate_lines(name, gate))
+        # a setup, a call and a teardown report, as a real test makes (pytest-html writes a
+        # test once its teardown is reported)
+        for when in ("setup", "call", "teardown"):
+            failed = when == "call" and not gate["passed"]
+            report = pytest.TestReport(
+                nodeid, (where, None, nodeid), {"execretrieval": 1},
+                "failed" if failed else "passed", text if failed else None, when,
+                user_properties=[("decision", gate.get("decision", ""))],
+            )  # fmt: skip
+            hook(report=report)
+            if terminal is not None and when == "call":
+                category = config.hook.pytest_report_teststatus(report=report, config=config)[0]
+                terminal.stats.setdefault(category, []).append(report)
 
 
 def _within(path: Path, root: Path) -> bool:

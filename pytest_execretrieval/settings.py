@@ -147,13 +147,16 @@ def setting(config, name: str):
 
 @dataclass(frozen=True)
 class GateSettings:
-    """The gate's settings, checked once: gated metrics, margins (non-inferiority mode when
-    given), minimums, alpha."""
+    """The gate's settings, checked once: the gated metrics, the non-inferiority margin of each
+    metric that has one (the others are harm-tested), minimums, alpha."""
 
     metrics: tuple[str, ...]
     margin: Mapping[str, float] | None
     minimums: Mapping[str, float] = field(default_factory=dict)
     alpha: float = 0.05
+
+
+GATE_OPTIONS = ("gate-metric", "margin", "alpha")  # meaningless without a baseline
 
 
 def _metric_value(text: str, flag: str, known: tuple[str, ...]) -> tuple[str, float]:
@@ -168,8 +171,15 @@ def _metric_value(text: str, flag: str, known: tuple[str, ...]) -> tuple[str, fl
 
 
 def _gate_settings(config) -> GateSettings:
-    """Resolve and check the gate options; a bad value raises ``ValueError`` naming the flag."""
-    from .scoring.compare import DEFAULT_GATE_METRICS, GATE_METRICS
+    """Resolve and check the gate options; a bad value raises ``ValueError`` naming the flag.
+
+    The margin rule: the gated metrics are ``--execretrieval-gate-metric`` (default exec@1,
+    exec@5, ndcg@10) plus every metric named in ``--execretrieval-margin M=DELTA``. A gated
+    metric is tested for non-inferiority when it has a margin (its own ``M=DELTA``, else a plain
+    ``DELTA`` given for all), and in harm mode otherwise: a margin for one metric never takes
+    the other gated metrics out of the gate.
+    """
+    from .scoring.gate import DEFAULT_GATE_METRICS, GATE_METRICS
 
     explicit = setting(config, "gate-metric")
     bad = [m for m in explicit if m not in GATE_METRICS]
@@ -193,22 +203,32 @@ def _gate_settings(config) -> GateSettings:
                                  "METRIC=DELTA") from None  # fmt: skip
         if delta < 0:
             raise ValueError(f"--execretrieval-margin: {text!r}: a margin is >= 0")
-    # Margins given only as M=DELTA, without --execretrieval-gate-metric, name the gated metrics.
-    metrics = tuple(dict.fromkeys(explicit or (margin if margin and common is None
-                                               else DEFAULT_GATE_METRICS)))  # fmt: skip
+    metrics = tuple(dict.fromkeys((*(explicit or DEFAULT_GATE_METRICS), *margin)))
     if common is not None:
-        margin = {m: margin.get(m, common) for m in dict.fromkeys((*metrics, *margin))}
-    missing = [m for m in metrics if margin and m not in margin]
-    if missing:
-        raise ValueError(f"--execretrieval-margin: no margin for gated metric(s) "
-                         f"{', '.join(missing)}; give one DELTA for all, or M=DELTA "
-                         "for each")  # fmt: skip
-    metrics = tuple(dict.fromkeys((*metrics, *margin)))
+        margin = {m: margin.get(m, common) for m in metrics}
     minimums = dict(_metric_value(t, "--execretrieval-min", GATE_METRICS)
                     for t in setting(config, "min"))  # fmt: skip
     if setting(config, "min-exec1") is not None:
         minimums.setdefault("exec@1", setting(config, "min-exec1"))
     return GateSettings(metrics, margin or None, minimums, alpha)
+
+
+def explicitly_set(config, name: str) -> bool:
+    """Whether option ``name`` was set on the command line or as an ini key."""
+    value = config.getoption(dest(name))
+    if value is None:
+        value = config.getini(dest(name))
+    return value not in (None, "", [], ())
+
+
+def _gate_options_need_a_baseline(config) -> None:
+    """Gate options without a baseline would be ignored: a usage error instead (minimums gate
+    on their own and stay allowed)."""
+    stray = [f"--execretrieval-{name}" for name in GATE_OPTIONS if explicitly_set(config, name)]
+    if stray:
+        raise ValueError(f"{', '.join(stray)} without --execretrieval-baseline: these options "
+                         "set how the gate compares with a baseline report; add "
+                         "--execretrieval-baseline FILE (or drop them)")  # fmt: skip
 
 
 MAX_STACK = 4  # `execretrieval build --stack K` builds K = 2..4
@@ -265,6 +285,9 @@ def resolve(config) -> Settings:
     if isolation not in ISOLATION_MODES:
         raise ValueError(f"--execretrieval-isolation: {isolation!r} is not one of "
                          f"{ISOLATION_MODES}")  # fmt: skip
+    gate = _gate_settings(config)
+    if embedders and setting(config, "baseline") is None:
+        _gate_options_need_a_baseline(config)
     batch_size, max_tokens = setting(config, "batch-size"), setting(config, "max-tokens")
     for flag, value in (("batch-size", batch_size), ("max-tokens", max_tokens)):
         if value is not None and value < 1:
@@ -276,7 +299,7 @@ def resolve(config) -> Settings:
         stack=stack,
         report_dir=setting(config, "report-dir"),
         baseline=setting(config, "baseline"),
-        gate=_gate_settings(config),
+        gate=gate,
         rerank=() if verify else rerank,
         rerank_k=rerank_k,
         cache_dir=setting(config, "cache-dir"),

@@ -1,4 +1,5 @@
-"""Tests for scoring/compare.py: paired comparison, the gate, the compare command."""
+"""Tests for scoring/compare.py and scoring/gate.py: paired comparison, the gate (as the report's
+``gate`` record), the compare command."""
 
 from __future__ import annotations
 
@@ -13,13 +14,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_execretrieval.cli import main
+from pytest_execretrieval.reporting.gate_text import gate_json
 from pytest_execretrieval.reporting.report import metric_summary
 from pytest_execretrieval.scoring.compare import (
     ComparisonError,
     compare_reports,
-    gate_decision,
     paired_comparison,
 )
+from pytest_execretrieval.scoring.gate import gate_decision
 from pytest_execretrieval.scoring.metrics import (
     KS,
     METRIC_NAMES,
@@ -61,6 +63,11 @@ def make_report(ranks: Sequence[int | None], name: str = "m", sha: str = SHA) ->
             "per_query": per_query}  # fmt: skip
 
 
+def gated(*args, **kwargs) -> dict:
+    """The report's ``gate`` record of :func:`gate_decision` (figures and sentences)."""
+    return gate_json(gate_decision(*args, **kwargs))
+
+
 ranks_lists = st.lists(st.one_of(st.none(), st.integers(1, 12)), min_size=1, max_size=30)
 
 
@@ -73,14 +80,14 @@ def test_self_comparison_is_null(ranks: list[int | None]) -> None:
         assert result["metrics"][m]["p_value"] == 1.0
         assert result["metrics"][m]["difference"] == 0.0
         assert result["metrics"][m]["ci95"] == [0.0, 0.0]
-    gate = gate_decision(report, report)
+    gate = gated(report, report)
     assert gate["passed"] and all(r["p_value"] == 1.0 for r in gate["metrics"].values())
 
 
 def test_clear_regression_fails_the_gate() -> None:
     baseline = make_report([1] * 40, "base")
     candidate = make_report([1] * 25 + [None] * 15, "cand")
-    gate = gate_decision(baseline, candidate, metrics=("exec@1",))
+    gate = gated(baseline, candidate, metrics=("exec@1",))
     assert not gate["passed"]
     e1 = gate["metrics"]["exec@1"]
     assert e1["test"] == "mcnemar" and e1["p_value"] == pytest.approx(2 * 0.5**15)
@@ -96,18 +103,18 @@ def test_default_metrics_catch_a_top5_drop_that_exec1_misses() -> None:
     """Same exec@1, much worse exec@5: the default gate (exec@1, exec@5, ndcg@10) fails."""
     baseline = make_report([1] * 10 + [3] * 30, "base")
     candidate = make_report([1] * 10 + [None] * 30, "cand")
-    gate = gate_decision(baseline, candidate)
+    gate = gated(baseline, candidate)
     assert not gate["passed"] and "failed: exec@5, ndcg@10" in gate["reason"]
     assert gate["metrics"]["exec@1"]["passed"] and gate["metrics"]["exec@1"]["difference"] == 0
     assert gate["metrics"]["exec@5"]["difference"] == pytest.approx(-0.75)
-    assert gate_decision(baseline, candidate, metrics=("exec@1",))["passed"]
+    assert gated(baseline, candidate, metrics=("exec@1",))["passed"]
 
 
 def test_holm_adjusts_across_gated_metrics() -> None:
     baseline = make_report([1] * 40)
     candidate = make_report([1] * 34 + [None] * 6)  # exec@1 p = 2 / 64 = 0.03125
-    one = gate_decision(baseline, candidate, metrics=("exec@1",))
-    three = gate_decision(baseline, candidate, metrics=("exec@1", "exec@3", "mrr"))
+    one = gated(baseline, candidate, metrics=("exec@1",))
+    three = gated(baseline, candidate, metrics=("exec@1", "exec@3", "mrr"))
     assert not one["passed"] and one["metrics"]["exec@1"]["p_value"] == pytest.approx(1 / 32)
     adjusted = three["metrics"]["exec@1"]["p_adjusted"]
     assert adjusted == pytest.approx(
@@ -117,7 +124,7 @@ def test_holm_adjusts_across_gated_metrics() -> None:
 
 
 def test_insignificant_drop_passes_and_states_its_power() -> None:
-    gate = gate_decision(make_report([1] * 40), make_report([1] * 38 + [2, 2]),
+    gate = gated(make_report([1] * 40), make_report([1] * 38 + [2, 2]),
                          metrics=("exec@1",))  # fmt: skip
     e1 = gate["metrics"]["exec@1"]
     assert gate["passed"] and e1["p_value"] == pytest.approx(0.5)
@@ -129,7 +136,7 @@ def test_insignificant_drop_passes_and_states_its_power() -> None:
 
 
 def test_significant_improvement_passes() -> None:
-    gate = gate_decision(make_report([None] * 20), make_report([1] * 20))
+    gate = gated(make_report([None] * 20), make_report([1] * 20))
     e1 = gate["metrics"]["exec@1"]
     assert gate["passed"] and e1["p_value"] < 0.05 and e1["difference"] == 1.0
 
@@ -137,45 +144,43 @@ def test_significant_improvement_passes() -> None:
 def test_non_inferiority_margin() -> None:
     baseline = make_report([1] * 200)
     candidate = make_report([1] * 196 + [None] * 4)  # exec@1 -0.02
-    strict = gate_decision(baseline, candidate, metrics=("exec@1",), margin=0.01)
-    loose = gate_decision(baseline, candidate, metrics=("exec@1",), margin=0.1)
+    strict = gated(baseline, candidate, metrics=("exec@1",), margin=0.01)
+    loose = gated(baseline, candidate, metrics=("exec@1",), margin=0.1)
     assert not strict["passed"] and loose["passed"] and loose["mode"] == "non-inferiority"
     lo = loose["metrics"]["exec@1"]["ci"][0]
     assert -0.1 < lo < -0.01  # the 90% CI's lower end decides
     ref = paired_bootstrap_diff_ci(np.ones(200), np.r_[np.ones(196), np.zeros(4)], 5000, 0,
                                    confidence=0.9)  # fmt: skip
     assert lo == pytest.approx(ref[0])
-    per_metric = gate_decision(baseline, candidate, metrics=("exec@1", "mrr"),
+    per_metric = gated(baseline, candidate, metrics=("exec@1", "mrr"),
                                margin={"exec@1": 0.1, "mrr": 0.1})  # fmt: skip
     assert per_metric["passed"] and set(per_metric["metrics"]) == {"exec@1", "mrr"}
-    with pytest.raises(ValueError, match="margin missing"):
-        gate_decision(baseline, candidate, metrics=("exec@1", "mrr"), margin={"exec@1": 0.1})
 
 
 def test_minimums() -> None:
     base, cand = make_report([1] * 40), make_report([1] * 38 + [None] * 2)  # 0.95, p = 0.5
-    assert gate_decision(base, cand, min_exec1=0.9)["passed"]
-    low = gate_decision(base, cand, min_exec1=0.97)
+    assert gated(base, cand, min_exec1=0.9)["passed"]
+    low = gated(base, cand, min_exec1=0.97)
     assert not low["passed"] and "failed: exec@1 minimum" in low["reason"]
     assert any("below the required minimum 0.970" in x for x in low["explanation"])
-    only = gate_decision(None, cand, minimums={"exec@1": 0.95, "exec@10": 0.95})
+    only = gated(None, cand, minimums={"exec@1": 0.95, "exec@10": 0.95})
     assert only["passed"] and only["minimums"]["exec@1"]["value"] == 0.95
     assert only["metrics"] == {} and only["reason"].startswith("PASS: minimums only")
-    assert not gate_decision(None, cand, minimums={"exec@1": 0.96})["passed"]
+    assert not gated(None, cand, minimums={"exec@1": 0.96})["passed"]
 
 
 def test_gate_refuses_vacuous_decisions() -> None:
     empty = make_report([])
     with pytest.raises(ComparisonError, match="zero queries"):
-        gate_decision(empty, empty)
+        gated(empty, empty)
     with pytest.raises(ComparisonError, match="zero queries"):
-        gate_decision(None, empty, min_exec1=0.0)
+        gated(None, empty, min_exec1=0.0)
     with pytest.raises(ComparisonError, match="baseline report or a minimum"):
-        gate_decision(None, make_report([1]))
+        gated(None, make_report([1]))
     with pytest.raises(ValueError, match="alpha"):
-        gate_decision(make_report([1]), make_report([1]), alpha=0.0)
+        gated(make_report([1]), make_report([1]), alpha=0.0)
     with pytest.raises(ValueError, match="unknown metric"):
-        gate_decision(make_report([1]), make_report([1]), metrics=("exec@2",))
+        gated(make_report([1]), make_report([1]), metrics=("exec@2",))
 
 
 def test_where_it_regressed_and_what_differs() -> None:
@@ -186,7 +191,7 @@ def test_where_it_regressed_and_what_differs() -> None:
         q["top"][0]["operator"] = "wrong_comparison"
         q["top"][0]["query_id"] = q["query_id"]
     baseline["embedder"]["dim"], candidate["embedder"]["dim"] = 384, 768
-    gate = gate_decision(baseline, candidate, metrics=("exec@1",))
+    gate = gated(baseline, candidate, metrics=("exec@1",))
     where = gate["where"]["exec@1"]
     assert [d["domain"] for d in where["domains"]] == ["strings", "d"]
     assert where["domains"][0] == {"domain": "strings", "difference": -1.0, "n": 4, "worse": 4}
@@ -234,7 +239,7 @@ def test_version_1_and_2_reports_compare_and_ties_count() -> None:
 
 def test_corpus_mismatch() -> None:
     a, b = make_report([1, 2], sha="a" * 64), make_report([1, 2], sha="b" * 64)
-    for call in (lambda: paired_comparison(a, b), lambda: gate_decision(a, b),
+    for call in (lambda: paired_comparison(a, b), lambda: gated(a, b),
                  lambda: compare_reports([a, b])):  # fmt: skip
         with pytest.raises(ComparisonError, match="different corpora") as info:
             call()
@@ -369,7 +374,44 @@ def test_gate_refuses_a_gated_metric_its_baseline_lacks() -> None:
     baseline = _without(make_report([1] * 10, "old"), "ndcg@10", "mrr")
     candidate = make_report([1] * 10, "new")
     with pytest.raises(ComparisonError, match=r"baseline report lacks gated metric\(s\) ndcg@10"):
-        gate_decision(baseline, candidate)  # the default gate includes ndcg@10
-    assert gate_decision(baseline, candidate, metrics=("exec@1", "exec@5"))["passed"]
+        gated(baseline, candidate)  # the default gate includes ndcg@10
+    assert gated(baseline, candidate, metrics=("exec@1", "exec@5"))["passed"]
     with pytest.raises(ComparisonError, match="share no metric to compare"):
         compare_reports([_without(baseline, *METRIC_NAMES[:-2]), candidate])
+
+
+def test_a_per_metric_margin_leaves_the_other_metrics_in_harm_mode() -> None:
+    """``margin={"exec@1": x}`` adds exec@1's margin; exec@5 and nDCG@10 stay gated (harm),
+    Holm-adjusted over the harm-tested metrics only."""
+    baseline = make_report([1] * 10 + [3] * 30, "base")
+    candidate = make_report([1] * 10 + [None] * 30, "cand")
+    d = gate_decision(baseline, candidate, margin={"exec@1": 0.05})
+    assert {m: v.mode for m, v in d.verdicts.items()} == {
+        "exec@1": "non-inferiority", "exec@5": "harm", "ndcg@10": "harm"}  # fmt: skip
+    assert d.mode == "mixed" and d.decision == "FAIL" and d.failed == ["exec@5", "ndcg@10"]
+    assert d.verdicts["exec@1"].passed and d.verdicts["exec@1"].margin == 0.05
+    harm_only = gate_decision(baseline, candidate, metrics=("exec@5", "ndcg@10"))
+    assert d.verdicts["exec@5"].p_adjusted == harm_only.verdicts["exec@5"].p_adjusted
+    assert gate_json(d)["reason"].startswith(
+        "FAIL: non-inferiority on exec@1 (margin exec@1 0.05) at alpha 0.05 + harm test on "
+        "exec@5, ndcg@10 at alpha 0.05 (Holm); failed: exec@5, ndcg@10")  # fmt: skip
+
+
+def test_the_decision_names_what_it_did_not_compare() -> None:
+    baseline = make_report([1] * 40)
+    subset = make_report([1] * 20)  # q000..q019: a selection
+    d = gate_decision(baseline, subset, metrics=("exec@1",))
+    assert d.passed and d.coverage.selection and d.verdicts["exec@1"].n == 20
+    assert gate_json(d)["reason"] == ("PASS: harm test on exec@1 at alpha 0.05 (Holm) on 20 of "
+                                      "40 queries (selection); nothing failed")  # fmt: skip
+    broken = gate_decision(baseline, subset, metrics=("exec@1",),
+                           collection_errors=("items/strings/x.toml",))  # fmt: skip
+    assert broken.decision == "FAIL" and broken.failed == ["1 collection error(s)"]
+    assert not broken.coverage.selection and "of 40 queries; failed" in gate_json(broken)["reason"]
+    assert gate_json(broken)["explanation"][0] == (
+        "collection errors (their queries were not compared): items/strings/x.toml"
+    )
+    extra = gate_decision(baseline, make_report([1] * 41), metrics=("exec@1",))
+    assert extra.coverage.missing_from_baseline == ("q040",) and not extra.passed
+    assert extra.failed == ["1 queries missing from the baseline"]
+    assert gate_json(extra)["coverage"]["compared"] == 40

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_execretrieval.scoring.compare import GATE_METRICS
+from pytest_execretrieval.scoring.gate import GATE_METRICS
 from pytest_execretrieval.scoring.metrics import (
     HEADLINE,
     KS,

@@ -24,7 +24,7 @@ from pytest_execretrieval.orchestration import (
     write_state,
 )
 from pytest_execretrieval.ranking.rerank import RerankerContext
-from pytest_execretrieval.scoring.compare import DEFAULT_GATE_METRICS
+from pytest_execretrieval.scoring.gate import DEFAULT_GATE_METRICS
 from pytest_execretrieval.settings import GateSettings
 
 DATA = Path(__file__).parent / "data" / "items"
@@ -58,7 +58,8 @@ def test_a_session_without_pytest(items, tmp_path):
     gate = GateSettings(DEFAULT_GATE_METRICS, None)
     assert gate_reports(reports, None, gate, 0) == {}  # no baseline, no minimum: no gate
     gates = gate_reports({"bm25": reports["bm25"]}, reports["bm25"], gate, 0)
-    assert gates["bm25"]["passed"] and reports["bm25"]["gate"] is gates["bm25"]
+    assert gates["bm25"].passed and reports["bm25"]["gate"]["passed"]
+    assert reports["bm25"]["gate"]["decision"] == "PASS"
     state = tmp_path / "state.json"
     write_state(state, runs, {"strings/x"})
     again, failed = read_state(state)

@@ -238,8 +238,7 @@ def test_margin_mode_is_non_inferiority(pytester, items):
 @pytest.mark.parametrize("args, message", [
     (("--execretrieval-gate-metric", "exec@2"), "unknown metric(s) ['exec@2']"),
     (("--execretrieval-margin", "wide"), "'wide' is neither a number nor METRIC=DELTA"),
-    (("--execretrieval-margin", "exec@1=0.1", "--execretrieval-gate-metric", "mrr"),
-     "no margin for gated metric(s) mrr"),
+    (("--execretrieval-margin", "0.02"), "--execretrieval-margin without --execretrieval-baseline"),
     (("--execretrieval-min", "exec@1"), "is not METRIC=VALUE"),
     (("--execretrieval-alpha", "0.7"), "is not in (0, 0.5)"),
     # every other setting is resolved in pytest_configure too (once an INTERNALERROR, or an

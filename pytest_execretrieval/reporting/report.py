@@ -181,9 +181,10 @@ def junit_xml(name: str, records: Sequence[RecordedTest]) -> bytes:
 
 
 def metrics_table(reports: dict[str, dict], fmt: str = "simple") -> str:
-    """Per model: queries, then a column per metric with a ``table`` in :data:`.METRICS` (the
-    mean, with its 95% CI where ``table`` is ``"ci"``); the headline metric is followed by its
-    tie range and the number of rank-1 ties (tie-aware expected values)."""
+    """Per model: queries (``N of M`` when a run was cut short), then a column per metric with
+    a ``table`` in :data:`.METRICS` (the mean, with its 95% CI where ``table`` is ``"ci"``); the
+    headline metric is followed by its tie range and the number of rank-1 ties (tie-aware
+    expected values)."""
     headers = ["embedder", "queries"]
     columns = [m for m in METRICS if m.table]
     for m in columns:
@@ -193,7 +194,9 @@ def metrics_table(reports: dict[str, dict], fmt: str = "simple") -> str:
         ]
     rows = []
     for name, r in reports.items():
-        row = [name, r["corpus"]["n_queries"]]
+        short = r.get("incomplete")  # a run cut short: "N of M" queries ran
+        row = [name, f"{r['corpus']['n_queries']} of {short['selected']}" if short
+               else r["corpus"]["n_queries"]]  # fmt: skip
         for m in columns:
             value = format(r["metrics"][m.name], m.fmt)
             if m.table == "ci":

@@ -8,31 +8,19 @@ rows; version 1 rows carry no ties and keep their tie-broken values).  Differenc
 
 Reports written by different versions may carry different metrics: a comparison covers the
 metrics of :data:`.metrics.METRICS` that every report carries (:func:`shared_metrics`) and names
-the others as skipped; the gate refuses a gated metric that its baseline lacks.
+the others as skipped.
 
 Significance per metric: when both systems' per-query values are all 0 or 1 (exec@k without
 ties), the exact McNemar test; otherwise (tie-expected exec@k, execp@k, nDCG, MRR) the paired
 randomization (sign-flip) test with :data:`N_PERMUTATIONS` seeded sign vectors, as recommended
 for IR evaluation (Smucker, Allan & Carterette, CIKM 2007).
 
-The gate (:func:`gate_decision`) looks at several metrics at once (:data:`DEFAULT_GATE_METRICS`):
-
-* **harm mode** (no margin): FAIL iff some gated metric dropped significantly, with the
-  family-wise error over the gated metrics controlled by Holm-Bonferroni at ``alpha``;
-* **non-inferiority mode** (a margin ``delta`` per metric): PASS iff, for every gated metric,
-  the lower end of the paired two-sided ``1 - 2 * alpha`` bootstrap CI of ``b - a`` lies above
-  ``-delta`` (an intersection-union test: each metric at level ``alpha``, no correction needed);
-* minimums (``metric >= x``) apply in both modes and without a baseline.
-
-Each gated metric also states its power: the smallest drop (harm mode) or the smallest margin
-(non-inferiority mode) the gate would detect with 80% power at this number of queries and the
-observed spread of the paired differences (:func:`.stats.detectable_difference`).
+The upgrade gate built on these comparisons is :mod:`.gate`.
 """
 
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -43,44 +31,33 @@ from ..reporting.schema import ReportRow
 from .metrics import (
     HEADLINE,
     METRIC_NAMES,
-    METRICS,
     mean_metrics,
     metric_matrix,
     metric_spec,
     row_metrics,
 )
-from .stats import (
-    detectable_difference,
-    holm_adjust,
-    mcnemar_exact,
-    paired_bootstrap_diff_ci,
-    sign_flip_test,
-)
+from .stats import mcnemar_exact, paired_bootstrap_diff_ci, sign_flip_test
 
 __all__ = [
-    "DEFAULT_GATE_METRICS",
-    "GATE_METRICS",
     "N_PERMUTATIONS",
     "N_RESAMPLES",
     "ComparisonError",
     "ReportError",
     "beside_first_stage",
     "compare_reports",
-    "gate_decision",
+    "comparison_rows",
     "invocation_differences",
     "load_report",
     "paired_comparison",
     "report_names",
+    "same_corpus",
     "shared_metrics",
     "tie_range",
 ]
 
 N_RESAMPLES = 5000
 N_PERMUTATIONS = 10_000
-POWER = 0.8
 SCHEMA_VERSIONS = (1, 2)
-DEFAULT_GATE_METRICS = ("exec@1", "exec@5", "ndcg@10")
-GATE_METRICS = tuple(m.name for m in METRICS if m.gate)
 _REQUIRED_KEYS = ("embedder", "corpus", "metrics", "ci95", "per_query")
 
 
@@ -156,14 +133,19 @@ def _rows(queries: Sequence[ReportRow], names: Sequence[str] = METRIC_NAMES) -> 
     return metric_matrix([row_metrics(q).expected for q in queries], names)
 
 
-def _paired_queries(a: dict, b: dict) -> tuple[list[ReportRow], list[ReportRow]]:
-    """The two reports' per-query rows, paired by query id (sorted); raises if not comparable."""
+def same_corpus(a: dict, b: dict) -> None:
+    """Raise :class:`ComparisonError` unless both reports were run on the same corpus."""
     sha_a, sha_b = a["corpus"]["sha256"], b["corpus"]["sha256"]
     if sha_a != sha_b:
         raise ComparisonError(
             f"reports were run on different corpora: {report_names([a])[0]} has corpus sha256 "
             f"{sha_a}, {report_names([b])[0]} has {sha_b}"
         )
+
+
+def _paired_queries(a: dict, b: dict) -> tuple[list[ReportRow], list[ReportRow]]:
+    """The two reports' per-query rows, paired by query id (sorted); raises if not comparable."""
+    same_corpus(a, b)
     qa, qb = _by_query(a), _by_query(b)
     if qa.keys() != qb.keys():
         only_a, only_b = sorted(qa.keys() - qb.keys()), sorted(qb.keys() - qa.keys())
@@ -211,19 +193,26 @@ def paired_comparison(
     names = tuple(shared if metrics is None else metrics)
     if not names:
         raise ComparisonError(f"the reports share no metric to compare ({_skipped_line(skipped)})")
-    ma, mb = _rows(qa, names), _rows(qb, names)
+    compared = comparison_rows(_rows(qa, names), _rows(qb, names), names, seed)
+    labels = report_names([a, b])
+    return {"a": labels[0], "b": labels[1], "n_queries": len(qa), "seed": seed,
+            "n_resamples": N_RESAMPLES, "metrics": compared,
+            "skipped": {m: why for m, why in skipped.items() if m not in names}}  # fmt: skip
+
+
+def comparison_rows(
+    ma: np.ndarray, mb: np.ndarray, names: Sequence[str], seed: int = 0
+) -> dict[str, dict]:
+    """The ``metrics`` of :func:`paired_comparison` from paired per-query values (rows: the
+    same queries; columns: ``names``)."""
     mean_a, mean_b = mean_metrics(ma, names), mean_metrics(mb, names)
     ci = paired_bootstrap_diff_ci(ma, mb, n_resamples=N_RESAMPLES, seed=seed)
-    compared = {
+    return {
         name: {"a": mean_a[name], "b": mean_b[name], "difference": mean_b[name] - mean_a[name],
                "ci95": [float(ci[j, 0]), float(ci[j, 1])],
                **paired_test(ma[:, j], mb[:, j], seed)}
         for j, name in enumerate(names)
     }  # fmt: skip
-    labels = report_names([a, b])
-    return {"a": labels[0], "b": labels[1], "n_queries": len(qa), "seed": seed,
-            "n_resamples": N_RESAMPLES, "metrics": compared,
-            "skipped": {m: why for m, why in skipped.items() if m not in names}}  # fmt: skip
 
 
 def invocation_differences(baseline: dict, candidate: dict) -> list[str]:
@@ -241,191 +230,6 @@ def invocation_differences(baseline: dict, candidate: dict) -> list[str]:
     a, b = flat(baseline.get("embedder", {})), flat(candidate.get("embedder", {}))
     return [f"{k}: {a.get(k, '(none)')} -> {b.get(k, '(none)')}"
             for k in sorted(a.keys() | b.keys()) if a.get(k) != b.get(k)]  # fmt: skip
-
-
-def _where(qa: list[ReportRow], qb: list[ReportRow], metric: str, top: int = 3) -> dict:
-    """Where ``metric`` dropped: the domains with the largest mean drop and the operator classes
-    of the candidate's rank-1 snippets on the queries that got worse, with counts."""
-    j = METRIC_NAMES.index(metric)
-    ma, mb = _rows(qa), _rows(qb)
-    worse = [i for i in range(len(qa)) if mb[i, j] < ma[i, j] - 1e-12]
-    by_domain: dict[str, list[int]] = {}
-    for i, q in enumerate(qa):
-        by_domain.setdefault(q["domain"], []).append(i)
-    domains = sorted(
-        ({"domain": d, "difference": float(np.mean(mb[idx, j] - ma[idx, j])), "n": len(idx),
-          "worse": sum(i in set(worse) for i in idx)} for d, idx in by_domain.items()),
-        key=lambda row: (row["difference"], row["domain"]),
-    )  # fmt: skip
-    operators: Counter[str] = Counter()
-    for i in worse:
-        hit = min(qb[i]["top"], key=lambda h: h["rank"]) if qb[i]["top"] else None
-        if hit is None or hit["passes"]:
-            operators["a tie at rank 1"] += 1
-        elif hit["query_id"] != qb[i]["query_id"]:
-            operators["another query's snippet"] += 1
-        else:
-            operators[hit.get("operator") or hit["kind"]] += 1
-    return {
-        "domains": [d for d in domains if d["difference"] < 0][:top],
-        "operators": [
-            {"operator": o, "n": n}
-            for o, n in sorted(operators.items(), key=lambda x: (-x[1], x[0]))[:top]
-        ],  # fmt: skip
-        "regressed": [qa[i]["query_id"] for i in worse],
-    }
-
-
-def _no_power(d: np.ndarray) -> str:
-    if not np.any(d):
-        return "power: no query differs, so no drop size can be estimated"
-    return (
-        f"power: too few queries ({len(d)}) to detect even the largest possible drop with "
-        f"{POWER:.0%} probability"
-    )
-
-
-def _margins(metrics: Sequence[str], margin: Mapping[str, float] | float | None) -> dict | None:
-    if margin is None:
-        return None
-    if not isinstance(margin, Mapping):
-        return dict.fromkeys(metrics, float(margin))
-    missing = [m for m in metrics if m not in margin]
-    if missing:
-        raise ValueError(f"non-inferiority margin missing for gated metric(s) {missing}: give "
-                         "one value for all, or metric=delta for each")  # fmt: skip
-    return {m: float(margin[m]) for m in metrics}
-
-
-def gate_decision(
-    baseline: dict | None,
-    candidate: dict,
-    alpha: float = 0.05,
-    min_exec1: float | None = None,
-    seed: int = 0,
-    *,
-    metrics: Sequence[str] = DEFAULT_GATE_METRICS,
-    margin: Mapping[str, float] | float | None = None,
-    minimums: Mapping[str, float] | None = None,
-) -> dict:
-    """Pass/fail of ``candidate`` for CI over several metrics (rules in the module docstring).
-
-    ``metrics``: the gated metrics (compared with ``baseline``); ``margin``: ``None`` for harm
-    mode, else one non-inferiority margin for all gated metrics or one per metric;
-    ``minimums``: ``{metric: x}`` floors on the candidate (``min_exec1`` = ``{"exec@1": x}``).
-    Without a baseline only the minimums are gated (at least one is then required).
-
-    Returns ``passed``, ``reason`` (one line), ``explanation`` (lines: per metric the figures,
-    the test, the power, then where it regressed and what differs in the invocation), ``mode``,
-    ``alpha``, ``n_queries``, ``metrics`` (per gated metric: ``baseline``, ``candidate``,
-    ``difference``, ``ci95``, ``test``, ``p_value``, ``p_adjusted`` (harm) or ``ci`` and
-    ``margin`` (non-inferiority), ``detectable``, ``passed``), ``minimums``, ``where`` (per
-    dropped metric: domains, operator classes, regressed query ids) and ``invocation``.
-    Zero queries raise :class:`ComparisonError` (never a vacuous pass).
-    """
-    if not 0.0 < alpha < 0.5:
-        raise ValueError(f"alpha must be in (0, 0.5), got {alpha}")
-    minimums = dict(minimums or {})
-    if min_exec1 is not None:
-        minimums.setdefault("exec@1", min_exec1)
-    unknown = [m for m in (*metrics, *minimums) if m not in METRIC_NAMES]
-    if unknown:
-        raise ValueError(f"unknown metric(s) {unknown}; known: {', '.join(METRIC_NAMES)}")
-    if baseline is None and not minimums:
-        raise ComparisonError("the gate needs a baseline report or a minimum")
-    if not candidate["per_query"]:
-        raise ComparisonError("the candidate report has zero queries: nothing to gate")
-    margins = _margins(metrics, margin) if baseline is not None else None
-    mode = "non-inferiority" if margins else "harm"
-    lines: list[str] = []
-    gated: dict[str, dict] = {}
-    where: dict[str, dict] = {}
-    invocation: list[str] = []
-    if baseline is not None:
-        if not metrics:
-            raise ValueError("a gate against a baseline needs at least one gated metric")
-        lacking = [m for m in metrics if m not in shared_metrics([baseline, candidate])[0]]
-        if lacking:
-            raise ComparisonError(
-                f"the baseline report lacks gated metric(s) {', '.join(lacking)} (written by an "
-                "earlier version): gate on metrics both reports carry, or re-run the baseline"
-            )
-        cmp = paired_comparison(baseline, candidate, seed=seed, metrics=metrics)
-        qa, qb = _paired_queries(baseline, candidate)
-        ma, mb = _rows(qa), _rows(qb)
-        n = len(qa)
-        adjusted = dict(zip(metrics, holm_adjust([cmp["metrics"][m]["p_value"] for m in metrics])))
-        for m in metrics:
-            c = cmp["metrics"][m]
-            j = METRIC_NAMES.index(m)
-            d = mb[:, j] - ma[:, j]
-            row = {"baseline": c["a"], "candidate": c["b"], "difference": c["difference"],
-                   "ci95": c["ci95"], "test": c["test"], "p_value": c["p_value"]}  # fmt: skip
-            figures = (f"{m}: {c['b']:.3f} vs baseline {c['a']:.3f}, difference "
-                       f"{_fmt_ci(c['difference'], c['ci95'], signed=True)} (95% CI)")  # fmt: skip
-            if margins is None:
-                row["p_adjusted"] = adjusted[m]
-                row["passed"] = not (adjusted[m] < alpha and c["difference"] < 0)
-                row["detectable"] = detectable_difference(n, float(np.mean(d**2)),
-                                                          alpha / len(metrics), POWER)  # fmt: skip
-                verdict = ("a significant drop" if not row["passed"] else
-                           "no significant drop" if c["difference"] < 0 else "no drop")  # fmt: skip
-                test = (f"{c['test']} p = {c['p_value']:.3g}, Holm-adjusted "
-                        f"{adjusted[m]:.3g} vs alpha {alpha:g}")  # fmt: skip
-                power = (f"power: a true drop of {row['detectable']:.3f} or more would be "
-                         f"detected with {POWER:.0%} probability" if row["detectable"] else
-                         _no_power(d))  # fmt: skip
-            else:
-                lo, hi = paired_bootstrap_diff_ci(ma[:, j], mb[:, j], N_RESAMPLES, seed,
-                                                  confidence=1 - 2 * alpha)  # fmt: skip
-                row |= {"ci": [float(lo), float(hi)], "margin": margins[m]}
-                row["passed"] = bool(lo > -margins[m])
-                row["detectable"] = detectable_difference(n, float(np.var(d)), alpha, POWER,
-                                                          two_sided=False)  # fmt: skip
-                verdict = "non-inferior" if row["passed"] else "not shown non-inferior"
-                test = (f"lower end of the {1 - 2 * alpha:.0%} CI {lo:+.3f} "
-                        f"{'>' if row['passed'] else '<='} -{margins[m]:g}")  # fmt: skip
-                power = (f"power: a candidate truly equal to the baseline passes with "
-                         f"{POWER:.0%} probability when the margin is at least "
-                         f"{row['detectable']:.3f}" if row["detectable"] else
-                         _no_power(d))  # fmt: skip
-            gated[m] = row
-            lines.append(f"{figures}: {verdict} ({test}); {power}")
-            if c["difference"] < 0:
-                where[m] = _where(qa, qb, m)
-        invocation = invocation_differences(baseline, candidate)
-    cand = mean_metrics(_rows(candidate["per_query"]))
-    floors = {m: {"required": x, "value": cand[m], "passed": cand[m] >= x}
-              for m, x in minimums.items()}  # fmt: skip
-    for m, f in floors.items():
-        relation = "at or above" if f["passed"] else "below"
-        lines.append(f"{m}: candidate {f['value']:.3f} is {relation} the required minimum "
-                     f"{f['required']:.3f}")  # fmt: skip
-    for m, w in where.items():
-        if w["domains"] or w["operators"]:
-            domains = ", ".join(f"{d['domain']} {d['difference']:+.3f} ({d['worse']} of {d['n']} "
-                                f"worse)" for d in w["domains"])  # fmt: skip
-            ops = ", ".join(f"{o['operator']} ({o['n']})" for o in w["operators"])
-            lines.append(f"{m} dropped most in {domains or 'no domain'}; the candidate's rank 1 "
-                         f"on the {len(w['regressed'])} worse queries: {ops or 'n/a'}")  # fmt: skip
-    if invocation:
-        lines.append("invocation differs from the baseline: " + "; ".join(invocation))
-    failed = [m for m, r in gated.items() if not r["passed"]]
-    failed += [f"{m} minimum" for m, f in floors.items() if not f["passed"]]
-    passed = not failed
-    if baseline is None:
-        summary = "minimums only (no baseline)"
-    elif mode == "harm":
-        summary = f"harm test on {', '.join(metrics)} at alpha {alpha:g} (Holm)"
-    else:
-        summary = f"non-inferiority on {', '.join(metrics)} at alpha {alpha:g}"
-    reason = (f"PASS: {summary}; nothing failed" if passed else
-              f"FAIL: {summary}; failed: {', '.join(failed)}")  # fmt: skip
-    return {
-        "passed": passed, "reason": reason, "explanation": lines, "mode": mode,
-        "alpha": alpha, "n_queries": len(candidate["per_query"]), "metrics": gated,
-        "minimums": floors, "where": where, "invocation": invocation,
-    }  # fmt: skip
 
 
 def tie_range(report: dict, metric: str) -> str:

@@ -1,0 +1,256 @@
+"""The run state of one benchmark session, without pytest: :class:`BenchmarkState`.
+
+The session plugin (:class:`..session.BenchmarkSession`) keeps one in ``config.stash`` and
+translates pytest's events into its calls, the shape of syrupy's session object:
+
+* :meth:`~BenchmarkState.start`: check every output path and report name, open every embedder
+  and reranker, load the baseline and rank the pool, before any item runs;
+* :meth:`~BenchmarkState.select` / :meth:`~BenchmarkState.collection_error`: which benchmark
+  items were selected (after ``-k``, ``-m``, ``--lf``, ``--deselect``) and which item files
+  could not be collected;
+* :meth:`~BenchmarkState.record`: one test report; reports are kept per node id and the last
+  one wins, so a plugin that re-runs an item (pytest-rerunfailures) cannot count a query twice;
+* :meth:`~BenchmarkState.finish`: the reports and the gates; returns the exit status.
+
+A gate decides only on a complete run: when fewer selected items completed than were selected
+(``-x``, ``--maxfail``, a session timeout, a crashed worker, an interrupt), every gate is
+INCOMPLETE and the status is :data:`.orchestration.EXIT_INCOMPLETE` (an interrupt, an internal
+error or a usage error keep pytest's own status: they are not 0 either).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .corpus.store import corpus_sha256
+from .embedders import EmbedderOptions
+from .execution.runner import SuiteRunner
+from .orchestration import (
+    EXIT_INCOMPLETE,
+    Loaded,
+    Ranked,
+    build_reports,
+    check_outputs,
+    cut_short,
+    failed_queries,
+    gate_reports,
+    load_baseline,
+    open_embedders,
+    open_rerankers,
+    rank,
+    write_state,
+)
+from .ranking.benchmark import BenchmarkRun
+from .ranking.rerank import RerankerContext
+from .ranking.rerank.pipeline import pipeline_name
+from .reporting.report import RecordedTest, final_summary, write_reports
+from .scoring.gate import GateDecision, Incomplete
+from .settings import Settings
+
+# pytest's exit statuses that a gate's decision replaces (the others already say "not a pass")
+OK, TESTS_FAILED, INTERRUPTED, NO_TESTS_COLLECTED = 0, 1, 2, 5
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One test report as the state needs it (builtins only)."""
+
+    nodeid: str
+    when: str  # "setup" | "call" | "teardown" | another word for a crashed worker's report
+    outcome: str  # "passed" | "failed" | "skipped" | "xfailed" | "xpassed" | "rerun"
+    duration: float = 0.0
+    message: str = ""
+    properties: tuple = ()
+
+
+class BenchmarkState:
+    """Everything a benchmark session knows, from the ranking to the exit status."""
+
+    def __init__(self, settings: Settings, collect_only: bool = False):
+        self.settings = settings
+        self.collect_only = collect_only
+        self.pipelines: dict[str, tuple[str, str]] = {}  # name -> (embedder, reranker)
+        self.names: list[str] = []  # embedders, each followed by its pipelines
+        for name in settings.embedders:
+            self.names.append(name)
+            for reranker in settings.rerank:
+                self.pipelines[pipeline_name(name, reranker)] = (name, reranker)
+                self.names.append(pipeline_name(name, reranker))
+        self.runs: dict[str, BenchmarkRun] = {}
+        self.ranked = Ranked({}, 0.0, {}, {})
+        self.baseline: dict | None = None
+        self.baseline_failed: set[str] = set()
+        self.state_file: Path | None = None  # the runs handed to xdist workers
+        self.selected: dict[str, tuple[str, str]] = {}  # node id -> (name, query id)
+        self.outcomes: dict[str, Outcome] = {}  # node id -> its final report
+        self.collection_errors: dict[str, None] = {}  # node ids, in order, once each
+        self.crashed: dict[str, None] = {}
+        self.final_reports: dict[str, dict] = {}
+        self.gates: dict[str, GateDecision] = {}
+        self.incomplete: Incomplete | None = None
+        self.written: list[Path] = []
+        self.status: int | None = None  # the exit status finish() decided
+        self.started = time.perf_counter()
+
+    @property
+    def gated(self) -> bool:
+        """Whether the exit status is a gate's decision (a baseline, or a minimum)."""
+        return self.settings.baseline is not None or bool(self.settings.gate.minimums)
+
+    def start(self, loaded: Loaded, runner: SuiteRunner) -> None:
+        """Everything before the first item, every check before any work; a problem the user
+        must fix raises :class:`.orchestration.SetupError`."""
+        s = self.settings
+        check_outputs(s.report_dir, s.cache_dir, self.names)
+        extra = {} if s.max_tokens is None else {"max_tokens": s.max_tokens}  # the cost guard
+        options = EmbedderOptions(batch_size=s.batch_size, trust_remote_code=s.trust_remote_code,
+                                  cache_dir=str(s.cache_dir), extra=extra)  # fmt: skip
+        context = RerankerContext(runner, Path(s.cache_dir), s.embedders, self.runs)
+        embedders = open_embedders(s.embedders, options)
+        rerankers = open_rerankers(s.rerank, context)
+        if s.baseline is not None:
+            self.baseline = load_baseline(s.baseline, corpus_sha256(loaded.corpus_dir))
+            self.baseline_failed = failed_queries(self.baseline)
+        self.ranked = rank(loaded, embedders, rerankers, self.pipelines, s.rerank_k, runner,
+                           s.cache_dir, s.code_similarity, self.runs)  # fmt: skip
+        self.state_file = s.cache_dir / "runs" / f"session-{id(self)}-{time.time_ns()}.json"
+        write_state(self.state_file, self.runs, self.baseline_failed)
+
+    def query_of(self, nodeid: str) -> tuple[str, str] | None:
+        """``(name, query id)`` of a benchmark item's node id ``<query id>[<name>]``."""
+        for name in sorted(self.names, key=len, reverse=True):  # "a+b" before "b"
+            suffix = f"[{name}]"
+            if nodeid.endswith(suffix):
+                query_id = nodeid[: -len(suffix)]
+                run = self.runs.get(name)
+                return (name, query_id) if run and query_id in run.results else None
+        return None
+
+    def select(self, nodeids: Iterable[str]) -> None:
+        """The items pytest will run (after deselection); called once per collecting process."""
+        for nodeid in nodeids:
+            query = self.query_of(nodeid)
+            if query:
+                self.selected[nodeid] = query
+
+    def collection_error(self, nodeid: str) -> None:
+        self.collection_errors[nodeid] = None
+
+    def record(self, report: Outcome) -> None:
+        """Keep an item's final report: the call, or a setup that did not pass. A re-run's
+        earlier attempts (``rerun``) are not final; the last report of a node id wins."""
+        if self.query_of(report.nodeid) is None:
+            return
+        if report.when not in ("setup", "call", "teardown"):  # xdist: the worker died in it
+            self.crashed[report.nodeid] = None
+        elif report.outcome != "rerun" and (
+            report.when == "call" or (report.when == "setup" and report.outcome != "passed")
+        ):
+            self.outcomes[report.nodeid] = report
+
+    def completed(self, name: str) -> list[RecordedTest]:
+        """The recorded items of one model, in node id order."""
+        out = []
+        for nodeid in sorted(self.outcomes):
+            owner, query_id = self.query_of(nodeid)
+            if owner == name:
+                o = self.outcomes[nodeid]
+                outcome = "error" if o.when == "setup" and o.outcome == "failed" else o.outcome
+                out.append(RecordedTest(nodeid, query_id, outcome, o.duration, o.message,
+                                        list(o.properties)))  # fmt: skip
+        return out
+
+    def cut_short(self, status: int, stopped: Sequence[str]) -> Incomplete | None:
+        """Why the run is incomplete, or ``None`` when every selected item completed."""
+        selected = set(self.selected)
+        done = selected & set(self.outcomes)
+        if done == selected:
+            return None
+        why = [x for x in stopped if x][:1]  # what stopped it first (xdist's controller, pytest)
+        why += [f"a worker crashed running {n}" for n in self.crashed]
+        if status == INTERRUPTED and not why:
+            why.append("interrupted")
+        return Incomplete(
+            len(selected),
+            len(done),
+            tuple(why or [f"the session ended early (exit status {status})"]),
+        )
+
+    def short_models(self, records: dict[str, list[RecordedTest]]) -> dict[str, Incomplete]:
+        """The models with a report whose selected items did not all complete."""
+        short = {}
+        for name in self.final_reports if self.incomplete else ():
+            selected = sum(owner == name for owner, _ in self.selected.values())
+            if len(records[name]) < selected:
+                short[name] = Incomplete(selected, len(records[name]), self.incomplete.why)
+        return short
+
+    def finish(self, status: int, stopped: Sequence[str] = ()) -> int:
+        """Assemble the reports and the gates, write the reports; returns the exit status.
+
+        ``status``: the status pytest would exit with; ``stopped``: what pytest said when it
+        stopped early (``session.shouldstop``/``shouldfail``, ``-x``, a timeout)."""
+        if self.state_file:
+            self.state_file.unlink(missing_ok=True)
+        if self.collect_only:
+            return status
+        s = self.settings
+        records = {name: self.completed(name) for name in self.names}
+        ran = {name: [r.query_id for r in rs] for name, rs in records.items()}
+        self.final_reports = build_reports(
+            self.runs, ran, time.perf_counter() - self.started, s.seed, self.ranked.usage,
+            {name: first for name, (first, _) in self.pipelines.items()}, self.ranked.rerank_info,
+        )  # fmt: skip
+        self.incomplete = self.cut_short(status, stopped)
+        short = self.short_models(records)
+        complete = {n: r for n, r in self.final_reports.items() if n not in short}
+        gates = gate_reports(complete, self.baseline, s.gate, s.seed,
+                             list(self.collection_errors))  # fmt: skip
+        gates |= cut_short({n: self.final_reports[n] for n in short}, s.gate, short, self.gated)
+        self.gates = {n: gates[n] for n in self.final_reports if n in gates}
+        if s.report_dir and self.final_reports:
+            self.written = write_reports(s.report_dir, self.final_reports, records,
+                                         self.gate_records)  # fmt: skip
+        self.status = self.exit_status(status)
+        return self.status
+
+    def exit_status(self, status: int) -> int:
+        if status not in (OK, TESTS_FAILED):
+            return status  # interrupted, internal or usage error, nothing collected
+        if self.incomplete:
+            return EXIT_INCOMPLETE
+        if not self.final_reports:
+            return NO_TESTS_COLLECTED if status == OK else status  # never a vacuous pass
+        if self.gates:
+            return OK if all(g.passed for g in self.gates.values()) else TESTS_FAILED
+        return status
+
+    @property
+    def gate_records(self) -> dict[str, dict]:
+        """Each gate's record (the report's ``gate``)."""
+        return {name: self.final_reports[name]["gate"] for name in self.gates}
+
+    def closing_lines(self) -> list[str]:
+        """The last lines of the session: the metrics table, the cost of every reranker, each
+        gate's decision with its reasons, then the reports written."""
+        if not self.final_reports:
+            return [self.incomplete_line()] if self.incomplete else []
+        cost = [f"rerank [{name}]: {c['ms_per_query']:.1f} ms/query ({c['seconds']:.1f} s), first "
+                f"stage {c['first_stage_ms_per_query']:.1f} ms/query"
+                for name, c in self.ranked.rerank_cost.items()
+                if name in self.final_reports]  # fmt: skip
+        lines = final_summary(self.final_reports, self.gate_records, self.written,
+                              self.ranked.encode_s)  # fmt: skip
+        at = next(
+            (i for i, x in enumerate(lines) if x.startswith(("gate [", "reports: "))), len(lines)
+        )  # the cost goes above the gates: the verdict stays last
+        lines[at:at] = cost
+        return lines + ([self.incomplete_line()] if self.incomplete else [])
+
+    def incomplete_line(self) -> str:
+        i = self.incomplete
+        return (f"INCOMPLETE: {i.completed} of {i.selected} selected benchmark items ran "
+                f"({'; '.join(i.why)}); exit status {self.status}")  # fmt: skip
