@@ -207,9 +207,10 @@ def _snippets(path: Path) -> dict[str, list[Snippet]]:
     return out
 
 
-def _records(path: Path) -> dict[str, ItemRecord]:
+def read_records(where: Path) -> dict[str, ItemRecord]:
+    """The rows of ``where/yields.jsonl`` by item id; rows of the wrong shape are left out."""
     out = {}
-    for row in _read_rows(path):
+    for row in _read_rows(Path(where) / YIELDS):
         try:
             record = ItemRecord.from_json(row)
         except (ValueError, TypeError, KeyError):
@@ -242,7 +243,7 @@ def plan(items: Sequence[BenchmarkItem], where: Path, engine: dict) -> Plan:
                    "incremental builds): every item is rebuilt")  # fmt: skip
         return Plan({}, (Rebuild("no-records", message),))
     pool, alternatives = _snippets(where / CORPUS), _snippets(where / ALTERNATIVES)
-    records = _records(where / YIELDS)
+    records = read_records(where)
     reusable, reasons = {}, []
     for item in sorted(items, key=lambda item: item.id):
         iid = item.id
