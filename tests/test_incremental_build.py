@@ -189,10 +189,11 @@ def test_progress_line_rewrites_on_a_terminal_and_prints_lines_in_a_log():
     text = tty.getvalue()
     assert text.count("\r") == 5 and text.endswith("\n") and text.count("\n") == 1
     assert "build running: 2/4 items, 20 suites executed, 2.0 items/s, ETA 1s" in text
-    log = io.StringIO()
-    line = ProgressLine(log, interval_s=3600, tty=False)
-    for p in steps:
-        line(p)
-    assert "\r" not in log.getvalue()
-    # the first step with work done, then nothing until the interval passes, and the phase's end
-    assert [ln.split(":")[1].split()[0] for ln in log.getvalue().splitlines()] == ["1/4", "4/4"]
+    lines = lambda log: [ln.split(":")[1].split()[0] for ln in log.getvalue().splitlines()]  # noqa: E731
+    for interval, printed in ((3600, ["4/4"]), (0, ["1/4", "2/4", "3/4", "4/4"])):
+        log = io.StringIO()
+        line = ProgressLine(log, interval_s=interval, tty=False)
+        for p in steps:
+            line(p)
+        # a line when the phase ends, and one whenever the interval has passed
+        assert "\r" not in log.getvalue() and lines(log) == printed

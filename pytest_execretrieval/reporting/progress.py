@@ -1,7 +1,8 @@
 """The progress line of a long build (``execretrieval build``), like the encoder's.
 
 On a terminal one line is rewritten in place; anywhere else (a CI log, a pipe) a line is printed
-every ``interval_s`` seconds and when a phase ends, so a log shows the build advancing.
+when a phase ends and, within a phase, whenever ``interval_s`` seconds have passed since the last
+line, so a log shows a long build advancing and a short one stays short.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class ProgressLine:
         self.stream = stream or sys.stderr
         self.interval_s = interval_s
         self.tty = self.stream.isatty() if tty is None else tty
-        self._last: float | None = None  # when a line was last printed (not on a terminal)
+        self._last = time.monotonic()  # when a line was last printed (not on a terminal)
         self._width = 0
 
     def __call__(self, p: BuildProgress) -> None:
@@ -49,6 +50,6 @@ class ProgressLine:
             print(f"\r{text}{pad}", end="\n" if end else "", file=self.stream, flush=True)
             return
         now = time.monotonic()
-        if end or (p.done and (self._last is None or now - self._last >= self.interval_s)):
+        if end or (p.done and now - self._last >= self.interval_s):
             self._last = now
             print(text, file=self.stream, flush=True)
