@@ -206,13 +206,16 @@ def build(
     duplicates = sorted(i for i, n in ids.items() if n > 1)
     if duplicates:
         raise BuildError(f"identical code in several items: snippet ids {duplicates}")
+    survivors_of: dict[str, list[Survivor]] = {}
+    for survivor in fresh_survivors:
+        survivors_of.setdefault(survivor.item_id, []).append(survivor)
     yields, survivors, records = [], [], []
     for item in items:
         if item.id in reuse:
             record = reuse[item.id].record
             own = [Survivor(item.id, **s) for s in record.survivors]
         else:
-            own = [s for s in fresh_survivors if s.item_id == item.id]
+            own = survivors_of.get(item.id, [])
             record = item_record(item.id, runs[item.id], chosen[item.id], own)
         operators = {c.position: c.operator for c in record.choosable}
         selected = in_class_order(Counter(operators[p] for p in record.selected))

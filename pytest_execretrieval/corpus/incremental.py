@@ -55,6 +55,7 @@ from .store import (
     unified_diff,
 )
 
+SURVIVOR_FIELDS = {"operator", "line", "diff", "equivalence"}  # build.Survivor minus item_id
 REBUILD_KINDS = ("full", "no-records", "engine", "new", "changed", "records", "reselected")
 
 
@@ -110,6 +111,8 @@ class ItemRecord:
         choosable = tuple(Choosable(int(p), str(op), str(k)) for p, op, k in row["choosable"])
         killed = {str(op): int(n) for op, n in dict(row["killed"]).items()}
         survivors = tuple(dict(s) for s in row["survivors"])
+        if any(set(s) != SURVIVOR_FIELDS for s in survivors):
+            raise ValueError(f"a survivor without exactly the fields {sorted(SURVIVOR_FIELDS)}")
         return cls(str(row["item_id"]), int(row["candidates"]), killed, choosable,
                    tuple(int(p) for p in row["selected"]), survivors)  # fmt: skip
 
