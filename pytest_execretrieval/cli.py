@@ -5,12 +5,17 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import DEFAULT_CACHE_DIR
 from .corpus.items import bundled_items_dir
 from .corpus.store import stale_reasons
 from .settings import BY_NAME, MAX_STACK
+
+if TYPE_CHECKING:
+    from .corpus.incremental import Plan
 
 
 def default_items() -> Path:
@@ -28,20 +33,26 @@ def cmd_build(args: argparse.Namespace) -> int:
         review_report,
         yield_report,
     )  # fmt: skip
+    from .corpus.incremental import Plan, Rebuild, digests, plan, yields_jsonl
     from .corpus.items import load_items
     from .corpus.store import corpus_dir, write_corpus
     from .execution.runner import SuiteRunner
     from .execution.sandbox import Limits
+    from .reporting.progress import ProgressLine
 
+    started = time.monotonic()
     items_dir = Path(args.items_dir or default_items())
     out_dir = corpus_dir(items_dir, args.stack)
     if args.check:
         reasons = stale_reasons(items_dir, engine(args.stack), out_dir)
         for reason in reasons:
             print(f"stale: {reason}")
-        print("corpus is up to date" if not reasons else
-              f"{len(reasons)} difference(s): run `execretrieval build {items_dir}`")  # fmt: skip
-        return 1 if reasons else 0
+        items, _ = load_items(items_dir)
+        bad = check_plan(plan(items, out_dir, engine(args.stack)), items)
+        differences = len(reasons) + len(bad)
+        print("corpus is up to date" if not differences else
+              f"{differences} difference(s): run `execretrieval build {items_dir}`")  # fmt: skip
+        return 1 if reasons or bad else 0
     items, problems = load_items(items_dir)
     if problems:
         for problem in problems:
@@ -51,6 +62,11 @@ def cmd_build(args: argparse.Namespace) -> int:
     if not items:
         print(f"no items in {items_dir}", file=sys.stderr)
         return 2
+    full = Plan({}, (Rebuild("full", "--full: every item is rebuilt"),))
+    reuse = full if args.full else plan(items, out_dir, engine(args.stack))
+    for reason in reuse.reasons:
+        if reason.kind == "records":  # never silently: a corrupt record is rebuilt, and said so
+            print(f"rebuilding: {reason}", file=sys.stderr)
     cache = Path(args.cache_dir)
     mutant_limits = Limits(timeout_s=MUTANT_TIMEOUT_S)
     with (
@@ -58,12 +74,15 @@ def cmd_build(args: argparse.Namespace) -> int:
         SuiteRunner(mutant_limits, cache_dir=cache, jobs=args.jobs) as mutant_runner,
     ):
         try:
-            result = build(items, runner, mutant_runner, args.stack)
+            result = build(items, runner, mutant_runner, args.stack, reuse.reusable,
+                           ProgressLine())  # fmt: skip
         except BuildError as exc:
             print(exc, file=sys.stderr)
             print("nothing written", file=sys.stderr)
             return 1
-    meta = write_corpus(items_dir, result.corpus, out_dir)
+        executed = runner.executed + mutant_runner.executed
+    meta = write_corpus(items_dir, result.corpus, out_dir, yields_jsonl(result.records),
+                        digests(result.corpus, result.records))  # fmt: skip
     print(yield_report(result.yields))
     print(evidence_report(result.corpus))
     print(mutation_score_report(result.yields, result.survivors))
@@ -75,7 +94,26 @@ def cmd_build(args: argparse.Namespace) -> int:
     print(f"wrote {out_dir}/corpus.jsonl: {counts['queries']} queries, {counts['snippets']} "
           f"snippets ({counts['distractors']} distractors), {counts['alternatives']} alternatives;"
           f" corpus sha256 {meta['corpus_sha256'][:16]}")  # fmt: skip
+    moved = f" ({len(result.reselected)} of them because the class balance moved their " \
+        "distractors)" if result.reselected else ""  # fmt: skip
+    print(f"reused {len(items) - len(result.rebuilt)} items, rebuilt {len(result.rebuilt)}"
+          f"{moved}; {executed} suites executed; {time.monotonic() - started:.1f} s")  # fmt: skip
     return 0
+
+
+def check_plan(planned: Plan, items: list) -> list:
+    """``build --check``: print which items a build would rebuild; returns the reasons that
+    :func:`.corpus.store.stale_reasons` does not see (committed records that do not match their
+    unchanged item). A corpus written before build records existed is not stale for it."""
+    for reason in planned.reasons:
+        if reason.kind in ("records", "no-records"):
+            print(f"{'stale' if reason.kind == 'records' else 'build'}: {reason}")
+    every = any(r.item_id is None for r in planned.reasons)
+    named = [r.item_id for r in planned.reasons if r.item_id is not None]
+    print(f"a build would reuse {len(items) - len(named) if not every else 0} items and rebuild "
+          + (f"all {len(items)}" if every else f"{len(named)}" + "".join(
+              f"\n  {iid}" for iid in named)))  # fmt: skip
+    return [r for r in planned.reasons if r.kind == "records"]
 
 
 def write_survivors(path: Path, survivors) -> None:
@@ -261,7 +299,11 @@ def parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("build", help="generate corpus.jsonl, alternatives.jsonl, manifest.json")
     b.add_argument("items_dir", nargs="?")
-    b.add_argument("--check", action="store_true", help="exit 1, naming what is stale")
+    b.add_argument("--check", action="store_true",
+                   help="exit 1, naming what is stale; list what a build rebuilds")  # fmt: skip
+    b.add_argument("--full", action="store_true",
+                   help="rebuild every item (default: reuse the committed records of unchanged "
+                   "items)")  # fmt: skip
     b.add_argument(
         "--stack",
         type=int,

@@ -7,8 +7,9 @@ killed ones (failing at least one test) compete for the item's distractor slots 
 
 from __future__ import annotations
 
+import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 
 from ..execution.runner import SuiteRunner
@@ -18,6 +19,7 @@ from ..mutation.fingerprint import mutation_version
 from ..mutation.operators import OPERATOR_CLASSES, Mutant, generate_mutants
 from ..mutation.select import MAX_DISTRACTORS, Killed, kill_kind, select_distractors
 from ..mutation.stacking import stack_mutants
+from .incremental import ItemRecord, Reusable, choosable, recorded_killed
 from .items import BenchmarkItem
 from .store import Corpus, Snippet, make_snippet, unified_diff
 
@@ -73,6 +75,9 @@ class BuildResult:
     corpus: Corpus
     yields: tuple[ItemYield, ...]
     survivors: tuple[Survivor, ...] = ()
+    records: tuple[ItemRecord, ...] = ()  # yields.jsonl, per item in id order
+    rebuilt: tuple[str, ...] = ()  # ids of the items built from scratch (the others reused)
+    reselected: tuple[str, ...] = ()  # reused items rebuilt because their choice moved
 
 
 def failure_summary(item: BenchmarkItem, result: SuiteResult) -> str:
@@ -85,8 +90,58 @@ def failure_summary(item: BenchmarkItem, result: SuiteResult) -> str:
 STACK_CANDIDATES = 12  # stacked candidates tried per item
 
 
+@dataclass(frozen=True)
+class BuildProgress:
+    """Where a build stands, for a progress line: ``done`` of ``total`` items through
+    ``phase`` ("mutants": generating candidates; "running": their suites; "stacking": the single
+    edits stacked mutants are drawn from; "evidence": differential evidence), ``executed`` suites
+    run in a sandbox so far (cache misses, all phases), ``elapsed_s`` since the phase began."""
+
+    phase: str
+    done: int
+    total: int
+    executed: int
+    elapsed_s: float
+
+
+Progress = Callable[[BuildProgress], None]
+
+
+@dataclass(frozen=True)
+class ItemRun:
+    """An item built from scratch: its candidates, its originals' and candidates' results."""
+
+    mutants: list[Mutant]
+    originals: list[SuiteResult]  # canonical, then alternatives in item order
+    killed: list[Killed]
+    survivors: list[Mutant]
+
+
+class _Phases:
+    """Reports :class:`BuildProgress` for one phase after another."""
+
+    def __init__(self, progress: Progress | None, runners: Sequence[SuiteRunner]):
+        self.progress, self.runners = progress, runners
+        self.phase, self.total, self.started = "", 0, 0.0
+
+    def start(self, phase: str, total: int) -> None:
+        self.phase, self.total, self.started = phase, total, time.monotonic()
+        self.tick(0)
+
+    def tick(self, done: int) -> None:
+        if self.progress is not None and self.total:
+            executed = sum(r.executed for r in self.runners)
+            self.progress(BuildProgress(self.phase, done, self.total, executed,
+                                        time.monotonic() - self.started))  # fmt: skip
+
+
 def build(
-    items: Sequence[BenchmarkItem], runner: SuiteRunner, mutant_runner: SuiteRunner, stack: int = 1
+    items: Sequence[BenchmarkItem],
+    runner: SuiteRunner,
+    mutant_runner: SuiteRunner,
+    stack: int = 1,
+    reuse: Mapping[str, Reusable] | None = None,
+    progress: Progress | None = None,
 ) -> BuildResult:
     """``runner`` runs canonicals and alternatives under the full limits; ``mutant_runner`` runs
     candidates, usually with a shorter timeout (a mutant that loops is killed either way, and
@@ -94,71 +149,153 @@ def build(
 
     With ``stack`` K > 1 the candidates are stacked mutants: K single edits on disjoint lines
     (:func:`.mutation.stacking.stack_mutants`), drawn from the item's killed single-edit
-    mutants in selection-preference order, so each edit is itself proven wrong."""
-    items = sorted(items, key=lambda item: item.id)
-    mutants = {item.id: generate_mutants(item.canonical, item.entry_point) for item in items}
-    if stack > 1:
-        mutants = stacked_candidates(items, mutants, mutant_runner, stack)
-    originals = [(code, item.setup, item.tests)
-                 for item in items for code in (item.canonical, *item.alternatives)]  # fmt: skip
-    candidates = [(m.code, item.setup, item.tests) for item in items for m in mutants[item.id]]
-    original_results = iter(runner.run_many(originals))
-    mutant_results = iter(mutant_runner.run_many(candidates))
+    mutants in selection-preference order, so each edit is itself proven wrong.
 
-    problems: list[str] = []
-    pool: list[Snippet] = []
-    alternatives: list[Snippet] = []
-    yields: list[ItemYield] = []
-    survivors: dict[str, list[Mutant]] = {}
+    ``reuse``: committed records of unchanged items (:func:`.incremental.plan`); those items
+    run nothing unless the corpus-wide class balance moves their choice of distractors. The
+    result is the same as without ``reuse``."""
+    items = sorted(items, key=lambda item: item.id)
+    reuse = dict(reuse or {})
+    phases = _Phases(progress, (runner, mutant_runner))
+    runs = run_items([i for i in items if i.id not in reuse], runner, mutant_runner, stack, phases)
+    # The selection balances classes over the corpus in item order: run it over every item.
+    chosen: dict[str, list[int]] = {}
+    moved = []
     class_totals: Counter = Counter()
     for item in items:
-        for label, code in [("canonical", item.canonical)] + [
-            (f"alternatives[{i}]", code) for i, code in enumerate(item.alternatives)
-        ]:
-            result = next(original_results)
+        killed = runs[item.id].killed if item.id in runs else recorded_killed(reuse[item.id].record)
+        chosen[item.id] = [k.position for k in select_distractors(killed, class_totals)]
+        if item.id in reuse and tuple(chosen[item.id]) != reuse[item.id].record.selected:
+            moved.append(item)
+    runs |= run_items(moved, runner, mutant_runner, stack, phases)
+    for item in moved:
+        del reuse[item.id]
+
+    problems: list[str] = []
+    fresh_pool: list[Snippet] = []
+    fresh_alternatives: list[Snippet] = []
+    for item in items:
+        if item.id not in runs:
+            continue
+        run = runs[item.id]
+        labels = ["canonical"] + [f"alternatives[{i}]" for i in range(len(item.alternatives))]
+        for label, code, result in zip(labels, (item.canonical, *item.alternatives), run.originals):
             if not result.passed:
                 problems.append(f"{item.path}: {label}: fails its tests: "
                                 + failure_summary(item, result))  # fmt: skip
             kind = "canonical" if label == "canonical" else "alternative"
             snippet = make_snippet(item, kind, code, result.outcomes)
-            (pool if kind == "canonical" else alternatives).append(snippet)
-        killed = []
+            (fresh_pool if kind == "canonical" else fresh_alternatives).append(snippet)
+        by_position = {k.position: k for k in run.killed}
+        if not set(chosen[item.id]) <= set(by_position):  # chosen from a record: it lied
+            problems.append(f"{item.path}: its recorded candidates (yields.jsonl) differ from "
+                            "a fresh run; run `execretrieval build --full`")  # fmt: skip
+            continue
+        fresh_pool += [distractor(item, by_position[p]) for p in chosen[item.id]]
+    if problems:
+        raise BuildError("\n".join(problems))
+    built = [item for item in items if item.id in runs]
+    fresh_pool, fresh_alternatives = with_evidence(built, fresh_pool, fresh_alternatives,
+                                                   mutant_runner, phases)  # fmt: skip
+    fresh_survivors = survivor_evidence(built, {i: r.survivors for i, r in runs.items()},
+                                        mutant_runner, phases)  # fmt: skip
+
+    pool = fresh_pool + [s for r in reuse.values() for s in (r.canonical, *r.distractors)]
+    alternatives = fresh_alternatives + [s for r in reuse.values() for s in r.alternatives]
+    ids = Counter(s.snippet_id for s in pool)
+    duplicates = sorted(i for i, n in ids.items() if n > 1)
+    if duplicates:
+        raise BuildError(f"identical code in several items: snippet ids {duplicates}")
+    survivors_of: dict[str, list[Survivor]] = {}
+    for survivor in fresh_survivors:
+        survivors_of.setdefault(survivor.item_id, []).append(survivor)
+    yields, survivors, records = [], [], []
+    for item in items:
+        if item.id in reuse:
+            record = reuse[item.id].record
+            own = [Survivor(item.id, **s) for s in record.survivors]
+        else:
+            own = survivors_of.get(item.id, [])
+            record = item_record(item.id, runs[item.id], chosen[item.id], own)
+        operators = {c.position: c.operator for c in record.choosable}
+        selected = in_class_order(Counter(operators[p] for p in record.selected))
+        yields.append(ItemYield(item.id, record.candidates, record.killed, selected))
+        survivors += own
+        records.append(record)
+    by_id = lambda s: s.snippet_id  # noqa: E731
+    corpus = Corpus(tuple(sorted(pool, key=by_id)), tuple(sorted(alternatives, key=by_id)),
+                    engine(stack))  # fmt: skip
+    return BuildResult(corpus, tuple(yields), tuple(survivors), tuple(records),
+                       tuple(i.id for i in built), tuple(i.id for i in moved))  # fmt: skip
+
+
+def item_record(
+    item_id: str, run: ItemRun, chosen: Sequence[int], survivors: Sequence[Survivor]
+) -> ItemRecord:
+    """The yields row of an item built from scratch."""
+    rows = tuple({k: v for k, v in s.to_json().items() if k != "item_id"} for s in survivors)
+    killed = count_classes(k.mutant for k in run.killed)
+    return ItemRecord(item_id, len(run.mutants), killed, choosable(run.killed), tuple(chosen),
+                      rows)  # fmt: skip
+
+
+def run_items(
+    items: Sequence[BenchmarkItem],
+    runner: SuiteRunner,
+    mutant_runner: SuiteRunner,
+    stack: int,
+    phases: _Phases,
+) -> dict[str, ItemRun]:
+    """Generate and run every candidate of ``items`` (and their canonicals and alternatives)."""
+    if not items:
+        return {}
+    phases.start("mutants", len(items))
+    mutants = {}
+    for done, item in enumerate(items, 1):
+        mutants[item.id] = generate_mutants(item.canonical, item.entry_point)
+        phases.tick(done)
+    if stack > 1:
+        mutants = stacked_candidates(items, mutants, mutant_runner, stack, phases)
+    originals = [(code, item.setup, item.tests)
+                 for item in items for code in (item.canonical, *item.alternatives)]  # fmt: skip
+    original_results = iter(runner.run_many(originals))
+    candidates = [(m.code, item.setup, item.tests) for item in items for m in mutants[item.id]]
+    mutant_results = mutant_runner.imap(candidates)
+    phases.start("running", len(items))
+    runs = {}
+    for done, item in enumerate(items, 1):
+        own = [next(original_results) for _ in range(1 + len(item.alternatives))]
+        killed, survivors = [], []
         for position, mutant in enumerate(mutants[item.id]):
             result = next(mutant_results)
             kind = kill_kind(result)
             if kind:
                 killed.append(Killed(position, mutant, result, kind))
             else:
-                survivors.setdefault(item.id, []).append(mutant)
-        chosen = select_distractors(killed, class_totals)
-        pool += [distractor(item, k) for k in chosen]
-        yields.append(ItemYield(
-            item.id, len(mutants[item.id]), count_classes(k.mutant for k in killed),
-            count_classes(k.mutant for k in chosen),
-        ))  # fmt: skip
-    if problems:
-        raise BuildError("\n".join(problems))
-    pool, alternatives = with_evidence(items, pool, alternatives, mutant_runner)
-    ids = Counter(s.snippet_id for s in pool)
-    duplicates = sorted(i for i, n in ids.items() if n > 1)
-    if duplicates:
-        raise BuildError(f"identical code in several items: snippet ids {duplicates}")
-    return BuildResult(Corpus(tuple(pool), tuple(alternatives), engine(stack)), tuple(yields),
-                       survivor_evidence(items, survivors, mutant_runner))  # fmt: skip
+                survivors.append(mutant)
+        runs[item.id] = ItemRun(mutants[item.id], own, killed, survivors)
+        phases.tick(done)
+    return runs
 
 
 def survivor_evidence(
-    items: Sequence[BenchmarkItem], survivors: dict[str, list[Mutant]], runner: SuiteRunner
+    items: Sequence[BenchmarkItem],
+    survivors: dict[str, list[Mutant]],
+    runner: SuiteRunner,
+    phases: _Phases | None = None,
 ) -> tuple[Survivor, ...]:
     """Differential evidence for every surviving mutant: does hypothesis find an input where it
     differs from the canonical (a gap in the item's tests)?"""
+    phases = phases or _Phases(None, ())
+    phases.start("survivor evidence", len(items))
     out = []
-    for item in items:
+    for done, item in enumerate(items, 1):
         own = survivors.get(item.id, [])
         found = evidence(item.canonical, item.entry_point, item.setup, [m.code for m in own],
                          runner, item.query)  # fmt: skip
         out += [Survivor(item.id, m.operator, m.line, unified_diff(item.canonical, m.code),
                          e.to_json() if e else None) for m, e in zip(own, found)]  # fmt: skip
+        phases.tick(done)
     return tuple(out)
 
 
@@ -167,18 +304,24 @@ def with_evidence(
     pool: list[Snippet],
     alternatives: list[Snippet],
     runner: SuiteRunner,
+    phases: _Phases | None = None,
 ) -> tuple[list[Snippet], list[Snippet]]:
     """Attach equivalence evidence to distractors and alternatives of annotated items."""
     by_id = {item.id: item for item in items}
-    snippets = [s for s in (*pool, *alternatives) if s.kind != "canonical"]
+    snippets: dict[str, list[Snippet]] = {}
+    for s in (*pool, *alternatives):
+        if s.kind != "canonical":
+            snippets.setdefault(s.query_id, []).append(s)
+    phases = phases or _Phases(None, ())
+    phases.start("evidence", len(snippets))
     found: dict[str, dict] = {}
-    for query_id in sorted({s.query_id for s in snippets}):
-        item = by_id[query_id]
-        own = [s for s in snippets if s.query_id == query_id]
+    for done, query_id in enumerate(sorted(snippets), 1):
+        item, own = by_id[query_id], snippets[query_id]
         for s, e in zip(own, evidence(item.canonical, item.entry_point, item.setup,
                                       [s.code for s in own], runner, item.query)):  # fmt: skip
             if e is not None:
                 found[s.snippet_id] = e.to_json()
+        phases.tick(done)
     attach = lambda s: replace(s, equivalence=found.get(s.snippet_id))  # noqa: E731
     return [attach(s) for s in pool], [attach(s) for s in alternatives]
 
@@ -268,17 +411,24 @@ def review_report(items: Sequence[BenchmarkItem], corpus: Corpus) -> str:
 
 
 def stacked_candidates(
-    items: Sequence[BenchmarkItem], singles: dict[str, list[Mutant]], runner: SuiteRunner, k: int
+    items: Sequence[BenchmarkItem],
+    singles: dict[str, list[Mutant]],
+    runner: SuiteRunner,
+    k: int,
+    phases: _Phases | None = None,
 ) -> dict[str, list[Mutant]]:
     suites = [(m.code, item.setup, item.tests) for item in items for m in singles[item.id]]
-    results = iter(runner.run_many(suites))
+    results = runner.imap(suites)
+    phases = phases or _Phases(None, ())
+    phases.start("stacking", len(items))
     out = {}
-    for item in items:
+    for done, item in enumerate(items, 1):
         killed = [Killed(i, m, r, kill_kind(r)) for i, m in enumerate(singles[item.id])
                   for r in [next(results)] if kill_kind(r)]  # fmt: skip
         preferred = select_distractors(killed, Counter(), limit=len(killed))
         out[item.id] = stack_mutants(item.canonical, item.entry_point, k,
                                      [c.mutant for c in preferred], STACK_CANDIDATES)  # fmt: skip
+        phases.tick(done)
     return out
 
 

@@ -1,8 +1,10 @@
 """The generated corpus: snippets, their JSONL files and the manifest.
 
 ``corpus.jsonl`` is the retrieval pool (canonicals and distractors), ``alternatives.jsonl`` the
-equivalent implementations kept out of the pool, ``manifest.json`` the hashes that tie them to the
-item files. Everything is written byte-identically for the same items on every machine.
+equivalent implementations kept out of the pool, ``yields.jsonl`` what each item's build yielded
+(what an incremental build needs to reuse the item, see :mod:`.incremental`), ``manifest.json``
+the hashes that tie them to the item files. Everything is written byte-identically for the same
+items on every machine.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from .items import BenchmarkItem, item_id, item_paths
 CORPUS = "corpus.jsonl"
 ALTERNATIVES = "alternatives.jsonl"
 MANIFEST = "manifest.json"
+YIELDS = "yields.jsonl"
 KINDS = ("canonical", "distractor", "alternative")
 
 
@@ -99,7 +102,14 @@ def jsonl(snippets: list[Snippet] | tuple[Snippet, ...]) -> bytes:
     return text.encode()
 
 
-def manifest(items_dir: Path, corpus: Corpus, corpus_bytes: bytes, alt_bytes: bytes) -> dict:
+def manifest(
+    items_dir: Path,
+    corpus: Corpus,
+    corpus_bytes: bytes,
+    alt_bytes: bytes,
+    records: dict[str, str] | None = None,
+) -> dict:
+    """``records``: per item id the digest of its committed records (:mod:`.incremental`)."""
     per_domain: dict[str, Counter] = {}
     for snippet in corpus.snippets:
         per_domain.setdefault(snippet.query_id.partition("/")[0], Counter())[snippet.kind] += 1
@@ -117,7 +127,7 @@ def manifest(items_dir: Path, corpus: Corpus, corpus_bytes: bytes, alt_bytes: by
             "per_operator": dict(sorted(operators.items())),
         },
         "items": {item_id(p): sha256(p.read_bytes()) for p in item_paths(items_dir)},
-    }
+    } | ({"records": records} if records is not None else {})
 
 
 def corpus_dir(items_dir: Path, stack: int = 1) -> Path:
@@ -126,16 +136,24 @@ def corpus_dir(items_dir: Path, stack: int = 1) -> Path:
     return Path(items_dir) if stack == 1 else Path(items_dir) / f"stack-{stack}"
 
 
-def write_corpus(items_dir: Path, corpus: Corpus, out_dir: Path | None = None) -> dict:
-    """Write corpus.jsonl, alternatives.jsonl and manifest.json; returns the manifest."""
+def write_corpus(
+    items_dir: Path,
+    corpus: Corpus,
+    out_dir: Path | None = None,
+    yields: bytes | None = None,
+    records: dict[str, str] | None = None,
+) -> dict:
+    """Write corpus.jsonl, alternatives.jsonl, yields.jsonl (when given) and manifest.json, the
+    manifest last; returns the manifest."""
     items_dir = Path(items_dir)
     out_dir = Path(out_dir or items_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     corpus_bytes, alt_bytes = jsonl(corpus.snippets), jsonl(corpus.alternatives)
-    meta = manifest(items_dir, corpus, corpus_bytes, alt_bytes)
+    meta = manifest(items_dir, corpus, corpus_bytes, alt_bytes, records)
     for name, data in (
         (CORPUS, corpus_bytes),
         (ALTERNATIVES, alt_bytes),
+        *([(YIELDS, yields)] if yields is not None else []),
         (MANIFEST, (json.dumps(meta, indent=2, sort_keys=False) + "\n").encode()),
     ):
         tmp = out_dir / f".{name}.tmp"

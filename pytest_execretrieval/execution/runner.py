@@ -2,7 +2,8 @@
 
 Library code (build, verification, the benchmark) asks a :class:`SuiteRunner` for results; it
 answers from the content-addressed cache or runs the suite in a sandbox, several at once with
-``jobs > 1``.
+``jobs > 1``. A thread's sandbox starts at its first cache miss, so a run answered entirely from
+the cache starts no sandbox process; :attr:`SuiteRunner.executed` counts the suites that ran.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -47,6 +48,7 @@ class SuiteRunner:
         # One pool for the runner's life: each worker thread keeps its sandbox, so many small
         # run_many calls (one per item) reuse ``jobs`` fork servers instead of starting new ones.
         self._pool: ThreadPoolExecutor | None = None
+        self.executed = 0  # suites run in a sandbox (cache misses), for progress and tests
 
     def _sandbox(self) -> Sandbox:
         sandbox = getattr(self._local, "sandbox", None)
@@ -57,17 +59,31 @@ class SuiteRunner:
         return sandbox
 
     def run(self, code: str, setup: str, tests: Sequence[str]) -> SuiteResult:
-        return cached_run(self.cache, self._sandbox(), code, setup, list(tests))
+        tests = tuple(tests)
+        if self.cache is not None:
+            hit = self.cache.get(code, setup, tests, self.limits)
+            if hit is not None:
+                return hit
+        result = cached_run(self.cache, self._sandbox(), code, setup, tests)
+        with self._lock:
+            self.executed += 1
+        return result
 
     def run_many(self, suites: Sequence[Suite]) -> list[SuiteResult]:
         """Results in the order of ``suites``; uncached ones run ``jobs`` at a time."""
+        return list(self.imap(suites))
+
+    def imap(self, suites: Sequence[Suite]) -> Iterator[SuiteResult]:
+        """:meth:`run_many` as an iterator: each result as soon as it and those before it are
+        done (for progress lines)."""
         if self.jobs == 1 or len(suites) < 2:
-            return [self.run(*suite) for suite in suites]
+            yield from (self.run(*suite) for suite in suites)
+            return
         with self._lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.jobs)
             pool = self._pool
-        return list(pool.map(lambda suite: self.run(*suite), suites))
+        yield from pool.map(lambda suite: self.run(*suite), suites)
 
     def value_types(self) -> dict[str, int]:
         """A census of the value types the snippets' calls returned in this runner's sandboxes."""

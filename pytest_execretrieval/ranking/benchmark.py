@@ -7,7 +7,6 @@ query's entry point fails without running; any other pair is executed in the san
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..corpus.items import BenchmarkItem, defines
+from ..corpus.items import BenchmarkItem, defined_names, defines
 from ..corpus.store import Corpus, Snippet
 from ..embedders import DenseEncoder, Embedder
 from ..embedders.cache import EmbeddingCache, Progress, encode_cached
@@ -103,16 +102,12 @@ def document_text(snippet: Snippet) -> str:
     return snippet.code
 
 
-_DEF = re.compile(r"^(?:async\s+)?def\s+(\w+)", re.MULTILINE)
-
-
 def definers(pool: Sequence[Snippet]) -> dict[str, list[int]]:
     """Pool positions by the module-level function names their code defines."""
     found: dict[str, list[int]] = {}
     for i, s in enumerate(pool):
-        for name in sorted(set(_DEF.findall(s.code))):
-            if defines(s.code, name):
-                found.setdefault(name, []).append(i)
+        for name in sorted(defined_names(s.code)):
+            found.setdefault(name, []).append(i)
     return found
 
 
