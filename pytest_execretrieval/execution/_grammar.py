@@ -12,7 +12,7 @@ A test is one statement::
 
     test     := "assert" HOLE OP EXPECTED          OP: == != < <= > >= in, not in
               | "assert" HOLE "is" ["not"] (True | False | None)
-              | "assert" "math.isclose(" HOLE "," EXPECTED ["," "rel_tol=" LIT] ["," "abs_tol=" LIT] ")"
+              | "assert" "math.isclose(" HOLE "," EXPECTED [", rel_tol=" LIT] [", abs_tol=" LIT] ")"
               | "assert" "raises(" EXC "," NAME ["," ARG]... ")"   EXC: a builtin exception
                                                                    class or a tuple of them
     HOLE     := CALL | HOLE "[" LIT "]" | HOLE "[" LIT? ":" LIT? "]" | WRAP "(" HOLE ")"
@@ -565,7 +565,7 @@ def check_test(test: Test) -> None:
     """Evaluate a test's literals once (arguments without building lambdas), so that a literal
     that fails or is past the bounds is found at load time; raises what :func:`evaluate` does."""
     for node in [test.expected, *(v for _, v in test.options)]:
-        if node is not None and not (test.op in ("is", "is not")):
+        if node is not None and test.op not in ("is", "is not"):
             literal_value(node)
     for _, step in test.steps:
         if isinstance(step, ast.expr):
@@ -623,12 +623,14 @@ def raised_matches(test: Test, mro: list[str]) -> bool:
 # --- the child's side --------------------------------------------------------------------------
 
 
-def build_arguments(source: str) -> tuple[str, list[Any], dict[str, Any]]:
-    """In the child: the entry point's name and freshly built arguments of a call source.
-    A lambda argument becomes a function compiled from its checked syntax tree, evaluated
-    with no builtins: only its parameters and :data:`LAMBDA_CALLABLES` are names there; a
-    bare name of those is the builtin itself (``key=len``)."""
-    name, args, kwargs = parse_call(source)
+def build_arguments(
+    parsed: tuple[str, list[ast.expr], list[tuple[str, ast.expr]]],
+) -> tuple[str, list[Any], dict[str, Any]]:
+    """In the child: the entry point's name and freshly built arguments of a call that
+    :func:`parse_call` read. A lambda argument becomes a function compiled from its checked
+    syntax tree, evaluated with no builtins: only its parameters and :data:`LAMBDA_CALLABLES`
+    are names there; a bare name of those is the builtin itself (``key=len``)."""
+    name, args, kwargs = parsed
     scope = {"__builtins__": {}, **{n: CALLABLES[n] for n in LAMBDA_CALLABLES}}
 
     def value(node: ast.expr) -> Any:
