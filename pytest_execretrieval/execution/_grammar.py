@@ -11,9 +11,10 @@ and only in the sandbox's child (:func:`build_arguments`).
 A test is one statement::
 
     test     := "assert" HOLE OP EXPECTED          OP: == != < <= > >= in, not in
+              | "assert" ["not"] HOLE                 (its truth value)
               | "assert" HOLE "is" ["not"] (True | False | None)
               | "assert" "math.isclose(" HOLE "," EXPECTED [", rel_tol=" LIT] [", abs_tol=" LIT] ")"
-              | "assert" "raises(" EXC "," NAME ["," ARG]... ")"   EXC: a builtin exception
+              | "assert" ["not"] "raises(" EXC "," NAME ["," ARG]... ")"   EXC: a builtin exception
                                                                    class or a tuple of them
     HOLE     := CALL | HOLE "[" LIT "]" | HOLE "[" LIT? ":" LIT? "]" | WRAP "(" HOLE ")"
     CALL     := NAME "(" [ARG ["," ARG]...] ")"         NAME: the entry point
@@ -50,7 +51,7 @@ import fractions
 import math
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 MAX_SOURCE = 10_000  # characters of one test
@@ -60,7 +61,7 @@ MAX_INT_BITS = 1 << 16  # bits of any int (numerator, denominator) a literal com
 MAX_ELEMENTS = 1 << 16  # length of any str, bytes or container a literal computes
 MAX_SIZE = 1 << 18  # elements of one literal value, nested ones counted (aliases too)
 
-COMPARE, ISCLOSE, RAISES, PROBE = "compare", "isclose", "raises", "probe"
+COMPARE, TRUTH, ISCLOSE, RAISES, PROBE = "compare", "truth", "isclose", "raises", "probe"
 OPERATORS: dict[type, tuple[str, Callable[[Any, Any], Any]]] = {
     ast.Eq: ("==", operator.eq),
     ast.NotEq: ("!=", operator.ne),
@@ -196,19 +197,25 @@ def parse_test(source: str, probe: bool = False) -> Test:
                            "statement" + _ALLOWED)  # fmt: skip
     if stmt.msg is not None:
         raise GrammarError("an assert message is not in the test grammar")
-    test = stmt.test
-    if isinstance(test, ast.Compare):
+    test, negated = stmt.test, False
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, negated = test.operand, True
+    if isinstance(test, ast.Compare) and not negated:
         return _comparison(test)
-    if isinstance(test, ast.Call) and _dotted(test.func) == "math.isclose":
+    if isinstance(test, ast.Call) and _dotted(test.func) == "math.isclose" and not negated:
         return _isclose(test)
     if isinstance(test, ast.Call) and _dotted(test.func) == "raises":
-        return _raises(test)
-    raise GrammarError(f"{_describe(test)} is not in the test grammar" + _ALLOWED)
+        return replace(_raises(test), op="not" if negated else "")
+    if isinstance(test, ast.Call | ast.Subscript):
+        call, steps = _hole(test)
+        return Test(TRUTH, call, steps, "not" if negated else "")
+    raise GrammarError(f"{_describe(stmt.test)} is not in the test grammar" + _ALLOWED)
 
 
-_ALLOWED = (" (allowed: assert CALL OP LITERAL, assert CALL is True/False/None, assert "
-            "math.isclose(CALL, LITERAL, ...), assert raises(Exception, f, ...); CALL is a call of "
-            "the entry point, maybe subscripted or inside " + "/".join(WRAPPERS) + ")")  # fmt: skip
+_ALLOWED = (" (allowed: assert CALL OP LITERAL, assert CALL is True/False/None, assert [not] "
+            "CALL, assert math.isclose(CALL, LITERAL, ...), assert [not] raises(Exception, f, "
+            "...); CALL is a call of the entry point, maybe subscripted or inside "
+            + "/".join(WRAPPERS) + ")")  # fmt: skip
 
 
 def _comparison(node: ast.Compare) -> Test:
@@ -605,19 +612,24 @@ def returned_value(test: Test, value: Any) -> Any:
 
 
 def judge(test: Test, expected: Any, value: Any) -> bool:
-    """Whether a ``compare`` or ``isclose`` test holds for the call's decoded ``value``."""
+    """Whether a ``compare``, ``truth`` or ``isclose`` test holds for the call's decoded
+    ``value``."""
     got = returned_value(test, value)
+    if test.form == TRUTH:
+        return not got if test.op == "not" else bool(got)
     if test.form == ISCLOSE:
         target, options = expected
         return math.isclose(got, target, **options)
     return bool(_BY_SPELLING[test.op](got, expected))
 
 
-def raised_matches(test: Test, mro: list[str]) -> bool:
-    """``raises``: whether an exception with these class names (``module.qualname``, the
-    child's report) is an instance of one of the test's builtin exception classes."""
-    names = set(mro)
-    return any(f"builtins.{name}" in names for name in test.exceptions)
+def raised_matches(test: Test, mro: list[str] | None) -> bool:
+    """Whether a ``raises`` test holds: ``mro`` is the class names (``module.qualname``, the
+    child's report) of what the call raised, None when it returned. ``raises`` holds when one
+    of them is one of the test's builtin exception classes; ``not raises`` when none is."""
+    names = set(mro or ())
+    raised = any(f"builtins.{name}" in names for name in test.exceptions)
+    return not raised if test.op == "not" else raised
 
 
 # --- the child's side --------------------------------------------------------------------------

@@ -1667,7 +1667,8 @@ class _Suite:
         if test.form == _grammar.RAISES:
             if kind != "ok":
                 raise _ProtocolError("a value where a raise was asked for")
-            return "pass" if answer[1] and _grammar.raised_matches(test, answer[3]) else "fail"
+            return "pass" if _grammar.raised_matches(test, answer[3] if answer[1] else None) \
+                else "fail"  # fmt: skip
         if kind == "u":
             self.issues.append(f"test {i + 1}: a value of unsupported type {answer[1]}")
             return UNSUPPORTED
