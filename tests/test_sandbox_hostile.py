@@ -167,7 +167,7 @@ def test_shadowed_builtins_and_patched_setup_modules_do_not_matter(box):
         "assert math.isclose(f(1)[0], 2.0)",
         "assert sorted(f(3)) == [1, 2, 3]",
         "assert len(f(1)) == 3",
-        "assert abs(f(5)[0] - 1) < 1e-9",
+        "assert abs(f(-5)[0]) == 0",
         "assert raises(ValueError, f, 1)",
     ]
     r = box.run(code, "import math", tests)
