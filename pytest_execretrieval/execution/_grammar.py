@@ -290,8 +290,8 @@ def _hole(node: ast.expr) -> tuple[Call, tuple[tuple[str, Any], ...]]:
 def _call(node: ast.Call) -> Call:
     fn = node.func
     if not isinstance(fn, ast.Name):
-        raise GrammarError(f"calling {ast.unparse(fn)[:60]!r} is not in the test grammar; a test "
-                           "calls the entry point by its name")  # fmt: skip
+        raise GrammarError(f"calling {_describe(fn)} is not in the test grammar; a test calls "
+                           "the entry point by its name")  # fmt: skip
     if fn.id in RESERVED:
         raise GrammarError(f"{fn.id}() is not a call of the entry point" + _ALLOWED)
     for arg in node.args:
@@ -333,7 +333,7 @@ def _describe(node: ast.AST) -> str:
         ast.Name: "a name", ast.Await: "await", ast.Yield: "yield", ast.JoinedStr: "an f-string",
         ast.Assign: "an assignment", ast.Expr: "an expression statement",
         ast.Import: "an import", ast.ImportFrom: "an import", ast.UnaryOp: "a unary operator",
-        ast.BinOp: "arithmetic", ast.Call: "a call",
+        ast.BinOp: "arithmetic", ast.Call: "a call", ast.Subscript: "a subscript",
     }  # fmt: skip
     what = names.get(type(node), f"a {type(node).__name__} node")
     if isinstance(node, ast.Name | ast.Attribute):
