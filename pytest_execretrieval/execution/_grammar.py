@@ -334,9 +334,10 @@ def _describe(node: ast.AST) -> str:
         ast.Assign: "an assignment", ast.Expr: "an expression statement",
         ast.Import: "an import", ast.ImportFrom: "an import", ast.UnaryOp: "a unary operator",
         ast.BinOp: "arithmetic", ast.Call: "a call", ast.Subscript: "a subscript",
+        ast.Constant: "a constant",
     }  # fmt: skip
     what = names.get(type(node), f"a {type(node).__name__} node")
-    if isinstance(node, ast.Name | ast.Attribute):
+    if isinstance(node, ast.Name | ast.Attribute | ast.Constant):
         what += f" ({_dotted(node) or ast.unparse(node)[:40]})"
     elif isinstance(node, ast.Call):
         what += f" of {ast.unparse(node.func)[:40]}"
@@ -557,14 +558,17 @@ def literal_value(node: ast.expr) -> Any:
     budget, todo = MAX_SIZE, [value]
     while todo:
         item = todo.pop()
-        budget -= 1
-        if budget < 0:
-            raise GrammarError(f"a literal of more than {MAX_SIZE} elements")
         if isinstance(item, dict):
-            todo.extend(item.keys())
-            todo.extend(item.values())
+            budget -= 2 * len(item)
+            elements = [*item.keys(), *item.values()]
         elif isinstance(item, list | tuple | set | frozenset | collections.deque):
-            todo.extend(item)
+            budget -= len(item)
+            elements = item
+        else:
+            continue
+        if budget < 0:  # before taking the elements in: a big list held many times stops here
+            raise GrammarError(f"a literal of more than {MAX_SIZE} elements")
+        todo.extend(elements)
     return value
 
 
