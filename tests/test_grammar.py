@@ -132,10 +132,10 @@ def test_nan_is_a_literal_too():
     ("[[0] * 60000] * 60000", "a literal of more than"),
 ])  # fmt: skip
 def test_literals_past_the_bounds_are_refused_at_once(literal, why):
-    start = time.monotonic()
+    start = time.process_time()  # CPU time: the machine may be busy with other work
     with pytest.raises(g.GrammarError, match=re.escape(why)):
         g.literal_value(ast.parse(literal, mode="eval").body)
-    assert time.monotonic() - start < 1.0
+    assert time.process_time() - start < 1.0
 
 
 def test_deep_or_huge_tests_are_refused_before_anything_recurses():
