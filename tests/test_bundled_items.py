@@ -17,6 +17,7 @@ import pytest
 from pytest_execretrieval.corpus.build import engine
 from pytest_execretrieval.corpus.items import DOMAINS, load_items
 from pytest_execretrieval.corpus.store import sha256, stale_reasons
+from pytest_execretrieval.execution import _grammar
 from pytest_execretrieval.mutation.equivalence import (
     annotations,
     entry_point_def,
@@ -59,6 +60,24 @@ def test_items_follow_the_guide(items):
             comments = [t for t in tokenize.generate_tokens(io.StringIO(code).readline)
                         if t.type == tokenize.COMMENT]  # fmt: skip
             assert not comments, f"{item.id}: comment"
+
+
+def test_every_bundled_test_is_in_the_grammar_and_calls_the_entry_point(items):
+    """The load gate says so too; here the other half: what the child is sent for a test is its
+    call alone, and the grammar's forms cover every test (benchmarks/grammar_coverage.py)."""
+    forms = Counter()
+    for item in items:
+        for source in item.tests:
+            test = _grammar.parse_test(source)
+            _grammar.check_test(test)
+            assert test.call.function == item.entry_point, (item.id, source)
+            call = ast.parse(test.call.source, mode="eval").body
+            whole = ast.unparse(ast.parse(source))
+            for arg in (*call.args, *call.keywords):  # the test's own inputs, nothing else
+                assert ast.unparse(arg) in whole, (item.id, source)
+            forms[test.form] += 1
+    assert set(forms) == {_grammar.COMPARE, _grammar.ISCLOSE, _grammar.RAISES}
+    assert sum(forms.values()) == sum(len(i.tests) for i in items)
 
 
 def test_alternatives_per_part(items):

@@ -149,3 +149,37 @@ def test_many_small_batches_reuse_the_runners_sandboxes(tmp_path):
             results = runner.run_many([(code, "", [f"assert f() == {i}"])] * 3)
             assert all(r.passed for r in results)
         assert len(runner._sandboxes) <= 2
+
+
+def test_a_candidate_shadowing_the_harness_names_cannot_be_its_own_reference(runner):
+    """The reference used to run inside the candidate's module (``exec(canonical, ns)``): a
+    module-level ``exec`` there made the candidate its own reference, "agreeing" everywhere.
+    Now each runs in a suite of its own and the values are compared on the host."""
+    canonical = "def f(n: int) -> int:\n    return n\n"
+    forger = (
+        "def f(n: int) -> int:\n    return -n\n"
+        "def exec(source, namespace=None):\n    namespace['f'] = f\n"
+        "_xr_reference = f\n_same = _close = lambda *a: True\n"
+    )
+    (found,) = evidence(canonical, "f", "", [forger], runner, "")
+    assert found.differing > 0 and found.witness is not None
+
+
+def test_probe_arguments_read_back_as_the_drawn_values():
+    import ast
+
+    from pytest_execretrieval.execution import _grammar
+    from pytest_execretrieval.mutation.equivalence import argument_source, probes
+
+    types = ("list[int]", "'date'", "dict[str, float]", "set[str]", "Fraction", "bytes",
+             "'timedelta'", "'datetime'", "'time'", "'BinaryTree | None'",
+             "frozenset[int]")  # fmt: skip
+    for args in draw_inputs(types, 20):
+        call = _grammar.parse_test(probes("f", [args])[0], probe=True).call
+        name, values, kwargs = _grammar.build_arguments(_grammar.parse_call(call.source))
+        assert (name, tuple(values), kwargs) == ("f", args, {})
+    for maker in (AtLeast, Peak):
+        node = ast.parse(argument_source(maker(-3)), mode="eval").body
+        _grammar.check_lambda(node)
+        fn = eval(ast.unparse(node))  # noqa: S307 - our own lambda
+        assert [fn(x) for x in range(-6, 3)] == [maker(-3)(x) for x in range(-6, 3)]

@@ -95,13 +95,14 @@ def test_hypothesis_inputs_come_from_annotations_only():
 
 
 # -- fingerprints and agreement -----------------------------------------------------------------
-def test_fingerprints_read_bits_and_reject_anything_else():
-    bits = ["pass", "fail"] * (BITS // 2)
-    value = sum(1 << j for j in range(0, BITS, 2))
-    assert fingerprints(bits + ["fail"] * BITS, 2) == [value, 0]
-    assert fingerprints(bits[:-1] + ["timeout"], 1) == [None]
-    assert fingerprints(["error:NameError"] * BITS, 1) == [None]
-    assert fingerprints(bits, 2) == [value, None]  # missing outcomes give no output
+def test_fingerprints_hash_canonical_values_and_reject_anything_else():
+    values = [("value", {3, 1}), ("value", {1, 3}), ("raises", "ValueError"),
+              ("error", "SystemExit"),
+              ("unsupported", "x.Box"), ("raises", "UnsupportedValue"), None]  # fmt: skip
+    prints = fingerprints(values, 8)
+    assert prints[0] == prints[1] is not None and prints[2] not in (None, prints[0])
+    assert prints[3] is None and prints[6] is None and prints[7] is None  # missing: no output
+    assert prints[4] == prints[5] and all(0 <= p < 1 << BITS for p in prints if p is not None)
 
 
 def test_agreement_counts_matching_outputs_over_pairs_and_inputs():

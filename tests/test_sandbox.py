@@ -26,6 +26,7 @@ from pytest_execretrieval.execution.sandbox import (
 
 TIMEOUT = 1.0
 F = "def f(x):\n    return 10 // x\n"
+OK = "\ndef ok():\n    return 1\n"  # appended to code whose test is just "it ran": assert ok()
 
 
 @pytest.fixture(scope="module")
@@ -54,9 +55,10 @@ def assert_not_passed(result: SuiteResult) -> None:
 
 
 def attack(body: str, prelude: str = "import os") -> str:
-    """Snippet code whose ``attack()`` runs ``body`` in the child (tests run in the checker)."""
+    """Snippet code whose ``attack()`` runs ``body`` in the child (a test calls it; the checker
+    only decides), and whose ``ok()`` returns 1."""
     indented = "\n".join("    " + line for line in body.splitlines())
-    return f"{prelude}\ndef attack():\n{indented}\n    return 0\n"
+    return f"{prelude}\ndef attack():\n{indented}\n    return 0\n" + OK
 
 
 # --- basic outcomes ---------------------------------------------------------------------------
@@ -93,24 +95,27 @@ def test_setup_runs_before_code_in_same_namespace(sb):
 
 
 def test_syntax_errors(sb):
-    assert sb.run("def f(:\n", "", ["assert 1"]).outcomes == ("error:SyntaxError",)
+    assert sb.run("def f(:\n", "", ["assert f(1)"]).outcomes == ("error:SyntaxError",)
     r = sb.run(F, "", ["assert f(1) ==", "assert f(1) == 10"])
     assert r.outcomes == ("error:SyntaxError", "pass")
 
 
-def test_test_statements_bind_names_in_their_own_scope(sb):
-    r = sb.run("x = 1", "", ["x = 2\nassert x == 2", "assert x == 1", "del x", "assert x == 1"])
-    assert r.outcomes == ("pass", "pass", "error:NameError", "pass"), r
+def test_statements_outside_the_test_grammar_are_errors_not_code(sb):
+    tests = ["x = 2\nassert x == 2", "assert x == 1", "del x", "assert ok()"]
+    r = sb.run("x = 1" + OK, "", tests)
+    assert r.outcomes == ("error:GrammarError",) * 3 + ("pass",), r
 
 
 def test_output_is_captured(sb):
-    r = sb.run("import sys\nprint('hello')\nprint('oops', file=sys.stderr)", "", ["assert 1"])
+    r = sb.run(
+        "import sys\nprint('hello')\nprint('oops', file=sys.stderr)" + OK, "", ["assert ok()"]
+    )
     assert r.passed
     assert "hello" in r.output and "oops" in r.output
 
 
 def test_output_is_truncated_and_large_output_does_not_block(tight):
-    r = tight.run("print('x' * 1_000_000)", "", ["assert 1"])
+    r = tight.run("print('x' * 1_000_000)" + OK, "", ["assert ok()"])
     assert r.passed, r
     assert len(r.output.encode()) <= 100
 
@@ -125,12 +130,16 @@ def test_output_is_truncated_and_large_output_does_not_block(tight):
 )
 def test_outcomes_follow_tests(sb, kinds):
     source = {
-        "pass": "assert True",
-        "fail": "assert False",
-        "error:KeyError": "{}[1]",
-        "error:SystemExit": "raise SystemExit(0)",
+        "pass": "assert g(1)",
+        "fail": "assert g(0)",
+        "error:KeyError": "g({})",
+        "error:SystemExit": "g(None)",
     }
-    r = sb.run("", "", [source[k] for k in kinds])
+    code = (
+        "def g(x):\n    if x is None:\n        raise SystemExit(0)\n"
+        "    return x if x != {} else x[1]\n"
+    )
+    r = sb.run(code, "", [source[k] for k in kinds])
     assert r.outcomes == tuple(kinds)
     assert r.passed == all(k == "pass" for k in kinds)
 
@@ -156,7 +165,7 @@ def test_timeout_ignores_sigterm_and_sigint(sb):
         "while True:\n    pass\n"
     )
     start = time.monotonic()
-    r = sb.run(code, "", ["assert 1", "assert 1"])
+    r = sb.run(code + OK, "", ["assert ok()", "assert ok()"])
     assert time.monotonic() - start < TIMEOUT + 2
     assert r.outcomes == ("timeout", "timeout")
     assert "setup/module code" in r.detail
@@ -171,11 +180,11 @@ def test_timeout_ignores_sigterm_and_sigint(sb):
     ("code", "tests", "outcomes"),
     [
         (
-            "import sys\ndef f():\n    sys.exit(0)",
-            ["f()", "assert 1"],
+            "import sys\ndef f():\n    sys.exit(0)" + OK,
+            ["f()", "assert ok()"],
             ("error:SystemExit", "pass"),
         ),
-        ("import sys\nsys.exit(0)", ["assert 1", "assert 1"], ("error:SystemExit",) * 2),
+        ("import sys\nsys.exit(0)" + OK, ["assert ok()"] * 2, ("error:SystemExit",) * 2),
         ("def f():\n    raise SystemExit", ["f()"], ("error:SystemExit",)),
         ("def f():\n    raise KeyboardInterrupt", ["f()"], ("error:KeyboardInterrupt",)),
         ("def f():\n    raise GeneratorExit", ["f()"], ("error:GeneratorExit",)),
@@ -188,25 +197,26 @@ def test_exit_exceptions_are_errors(sb, code, tests, outcomes):
 
 
 def test_os_exit_mid_suite(sb):
-    r = sb.run("import os", "", ["assert 1", "os._exit(0)", "assert 1"])
+    r = sb.run(attack("os._exit(0)"), "", ["assert ok()", "attack()", "assert ok()"])
     assert r.outcomes == ("pass", "error:EarlyExit", "error:EarlyExit")
     assert not r.passed
     assert "exited early (status 0) after 1 of 3 tests" in r.detail
 
 
 def test_os_exit_at_module_level(sb):
-    r = sb.run("import os\nos._exit(0)", "", ["assert 1"])
+    r = sb.run("import os\nos._exit(0)" + OK, "", ["assert ok()"])
     assert r.outcomes == ("error:EarlyExit",)
     assert not r.passed
 
 
 def test_os_exit_after_last_test_is_not_a_pass(sb):
-    r = sb.run("import os", "", ["assert 1", "import atexit\nos._exit(0)"])
+    r = sb.run(attack("import atexit\nos._exit(0)"), "", ["assert ok()", "attack()"])
     assert_not_passed(r)
 
 
 def test_crash_by_signal(sb):
-    r = sb.run("import os, signal", "", ["assert 1", "os.kill(os.getpid(), signal.SIGSEGV)"])
+    code = attack("os.kill(os.getpid(), signal.SIGSEGV)", "import os, signal")
+    r = sb.run(code, "", ["assert ok()", "attack()"])
     assert r.outcomes == ("pass", "error:EarlyExit")
     assert "SIGSEGV" in r.detail
 
@@ -218,7 +228,7 @@ def test_closing_fd_1_is_contained(sb):
 
 
 def test_closing_sys_stdout(sb):
-    r = sb.run("import sys\nsys.stdout.close()", "", ["assert 1"])
+    r = sb.run("import sys\nsys.stdout.close()" + OK, "", ["assert ok()"])
     assert r.passed, r  # the runner survives a closed stdout and still proves completion
     r = sb.run("import sys\nsys.stdout.close()\ndef f():\n    print('x')", "", ["f()"])
     assert r.outcomes == ("error:ValueError",)
@@ -228,9 +238,9 @@ def test_closing_sys_stdout(sb):
 def test_closing_the_result_fd(sb, where):
     close = "import os\nos.closerange(3, 1024)\n"
     if where == "module":
-        r = sb.run(close, "", ["assert 1", "assert 1"])
+        r = sb.run(close + OK, "", ["assert ok()", "assert ok()"])
     else:
-        r = sb.run(attack("os.closerange(3, 1024)"), "", ["assert 1", "attack()", "assert 1"])
+        r = sb.run(attack("os.closerange(3, 1024)"), "", ["assert ok()", "attack()", "assert ok()"])
     assert_not_passed(r)
     assert "error:EarlyExit" in r.outcomes
 
@@ -249,7 +259,7 @@ def test_forged_frames_on_the_reply_channel_do_not_pass(sb):
 
 def test_flooding_the_reply_channel_is_contained(sb):
     code = attack("os.write(4, b'\\xff' * 1_000_000)")
-    r = sb.run(code, "", ["assert 1", "attack()", "assert 1"])
+    r = sb.run(code, "", ["assert ok()", "attack()", "assert ok()"])
     assert_not_passed(r)
     assert r.outcomes[0] == "pass", r
     assert sb.run(F, "", ["assert f(1) == 10"]).passed  # the sandbox is fine
@@ -287,11 +297,11 @@ def test_fork_is_blocked(sb, unguarded):
 def test_process_creation_and_signals_are_blocked(sb, unguarded, tmp_path, stmt):
     mark = tmp_path / "mark"
     code = attack(stmt, f"import os\nMARK = {str(mark)!r}")
-    r = sb.run(code, "", ["attack()", "1"])  # audit hook + kernel layers
+    r = sb.run(code, "", ["attack()", "assert ok()"])  # audit hook + kernel layers
     assert r.outcomes[0] != "pass" and not r.passed, r
     # The kernel layers alone: os.system() just returns -1. (The server is pid 1 of the PID
     # namespace and its process group is outside it: getpgid() says 0, killpg(0) is suicide.)
-    unguarded.run(code, "", ["attack()", "1"])
+    unguarded.run(code, "", ["attack()", "assert ok()"])
     assert not mark.exists()
     for sandbox in (sb, unguarded):
         assert sandbox.run(F, "", ["assert f(1) == 10"]).passed  # sandbox alive
@@ -321,7 +331,7 @@ def test_unaudited_fork_exec_is_a_blocked_stand_in(sb, stmt):
 
 def test_each_child_has_its_own_random_state(sb):
     code = "import random\nprint(random.random())"
-    first, second = (sb.run(code, "", ["1"]).output for _ in range(2))
+    first, second = (sb.run(code, "", ["attack()"]).output for _ in range(2))
     assert first != second
 
 
@@ -347,14 +357,16 @@ def test_common_libraries_still_work(sb):
         "import asyncio, uuid, sqlite3\n"
         "from concurrent.futures import ThreadPoolExecutor\n"
         "async def g():\n    return 3\n"
-        "def ids():\n    return str(uuid.uuid4()), str(uuid.uuid4())\n"
+        "def run_g():\n    return asyncio.run(g())\n"
+        "def ids():\n    return {str(uuid.uuid4()), str(uuid.uuid4())}\n"
+        "def query():\n    return sqlite3.connect(':memory:').execute('select 2').fetchone()\n"
         "def pool():\n"
         "    with ThreadPoolExecutor(2) as ex:\n        return list(ex.map(abs, [-1, 2]))\n"
     )
     tests = [
-        "assert asyncio.run(g()) == 3",
-        "assert len(set(ids())) == 2",
-        "assert sqlite3.connect(':memory:').execute('select 2').fetchone() == (2,)",
+        "assert run_g() == 3",
+        "assert len(ids()) == 2",
+        "assert query() == (2,)",
         "assert pool() == [1, 2]",
     ]
     r = sb.run(code, "", tests)
@@ -382,24 +394,28 @@ def test_no_process_survives_its_suite(unguarded, tmp_path, setsid):
 
 
 def test_raises_semantics(sb):
+    code = (
+        "import sys\nparse = int\nget = {}.__getitem__\nbye = sys.exit\n"
+        "def ki():\n    raise KeyboardInterrupt\n"
+        "def g(a, *, b):\n    if a != b:\n        raise ValueError\n"
+    )
     tests = [
-        "assert raises(ValueError, int, 'x')",
-        "assert not raises(ValueError, int, '1')",
-        "assert not raises(KeyError, int, 'x')",
-        "assert raises(LookupError, {}.__getitem__, 1)",
-        "assert raises((KeyError, ValueError), int, 'x')",
-        "import sys\nassert raises(SystemExit, sys.exit, 3)",
-        "import sys\nassert not raises(ValueError, sys.exit, 3)",
-        "def ki():\n    raise KeyboardInterrupt\nassert not raises(ValueError, ki)",
-        "assert not raises(ValueError, 'not callable')",
-        "assert not raises('not a type', int, 'x')",
-        (
-            "def g(a, *, b):\n    if a != b:\n        raise ValueError\n"
-            "assert raises(ValueError, g, 1, b=2) and not raises(ValueError, g, 1, b=1)"
-        ),
+        "assert raises(ValueError, parse, 'x')",
+        "assert not raises(ValueError, parse, '1')",
+        "assert not raises(KeyError, parse, 'x')",
+        "assert raises(LookupError, get, 1)",
+        "assert raises((KeyError, ValueError), parse, 'x')",
+        "assert raises(SystemExit, bye, 3)",
+        "assert not raises(ValueError, bye, 3)",
+        "assert not raises(ValueError, ki)",
+        "assert raises(ValueError, g, 1, b=2)",
+        "assert not raises(ValueError, g, 1, b=1)",
     ]
-    r = sb.run("", "", tests)
+    r = sb.run(code, "", tests)
     assert r.outcomes == ("pass",) * len(tests), r
+    # Not a builtin exception class, not a function name: outside the grammar.
+    bad = ["assert not raises(ValueError, 'not callable')", "assert raises('x', parse, 'x')"]
+    assert sb.run(code, "", bad).outcomes == ("error:GrammarError",) * 2
 
 
 def test_snippet_cannot_redefine_raises(sb):
@@ -412,7 +428,7 @@ def test_snippet_cannot_redefine_raises(sb):
 
 
 def test_memory_limit(sb):
-    r = sb.run("", "", ["x = bytearray(4 * 1024**3)\nassert len(x) > 0"])
+    r = sb.run("def big():\n    return len(bytearray(4 * 1024**3))\n", "", ["assert big() > 0"])
     assert r.outcomes == ("error:MemoryError",)
     assert not r.passed
 
@@ -503,7 +519,8 @@ def test_temp_dir_is_fresh_for_every_suite(sb):
 
 
 def test_tempfile_uses_the_temp_dir(sb):
-    r = sb.run("import os, tempfile", "", ["assert tempfile.gettempdir() == os.getcwd()"])
+    code = "import os, tempfile\ndef same():\n    return tempfile.gettempdir() == os.getcwd()\n"
+    r = sb.run(code, "", ["assert same()"])
     assert r.passed, r
 
 
@@ -512,8 +529,11 @@ def test_modules_the_server_does_not_preload_import_in_the_child(sb):
 
     names = ["dataclasses", "decimal", "hashlib", "inspect", "shutil", "statistics", "zlib"]
     assert not set(names) & set(PRELOAD)
-    code = f"import {', '.join(names)}\ndef f(): return statistics.mean([1, 2, 6])"
-    r = sb.run(code, "", ["assert f() == 3", "assert len(hashlib.sha256(b'').hexdigest()) == 64"])
+    code = (
+        f"import {', '.join(names)}\ndef f(): return statistics.mean([1, 2, 6])\n"
+        "def h(): return hashlib.sha256(b'').hexdigest()\n"
+    )
+    r = sb.run(code, "", ["assert f() == 3", "assert len(h()) == 64"])
     assert r.passed, r
 
 
@@ -527,7 +547,11 @@ def test_children_inherit_no_module_that_registers_fork_handlers(sb):
     )
     r = sb.run(code, "", ["assert loaded() == []"])
     assert r.passed, r
-    r = sb.run("import threading, random", "", ["assert random.random() < 1.0"])
+    r = sb.run(
+        "import threading, random\ndef draw():\n    return random.random()\n",
+        "",
+        ["assert draw() < 1.0"],
+    )
     assert r.passed, r
 
 
@@ -553,7 +577,7 @@ def test_zygote_heap_is_no_larger_than_its_imports():
         reference = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     reference = reference.split()[1]
     with Sandbox() as sandbox:
-        assert sandbox.run("", "", ["assert 1"]).passed
+        assert sandbox.run(OK, "", ["assert ok()"]).passed
         sizes = [_rss_anon_kb(pid) for pid in descendants(sandbox.server_pid)]
     assert sizes
     assert max(sizes) < int(reference) + 3 * 1024, (sizes, reference)
@@ -567,20 +591,28 @@ def test_environment_is_scrubbed(monkeypatch):
     for name in ("GEMINI_API_KEY", "OPENAI_API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.setenv(name, secret)
     tests = [
-        "assert 'GEMINI_API_KEY' not in ENV",
-        "assert not [k for k in ENV if 'TOKEN' in k or k.startswith('AWS_')]",
-        f"assert not any({secret!r} in k + v for k, v in dict(ENV).items())",
-        f"assert {secret!r}.encode() not in b''.join(ENVB)",
+        "assert not has('GEMINI_API_KEY')",
+        "assert not tokens()",
+        f"assert not leaks({secret!r})",
     ]
-    code = "import os\nENV = dict(os.environ)\nENVB = list(os.environb.values())"
+    code = (
+        "import os\n"
+        "def has(name):\n    return name in os.environ\n"
+        "def tokens():\n"
+        "    return [k for k in os.environ if 'TOKEN' in k or k.startswith('AWS_')]\n"
+        "def leaks(s):\n    return [k for k, v in os.environb.items() if s.encode() in k + v]\n"
+    )
     with Sandbox(Limits(timeout_s=TIMEOUT)) as sandbox:
         r = sandbox.run(code, "", tests)
     assert r.passed, r
 
 
 def test_stdin_is_empty(sb):
-    code = "import os, sys\ndef read():\n    return sys.stdin.read()\nask = input\n"
-    tests = ["assert read() == ''", "assert raises(EOFError, ask)", "assert os.read(0, 10) == b''"]
+    code = (
+        "import os, sys\ndef read():\n    return sys.stdin.read()\nask = input\n"
+        "def raw():\n    return os.read(0, 10)\n"
+    )
+    tests = ["assert read() == ''", "assert raises(EOFError, ask)", "assert raw() == b''"]
     assert sb.run(code, "", tests).passed
 
 
@@ -604,7 +636,7 @@ def test_server_exits_when_closed():
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     with pytest.raises(SandboxError, match="closed"):
-        sandbox.run(F, "", ["assert 1"])
+        sandbox.run(F, "", ["assert f(1)"])
 
 
 def test_run_suite_reuses_a_shared_sandbox():
@@ -660,7 +692,7 @@ def test_sandbox_is_not_usable_across_fork(sb):
     pid = os.fork()
     if pid == 0:
         try:
-            sb.run(F, "", ["assert 1"])
+            sb.run(F, "", ["assert f(1)"])
         except SandboxError:
             os._exit(0)
         except BaseException:  # noqa: BLE001 - any other failure is exit status 2
@@ -677,9 +709,10 @@ def test_patching_builtins_or_main_cannot_fake_a_pass(sb):
         "builtins.exec = lambda *a, **k: None\n"
         "builtins.isinstance = lambda *a: True\n"
         "__main__._error = lambda exc: 'pass'\n"
-        "def f():\n    return 1\n"
+        "def f():\n    return 1\nparse = int\n"
+        "def div(a, b):\n    return a / b\n"
     )
-    r = sb.run(code, "", ["assert f() == 2", "assert raises(KeyError, int, 'x')", "1 / 0"])
+    r = sb.run(code, "", ["assert f() == 2", "assert raises(KeyError, parse, 'x')", "div(1, 0)"])
     assert r.outcomes == ("fail", "fail", "error:ZeroDivisionError")
 
 
@@ -687,9 +720,9 @@ def test_candidate_module_is_importable(sb):
     code = (
         "import dataclasses, pickle\n@dataclasses.dataclass\nclass P:\n    x: 'int'\n"
         "def round_trip():\n    return pickle.loads(pickle.dumps(P(1))) == P(1)\n"
-        "NAME = __name__\n"
+        "def name():\n    return __name__\n"
     )
-    tests = ["assert round_trip()", "assert NAME != '__main__'"]
+    tests = ["assert round_trip()", "assert name() != '__main__'"]
     assert sb.run(code, "", tests).passed
 
 

@@ -1,106 +1,19 @@
-"""Verdicts decided outside the snippet's process: test planning, the value codec, and the
-test shapes of the bundled set evaluated the way Python would."""
+"""Verdicts decided outside the snippet's process: the value codec, and the test grammar's
+forms decided in the checker the way Python would decide them."""
 
 from __future__ import annotations
 
-import ast
-import builtins
 import datetime as dt
 import json
 import math
-import tomllib
 from collections import Counter, OrderedDict, defaultdict, deque
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_execretrieval.execution._sandbox_child import (
-    UnsupportedValue,
-    decode,
-    encode,
-    plan_test,
-)
+from pytest_execretrieval.execution._sandbox_child import UnsupportedValue, decode, encode
 from pytest_execretrieval.execution.sandbox import Limits, Sandbox
-
-ITEMS = Path(__file__).resolve().parents[1] / "items"
-HOLE_NAMES = {"__hole__", "__capture__", "__raises__"}
-
-
-def trusted_for(setup: str) -> frozenset[str]:
-    ns: dict = {}
-    exec(setup, ns)  # noqa: S102 - bundled setups are import statements
-    return frozenset(vars(builtins)) | frozenset(ns) | {"raises"}
-
-
-def bundled_tests() -> list[tuple[str, str, str]]:
-    out = []
-    for path in sorted(ITEMS.glob("*/*.toml")):
-        data = tomllib.loads(path.read_text())
-        out += [(data["entry_point"], data.get("setup", ""), t) for t in data["tests"]]
-    return out
-
-
-def test_every_bundled_test_plans_with_the_snippet_only_in_holes():
-    tests = bundled_tests()
-    assert len(tests) > 1000
-    lazy = 0
-    for entry_point, setup, source in tests:
-        trusted = trusted_for(setup)
-        check, holes = plan_test(source, trusted)
-        assert not isinstance(check, str), (source, check)
-        assert holes, source  # every bundled test calls into the snippet
-        names: set[str] = set()
-        for code in [check, *(c for c in check.co_consts if hasattr(c, "co_names"))]:
-            names |= set(code.co_names) | set(code.co_varnames)
-        assert entry_point not in names, source  # the checker never looks the snippet up
-        lazy += sum(not eager for *_, eager in holes)
-        # No expected value reaches the child: each hole is one of the test's own call chains
-        # rooted at the entry point (its arguments are the test's inputs), or, for raises(),
-        # the (function, arguments) of that call.
-        chains = set()
-        for node in ast.walk(ast.parse(source)):
-            root = node
-            while isinstance(root, ast.Call | ast.Attribute | ast.Subscript):
-                root = root.func if isinstance(root, ast.Call) else root.value
-            if isinstance(root, ast.Name) and root.id == entry_point:
-                chains.add(ast.unparse(node))
-        for kind, hole_source, _, _ in holes:
-            if kind == "value":
-                assert hole_source in chains, (source, hole_source)
-            else:
-                assert hole_source.startswith(f"({entry_point}, ["), (source, hole_source)
-    assert lazy < len(tests) // 100  # nearly every hole is sent in one frame per test
-
-
-@pytest.mark.parametrize(
-    "source, holes",
-    [
-        ("assert f(1) == [1, 2]", [("value", "f(1)", [], True)]),
-        ("assert sorted(f(x=1)) == [1]", [("value", "f(x=1)", [], True)]),
-        ("assert math.isclose(f(2.0), 1.5)", [("value", "f(2.0)", [], True)]),
-        (
-            "assert f(1)[0] == 2 < f(3)",
-            [("value", "f(1)[0]", [], True), ("value", "f(3)", [], False)],
-        ),  # fmt: skip
-        ("assert raises(ValueError, f, 'x')", [("call", "(f, ['x'], {})", [], True)]),
-        ("assert [n for n in range(3) if f(n)] == [1]", [("value", "f(n)", ["n"], False)]),
-        ("assert (lambda a, b: a < b)(*f(2))", [("value", "f(2)", [], True)]),
-        ("assert not f(1) and f(2)", [("value", "f(1)", [], True), ("value", "f(2)", [], False)]),
-        ("assert f(date(2024, 1, 1)) is None", [("value", "f(date(2024, 1, 1))", [], True)]),
-    ],
-)
-def test_plan_shapes(source, holes):
-    trusted = trusted_for("import math\nfrom datetime import date")
-    check, planned = plan_test(source, trusted)
-    assert not isinstance(check, str)
-    assert [tuple(h) for h in planned] == [tuple(h) for h in holes]
-
-
-def test_plan_keeps_compile_errors_as_outcomes():
-    assert plan_test("assert f(1) ==", frozenset())[0] == "error:SyntaxError"
-
 
 # --- codec -------------------------------------------------------------------------------------
 
@@ -233,14 +146,18 @@ SHAPES = [
     "assert len(f(3)) == 2",
     "assert f(1) is not None",
     "assert not f(0)[0]",
+    "assert f(1)",
     "assert math.isclose(f(0.5)[1], 0.5)",
     "assert raises(ValueError, f, 'x')",
     "assert not raises(ValueError, f, 1)",
-    "assert [n for n in range(3) if f(n)[0]] == [1, 2]",
-    "assert (lambda a, b: a == b)(*f(4))",
-    "assert 0 < f(1)[0] <= 1",
-    "assert f(date(2024, 1, 1))[0].year == 2024",
-    "assert f(1) == [1, 1] and f(2) == [2, 2]",
+    "assert f(1)[0] < 2",
+    "assert f(1)[1:] == [1]",
+    "assert sum(f(2)) >= 4",
+    "assert f(date(2024, 1, 1))[0] == date(2024, 1, 1)",
+    "assert f(1)[0] in (1, 2)",
+    "assert f(3)[0] not in [1, 2]",
+    "assert tuple(f(-2)) == (-2, -2)",
+    "assert f([1, 2])[0][1] == 2",
 ]
 
 
@@ -276,21 +193,22 @@ def test_shapes_give_what_python_gives(sb, which):
     assert list(r.outcomes) == python_outcomes(code, SHAPES), r
 
 
-def test_setup_state_does_not_leak_from_one_suite_to_the_next():
-    """The checker reuses a suite's plan; setup's objects are made afresh for every suite."""
-    setup = "seen = []\ndef note(x):\n    seen.append(x)\n    return len(seen)\n"
-    tests = ["assert note(f(1)) == 1", "assert note(f(2)) == 2"]  # shared within a suite
+def test_setup_names_never_stand_in_for_the_snippet():
+    """A setup that imports a function under the entry point's name makes no snippet pass:
+    the name must be (re)defined by the snippet's own code."""
+    setup = "from math import floor as f"
+    tests = ["assert f(1.5) == 1", "assert raises(TypeError, f, 'x')"]
     with Sandbox(Limits()) as sandbox:
-        for _ in range(3):
-            result = sandbox.run("def f(x):\n    return x\n", setup, tests)
-            assert result.outcomes == ("pass", "pass")
+        assert sandbox.run("", setup, tests).outcomes == ("error:NameError",) * 2
+        assert sandbox.run("x = f", setup, tests).outcomes == ("error:NameError",) * 2
+        assert sandbox.run("def f(x):\n    return 1\n", setup, tests).outcomes == ("pass", "fail")
 
 
 # --- what the snippet returned, for failure messages -------------------------------------------
 
 RETURNS = (
     "def f(x=0):\n    if x == 'x':\n        raise ValueError(x)\n    return x + 1 if x != 9 else "
-    "'y' * 500\n\nclass Box:\n    pass\n"
+    "'y' * 500\n\nclass Box:\n    pass\n\ndef box():\n    return Box()\n"
 )
 RETURNED = [
     ("assert f(3) == 4", "pass", ""),
@@ -299,14 +217,11 @@ RETURNED = [
     ("assert f(None) == 1", "error:TypeError", "raised TypeError"),
     ("assert raises(ValueError, f, 1)", "fail", "raised nothing"),
     ("assert not raises(ValueError, f, 'x')", "fail", "raised ValueError"),
-    ("assert f(1) == 2 and f(2) == 4", "fail", "f(1) returned 2; f(2) returned 3"),
-    ("assert len([f(1)]) == 1 and f(1) == 3", "fail", "f(1) returned 2"),  # the same text once
-    ("assert [f(x) for x in range(3)] == [0, 1, 2]", "fail", "f(x) returned 3 (x=2)"),
-    ("assert all(f(i) == i for i in range(4))", "fail", "f(i) returned 1 (i=0)"),
-    ("x = 5\nassert f(x) == 7", "fail", "f(x) returned 6 (x=5)"),
+    ("assert len(f(1)) == 1", "error:TypeError", "returned 2"),  # the call's own value
     ("assert f(9) == 'y'", "fail", "returned '" + "y" * 17 + "..." + "y" * 18 + "'"),
-    ("assert Box() == 1", "error:UnsupportedValue", "returned a value of unsupported type "
+    ("assert box() == 1", "error:UnsupportedValue", "returned a value of unsupported type "
                                                    "__candidate__.Box"),
+    ("assert g(1) == 1", "error:NameError", "raised NameError"),
 ]  # fmt: skip
 
 
@@ -323,10 +238,6 @@ def test_returned_values_are_truncated_and_absent_when_every_test_passes(sb):
     assert r.outcomes == ("fail", "pass")
     assert r.returned[0].startswith("returned [0, 1, 2, 3, 4, 5, ...]"), r.returned
     assert r.returned[1] == ""
-    chain = " and ".join(f"f({n}) == list(range({n}))" for n in range(20))
-    long = sb.run(code, "", [f"assert {chain} and f(1) == []"])
-    assert long.outcomes == ("fail",) and len(long.returned[0]) <= 200
-    assert long.returned[0].startswith("f(0) returned []") and long.returned[0].endswith("...")
     assert sb.run(code, "", ["assert f(2) == [0, 1]"]).returned == ()
 
 

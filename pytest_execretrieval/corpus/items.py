@@ -1,8 +1,11 @@
-"""Benchmark item files: loading, the schema gate and the AST gate.
+"""Benchmark item files: loading, the schema gate, the AST gate and the test grammar.
 
 One TOML file per item, ``<items dir>/<domain>/<stem>.toml``; the item id is ``<domain>/<stem>``.
 Every problem is an :class:`ItemProblem` naming the file, the field and the reason; loading a
-directory reports all bad files in one pass instead of stopping at the first.
+directory reports all bad files in one pass instead of stopping at the first. Each test must be
+a statement of the closed test grammar (:mod:`pytest_execretrieval.execution._grammar`) calling
+the entry point; ``setup`` may only import standard-library modules, and never the entry point's
+name: only the snippet may define that.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..execution import _grammar
 
 REQUIRED = {"domain": str, "query": str, "entry_point": str, "canonical": str, "tests": list}
 OPTIONAL = {"setup": str, "alternatives": list}
@@ -105,6 +110,9 @@ def load_item(path: Path) -> BenchmarkItem:
     entry_point = data["entry_point"]
     if not entry_point.isidentifier():
         problem("entry_point", f"{entry_point!r} is not a Python identifier")
+    elif entry_point in _grammar.RESERVED:
+        problem("entry_point", f"{entry_point!r} is a name the test grammar gives a meaning of its "
+                               "own (" + ", ".join(sorted(_grammar.RESERVED)) + ")")  # fmt: skip
     if not data["query"].strip():
         problem("query", "is empty")
     if not data["tests"]:
@@ -115,10 +123,10 @@ def load_item(path: Path) -> BenchmarkItem:
     ]:
         for reason in code_problems(code, entry_point):
             problem(field, reason)
-    for reason in code_problems(data.get("setup", ""), None):
+    for reason in setup_problems(data.get("setup", ""), entry_point):
         problem("setup", reason)
     for i, test in enumerate(data["tests"]):
-        reason = assertion_problem(test)
+        reason = grammar_problem(test, entry_point)
         if reason:
             problem(f"tests[{i}]", reason)
     if problems:
@@ -164,14 +172,48 @@ def code_problems(code: str, entry_point: str | None) -> list[str]:
     return reasons
 
 
-def assertion_problem(test: str) -> str | None:
-    """AST gate for one test: exactly one statement."""
+def setup_problems(setup: str, entry_point: str) -> list[str]:
+    """Gate for ``setup``: import statements of standard-library modules only (no ``*``), none
+    binding ``entry_point`` (a setup name never stands in for the snippet's definition)."""
     try:
-        body = ast.parse(test).body
+        tree = ast.parse(setup)
+    except SyntaxError as exc:
+        return [f"does not parse: {exc.msg} (line {exc.lineno})"]
+    reasons = []
+    for node in tree.body:
+        if not isinstance(node, ast.Import | ast.ImportFrom):
+            reasons.append(f"line {node.lineno}: only import statements are allowed in setup, "
+                           f"found {type(node).__name__.lower()}")  # fmt: skip
+            continue
+        if isinstance(node, ast.ImportFrom) and (node.level or not node.module):
+            reasons.append(f"line {node.lineno}: a relative import is not allowed in setup")
+            continue
+        bound = [(a.asname or a.name).partition(".")[0] for a in node.names]
+        if "*" in bound:
+            reasons.append(f"line {node.lineno}: 'import *' is not allowed in setup")
+        if entry_point in bound:
+            reasons.append(f"line {node.lineno}: binds the entry point {entry_point!r}; only the "
+                           "snippet may define it")  # fmt: skip
+    reasons += [f"imports {name!r}, which is not in the standard library" for name in imports(tree)
+                if name not in sys.stdlib_module_names]  # fmt: skip
+    return reasons
+
+
+def grammar_problem(test: str, entry_point: str) -> str | None:
+    """Gate for one test: a statement of the test grammar that calls ``entry_point``, whose
+    literals compute (within the grammar's bounds)."""
+    try:
+        parsed = _grammar.parse_test(test)
+        _grammar.check_test(parsed)
     except SyntaxError as exc:
         return f"does not parse: {exc.msg}"
-    if len(body) != 1:
-        return f"must be exactly one statement, found {len(body)}"
+    except _grammar.GrammarError as exc:
+        return str(exc)
+    except Exception as exc:  # noqa: BLE001 - a literal that fails as Python would fail it
+        return f"a literal of the test raises {type(exc).__name__}: {exc}"[:300]
+    if parsed.call.function != entry_point:
+        return (f"calls {parsed.call.function!r}, not the entry point {entry_point!r}: a test "
+                "calls the entry point")  # fmt: skip
     return None
 
 

@@ -1,25 +1,30 @@
 """Checker, zygote and child: the process side of :mod:`pytest_execretrieval.execution.sandbox`.
 
-Stdlib only (plus :mod:`._confine`, itself stdlib + ctypes + optional ``pyseccomp``).
-:class:`~pytest_execretrieval.execution.sandbox.Sandbox` starts ``python -I`` with a bootstrap
-that imports this file as the top-level module ``_sandbox_child`` (from its cached bytecode) and
-calls :func:`serve`; ``python -I _sandbox_child.py LIMITS_JSON`` does the same. Importing the
-module has no side effects, so ``sandbox.py`` can read :data:`RUNNER_VERSION` and
-:func:`plan_test`.
+Stdlib only (plus :mod:`._confine`, itself stdlib + ctypes + optional ``pyseccomp``, and
+:mod:`._grammar`, the test grammar). :class:`~pytest_execretrieval.execution.sandbox.Sandbox`
+starts ``python -I`` with a bootstrap that imports this file as the top-level module
+``_sandbox_child`` (from its cached bytecode) and calls :func:`serve`; ``python -I
+_sandbox_child.py LIMITS_JSON`` does the same. Importing the module has no side effects, so
+``sandbox.py`` can read :data:`RUNNER_VERSION`.
 
-Three processes, so that no process that runs snippet code ever holds an expected value:
+Three processes, so that no process that runs snippet code ever holds an expected value, and
+no process that decides a verdict ever runs item text:
 
 * the **checker** (the process Sandbox starts) reads requests from the caller, plans each test
-  (:func:`plan_test`: the snippet-dependent sub-expressions become *holes*, the rest, with the
-  expected values and comparisons, stays here), evaluates the tests, asking the child for each
-  hole's value, and replies. It never runs snippet code and never forks after startup.
+  once (:mod:`._grammar`: a test is data of a closed grammar, a call of the entry point compared
+  with a literal; the literal is computed by the grammar's own interpreter, nothing of the test is
+  compiled or executed here), sends the child only the calls, decides each test from the decoded
+  value the child's call returned, and replies. It never runs snippet or test code and never
+  forks after startup.
 * the **zygote**, forked by the checker at startup before any request (so its memory holds no
   test), sets up the kernel layers once and forks one child per suite (ahead of time: a *spare*
   confined child waits for its suite on a pipe), enforces the wall clock, kills every process
   the suite left and empties the scratch directory. It never sees a check.
-* the **child** runs setup + snippet, then evaluates holes on request and returns their values
-  in a restricted typed encoding (:func:`encode`); the checker decodes them (:func:`decode`) into
-  plain objects of the allowed types only, so a snippet object's ``__eq__`` never runs there.
+* the **child** runs setup + snippet, then makes each test's call (arguments built from the
+  test's literals by the grammar; a ``lambda`` argument is compiled here, and only here) and
+  returns the value in a restricted typed encoding (:func:`encode`); the checker decodes it
+  (:func:`decode`) into plain objects of the allowed types only, so a snippet object's ``__eq__``
+  never runs there.
 
 Wire protocols: frames of a 4-byte big-endian length + UTF-8 JSON everywhere.
 
@@ -27,22 +32,20 @@ Wire protocols: frames of a 4-byte big-endian length + UTF-8 JSON everywhere.
   v, "isolation": {...}}``.
 * checker -> zygote ``{"run": ...}``; zygote -> checker ``{"layers": ...}`` once, then per
   suite ``{"exit": "exited"|"timeout", "status": s, "left": bool, "scratch": str}``.
-* zygote -> spare child: the ``run`` frame (code, setup, the holes' sources), on its own pipe.
-* checker <-> child, on pipes created once at startup and inherited by every child: child
-  ``{"m": outcome}`` after setup + code, then ``{"e": test, "r": [answer, ...]}`` with each
-  test's eager holes (below) and ``{"p": complete}``; an *answer* is ``{"v": value}``,
-  ``{"x": name, "mro": [...]}`` (it raised), ``{"u": reason}`` (unsupported type) or ``{"ok":
-  0|1, "mro": [...]}`` (a captured call); ``{"viol": event}`` whenever the audit guard blocks
-  something; ``{"d": 1}`` at the end. The checker asks for the other holes with ``{"t": test,
-  "h": hole, "l": locals}`` and ends with ``{"end": 1}`` unless the child said ``complete``.
-  One suite runs at a time per zygote, and the checker drains these pipes after each suite,
-  once the zygote has killed and reaped every process of it.
+* zygote -> spare child: the ``run`` frame (code, setup, each test's call as ``[kind, source]``
+  or null), on its own pipe.
+* child -> checker, on a pipe created once at startup and inherited by every child: ``{"m":
+  outcome}`` after setup + code, then ``{"e": test, "r": answer}`` per test with a call, in order;
+  an *answer* is ``{"v": value}``, ``{"x": name, "mro": [...]}`` (it raised), ``{"u": reason}``
+  (unsupported type) or, for ``raises``, ``{"ok": 0|1, "mro": [...]}``; ``{"viol": event}``
+  whenever the audit guard blocks something; ``{"d": 1}`` at the end. One suite runs at a time
+  per zygote, and the checker drains the pipes after each suite, once the zygote has killed and
+  reaped every process of it.
 """
 
 from __future__ import annotations
 
 import _signal
-import ast
 import builtins
 import gc
 import json
@@ -56,6 +59,11 @@ import time
 import types
 from collections.abc import Callable
 from typing import Any
+
+try:
+    from . import _grammar
+except ImportError:  # the top-level module of the checker, with this directory on sys.path
+    import _grammar  # type: ignore[no-redef]
 
 RUNNER_VERSION = "3"
 
@@ -637,181 +645,6 @@ def _make_guard(root: str, pid: int, report: _Reporter) -> Callable[[str, tuple]
     return hook
 
 
-# --- test planning (checker) -------------------------------------------------------------------
-
-
-def _bound_names(tree: ast.AST) -> set[str]:
-    """Names a test binds itself (targets, comprehension variables, lambda parameters)."""
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            names.add(node.id)
-        elif isinstance(node, ast.arg):
-            names.add(node.arg)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(node.name)
-        elif isinstance(node, ast.Import | ast.ImportFrom):
-            names.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            names.add(node.name)
-    return names
-
-
-class _Planner(ast.NodeTransformer):
-    """Replaces snippet-dependent sub-expressions with calls to the checker's hole functions.
-
-    A *snippet name* is a name the test loads that neither the test binds, nor setup, nor the
-    builtins (nor ``raises``) provide: the entry point and its module-level helpers. A hole is a
-    maximal chain of calls, attribute reads and subscripts rooted at a snippet name
-    (``f(x)``, ``f(x)[0]``, ``Stack().pop()``), sent to the child with the values of the test's
-    own variables it uses; ``raises(E, fn, *args)`` with a snippet-dependent ``fn`` or argument
-    becomes ``__raises__(E, <capture of fn(*args)>)``: the child evaluates ``fn`` and the
-    arguments (an exception there is the test's error, as before), makes the call and reports
-    only whether and what it raised.
-
-    A hole is *eager* when Python evaluates it unconditionally (not under a lambda, a
-    comprehension, the right of ``and``/``or``, a branch of ``x if c else y``, a chained
-    comparison after its first, or an assert message) and it uses no test variable: the child
-    evaluates a test's eager holes in order right after the snippet's module code, stopping at
-    the first that raises (which ends the test, as it would in Python), and sends them in one
-    frame; the others are asked for when the check reaches them.
-    """
-
-    def __init__(self, trusted: frozenset[str], bound: set[str], tree: ast.AST) -> None:
-        self.trusted, self.bound = trusted, bound
-        self.holes: list[tuple[str, str, list[str], bool]] = []
-        self._conditional = _conditional_roots(tree)
-        self._depth = 0
-
-    def visit(self, node: ast.AST) -> Any:
-        conditional = id(node) in self._conditional
-        self._depth += conditional
-        try:
-            return super().visit(node)
-        finally:
-            self._depth -= conditional
-
-    def _snippet_name(self, node: ast.AST) -> bool:
-        return (
-            isinstance(node, ast.Name)
-            and isinstance(node.ctx, ast.Load)
-            and node.id not in self.trusted
-            and node.id not in self.bound
-        )
-
-    def _rooted(self, node: ast.AST) -> bool:
-        if not isinstance(getattr(node, "ctx", ast.Load()), ast.Load):
-            return False
-        while isinstance(node, ast.Call | ast.Attribute | ast.Subscript):
-            node = node.func if isinstance(node, ast.Call) else node.value
-        return self._snippet_name(node)
-
-    def _uses_snippet(self, node: ast.AST) -> bool:
-        return any(self._snippet_name(n) for n in ast.walk(node))
-
-    def _hole(self, kind: str, expr: ast.expr) -> ast.Call:
-        used = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and n.id in self.bound}
-        local_names = sorted(used - _bound_names(expr)) if used else []
-        index = len(self.holes)
-        eager = self._depth == 0 and not local_names
-        self.holes.append((kind, ast.unparse(expr), local_names, eager))
-        values = ast.Dict(
-            keys=[ast.Constant(n) for n in local_names],
-            values=[ast.Name(n, ast.Load()) for n in local_names],
-        )
-        func = ast.Name("__hole__" if kind == "value" else "__capture__", ast.Load())
-        return ast.copy_location(ast.Call(func, [ast.Constant(index), values], []), expr)
-
-    def visit_Call(self, node: ast.Call) -> ast.AST:
-        args = node.args
-        if (
-            isinstance(node.func, ast.Name)
-            and node.func.id == "raises"
-            and "raises" not in self.bound
-            and len(args) >= 2
-            and not any(isinstance(a, ast.Starred) for a in args[:2])
-            and any(self._uses_snippet(a) for a in [*args[1:], *node.keywords])
-        ):
-            target = ast.Tuple(
-                [
-                    args[1],
-                    ast.List(list(args[2:]), ast.Load()),
-                    ast.Dict(
-                        keys=[
-                            None if k.arg is None else ast.Constant(k.arg) for k in node.keywords
-                        ],
-                        values=[k.value for k in node.keywords],
-                    ),
-                ],
-                ast.Load(),
-            )
-            capture = self._hole("call", target)
-            exc_type = self.visit(args[0])
-            raises = ast.Name("__raises__", ast.Load())
-            return ast.copy_location(ast.Call(raises, [exc_type, capture], []), node)
-        if self._rooted(node):
-            return self._hole("value", node)
-        return self.generic_visit(node)
-
-    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
-        return self._hole("value", node) if self._rooted(node) else self.generic_visit(node)
-
-    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
-        return self._hole("value", node) if self._rooted(node) else self.generic_visit(node)
-
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        return self._hole("value", node) if self._snippet_name(node) else node
-
-
-def _conditional_roots(tree: ast.AST) -> set[int]:
-    """ids of the nodes Python may not evaluate (or may evaluate more than once) in a test."""
-    roots: list[ast.AST] = []
-    body = getattr(tree, "body", [])
-    if len(body) != 1 or not isinstance(body[0], ast.Assert | ast.Expr):
-        return {id(tree)}  # several statements: keep everything lazy
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Lambda):
-            roots.append(node.body)
-        elif isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
-            elts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
-            roots += elts
-            for i, gen in enumerate(node.generators):
-                roots += [gen.target, *gen.ifs] + ([gen.iter] if i else [])
-        elif isinstance(node, ast.BoolOp):
-            roots += node.values[1:]
-        elif isinstance(node, ast.IfExp):
-            roots += [node.body, node.orelse]
-        elif isinstance(node, ast.Compare):
-            roots += node.comparators[1:]
-        elif isinstance(node, ast.Assert) and node.msg is not None:
-            roots.append(node.msg)
-        elif isinstance(node, ast.Dict):
-            roots.append(node)  # keys and values interleave at run time: ask in order
-    return {id(n) for n in roots}
-
-
-def plan_test(source: str, trusted: frozenset[str], filename: str = "<test>") -> tuple[Any, list]:
-    """Split one test into the checker's part and the child's holes.
-
-    Returns ``(check, holes)``: ``check`` is the checker's code object (or the ``error:<Name>``
-    outcome the test's compilation gives), ``holes`` a list of ``(kind, source, local_names,
-    eager)`` with ``kind`` ``"value"`` (evaluate, send the value) or ``"call"`` (evaluate
-    ``(fn, args, kwargs)``, call, send only whether and what it raised). ``trusted``: the
-    names setup and the builtins provide; never looked up in the snippet's namespace.
-    """
-    compiled = _compile(source, filename)
-    if isinstance(compiled, str):
-        return compiled, []
-    tree = ast.parse(source, filename)
-    planner = _Planner(trusted, _bound_names(tree), tree)
-    tree = ast.fix_missing_locations(planner.visit(tree))
-    try:
-        check = compile(tree, filename, "exec", dont_inherit=True)
-    except BaseException as exc:  # noqa: BLE001 - as the test's own compilation would fail
-        return _error(exc), []
-    return check, planner.holes
-
-
 def _compile(source: str, filename: str) -> Any:
     """A code object, or the ``error:<Name>`` outcome its compilation gives.
 
@@ -821,64 +654,6 @@ def _compile(source: str, filename: str) -> Any:
         return compile(source, filename, "exec", dont_inherit=True)
     except BaseException as exc:  # noqa: BLE001 - SyntaxError, ValueError (NUL), RecursionError
         return _error(exc)
-
-
-_HOLE_CLASSES: dict[tuple[str, tuple[str, ...]], type] = {}
-
-
-def _hole_exception(name: str, mro: list[str]) -> BaseException:
-    """An exception standing for one a hole raised in the child, for the checker to raise.
-
-    Its class has the child's class name and, as base, the nearest builtin exception class in
-    the child's MRO, so check code sees what it would have seen (``except ValueError``,
-    ``type(exc).__name__``); ``hole_name`` marks it. No snippet code or data comes along.
-    """
-    key = (name, tuple(mro))
-    cls = _HOLE_CLASSES.get(key)
-    if cls is None:
-        base: type = Exception
-        for entry in mro:
-            module, _, qualname = entry.partition(".")
-            candidate = getattr(builtins, qualname, None) if module == "builtins" else None
-            if isinstance(candidate, type) and issubclass(candidate, BaseException):
-                base = candidate
-                break
-        attrs = {"hole_name": name, "__module__": "sandboxed"}
-        try:
-            cls = type(name, (base,), attrs)
-        except TypeError:  # a base that refuses subclasses
-            cls = type(name, (Exception,), attrs)
-        _HOLE_CLASSES[key] = cls
-    try:
-        return cls.__new__(cls)  # skip __init__: some bases insist on arguments
-    except TypeError:
-        return type(name, (Exception,), {"hole_name": name})()
-
-
-class _Captured:
-    """What a captured call did: raised (with the exception's class names) or returned."""
-
-    __slots__ = ("raised", "mro")
-
-    def __init__(self, raised: bool, mro: list[str]) -> None:
-        self.raised, self.mro = raised, mro
-
-
-def _raises_check(exc_type: Any, captured: Any) -> bool:
-    """``raises`` on a captured call: isinstance by the raised class's MRO names."""
-    if not isinstance(captured, _Captured) or not captured.raised:
-        return False
-    pending, classes = [exc_type], []
-    while pending:
-        item = pending.pop()
-        if isinstance(item, tuple):
-            pending.extend(item)
-        elif isinstance(item, type):
-            classes.append(item)
-        else:
-            return False  # isinstance() would raise TypeError: raises() says no
-    names = set(captured.mro)
-    return any(f"{c.__module__}.{c.__qualname__}" in names for c in classes)
 
 
 # --- child side --------------------------------------------------------------------------------
@@ -961,81 +736,41 @@ def _prepare_children(scratch: str) -> None:
         sys.modules.pop(name, None)
 
 
-def _fresh_namespaces() -> tuple[dict[str, Any], types.ModuleType, types.ModuleType]:
-    """A child's pristine builtins, the snippet's copy of them and its module, made by a spare
-    child before its suite arrives: copying builtins touches the page of every builtin object
-    (about 60 copy-on-write faults), which is then done while the caller is busy elsewhere."""
-    pristine = dict(vars(builtins))
-    return pristine, _module("builtins", **pristine), _module("__candidate__")
+def _fresh_namespaces() -> tuple[types.ModuleType, types.ModuleType]:
+    """The snippet's copy of the builtins and its module, made by a spare child before its
+    suite arrives: copying builtins touches the page of every builtin object (about 60
+    copy-on-write faults), which is then done while the caller is busy elsewhere."""
+    return _module("builtins", **vars(builtins)), _module("__candidate__")
 
 
-def _serve_holes(
-    code: str, compiled: tuple[Any, list], report: _Reporter, streams: tuple, fresh: tuple
-) -> None:
-    """Run setup + snippet, then evaluate the holes the checker asks for, until it says end.
+def _serve_calls(code: str, compiled: tuple[Any, list], report: _Reporter, streams: tuple,
+                 fresh: tuple) -> None:  # fmt: skip
+    """Run setup + snippet, then make each test's call of the entry point and send what it
+    gave, in test order; the checker decides. ``fresh``: this child's :func:`_fresh_namespaces`.
 
-    ``fresh``: this child's :func:`_fresh_namespaces`.
+    The entry point is looked up in the snippet's module only, and a name whose value is still
+    the one setup bound is not defined: setup's names never stand in for the snippet's.
     """
-    setup, holes = compiled
-    # The snippet gets its own copy of builtins (also what `import builtins` returns) and an
-    # empty __main__; the holes see pristine builtins and the names setup bound, whatever the
-    # snippet did to its own namespace.
-    pristine, snippet_builtins, candidate = fresh
+    setup, calls = compiled
+    snippet_builtins, candidate = fresh
     sys.modules["builtins"] = snippet_builtins
     sys.modules["__main__"] = _module("__main__")
     sys.modules["__candidate__"] = candidate
     namespace = candidate.__dict__
     namespace.update(__builtins__=snippet_builtins, raises=raises)
-    pinned: dict[str, Any] = {}
+    from_setup: dict[str, Any] = {}
     module_error = setup if isinstance(setup, str) else None
     if module_error is None:
         try:
             exec(setup, namespace)  # noqa: S102
-            pinned = dict(namespace)
+            from_setup = dict(namespace)
             exec(compile(code, "<candidate>", "exec", dont_inherit=True), namespace)  # noqa: S102
         except BaseException as exc:  # noqa: BLE001
             module_error = _error(exc)
     report.send({"m": module_error or "pass"})
-    scopes: dict[int, dict[str, Any]] = {}
-
-    def scope_for(test: int) -> dict[str, Any]:
-        if test not in scopes:
-            scopes.clear()
-            scope = dict(namespace)
-            scope.update(pinned)
-            scope["__builtins__"] = dict(pristine)
-            scopes[test] = scope
-        return scopes[test]
-
-    complete = True  # no hole left that the checker may still ask for
-    for test, test_holes in enumerate(holes if module_error is None else []):
-        results: list[dict[str, Any]] = []
-        for kind, code_obj, eager in test_holes:
-            if not eager:
-                complete = False
-                break
-            results.append(_evaluate_hole(kind, code_obj, scope_for(test)))
-            if "x" in results[-1]:
-                break  # the test ends here, as it would in Python
-        if results:
-            report.send({"e": test, "r": results})
-    report.send({"p": complete})
-    while not complete:
-        try:
-            req = _recv(CHILD_FDS[0])
-        except BaseException:  # noqa: BLE001 - garbled request: nothing sensible to answer
-            req = None
-        if req is None:
-            os._exit(1)
-        if "end" in req:
-            break
-        test, index = req["t"], req["h"]
-        kind, code_obj, _ = holes[test][index]
-        env = scope_for(test)
-        if req["l"]:
-            env = dict(env)
-            env.update({k: decode(v) for k, v in req["l"].items()})
-        report.send(_evaluate_hole(kind, code_obj, env))
+    for test, call in enumerate(calls if module_error is None else []):
+        if call is not None:
+            report.send({"e": test, "r": _make_call(call, namespace, from_setup)})
     for stream in streams:
         try:
             stream.flush()
@@ -1044,17 +779,28 @@ def _serve_holes(
     report.send({"d": 1})
 
 
-def _evaluate_hole(kind: str, code_obj: Any, env: dict[str, Any]) -> dict[str, Any]:
+def _make_call(call: tuple[str, Any], namespace: dict[str, Any],
+               from_setup: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """One test's call: ``{"v": value}`` (encoded), ``{"u": type}``, ``{"x": name, "mro":
+    [...]}`` (the call, or finding the entry point, raised); for ``raises`` (kind ``call``)
+    ``{"ok": 0|1, "mro": [...]}``: whether the call returned, and what it raised."""
+    kind, parsed = call
     try:
-        value = eval(code_obj, env)  # noqa: S307
+        if isinstance(parsed, str):
+            raise SyntaxError(parsed)  # the zygote could not read it (never for a planned test)
+        name, args, kwargs = _grammar.build_arguments(parsed)
+        fn = namespace.get(name, _MISSING)
+        if fn is _MISSING or (name in from_setup and fn is from_setup[name]):
+            raise NameError(f"name {name!r} is not defined by the snippet")
     except BaseException as exc:  # noqa: BLE001 - the test's error
         return {"x": _clean_name(type(exc).__name__), "mro": _mro_names(exc)}
-    if kind == "call":
-        fn, args, kwargs = value
-        try:
-            fn(*args, **kwargs)
-        except BaseException as exc:  # noqa: BLE001 - what raises() looks at
+    try:
+        value = fn(*args, **kwargs)
+    except BaseException as exc:  # noqa: BLE001 - what the test looks at
+        if kind == "call":
             return {"ok": 0, "mro": _mro_names(exc)}
+        return {"x": _clean_name(type(exc).__name__), "mro": _mro_names(exc)}
+    if kind == "call":
         return {"ok": 1}
     try:
         return {"v": encode(value)}
@@ -1062,6 +808,9 @@ def _evaluate_hole(kind: str, code_obj: Any, env: dict[str, Any]) -> dict[str, A
         return {"u": str(exc.args[0])[:200]}
     except BaseException as exc:  # noqa: BLE001 - e.g. RecursionError on a cyclic value
         return {"u": f"{_type_name(value)} (encoding it raised {type(exc).__name__})"[:200]}
+
+
+_MISSING = object()
 
 
 def _child_main(limits: dict[str, Any], zygote: Any, go_r: int) -> None:
@@ -1077,7 +826,7 @@ def _child_main(limits: dict[str, Any], zygote: Any, go_r: int) -> None:
     report = _Reporter(CHILD_FDS[1])
     if run.get("guard", True):
         sys.addaudithook(_make_guard(layers.scratch, os.getpid(), report))
-    _serve_holes(run["code"], compiled, report, streams, fresh)
+    _serve_calls(run["code"], compiled, report, streams, fresh)
 
 
 # --- zygote ------------------------------------------------------------------------------------
@@ -1181,6 +930,18 @@ def empty_dir(path: str) -> int:
     return left
 
 
+def _parsed_call(call: Any) -> tuple[str, Any] | None:
+    """A test's ``[kind, source]`` read by the grammar once, for every child of the suite:
+    ``(kind, parsed)``, or ``(kind, reason)`` if it does not read; None for a test without."""
+    if call is None:
+        return None
+    kind, source = call
+    try:
+        return kind, _grammar.parse_call(source)
+    except Exception as exc:  # noqa: BLE001 - the checker planned it: this is never reached
+        return kind, f"{type(exc).__name__}: {exc}"[:200]
+
+
 class _Zygote:
     """Forks one child per suite; knows nothing about the tests' checks.
 
@@ -1205,17 +966,10 @@ class _Zygote:
         return self._rlimits[1]
 
     def compiled(self, run: dict[str, Any]) -> tuple[Any, list]:
-        key = json.dumps([run["setup"], run["holes"]])
+        key = json.dumps([run["setup"], run["calls"]])
         found = self._compiled.pop(key, None)
         if found is None:
-            holes = [
-                [
-                    (kind, compile(src, f"<hole {t}.{k}>", "eval", dont_inherit=True), eager)
-                    for k, (kind, src, _, eager) in enumerate(hs)
-                ]
-                for t, hs in enumerate(run["holes"])
-            ]
-            found = (_compile(run["setup"], "<setup>"), holes)
+            found = (_compile(run["setup"], "<setup>"), [_parsed_call(c) for c in run["calls"]])
             if len(self._compiled) >= _PLANS_KEPT:
                 del self._compiled[next(iter(self._compiled))]  # least recently used
         self._compiled[key] = found
@@ -1782,19 +1536,6 @@ class _Link:
                 raise _ZygoteGone("the zygote did not report the end of the suite in time")
             self.pump(remaining)
 
-    def send_child(self, obj: Any, deadline: float) -> None:
-        data = json.dumps(obj, separators=(",", ":")).encode("utf-8")
-        view = memoryview(_HEADER.pack(len(data)) + data)
-        while view:
-            if self.exit is not None:
-                raise _ChildGone
-            try:
-                view = view[os.write(self.fds["req_w"], view) :]
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise _ZygoteGone("the child stopped reading and nobody ended it") from None
-                self.pump(0.01)
-
     def wait_exit(self, deadline: float) -> dict[str, Any]:
         while self.exit is None:
             remaining = deadline - time.monotonic()
@@ -1825,67 +1566,48 @@ class _ZygoteGone(Exception):
 
 
 class _Plan:
-    """One suite, planned once in the checker: setup's names, each test's check and holes."""
+    """One suite's tests, planned once in the checker: each parsed into the grammar's data
+    (:class:`_grammar.Test`) with its literals computed, or the ``error:<Name>`` outcome a test
+    outside the grammar gets. The child is sent each test's call and nothing else."""
 
-    def __init__(self, setup: str, tests: list[str]) -> None:
-        self.setup_error: str | None = None
-        try:
-            self.setup_code = compile(setup, "<setup>", "exec", dont_inherit=True)
-        except BaseException as exc:  # noqa: BLE001
-            self.setup_code, self.setup_error = None, _error(exc)
-        ns = self.setup_namespace()
-        trusted = frozenset(vars(builtins)) | frozenset(ns) | {"raises"}
-        self.tests = [plan_test(src, trusted, f"<test {i}>") for i, src in enumerate(tests)]
-
-    def setup_namespace(self) -> dict[str, Any]:
-        """Setup's names, executed afresh: a plan is reused across suites, and state a suite's
-        tests leave in setup's objects must not reach the next suite (one namespace per suite,
-        shared by its tests, as in the child)."""
-        ns: dict[str, Any] = {"__builtins__": dict(vars(builtins))}
-        if self.setup_code is not None:
+    def __init__(self, tests: list[str]) -> None:
+        self.tests: list[tuple[Any, Any] | str] = []
+        for source in tests:
             try:
-                exec(self.setup_code, ns)  # noqa: S102
-            except BaseException as exc:  # noqa: BLE001
-                self.setup_error = _error(exc)
-        return ns
+                test = _grammar.parse_test(source, probe=True)
+                self.tests.append((test, _grammar.expected_value(test)))
+            except Exception as exc:  # noqa: BLE001 - SyntaxError, GrammarError, a literal's own
+                self.tests.append(_error(exc))
+        self.calls = [None if isinstance(t, str) else
+                      ["call" if t[0].form == _grammar.RAISES else "value", t[0].call.source]
+                      for t in self.tests]  # fmt: skip
+        self.probes = any(not isinstance(t, str) and t[0].form == _grammar.PROBE
+                          for t in self.tests)  # fmt: skip
 
 
 class _Suite:
-    """Evaluates one suite's tests against one child."""
+    """Decides one suite's tests from what one child's calls gave."""
 
     def __init__(self, link: _Link, plan: _Plan, timeout: float) -> None:
         self.link, self.plan, self.timeout = link, plan, timeout
-        self.setup_ns = plan.setup_namespace()
         self.deadline = time.monotonic() + timeout + _ZYGOTE_GRACE_S
         self.outcomes: list[str] = []
         self.issues: list[str] = []
         self.phase = "setup/module code"
         self.module: str | None = None
         self.done = False
-        self.replies: dict[tuple[int, int], dict[str, Any]] = {}
-        self.prefetched: set[int] = set()
-        self.complete: bool | None = None  # the child's word: nothing left to ask
         self.types: dict[str, int] = {}  # type names of the decoded values, nested ones too
-        # What the snippet gave the current test, by hole: ("v", value) | ("u", type name) |
-        # ("x", exception name) | ("ok", raised: bool, exception name), then the test's locals.
-        self.calls: dict[int, tuple[Any, ...]] = {}
         self.returned: list[str] = []  # per evaluated test, see returned_text
+        self.values: list[Any] = []  # per evaluated test: a probe's answer (see _probe_value)
 
     def run(self) -> dict[str, Any]:
         link = self.link
         try:
             self.module = str(self._frame().get("m"))
-            for i, (check, holes) in enumerate(self.plan.tests):
+            for i, planned in enumerate(self.plan.tests):
                 self.phase = f"test {i + 1} of {len(self.plan.tests)}"
-                if holes and holes[0][3] and self.module == "pass":
-                    while i not in self.prefetched:
-                        self._take(link.child_frame(self.deadline), expect_prefetch=True)
-                self.outcomes.append(self._outcome(i, check))
+                self.outcomes.append(self._outcome(i, planned))
             self.phase = "completion"
-            while self.complete is None:
-                self._take(link.child_frame(self.deadline), expect_prefetch=True)
-            if not self.complete:
-                link.send_child({"end": 1}, self.deadline)
             self.done = self._frame().get("d") == 1
         except _ChildGone:
             pass
@@ -1895,111 +1617,69 @@ class _Suite:
         link.finish()
         return self._verdict(exit_info)
 
-    def _take(self, frame: dict[str, Any], expect_prefetch: bool = False) -> bool:
-        """Store a prefetch frame (``e``: a test's eager holes, ``p``: the child's plan)."""
-        if "e" in frame:
-            test, results = frame.get("e"), frame.get("r")
-            if type(test) is not int or not isinstance(results, list):
-                raise _ProtocolError("malformed prefetch frame")
-            for k, reply in enumerate(results):
-                if not isinstance(reply, dict):
-                    raise _ProtocolError("malformed prefetched answer")
-                self.replies[(test, k)] = reply
-            self.prefetched.add(test)
-            return True
-        if "p" in frame:
-            self.complete = bool(frame["p"])
-            return True
-        if expect_prefetch:
-            raise _ProtocolError("an answer nobody asked for")
-        return False
-
     def _frame(self) -> dict[str, Any]:
-        """The child's next frame that is not a prefetch."""
-        while True:
-            frame = self.link.child_frame(self.deadline)
-            if not self._take(frame):
-                return frame
+        return self.link.child_frame(self.deadline)
 
-    def _outcome(self, i: int, check: Any) -> str:
-        """Test ``i``'s outcome; what its holes gave goes to :attr:`returned` unless it passed."""
-        self.calls = {}
-        outcome = self._evaluate(i, check)
-        self.returned.append("" if outcome == "pass" else returned_text(self.plan.tests[i][1],
-                                                                        self.calls))  # fmt: skip
+    def _outcome(self, i: int, planned: tuple[Any, Any] | str) -> str:
+        """Test ``i``'s outcome; what its call gave goes to :attr:`returned` unless it passed."""
+        answer = None
+        if self.module not in (None, "pass"):
+            outcome = self.module
+        elif isinstance(planned, str):
+            outcome = planned
+        else:
+            frame = self._frame()
+            if frame.get("e") != i or not isinstance(frame.get("r"), dict):
+                raise _ProtocolError(f"expected the answer of test {i + 1}")
+            answer = self._answer(frame["r"])
+            outcome = self._decide(i, *planned, answer)
+        self.returned.append("" if outcome == "pass" or answer is None else returned_text(answer))
+        probe = not isinstance(planned, str) and planned[0].form == _grammar.PROBE
+        self.values.append(_probe_value(answer) if probe and answer else None)
         return outcome
 
-    def _evaluate(self, i: int, check: Any) -> str:
-        if self.module not in (None, "pass"):
-            return self.module
-        if isinstance(check, str):
-            return check
-        env = dict(self.setup_ns)
-        env["__builtins__"] = dict(vars(builtins))
-        env.update(
-            __hole__=lambda k, loc: self._hole(i, k, loc),
-            __capture__=lambda k, loc: self._capture(i, k, loc),
-            __raises__=_raises_check,
-            raises=raises,
-        )
-        try:
-            exec(check, env)  # noqa: S102
-            return "pass"
-        except AssertionError:
-            return "fail"
-        except UnsupportedValue as exc:
-            self.issues.append(f"test {i + 1}: a value of unsupported type {exc.args[0]}")
-            return UNSUPPORTED
-        except (_ChildGone, _ProtocolError, _ZygoteGone):
-            raise
-        except BaseException as exc:  # noqa: BLE001 - holes' errors are named as in the child
-            return "error:" + getattr(exc, "hole_name", None) if hasattr(exc, "hole_name") \
-                else _error(exc)  # fmt: skip
-
-    def _ask(self, i: int, k: int, loc: dict[str, Any]) -> dict[str, Any]:
-        try:
-            encoded = {name: encode(value) for name, value in loc.items()}
-        except UnsupportedValue as exc:
-            raise TypeError(f"a test variable of unsupported type {exc.args[0]}") from None
-        reply = self.replies.pop((i, k), None)
-        if reply is not None:
-            return reply
-        self.link.send_child({"t": i, "h": k, "l": encoded}, self.deadline)
-        return self._frame()
-
-    def _hole(self, i: int, k: int, loc: dict[str, Any]) -> Any:
-        reply = self._ask(i, k, loc)
+    def _answer(self, reply: dict[str, Any]) -> tuple[Any, ...]:
+        """The child's answer as plain data: ``("v", value)`` (decoded), ``("u", type name)``,
+        ``("x", exception name, mro)`` or ``("ok", raised, exception name, mro)``."""
         if "v" in reply:
             try:
                 value = decode(reply["v"])
             except ValueError as exc:
                 raise _ProtocolError(str(exc)) from None
             _count_types(value, self.types)
-            self.calls[k] = ("v", value, loc)
-            return value
+            return ("v", value)
         if "u" in reply:
-            self.calls[k] = ("u", str(reply["u"])[:200], loc)
-            raise UnsupportedValue(str(reply["u"])[:200])
-        self.calls[k] = ("x", _clean_name(reply.get("x")), loc)
-        return self._raised(reply)
-
-    def _capture(self, i: int, k: int, loc: dict[str, Any]) -> _Captured:
-        reply = self._ask(i, k, loc)
+            return ("u", str(reply["u"])[:200])
+        mro = reply.get("mro", [])
+        if not isinstance(mro, list) or not all(isinstance(m, str) for m in mro):
+            raise _ProtocolError("malformed exception classes")
         if "ok" in reply:
-            mro = reply.get("mro", [])
-            if not isinstance(mro, list) or not all(isinstance(m, str) for m in mro):
-                raise _ProtocolError("malformed exception classes")
             raised = _clean_name(mro[0].rpartition(".")[2]) if mro else "Exception"
-            self.calls[k] = ("ok", not reply["ok"], raised, loc)
-            return _Captured(not reply["ok"], mro)
-        self.calls[k] = ("x", _clean_name(reply.get("x")), loc)
-        return self._raised(reply)
-
-    def _raised(self, reply: dict[str, Any]) -> Any:
-        name, mro = reply.get("x"), reply.get("mro")
-        if not isinstance(name, str) or not isinstance(mro, list):
+            return ("ok", not reply["ok"], raised, mro)
+        if not isinstance(reply.get("x"), str):
             raise _ProtocolError("an answer that is neither a value nor an exception")
-        raise _hole_exception(_clean_name(name), [m for m in mro if isinstance(m, str)])
+        return ("x", _clean_name(reply["x"]), mro)
+
+    def _decide(self, i: int, test: Any, expected: Any, answer: tuple[Any, ...]) -> str:
+        kind = answer[0]
+        if kind == "x":
+            return "error:" + answer[1]  # the call (or finding the entry point) raised
+        if test.form == _grammar.RAISES:
+            if kind != "ok":
+                raise _ProtocolError("a value where a raise was asked for")
+            return "pass" if _grammar.raised_matches(test, answer[3] if answer[1] else None) \
+                else "fail"  # fmt: skip
+        if kind == "u":
+            self.issues.append(f"test {i + 1}: a value of unsupported type {answer[1]}")
+            return UNSUPPORTED
+        if kind != "v":
+            raise _ProtocolError("a raise where a value was asked for")
+        if test.form == _grammar.PROBE:
+            return "pass"
+        try:
+            return "pass" if _grammar.judge(test, expected, answer[1]) else "fail"
+        except Exception as exc:  # noqa: BLE001 - a wrapper or comparison failed, as in Python
+            return _error(exc)
 
     def _verdict(self, exit_info: dict[str, Any]) -> dict[str, Any]:
         n_tests = len(self.plan.tests)
@@ -2039,7 +1719,18 @@ class _Suite:
             "output": bytes(self.link.output).decode("utf-8", "replace"),
             "value_types": self.types,
             "returned": self.returned[:n_tests] + [""] * (n_tests - len(self.returned)),
-        }
+        } | ({"values": self.values[:n_tests] + [None] * (n_tests - len(self.values))}
+             if self.plan.probes else {})  # fmt: skip
+
+
+def _probe_value(answer: tuple[Any, ...]) -> list[Any]:
+    """A probe's answer for the caller: ``["value", encoded]``, ``["raises", name]`` (an
+    ``Exception``), ``["error", name]`` (any other exception) or ``["unsupported", type]``."""
+    if answer[0] == "v":
+        return ["value", encode(answer[1])]
+    if answer[0] == "u":
+        return ["unsupported", answer[1]]
+    return ["raises" if "builtins.Exception" in answer[2] else "error", answer[1]]
 
 
 RETURNED_CHARS = 200  # one test's returned_text at most
@@ -2047,36 +1738,21 @@ _VALUE_CHARS = 80  # one value's repr in it at most
 _REPR: Any = None  # the checker's reprlib.Repr, made on first use
 
 
-def returned_text(holes: list, calls: dict[int, tuple[Any, ...]]) -> str:
-    """What the snippet gave one test, for a failure message (checker side, plain values only).
-
-    ``holes``: the test's planned holes; ``calls``: for each hole the test evaluated, what the
-    child answered the last time (see ``_Suite.calls``). One hole without test variables reads
-    ``returned 5`` (``raised ValueError``); several read ``f(3) returned 5; g(x) returned 1
-    (x=2)``, with the test variables of the last evaluation (the same text twice reads once).
-    Values are truncated reprs of the decoded objects (the value as the check left it), the
-    whole text at most :data:`RETURNED_CHARS` characters. ``""`` when no hole was evaluated.
-    """
-    if not calls:
-        return ""
-    parts = []
-    for k in sorted(calls):
-        kind, *rest, loc = calls[k]
-        if kind == "v":
-            what = "returned " + short_repr(rest[0])
-        elif kind == "u":
-            what = f"returned a value of unsupported type {rest[0]}"
-        elif kind == "x":
-            what = f"raised {rest[0]}"
-        else:
-            what = f"raised {rest[1]}" if rest[0] else "raised nothing"
-        if len(calls) == 1 and not loc:
-            return _cut(what, RETURNED_CHARS)
-        source = holes[k][1] if k < len(holes) else "?"
-        source = _call_source(source) if holes[k][0] == "call" else source
-        names = ", ".join(f"{n}={short_repr(v)}" for n, v in loc.items())
-        parts.append(f"{source} {what}" + (f" ({names})" if names else ""))
-    return _cut("; ".join(dict.fromkeys(parts)), RETURNED_CHARS)  # a call made twice: once
+def returned_text(answer: tuple[Any, ...]) -> str:
+    """What the snippet's call gave one test, for a failure message (checker side, plain
+    values only): ``returned 5`` (a truncated repr of the decoded value, before the test's
+    subscripts and wrappers), ``returned a value of unsupported type T``, ``raised ValueError``
+    or, for ``raises``, ``raised nothing``; at most :data:`RETURNED_CHARS` characters."""
+    kind = answer[0]
+    if kind == "v":
+        what = "returned " + short_repr(answer[1])
+    elif kind == "u":
+        what = f"returned a value of unsupported type {answer[1]}"
+    elif kind == "x":
+        what = f"raised {answer[1]}"
+    else:
+        what = f"raised {answer[2]}" if answer[1] else "raised nothing"
+    return _cut(what, RETURNED_CHARS)
 
 
 def short_repr(value: Any) -> str:
@@ -2098,17 +1774,6 @@ def short_repr(value: Any) -> str:
 
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _call_source(source: str) -> str:
-    """``f(-1, k=2)`` for a captured call's hole source ``(f, [-1], {'k': 2})``."""
-    try:
-        fn, args, kwargs = ast.parse(source, mode="eval").body.elts  # type: ignore[attr-defined]
-        keywords = [ast.keyword(None if k is None else k.value, v)
-                    for k, v in zip(kwargs.keys, kwargs.values)]  # fmt: skip
-        return ast.unparse(ast.Call(fn, args.elts, keywords))
-    except (SyntaxError, ValueError, TypeError, AttributeError):
-        return source
 
 
 _PLANS_KEPT = 64  # suites planned recently (verification asks for each item's several times)
@@ -2133,26 +1798,25 @@ class _Checker:
     def __init__(self, fds: dict[str, int]) -> None:
         self.fds = fds
         self.link = _Link(fds)
-        self._plans: dict[tuple[str, tuple[str, ...]], _Plan] = {}
+        self._plans: dict[tuple[str, ...], _Plan] = {}
 
-    def plan(self, setup: str, tests: list[str]) -> _Plan:
-        key = (setup, tuple(tests))
+    def plan(self, tests: list[str]) -> _Plan:
+        key = tuple(tests)
         plan = self._plans.pop(key, None)
         if plan is None:
-            plan = _Plan(setup, tests)
+            plan = _Plan(tests)
             if len(self._plans) >= _PLANS_KEPT:
                 del self._plans[next(iter(self._plans))]  # least recently used
         self._plans[key] = plan
         return plan
 
     def handle(self, req: dict[str, Any]) -> dict[str, Any]:
-        plan = self.plan(req["setup"], req["tests"])
+        plan = self.plan(req["tests"])
         limits = req["limits"]
-        holes = [[list(h) for h in hs] for _, hs in plan.tests]  # JSON: lists, not tuples
         run = {
             "code": req["code"],
             "setup": req["setup"],
-            "holes": holes,
+            "calls": plan.calls,
             "limits": limits,
             "guard": req.get("guard", True),
         }

@@ -3,12 +3,13 @@
 A :class:`Sandbox` owns one long-lived *checker* process (``python -I`` running
 ``_sandbox_child.serve``, started with a scrubbed environment: only PATH, LANG and LC_ALL
 survive, so API keys and tokens never reach snippets). The checker forks a *zygote* once, before
-it has seen any test; the zygote forks one child per suite. Verdicts are decided where no
-snippet runs: the checker splits each test into the snippet-dependent sub-expressions (the calls
-into the snippet, the call inside ``raises(...)``), which the child evaluates and returns in a
-restricted typed encoding, and the rest (expected values, comparisons,
-``sorted``/``len``/``math.isclose`` around the calls), which the checker evaluates on the
-decoded plain values. See ``_sandbox_child.py`` for the protocol.
+it has seen any test; the zygote forks one child per suite. Tests are data: each is parsed into
+the closed grammar of :mod:`._grammar` (a call of the entry point, maybe subscripted or wrapped
+in ``len``/``sorted``/..., compared with a literal; ``raises(...)``; ``math.isclose(...)``), the
+child makes only the calls and returns their values in a restricted typed encoding, and the
+checker computes the literals with the grammar's interpreter and decides each verdict on the
+decoded plain values. No test text is executed outside the child; a test outside the grammar is
+``error:GrammarError``. See ``_sandbox_child.py`` for the protocol.
 
 Kernel layers, set up once in the zygote before any snippet runs and probed at start (the
 :attr:`Sandbox.isolation` report, :func:`isolation_in_force`): user, PID, network, mount and IPC
@@ -114,13 +115,22 @@ class SuiteResult:
     # for a passing test or one never evaluated. Empty when every test passed, or when unknown
     # (a lost sandbox; a cache entry written before these were recorded).
     returned: tuple[str, ...] = ()
+    # Per test, when the suite holds a *probe* (a bare call ``f(1, 2)``, no assert: what the
+    # library's differential harness sends, never an item's test): what a probe's call gave,
+    # ``("value", plain decoded value)``, ``("raises", class name)`` (an Exception),
+    # ``("error", class name)`` (any other exception) or ``("unsupported", type name)``; None
+    # for another test or one never reached. Empty when the suite has no probe.
+    values: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "outcomes", tuple(self.outcomes))
         object.__setattr__(self, "returned", tuple(self.returned))
-        if self.returned and len(self.returned) != len(self.outcomes):
-            raise ValueError(f"SuiteResult.returned has {len(self.returned)} entries for "
-                             f"{len(self.outcomes)} outcomes")  # fmt: skip
+        object.__setattr__(self, "values", tuple(self.values))
+        for name in ("returned", "values"):
+            extra = getattr(self, name)
+            if extra and len(extra) != len(self.outcomes):
+                raise ValueError(f"SuiteResult.{name} has {len(extra)} entries for "
+                                 f"{len(self.outcomes)} outcomes")  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
         """JSON object; ``returned`` only when known (older readers and entries stay valid)."""
@@ -132,6 +142,8 @@ class SuiteResult:
         }
         if self.returned:
             out["returned"] = list(self.returned)
+        if self.values:
+            out["values"] = [_encode_value(v) for v in self.values]
         return out
 
     @classmethod
@@ -140,7 +152,7 @@ class SuiteResult:
         if not isinstance(d, dict):
             raise TypeError(f"a SuiteResult JSON object must be a dict, got {type(d).__name__}")
         base = {"outcomes", "passed", "detail", "output"}
-        if set(d) not in (base, base | {"returned"}):
+        if not base <= set(d) <= base | {"returned", "values"}:
             raise ValueError(f"not a SuiteResult JSON object: keys {sorted(d)}")
         outcomes, passed = d["outcomes"], d["passed"]
         if not isinstance(outcomes, list) or not all(isinstance(o, str) for o in outcomes):
@@ -152,7 +164,37 @@ class SuiteResult:
         returned = d.get("returned", [])
         if not isinstance(returned, list) or not all(isinstance(r, str) for r in returned):
             raise TypeError("SuiteResult.returned must be a list of strings")
-        return cls(tuple(outcomes), passed, d["detail"], d["output"], tuple(returned))
+        values = d.get("values", [])
+        if not isinstance(values, list):
+            raise TypeError("SuiteResult.values must be a list")
+        values = [_decode_value(v) for v in values]
+        return cls(tuple(outcomes), passed, d["detail"], d["output"], tuple(returned),
+                   tuple(values))  # fmt: skip
+
+
+_VALUE_KINDS = ("value", "raises", "error", "unsupported")
+
+
+def _encode_value(value: Any) -> Any:
+    """A probe's answer in JSON: the value itself in the sandbox's typed encoding."""
+    if value is None:
+        return None
+    kind, payload = value
+    return [kind, _child.encode(payload) if kind == "value" else payload]
+
+
+def _decode_value(raw: Any) -> Any:
+    """Inverse of :func:`_encode_value` (also reads the checker's reply); ValueError or
+    TypeError on anything malformed, and only the codec's plain types come out."""
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or len(raw) != 2 or raw[0] not in _VALUE_KINDS:
+        raise ValueError("malformed probe value")
+    if raw[0] == "value":
+        return ("value", _child.decode(raw[1]))
+    if not isinstance(raw[1], str):
+        raise TypeError("a probe's exception or type name must be a string")
+    return (raw[0], raw[1])
 
 
 def _scrubbed_env() -> dict[str, str]:
@@ -292,7 +334,8 @@ class Sandbox:
         self._stop()
 
     def run(self, code: str, setup: str, tests: Sequence[str]) -> SuiteResult:
-        """Exec ``setup`` + ``code`` in a fresh child, then each test; see the module docs.
+        """Exec ``setup`` + ``code`` in a fresh child, then each test's call; see the module
+        docs. ``tests``: statements of the test grammar (:mod:`._grammar`), or probes.
 
         If the sandbox itself dies, stops or hangs during the suite, every test's outcome is
         ``error:SandboxLost`` (the detail says what happened) and the next call restarts it.
@@ -464,7 +507,8 @@ def _to_result(reply: dict[str, Any], n_tests: int) -> SuiteResult:
     # Belt and braces: never trust a `passed` that the outcomes contradict.
     passed = result.passed and all(o == "pass" for o in result.outcomes)
     returned = () if all(o == "pass" for o in result.outcomes) else result.returned
-    return SuiteResult(result.outcomes, passed, result.detail, result.output, returned)
+    return SuiteResult(result.outcomes, passed, result.detail, result.output, returned,
+                       result.values)  # fmt: skip
 
 
 _SHARED: dict[tuple[Limits, int], Sandbox] = {}

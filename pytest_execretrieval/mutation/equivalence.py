@@ -1,16 +1,23 @@
 """Differential evidence against the canonical (recorded, not a gate).
 
 For an entry point whose parameters are all annotated with types of the grammar below,
-hypothesis draws inputs (derandomized: the same inputs on every machine), and the sandbox runs
-the candidate and the canonical side by side on each, comparing return values (floats with
-``math.isclose``, recursively inside containers) or the exception type raised. A distractor or
+hypothesis draws inputs (derandomized: the same inputs on every machine), and the sandbox calls
+the canonical and each candidate on them, each in a suite of its own (so no candidate shares a
+process, a module or a name with the reference), returning the decoded plain values (probe
+tests, :attr:`..execution.sandbox.SuiteResult.values`); they are compared here, on the host
+(floats with ``math.isclose``, recursively inside containers, exact types otherwise), or the
+exception types raised. A distractor or
 surviving mutant that differs on some input is *shown* not equivalent by more than its tests; an
 alternative that agrees on every input gains evidence of equivalence beyond its tests.
 
 Domain rule: an input on which the canonical raises an exception whose type name the query does
 not name (as a word: "raises ValueError when ...") is outside the function's domain. It is
 skipped, never counted as agreement or difference, and counted in ``out_of_domain``. An
-exception the query names is behaviour, so a candidate must raise the same type there.
+exception the query names is behaviour, so a candidate must raise the same type there. A value
+of a type the sandbox's codec does not carry counts as raising ``UnsupportedValue``; an input on
+which the canonical gave nothing (its suite timed out there, or it raised an exception that is
+not an ``Exception``) counts as differing for every candidate, as does a candidate that gave
+nothing.
 
 Annotation grammar (parsed with :mod:`ast`, never evaluated; a string annotation such as
 ``"date"`` is parsed the same way as the bare one)::
@@ -42,14 +49,15 @@ from __future__ import annotations
 import ast
 import datetime as dt
 import functools
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..execution.runner import SuiteRunner
 
-# Bump when the grammar, the draws or the harness change: recorded evidence then goes stale.
-EVIDENCE_VERSION = "2"
+# Bump when the grammar, the draws or the comparison change: recorded evidence then goes stale.
+EVIDENCE_VERSION = "3"
 N_INPUTS = 50
 INT_RANGE = (-10, 10)
 FLOAT_RANGE = (-10.0, 10.0)
@@ -64,10 +72,9 @@ SCALARS = ("int", "float", "bool", "str", "bytes", "None", "Fraction", "date", "
            "time", "timedelta", "BinaryTree", "NaryTree", "SearchTree")  # fmt: skip
 CONTAINERS = ("list", "set", "frozenset", "dict", "tuple")
 CALLABLES = {"Callable[[int], bool]": "AtLeast", "Callable[[int], int]": "Peak"}
-OUT_OF_DOMAIN = "error:OutOfDomain"
 
-# Drawn callables: defined here and again inside the harness, so that an argument tuple's repr
-# evaluates to equal objects in the sandbox.
+# Drawn callables (the repr of a drawn argument tuple, the witness, names them); in a probe they
+# are written as the equivalent lambda (:func:`argument_source`).
 CALLABLES_SOURCE = """
 class AtLeast:
     def __init__(self, t):
@@ -89,49 +96,6 @@ class Peak(AtLeast):
 _drawn_callables: dict = {}
 exec(CALLABLES_SOURCE, _drawn_callables)
 AtLeast, Peak = _drawn_callables["AtLeast"], _drawn_callables["Peak"]
-
-HARNESS = (
-    CALLABLES_SOURCE
-    + """
-import copy as _copy
-import math as _math
-import datetime as _datetime
-import fractions as _fractions
-_INPUTS = eval(%r, {"datetime": _datetime, "Fraction": _fractions.Fraction,
-                        "AtLeast": AtLeast, "Peak": Peak})
-_NAMED = frozenset(%r)
-class OutOfDomain(Exception):
-    pass
-def _outcome(call):
-    try:
-        return ("value", call())
-    except Exception as exc:
-        return ("raises", type(exc).__name__)
-def _close(a, b):
-    if isinstance(a, float) and isinstance(b, float):
-        return a == b or _math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
-    return a == b
-def _same(call, reference, i):
-    expected = _outcome(reference)
-    if expected[0] == "raises" and expected[1] not in _NAMED:
-        raise OutOfDomain(expected[1])
-    return _close(_outcome(call), expected)
-"""
-)
-# Appended to the candidate's module: the canonical in a namespace of its own (a mutant shares
-# its helpers' names), so that both calls run in the sandbox's child, under the suite's timeout.
-REFERENCE = """
-
-_xr_reference_ns = {}
-exec(%r, _xr_reference_ns)
-_xr_reference = _xr_reference_ns[%r]
-"""
 
 
 class UnsupportedAnnotation(ValueError):
@@ -360,19 +324,19 @@ def named_exceptions(query: str) -> frozenset[str]:
     return frozenset(re.findall(r"\b[A-Z]\w*(?:Error|Exception|Exit|Iteration)\b", query))
 
 
-def harness(canonical: str, entry_point: str, setup: str, inputs: Sequence[tuple],
-            query: str) -> tuple[str, list[str], str]:  # fmt: skip
-    """(setup, tests, code suffix) of a suite comparing a candidate with the canonical on
-    ``inputs``; the suffix is appended to the candidate's code."""
-    data = stable_repr(tuple(inputs))
-    text = setup + "\n" + HARNESS % (data, sorted(named_exceptions(query)))
-    # Both calls sit in lambdas: the sandbox evaluates them in the snippet's process (holes asked
-    # for when reached; only the index crosses, the inputs live in setup), under the suite's
-    # timeout, and the comparison runs in setup's namespace, outside the snippet's reach.
-    args = [f"(*_copy.deepcopy(_INPUTS[{i}]))" for i in range(len(inputs))]
-    tests = [f"assert _same(lambda: {entry_point}{a}, lambda: _xr_reference{a}, {i})"
-             for i, a in enumerate(args)]  # fmt: skip
-    return text, tests, REFERENCE % (canonical, entry_point)
+def argument_source(value: object) -> str:
+    """``value`` as a literal of the test grammar (:mod:`..execution._grammar`): its
+    :func:`stable_repr`, with a drawn callable written as the lambda it stands for."""
+    if isinstance(value, Peak):
+        return f"lambda x: -((x - {value.t!r}) ** 2)"
+    if isinstance(value, AtLeast):
+        return f"lambda x: x >= {value.t!r}"
+    return stable_repr(value)
+
+
+def probes(entry_point: str, inputs: Sequence[tuple]) -> list[str]:
+    """The probe tests calling ``entry_point`` on each argument tuple of ``inputs``."""
+    return [f"{entry_point}({', '.join(map(argument_source, args))})" for args in inputs]
 
 
 def evidence(
@@ -389,15 +353,50 @@ def evidence(
     if types is None or not codes:
         return [None] * len(codes)
     inputs = draw_inputs(tuple(types))
-    setup_code, tests, reference = harness(canonical, entry_point, setup, inputs, query)
-    results = runner.run_many([(code + reference, setup_code, tests) for code in codes])
-    return [summarise(r.outcomes, inputs) for r in results]
+    tests = probes(entry_point, inputs)
+    reference, *results = runner.run_many([(code, setup, tests) for code in (canonical, *codes)])
+    named = named_exceptions(query)
+    return [compare(reference.values, r.values, inputs, named) for r in results]
 
 
-def summarise(outcomes: Sequence[str], inputs: Sequence[tuple]) -> Evidence:
-    """Evidence from the per-input outcomes of a harness suite (a timeout counts as differing:
-    the canonical answered there, the candidate did not)."""
-    skipped = sum(o == OUT_OF_DOMAIN for o in outcomes)
-    differing = [i for i, o in enumerate(outcomes) if o not in ("pass", OUT_OF_DOMAIN)]
+def _outcome(value: object) -> tuple | None:
+    """A probe's value as ``("value", v)`` or ``("raises", name)``, None when it gave none."""
+    if not isinstance(value, tuple):
+        return None
+    if value[0] == "unsupported":
+        return ("raises", "UnsupportedValue")
+    return value if value[0] in ("value", "raises") else None
+
+
+def _close(a: object, b: object) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))  # type: ignore[arg-type]
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)  # type: ignore[attr-defined]
+    return a == b
+
+
+def compare(reference: Sequence[object], candidate: Sequence[object], inputs: Sequence[tuple],
+            named: frozenset[str]) -> Evidence:  # fmt: skip
+    """Evidence from the probe values of the canonical's and a candidate's suites, per input
+    (the module docstring's rules; the values are plain decoded data)."""
+    differing, skipped = [], 0
+    for i in range(len(inputs)):
+        expected = _outcome(reference[i] if i < len(reference) else None)
+        if expected is not None and expected[0] == "raises" and expected[1] not in named:
+            skipped += 1
+            continue
+        got = _outcome(candidate[i] if i < len(candidate) else None)
+        if (
+            expected is None
+            or got is None
+            or got[0] != expected[0]
+            or not _close(got[1], expected[1])
+        ):
+            differing.append(i)
     witness = stable_repr(inputs[differing[0]]) if differing else None
-    return Evidence(len(outcomes) - skipped, len(differing), skipped, witness)
+    return Evidence(len(inputs) - skipped, len(differing), skipped, witness)

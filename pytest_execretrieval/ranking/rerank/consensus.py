@@ -31,69 +31,56 @@ query is counted as a fallback with its reason.
   this when they know the typed signature of the function they search for. Items whose
   candidates carry no supported annotations fall back.
 
-**Outputs** come back through the public sandbox API only, as pass/fail outcomes: for input
-``i`` the suite has :data:`BITS` tests ``assert __xr_bit(i, lambda: f(ARGS), j)``, the j-th bit of
-a fingerprint of the call's result: sha256 of a canonical text (``value:`` + a repr with sets and
-dict items sorted, floats to 9 significant digits, memory addresses removed; or ``raises:`` +
-the exception's type name). The call runs in the snippet's process and its value reaches the
-fingerprint through the sandbox's typed codec (plain data only: an iterator or an object of the
-snippet's own class arrives as the exception ``UnsupportedValue``, so such candidates all look
-alike). The harness memoises the fingerprint per
-input within one run (tests share the module's objects), so each input is called once when
-they do and once per bit otherwise; the result is the same. An input whose bits are not all
-``pass``/``fail`` (the module failed to load, the suite timed out, the candidate exited) gives
-no output, which agrees with nothing. Suites run through :class:`..execution.SuiteRunner`, so
-outcomes are cached like every suite's.
+**Outputs** come back through the public sandbox API only: each input is a probe test
+(``f(ARGS)``, :attr:`..execution.sandbox.SuiteResult.values`), called in the snippet's process;
+its value reaches this process through the sandbox's typed codec as plain data (an iterator or an
+object of the snippet's own class arrives as unsupported, which reads as raising
+``UnsupportedValue``, so such candidates all look alike). Its output is a :data:`BITS`-bit
+fingerprint: sha256 of a canonical text (``value:`` + a repr with sets and dict items sorted,
+floats to 9 significant digits, memory addresses removed; or ``raises:`` + the exception's type
+name), computed here. An input that gives no value (the module failed to load, the suite timed
+out, the candidate exited, an exception that is not an ``Exception``) gives no output, which
+agrees with nothing. Suites run through :class:`..execution.SuiteRunner`, so results are cached
+like every suite's.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import hashlib
+import re
 from collections.abc import Sequence
 
 from ...corpus.items import BenchmarkItem, defines
 from .base import Reranked, RerankerContext, RerankerError, RerankQuery
 
 SOURCES = ("tests", "hypothesis")
-BITS = 32
+BITS = 32  # of a fingerprint
 HYPOTHESIS_INPUTS = 25
+# The scores are what they were with version 1's in-sandbox harness (the same fingerprints of
+# the same decoded values): the version stays.
 HARNESS_VERSION = 1
 
-HARNESS = """
-import hashlib as __xr_hashlib
-import re as __xr_re
-from collections.abc import Iterator as __xr_Iterator
-from itertools import islice as __xr_islice
-__xr_memo = {}
-def __xr_canon(value, depth=0):
+
+def canonical_text(value: object, depth: int = 0) -> str:
+    """The canonical text of a decoded value (module docstring): order-free for sets and
+    dicts, floats to 9 significant digits."""
     if depth > 40:
         return "..."
     if isinstance(value, float):
         return "float:" + format(value, ".9g")
-    inner = lambda xs: ",".join(__xr_canon(x, depth + 1) for x in xs)
-    if isinstance(value, (set, frozenset)):
-        return type(value).__name__ + "{" + ",".join(sorted(__xr_canon(x, depth + 1)
-                                                             for x in value)) + "}"
+    if isinstance(value, set | frozenset):
+        return type(value).__name__ + "{" + ",".join(sorted(canonical_text(x, depth + 1)
+                                                             for x in value)) + "}"  # fmt: skip
     if isinstance(value, dict):
         return type(value).__name__ + "{" + ",".join(sorted(
-            __xr_canon(k, depth + 1) + ":" + __xr_canon(v, depth + 1)
-            for k, v in value.items())) + "}"
-    if isinstance(value, (list, tuple)):
-        return type(value).__name__ + "[" + inner(value) + "]"
-    if isinstance(value, __xr_Iterator):
-        return "iterator[" + inner(__xr_islice(value, 10000)) + "]"
-    return __xr_re.sub(" at 0x[0-9a-fA-F]+", "", repr(value))
-def __xr_bit(index, call, bit):
-    if index not in __xr_memo:
-        try:
-            text = "value:" + __xr_canon(call())
-        except Exception as exc:
-            text = "raises:" + type(exc).__name__
-        digest = __xr_hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
-        __xr_memo[index] = int.from_bytes(digest[:4], "big")
-    return (__xr_memo[index] >> bit) & 1 == 1
-"""
+            canonical_text(k, depth + 1) + ":" + canonical_text(v, depth + 1)
+            for k, v in value.items())) + "}"  # fmt: skip
+    if isinstance(value, list | tuple):
+        inner = ",".join(canonical_text(x, depth + 1) for x in value)
+        return type(value).__name__ + "[" + inner + "]"
+    return re.sub(" at 0x[0-9a-fA-F]+", "", repr(value))
 
 
 def _bound_names(tree: ast.AST) -> set[str]:
@@ -175,15 +162,19 @@ def hypothesis_arguments(entry_point: str, codes: Sequence[str]) -> list[str]:
     return []
 
 
-def fingerprints(outcomes: Sequence[str], n_inputs: int) -> list[int | None]:
-    """Per input, the fingerprint read from its :data:`BITS` pass/fail outcomes, or ``None``."""
+def fingerprints(values: Sequence[object], n_inputs: int) -> list[int | None]:
+    """Per input, the fingerprint of what its probe gave (:attr:`SuiteResult.values`), or
+    ``None`` when it gave nothing usable."""
     out: list[int | None] = []
     for i in range(n_inputs):
-        bits = outcomes[i * BITS : (i + 1) * BITS]
-        if len(bits) != BITS or any(b not in ("pass", "fail") for b in bits):
+        value = values[i] if i < len(values) else None
+        if not isinstance(value, tuple) or value[0] not in ("value", "raises", "unsupported"):
             out.append(None)
-        else:
-            out.append(sum(1 << j for j, b in enumerate(bits) if b == "pass"))
+            continue
+        text = {"value": lambda v: "value:" + canonical_text(v), "raises": lambda v: "raises:" + v,
+                "unsupported": lambda v: "raises:UnsupportedValue"}[value[0]](value[1])  # fmt: skip
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+        out.append(int.from_bytes(digest[: BITS // 8], "big"))
     return out
 
 
@@ -239,10 +230,8 @@ class ExecConsensus:
             args = self.inputs(q.item, [q.candidates[i].code for i in callable_])
             plans.append((callable_, args, len(suites)))
             if args and len(callable_) >= 2:
-                tests = [f"assert __xr_bit({i}, lambda: {ep}({a}), {j})"
-                         for i, a in enumerate(args) for j in range(BITS)]  # fmt: skip
-                setup = (q.item.setup + "\n" if q.item.setup else "") + HARNESS
-                suites += [(q.candidates[i].code, setup, tests) for i in callable_]
+                tests = [f"{ep}({a})" for a in args]
+                suites += [(q.candidates[i].code, q.item.setup, tests) for i in callable_]
         results = self.runner.run_many(suites)
         answers = []
         for q, (callable_, args, start) in zip(queries, plans):
@@ -255,7 +244,7 @@ class ExecConsensus:
                           if not args else "fewer than two callable candidates")  # fmt: skip
                 answers.append(Reranked((0.0,) * n, reason, detail))
                 continue
-            outputs = [fingerprints(results[start + j].outcomes, len(args))
+            outputs = [fingerprints(results[start + j].values, len(args))
                        for j in range(len(callable_))]  # fmt: skip
             agree = agreement(outputs)
             scores = [-1.0] * n

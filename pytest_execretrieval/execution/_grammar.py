@@ -1,0 +1,661 @@
+"""The closed test grammar: an item's tests are data, interpreted by the checker.
+
+Standard library only. Imported as ``pytest_execretrieval.execution._grammar`` on the host (the
+load-time gate in ``corpus/items.py``) and as the top-level module ``_grammar`` in the sandbox's
+checker, zygote and child (``python -I`` with this directory on ``sys.path``). Nothing here runs
+test text: a test is parsed with :mod:`ast`, checked against the grammar below, and its literal
+parts are computed by :func:`evaluate`, an interpreter of a handful of node types that looks up
+no name outside its tables. The only code ever compiled from a test is a ``lambda`` argument,
+and only in the sandbox's child (:func:`build_arguments`).
+
+A test is one statement::
+
+    test     := "assert" HOLE OP EXPECTED          OP: == != < <= > >= in, not in
+              | "assert" ["not"] HOLE                 (its truth value)
+              | "assert" HOLE "is" ["not"] (True | False | None)
+              | "assert" "math.isclose(" HOLE "," EXPECTED [", rel_tol=" LIT] [", abs_tol=" LIT] ")"
+              | "assert" ["not"] "raises(" EXC "," NAME ["," ARG]... ")"   EXC: a builtin exception
+                                                                   class or a tuple of them
+    HOLE     := CALL | HOLE "[" LIT "]" | HOLE "[" LIT? ":" LIT? "]" | WRAP "(" HOLE ")"
+    CALL     := NAME "(" [ARG ["," ARG]...] ")"         NAME: the entry point
+    WRAP     := len | sorted | sum | abs | min | max | list | tuple
+    ARG      := LIT | NAME "=" LIT | LAMBDA
+    EXPECTED := LIT
+
+``LIT`` is a literal expression: constants (numbers, strings, bytes, True/False/None), lists,
+tuples, sets, dicts, unary ``- + ~ not`` and binary ``+ - * / // % ** << >> & | ^`` on them, and
+calls of :data:`CALLABLES` (the value codec's types and a few pure builtins: ``date(2024, 1,
+1)``, ``Fraction(1, 3)``, ``float("nan")``, ``list(range(5))``, ``bytes([1, 2])``) and the
+constants in :data:`CONSTANTS` (``math.inf``, ``timezone.utc``). Every intermediate value is
+bounded (:data:`MAX_INT_BITS`, :data:`MAX_ELEMENTS`, :data:`MAX_SIZE`), so no literal makes the
+checker or the host compute for long. A ``LAMBDA`` argument (``lambda x: x >= 3``) has
+positional parameters and a body made of those parameters, literals, comparisons, ``and``/
+``or``/``not``, ``x if c else y``, subscripts and calls of :data:`LAMBDA_CALLABLES`; it is the one
+part a child runs as code, in its own namespace with no builtins.
+
+The checker never calls into the snippet: the child calls ``NAME(ARG...)`` and returns the value
+in the codec's encoding (or the raised exception's class names); the checker applies the
+subscripts and wrappers to the decoded plain value (:func:`returned_value`) and decides
+(:func:`judge`, :func:`raised_matches`). A bare ``NAME(ARG...)`` expression statement is a
+*probe* (:data:`PROBE`): no verdict, the library asks for the value (the differential harness);
+item files never hold one.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import collections
+import datetime as _dt
+import fractions
+import math
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+MAX_SOURCE = 10_000  # characters of one test
+MAX_DEPTH = 40  # nesting of its syntax tree
+MAX_NODES = 4_000  # nodes of its syntax tree
+MAX_INT_BITS = 1 << 16  # bits of any int (numerator, denominator) a literal computes
+MAX_ELEMENTS = 1 << 16  # length of any str, bytes or container a literal computes
+MAX_SIZE = 1 << 18  # elements of one literal value, nested ones counted (aliases too)
+
+COMPARE, TRUTH, ISCLOSE, RAISES, PROBE = "compare", "truth", "isclose", "raises", "probe"
+OPERATORS: dict[type, tuple[str, Callable[[Any, Any], Any]]] = {
+    ast.Eq: ("==", operator.eq),
+    ast.NotEq: ("!=", operator.ne),
+    ast.Lt: ("<", operator.lt),
+    ast.LtE: ("<=", operator.le),
+    ast.Gt: (">", operator.gt),
+    ast.GtE: (">=", operator.ge),
+    ast.In: ("in", lambda a, b: a in b),
+    ast.NotIn: ("not in", lambda a, b: a not in b),
+    ast.Is: ("is", operator.is_),
+    ast.IsNot: ("is not", operator.is_not),
+}
+_BY_SPELLING = {spelling: fn for spelling, fn in OPERATORS.values()}
+WRAPPERS: dict[str, Callable[[Any], Any]] = {
+    "len": len, "sorted": sorted, "sum": sum, "abs": abs, "min": min, "max": max,
+    "list": list, "tuple": tuple,
+}  # fmt: skip
+ISCLOSE_OPTIONS = ("rel_tol", "abs_tol")
+
+
+def _decimal(*args: Any) -> Any:
+    import decimal  # lazily: the zygote's children need not carry it
+
+    return decimal.Decimal(*args)
+
+
+_datetime_types = {"date": _dt.date, "datetime": _dt.datetime, "time": _dt.time,
+                   "timedelta": _dt.timedelta, "timezone": _dt.timezone}  # fmt: skip
+_containers = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset, "dict": dict,
+               "range": range, "deque": collections.deque, "Counter": collections.Counter,
+               "OrderedDict": collections.OrderedDict}  # fmt: skip
+_pure = {"abs": abs, "round": round, "len": len, "min": min, "max": max, "sum": sum,
+         "sorted": sorted}  # fmt: skip
+CALLABLES: dict[str, Callable[..., Any]] = {
+    **_datetime_types,
+    **{f"datetime.{k}": v for k, v in _datetime_types.items()},
+    "Fraction": fractions.Fraction,
+    "fractions.Fraction": fractions.Fraction,
+    "Decimal": _decimal,
+    "decimal.Decimal": _decimal,
+    "float": float, "int": int, "complex": complex, "bool": bool, "str": str,
+    "bytes": bytes, "bytearray": bytearray,
+    **_containers,
+    **{f"collections.{k}": _containers[k] for k in ("deque", "Counter", "OrderedDict")},
+    **_pure,
+}  # fmt: skip
+CONSTANTS: dict[str, Any] = {
+    "math.inf": math.inf, "math.nan": math.nan, "math.pi": math.pi, "math.e": math.e,
+    "math.tau": math.tau, "timezone.utc": _dt.UTC, "datetime.timezone.utc": _dt.UTC,
+    "datetime.UTC": _dt.UTC,
+}  # fmt: skip
+LAMBDA_CALLABLES = ("abs", "len", "min", "max", "sum", "round", "sorted")
+EXCEPTIONS = frozenset(
+    name for name, v in vars(builtins).items()
+    if isinstance(v, type) and issubclass(v, BaseException)
+)  # fmt: skip
+# Names the grammar gives a meaning of its own: an entry point cannot be called so in a test.
+RESERVED = frozenset({*CALLABLES, *WRAPPERS, "raises"}) | frozenset(
+    n.partition(".")[0] for n in [*CALLABLES, *CONSTANTS]
+)
+
+
+class GrammarError(ValueError):
+    """A test (or a literal) outside the grammar; the message names the construct."""
+
+
+@dataclass(frozen=True)
+class Call:
+    """The call of the entry point a test makes: the child evaluates ``source`` with
+    :func:`parse_call` and :func:`build_arguments`; ``function`` is the name it calls."""
+
+    function: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Test:
+    """One parsed test. ``steps``: applied to the call's decoded value in order, each
+    ``("index", node)`` (a subscript) or ``("apply", wrapper name)``; ``expected``: the literal
+    compared with (``compare``, ``isclose``); ``options``: isclose's keyword literals;
+    ``exceptions``: the builtin exception class names ``raises`` accepts."""
+
+    form: str
+    call: Call
+    steps: tuple[tuple[str, Any], ...] = ()
+    op: str = ""
+    expected: ast.expr | None = None
+    options: tuple[tuple[str, ast.expr], ...] = ()
+    exceptions: tuple[str, ...] = ()
+
+
+# --- parsing -----------------------------------------------------------------------------------
+
+
+def parse_tree(source: str, mode: str = "exec") -> ast.AST:
+    """``ast.parse`` of ``source`` after the size checks, then the depth and node-count checks
+    (iterative: a deep tree is refused before anything recurses into it). SyntaxError as
+    Python gives it; GrammarError for the bounds."""
+    if not isinstance(source, str):
+        raise GrammarError(f"a test must be a str, got {type(source).__name__}")
+    if len(source) > MAX_SOURCE:
+        raise GrammarError(f"a test of {len(source)} characters is longer than {MAX_SOURCE}")
+    if source.count("(") + source.count("[") + source.count("{") > MAX_NODES:
+        raise GrammarError("a test with too many brackets")
+    try:
+        tree = ast.parse(source, "<test>", mode)
+    except SyntaxError:
+        raise
+    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, parser limits
+        raise GrammarError(f"a test the parser refuses ({type(exc).__name__})") from None
+    stack, nodes = [(tree, 0)], 0
+    while stack:
+        node, depth = stack.pop()
+        nodes += 1
+        if depth > MAX_DEPTH or nodes > MAX_NODES:
+            what = f"nested deeper than {MAX_DEPTH}" if depth > MAX_DEPTH else "too large"
+            raise GrammarError(f"a test {what} is not in the test grammar")
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return tree
+
+
+def parse_test(source: str, probe: bool = False) -> Test:
+    """The :class:`Test` of one test statement; GrammarError naming what is outside the
+    grammar (SyntaxError when it does not parse). ``probe``: accept a bare call too."""
+    body = parse_tree(source).body  # type: ignore[attr-defined]
+    if len(body) != 1:
+        raise GrammarError(f"a test is exactly one statement, found {len(body)}")
+    stmt = body[0]
+    if probe and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        return Test(PROBE, _call(stmt.value))
+    if not isinstance(stmt, ast.Assert):
+        raise GrammarError(f"{_describe(stmt)} is not in the test grammar; a test is an assert "
+                           "statement" + _ALLOWED)  # fmt: skip
+    if stmt.msg is not None:
+        raise GrammarError("an assert message is not in the test grammar")
+    test, negated = stmt.test, False
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, negated = test.operand, True
+    if isinstance(test, ast.Compare) and not negated:
+        return _comparison(test)
+    if isinstance(test, ast.Call) and _dotted(test.func) == "math.isclose" and not negated:
+        return _isclose(test)
+    if isinstance(test, ast.Call) and _dotted(test.func) == "raises":
+        return replace(_raises(test), op="not" if negated else "")
+    if isinstance(test, ast.Call | ast.Subscript):
+        call, steps = _hole(test)
+        return Test(TRUTH, call, steps, "not" if negated else "")
+    raise GrammarError(f"{_describe(stmt.test)} is not in the test grammar" + _ALLOWED)
+
+
+_ALLOWED = (" (allowed: assert CALL OP LITERAL, assert CALL is True/False/None, assert [not] "
+            "CALL, assert math.isclose(CALL, LITERAL, ...), assert [not] raises(Exception, f, "
+            "...); CALL is a call of the entry point, maybe subscripted or inside "
+            + "/".join(WRAPPERS) + ")")  # fmt: skip
+
+
+def _comparison(node: ast.Compare) -> Test:
+    if len(node.ops) != 1:
+        raise GrammarError("a chained comparison is not in the test grammar" + _ALLOWED)
+    spelling = OPERATORS[type(node.ops[0])][0]
+    call, steps = _hole(node.left)
+    expected = node.comparators[0]
+    if spelling in ("is", "is not"):
+        if not (isinstance(expected, ast.Constant) and expected.value in (True, False, None)
+                and type(expected.value) in (bool, type(None))):  # fmt: skip
+            raise GrammarError(f"'{spelling}' compares with True, False or None only")
+    else:
+        check_literal(expected)
+    return Test(COMPARE, call, steps, spelling, expected)
+
+
+def _isclose(node: ast.Call) -> Test:
+    if len(node.args) != 2 or any(isinstance(a, ast.Starred) for a in node.args):
+        raise GrammarError("math.isclose takes the call and the expected value")
+    call, steps = _hole(node.args[0])
+    check_literal(node.args[1])
+    options = []
+    for kw in node.keywords:
+        if kw.arg not in ISCLOSE_OPTIONS:
+            raise GrammarError(f"math.isclose's keyword {kw.arg!r} is not in the test grammar "
+                               f"(allowed: {', '.join(ISCLOSE_OPTIONS)})")  # fmt: skip
+        check_literal(kw.value)
+        options.append((kw.arg, kw.value))
+    return Test(ISCLOSE, call, steps, expected=node.args[1], options=tuple(options))
+
+
+def _raises(node: ast.Call) -> Test:
+    if node.keywords and len(node.args) < 2:
+        raise GrammarError("raises takes the exception, the function, then its arguments")
+    if len(node.args) < 2 or any(isinstance(a, ast.Starred) for a in node.args):
+        raise GrammarError("raises takes the exception, the function, then its arguments")
+    exc = node.args[0]
+    names = exc.elts if isinstance(exc, ast.Tuple) else [exc]
+    if not names or not all(isinstance(n, ast.Name) and n.id in EXCEPTIONS for n in names):
+        raise GrammarError(f"raises' first argument {ast.unparse(exc)[:60]!r} is not a builtin "
+                           "exception class (or a tuple of them)")  # fmt: skip
+    fn = node.args[1]
+    if not isinstance(fn, ast.Name) or fn.id in RESERVED:
+        raise GrammarError(f"raises' second argument {ast.unparse(fn)[:60]!r} is not the entry "
+                           "point's name")  # fmt: skip
+    call = _call(ast.Call(fn, node.args[2:], node.keywords))
+    return Test(RAISES, call, exceptions=tuple(n.id for n in names))  # type: ignore[attr-defined]
+
+
+def _hole(node: ast.expr) -> tuple[Call, tuple[tuple[str, Any], ...]]:
+    """The call and, innermost first, the steps around it."""
+    steps: list[tuple[str, Any]] = []
+    while True:
+        if isinstance(node, ast.Subscript):
+            check_literal(node.slice, slices=True)
+            steps.append(("index", node.slice))
+            node = node.value
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id in WRAPPERS):  # fmt: skip
+            if len(node.args) != 1 or node.keywords or isinstance(node.args[0], ast.Starred):
+                raise GrammarError(f"{node.func.id}() around the call takes just the call")
+            steps.append(("apply", node.func.id))
+            node = node.args[0]
+        elif isinstance(node, ast.Call):
+            return _call(node), tuple(reversed(steps))
+        else:
+            raise GrammarError(f"{_describe(node)} is not in the test grammar where the call of "
+                               "the entry point belongs" + _ALLOWED)  # fmt: skip
+
+
+def _call(node: ast.Call) -> Call:
+    fn = node.func
+    if not isinstance(fn, ast.Name):
+        raise GrammarError(f"calling {_describe(fn)} is not in the test grammar; a test calls "
+                           "the entry point by its name")  # fmt: skip
+    if fn.id in RESERVED:
+        raise GrammarError(f"{fn.id}() is not a call of the entry point" + _ALLOWED)
+    for arg in node.args:
+        if isinstance(arg, ast.Starred):
+            raise GrammarError("a starred argument is not in the test grammar")
+        _argument(arg)
+    for kw in node.keywords:
+        if kw.arg is None:
+            raise GrammarError("a ** argument is not in the test grammar")
+        _argument(kw.value)
+    call = ast.Call(ast.Name(fn.id, ast.Load()), node.args, node.keywords)
+    return Call(fn.id, ast.unparse(call))
+
+
+def _argument(node: ast.expr) -> None:
+    if isinstance(node, ast.Lambda):
+        check_lambda(node)
+    elif not (isinstance(node, ast.Name) and node.id in LAMBDA_CALLABLES):
+        check_literal(node)
+
+
+def parse_call(source: str) -> tuple[str, list[ast.expr], list[tuple[str, ast.expr]]]:
+    """A :attr:`Call.source` back into (name, argument nodes, keyword nodes), checked again:
+    the child gets its call as text and trusts none of it."""
+    node = parse_tree(source, "eval").body  # type: ignore[attr-defined]
+    if not isinstance(node, ast.Call):
+        raise GrammarError("not a call")
+    call = _call(node)
+    return call.function, list(node.args), [(k.arg, k.value) for k in node.keywords]  # type: ignore[misc]
+
+
+def _describe(node: ast.AST) -> str:
+    names = {
+        ast.Lambda: "a lambda", ast.ListComp: "a list comprehension",
+        ast.GeneratorExp: "a generator expression", ast.SetComp: "a set comprehension",
+        ast.DictComp: "a dict comprehension", ast.BoolOp: "'and'/'or'",
+        ast.IfExp: "a conditional expression", ast.NamedExpr: "an assignment expression",
+        ast.Starred: "a starred expression", ast.Attribute: "an attribute",
+        ast.Name: "a name", ast.Await: "await", ast.Yield: "yield", ast.JoinedStr: "an f-string",
+        ast.Assign: "an assignment", ast.Expr: "an expression statement",
+        ast.Import: "an import", ast.ImportFrom: "an import", ast.UnaryOp: "a unary operator",
+        ast.BinOp: "arithmetic", ast.Call: "a call", ast.Subscript: "a subscript",
+        ast.Constant: "a constant",
+    }  # fmt: skip
+    what = names.get(type(node), f"a {type(node).__name__} node")
+    if isinstance(node, ast.Name | ast.Attribute | ast.Constant):
+        what += f" ({_dotted(node) or ast.unparse(node)[:40]})"
+    elif isinstance(node, ast.Call):
+        what += f" of {ast.unparse(node.func)[:40]}"
+    return what
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
+
+
+# --- literals ----------------------------------------------------------------------------------
+
+
+def check_literal(node: ast.expr, slices: bool = False) -> None:
+    """GrammarError unless ``node`` is a literal expression (see the module docstring)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Constant):
+            if n.value is Ellipsis:
+                raise GrammarError("'...' is not in the test grammar")
+        elif isinstance(n, ast.List | ast.Tuple | ast.Set):
+            stack.extend(n.elts)
+        elif isinstance(n, ast.Dict):
+            if any(k is None for k in n.keys):
+                raise GrammarError("a ** in a dict is not in the test grammar")
+            stack.extend([*n.keys, *n.values])  # type: ignore[list-item]
+        elif isinstance(n, ast.UnaryOp | ast.BinOp):
+            if isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult):
+                raise GrammarError("'@' is not in the test grammar")
+            stack.extend([n.operand] if isinstance(n, ast.UnaryOp) else [n.left, n.right])
+        elif isinstance(n, ast.Slice) and slices and n is node:
+            stack.extend(x for x in (n.lower, n.upper, n.step) if x is not None)
+        elif isinstance(n, ast.Call) and _dotted(n.func) in CALLABLES:
+            for a in n.args:
+                if isinstance(a, ast.Starred):
+                    raise GrammarError("a starred argument is not in the test grammar")
+            if any(k.arg is None for k in n.keywords):
+                raise GrammarError("a ** argument is not in the test grammar")
+            stack.extend([*n.args, *(k.value for k in n.keywords)])
+        elif isinstance(n, ast.Attribute | ast.Name) and _dotted(n) in CONSTANTS:
+            pass
+        else:
+            raise GrammarError(f"{_describe(n)} is not in the test grammar's literals (allowed: "
+                               "constants, lists, tuples, sets, dicts, arithmetic, "
+                               + ", ".join(sorted({k.rpartition('.')[2] for k in CALLABLES}))
+                               + ", " + ", ".join(CONSTANTS) + ")")  # fmt: skip
+
+
+def check_lambda(node: ast.Lambda) -> None:
+    """GrammarError unless ``node`` is a lambda argument of the grammar."""
+    a = node.args
+    if a.posonlyargs or a.vararg or a.kwonlyargs or a.kwarg or a.defaults or not a.args:
+        raise GrammarError("a lambda argument takes plain positional parameters only")
+    params = {p.arg for p in a.args}
+    stack: list[ast.AST] = [node.body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Name):
+            if n.id not in params:
+                raise GrammarError(f"name {n.id!r} in a lambda argument is not its parameter")
+        elif isinstance(n, ast.Call):
+            if not (isinstance(n.func, ast.Name) and n.func.id in LAMBDA_CALLABLES):
+                raise GrammarError(f"{_describe(n)} in a lambda argument is not in the grammar "
+                                   f"(allowed: {', '.join(LAMBDA_CALLABLES)})")  # fmt: skip
+            if n.keywords or any(isinstance(x, ast.Starred) for x in n.args):
+                raise GrammarError("keyword or starred arguments in a lambda argument")
+            stack.extend(n.args)
+        elif isinstance(n, ast.Compare | ast.BoolOp | ast.IfExp | ast.Subscript | ast.Slice):
+            stack.extend(ast.iter_child_nodes(n))
+        elif isinstance(n, ast.expr_context | ast.cmpop | ast.boolop | ast.operator):
+            pass
+        elif isinstance(n, ast.Constant | ast.List | ast.Tuple | ast.UnaryOp | ast.BinOp):
+            stack.extend(ast.iter_child_nodes(n))
+        elif isinstance(n, ast.unaryop):
+            pass
+        else:
+            raise GrammarError(f"{_describe(n)} in a lambda argument is not in the test grammar")
+
+
+_UNARY: dict[type, Callable[[Any], Any]] = {
+    ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert,
+    ast.Not: operator.not_,
+}  # fmt: skip
+_BINARY: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+    ast.Pow: operator.pow, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
+    ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
+}  # fmt: skip
+
+
+def evaluate(node: ast.expr) -> Any:
+    """The value of a literal expression, as Python would compute it; GrammarError for a node
+    outside the grammar or a value past the bounds, and whatever Python raises
+    (ZeroDivisionError, ValueError, ...) for a literal that fails. Recursion is bounded by
+    :func:`parse_tree`'s depth check."""
+    if isinstance(node, ast.Constant):
+        if node.value is Ellipsis:
+            raise GrammarError("'...' is not in the test grammar")
+        return _bounded(node.value)
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):
+        items = [evaluate(e) for e in node.elts]
+        kind = {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)]
+        return _bounded(kind(items))
+    if isinstance(node, ast.Dict):
+        pairs = []
+        for k, v in zip(node.keys, node.values):
+            if k is None:
+                raise GrammarError("a ** in a dict is not in the test grammar")
+            pairs.append((evaluate(k), evaluate(v)))
+        return _bounded(dict(pairs))
+    if isinstance(node, ast.UnaryOp):
+        return _bounded(_UNARY[type(node.op)](evaluate(node.operand)))
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        left, right = evaluate(node.left), evaluate(node.right)
+        _precheck(type(node.op), left, right)
+        return _bounded(_BINARY[type(node.op)](left, right))
+    if isinstance(node, ast.Call) and _dotted(node.func) in CALLABLES:
+        name = _dotted(node.func)
+        args = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                raise GrammarError("a starred argument is not in the test grammar")
+            args.append(evaluate(a))
+        kwargs = {}
+        for k in node.keywords:
+            if k.arg is None:
+                raise GrammarError("a ** argument is not in the test grammar")
+            kwargs[k.arg] = evaluate(k.value)
+        _check_call(name, args, kwargs)  # type: ignore[arg-type]
+        return _bounded(CALLABLES[name](*args, **kwargs))  # type: ignore[index]
+    if isinstance(node, ast.Attribute | ast.Name) and _dotted(node) in CONSTANTS:
+        return CONSTANTS[_dotted(node)]  # type: ignore[index]
+    if isinstance(node, ast.Slice):
+        parts = [None if x is None else evaluate(x)
+                 for x in (node.lower, node.upper, node.step)]  # fmt: skip
+        return slice(*parts)
+    raise GrammarError(f"{_describe(node)} is not in the test grammar's literals")
+
+
+def _bits(value: Any) -> int:
+    if isinstance(value, int):
+        return value.bit_length()
+    if isinstance(value, fractions.Fraction):
+        return max(value.numerator.bit_length(), value.denominator.bit_length())
+    return 0
+
+
+def _length(value: Any) -> int:
+    if isinstance(value, range):
+        return 0  # lazy: its consumers are checked (_check_call)
+    try:
+        return len(value) if isinstance(value, str | bytes | bytearray | list | tuple) else 0
+    except (TypeError, OverflowError):
+        return 0
+
+
+def _precheck(op: type, left: Any, right: Any) -> None:
+    """Refuse an operation whose result would be past the bounds before computing it."""
+    if op is ast.Pow and isinstance(right, int) and _bits(left) > 1:
+        if abs(right) * _bits(left) > MAX_INT_BITS:
+            raise GrammarError(f"a power past {MAX_INT_BITS} bits is not in the test grammar")
+    elif op is ast.Pow and isinstance(right, int) and abs(right) > MAX_INT_BITS:
+        if not isinstance(left, float | complex):
+            raise GrammarError("an exponent that large is not in the test grammar")
+    elif op is ast.LShift and isinstance(right, int) and right > 0:
+        if _bits(left) + right > MAX_INT_BITS:
+            raise GrammarError(f"a shift past {MAX_INT_BITS} bits is not in the test grammar")
+    elif op is ast.Mult:
+        for seq, n in ((left, right), (right, left)):
+            if isinstance(n, int) and _length(seq) * max(n, 0) > MAX_ELEMENTS:
+                raise GrammarError(f"a sequence longer than {MAX_ELEMENTS} is not in the test "
+                                   "grammar")  # fmt: skip
+        if _bits(left) + _bits(right) > MAX_INT_BITS:
+            raise GrammarError(f"a product past {MAX_INT_BITS} bits is not in the test grammar")
+
+
+def _check_call(name: str, args: list[Any], kwargs: dict[str, Any]) -> None:
+    base = name.rpartition(".")[2]
+    values = [*args, *kwargs.values()]
+    for v in values:
+        if isinstance(v, range) and base not in ("range", "len", "bool", "str"):
+            if len(v) > MAX_ELEMENTS:
+                raise GrammarError(f"{base}() of a range longer than {MAX_ELEMENTS}")
+    if base in ("bytes", "bytearray") and any(isinstance(v, int) and v > MAX_ELEMENTS
+                                              for v in values):  # fmt: skip
+        raise GrammarError(f"{base}() longer than {MAX_ELEMENTS}")
+    if base == "round" and len(args) > 1 and isinstance(args[1], int) and abs(args[1]) > 1000:
+        raise GrammarError("round() to more than 1000 digits")
+    if base in ("Fraction", "int", "Decimal", "float", "complex"):
+        for v in values:
+            # Fraction("1e999999") computes the power: no exponents there.
+            if isinstance(v, str) and (len(v) > 1000 or base == "Fraction" and set(v) & {"e", "E"}):
+                raise GrammarError(f"{base}() of the text {v[:40]!r} is not in the test grammar")
+
+
+def _bounded(value: Any) -> Any:
+    if _bits(value) > MAX_INT_BITS:
+        raise GrammarError(f"a number past {MAX_INT_BITS} bits is not in the test grammar")
+    if isinstance(value, str | bytes | bytearray | list | tuple | set | frozenset | dict):
+        if len(value) > MAX_ELEMENTS:
+            raise GrammarError(f"a value longer than {MAX_ELEMENTS} is not in the test grammar")
+    return value
+
+
+def literal_value(node: ast.expr) -> Any:
+    """:func:`evaluate`, then the whole value's size (nested elements, aliases counted each
+    time they appear) checked against :data:`MAX_SIZE`: the checker compares it with what a
+    child returned, and a list holding one big list many times would make that slow."""
+    value = evaluate(node)
+    budget, todo = MAX_SIZE, [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, dict):
+            budget -= 2 * len(item)
+            elements = [*item.keys(), *item.values()]
+        elif isinstance(item, list | tuple | set | frozenset | collections.deque):
+            budget -= len(item)
+            elements = item
+        else:
+            continue
+        if budget < 0:  # before taking the elements in: a big list held many times stops here
+            raise GrammarError(f"a literal of more than {MAX_SIZE} elements")
+        todo.extend(elements)
+    return value
+
+
+def check_test(test: Test) -> None:
+    """Evaluate a test's literals once (arguments without building lambdas), so that a literal
+    that fails or is past the bounds is found at load time; raises what :func:`evaluate` does."""
+    for node in [test.expected, *(v for _, v in test.options)]:
+        if node is not None and test.op not in ("is", "is not"):
+            literal_value(node)
+    for _, step in test.steps:
+        if isinstance(step, ast.expr):
+            evaluate(step)
+    _, args, kwargs = parse_call(test.call.source)
+    for node in [*args, *(v for _, v in kwargs)]:
+        _argument(node)
+        if not isinstance(node, ast.Lambda | ast.Name):
+            literal_value(node)
+
+
+# --- the checker's side ------------------------------------------------------------------------
+
+
+def expected_value(test: Test) -> Any:
+    """What ``test`` compares with, computed once per plan: the literal, or for ``is`` its
+    constant; isclose's options are a dict."""
+    if test.form == COMPARE:
+        if test.op in ("is", "is not"):
+            return test.expected.value  # type: ignore[union-attr]
+        return literal_value(test.expected)  # type: ignore[arg-type]
+    if test.form == ISCLOSE:
+        options = {name: literal_value(node) for name, node in test.options}
+        return literal_value(test.expected), options  # type: ignore[arg-type]
+    return None
+
+
+def returned_value(test: Test, value: Any) -> Any:
+    """The decoded value the call returned, with the test's subscripts and wrappers applied
+    (what Python would have compared); raises what they raise (IndexError, TypeError, ...)."""
+    for kind, step in test.steps:
+        if kind == "index":
+            value = value[evaluate(step)]
+        else:
+            value = WRAPPERS[step](value)
+    return value
+
+
+def judge(test: Test, expected: Any, value: Any) -> bool:
+    """Whether a ``compare``, ``truth`` or ``isclose`` test holds for the call's decoded
+    ``value``."""
+    got = returned_value(test, value)
+    if test.form == TRUTH:
+        return not got if test.op == "not" else bool(got)
+    if test.form == ISCLOSE:
+        target, options = expected
+        return math.isclose(got, target, **options)
+    return bool(_BY_SPELLING[test.op](got, expected))
+
+
+def raised_matches(test: Test, mro: list[str] | None) -> bool:
+    """Whether a ``raises`` test holds: ``mro`` is the class names (``module.qualname``, the
+    child's report) of what the call raised, None when it returned. ``raises`` holds when one
+    of them is one of the test's builtin exception classes; ``not raises`` when none is."""
+    names = set(mro or ())
+    raised = any(f"builtins.{name}" in names for name in test.exceptions)
+    return not raised if test.op == "not" else raised
+
+
+# --- the child's side --------------------------------------------------------------------------
+
+
+def build_arguments(
+    parsed: tuple[str, list[ast.expr], list[tuple[str, ast.expr]]],
+) -> tuple[str, list[Any], dict[str, Any]]:
+    """In the child: the entry point's name and freshly built arguments of a call that
+    :func:`parse_call` read. A lambda argument becomes a function compiled from its checked
+    syntax tree, evaluated with no builtins: only its parameters and :data:`LAMBDA_CALLABLES`
+    are names there; a bare name of those is the builtin itself (``key=len``)."""
+    name, args, kwargs = parsed
+    scope = {"__builtins__": {}, **{n: CALLABLES[n] for n in LAMBDA_CALLABLES}}
+
+    def value(node: ast.expr) -> Any:
+        if isinstance(node, ast.Lambda):
+            tree = ast.fix_missing_locations(ast.Expression(node))
+            code = compile(tree, "<test argument>", "eval", dont_inherit=True)
+            return eval(code, scope)  # noqa: S307 - the checked lambda, in the child only
+        if isinstance(node, ast.Name):
+            return scope[node.id]
+        return evaluate(node)
+
+    return name, [value(a) for a in args], {k: value(v) for k, v in kwargs}
