@@ -30,7 +30,7 @@ from .corpus.store import (
 from .corpus.verify import distractors_by_query, item_cases
 from .embedders import EmbedderOptions
 from .execution.runner import SuiteRunner
-from .nodes import ItemFile, ItemsDir, QueryItem, VerifyItem
+from .nodes import ItemFile, ItemsDir, QueryItem, VerifyItem, failure_message
 from .orchestration import (
     Loaded,
     Ranked,
@@ -49,7 +49,7 @@ from .orchestration import (
 from .ranking.benchmark import BenchmarkRun
 from .ranking.rerank import RerankerContext
 from .ranking.rerank.pipeline import pipeline_name
-from .reporting.report import RecordedTest, final_summary, write_reports
+from .reporting.report import RecordedTest, final_summary, ungated_exit_line, write_reports
 from .settings import Settings
 
 WORKER_KEY = "execretrieval_runs"
@@ -264,7 +264,7 @@ class BenchmarkSession(Session):
             outcome = report.outcome if report.when == "call" else "error"
             if hasattr(report, "wasxfail"):
                 outcome = "xfailed" if report.skipped else "xpassed"
-            message = str(report.longrepr) if report.failed else ""
+            message = failure_message(report) if report.failed else ""
             self.records[name].append(RecordedTest(
                 report.nodeid, query_id, outcome, report.duration, message,
                 [(k, v) for k, v in report.user_properties if k not in ("embedder",)],
@@ -326,6 +326,9 @@ class BenchmarkSession(Session):
         for line in lines:
             bad = line.startswith("gate [") and "]: PASS" not in line
             terminal.write_line(line, bold=line.startswith("gate ["), red=bad)
+        last = ungated_exit_line(self.records, self.gates, self.written)
+        if last:
+            terminal.write_line(last, red=True)
 
 
 def _within(path: Path, root: Path) -> bool:
