@@ -7,8 +7,9 @@ killed ones (failing at least one test) compete for the item's distractor slots 
 
 from __future__ import annotations
 
+import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 
 from ..execution.runner import SuiteRunner
@@ -83,27 +84,49 @@ def failure_summary(item: BenchmarkItem, result: SuiteResult) -> str:
 
 
 STACK_CANDIDATES = 12  # stacked candidates tried per item
+PROGRESS_ITEMS = 50  # items whose candidates run between two progress lines
+
+Progress = Callable[[str], None]  # receives one line of progress at a time
 
 
 def build(
-    items: Sequence[BenchmarkItem], runner: SuiteRunner, mutant_runner: SuiteRunner, stack: int = 1
-) -> BuildResult:
+    items: Sequence[BenchmarkItem], runner: SuiteRunner, mutant_runner: SuiteRunner,
+    stack: int = 1, progress: Progress | None = None,
+) -> BuildResult:  # fmt: skip
     """``runner`` runs canonicals and alternatives under the full limits; ``mutant_runner`` runs
     candidates, usually with a shorter timeout (a mutant that loops is killed either way, and
     verification re-runs every chosen distractor under the full limits).
 
     With ``stack`` K > 1 the candidates are stacked mutants: K single edits on disjoint lines
     (:func:`.mutation.stacking.stack_mutants`), drawn from the item's killed single-edit
-    mutants in selection-preference order, so each edit is itself proven wrong."""
+    mutants in selection-preference order, so each edit is itself proven wrong.
+
+    ``progress`` gets a line at each stage and after every :data:`PROGRESS_ITEMS` items'
+    candidates (a full build runs for many minutes); it changes nothing in the result."""
+    started = time.monotonic()
+
+    def say(line: str) -> None:
+        if progress is not None:
+            progress(f"build: {line} ({time.monotonic() - started:.0f} s)")
+
     items = sorted(items, key=lambda item: item.id)
     mutants = {item.id: generate_mutants(item.canonical, item.entry_point) for item in items}
     if stack > 1:
+        say(f"stacking {stack} edits per candidate")
         mutants = stacked_candidates(items, mutants, mutant_runner, stack)
     originals = [(code, item.setup, item.tests)
                  for item in items for code in (item.canonical, *item.alternatives)]  # fmt: skip
-    candidates = [(m.code, item.setup, item.tests) for item in items for m in mutants[item.id]]
+    total = sum(map(len, mutants.values()))
+    say(f"{len(items)} items: running {len(originals)} canonicals and alternatives, then "
+        f"{total} candidate mutants")  # fmt: skip
     original_results = iter(runner.run_many(originals))
-    mutant_results = iter(mutant_runner.run_many(candidates))
+    results: list[SuiteResult] = []
+    for start in range(0, len(items), PROGRESS_ITEMS):  # in slices, for the progress lines
+        chunk = items[start : start + PROGRESS_ITEMS]
+        suites = [(m.code, item.setup, item.tests) for item in chunk for m in mutants[item.id]]
+        results += mutant_runner.run_many(suites)
+        say(f"candidates of {start + len(chunk)}/{len(items)} items run ({len(results)}/{total})")
+    mutant_results = iter(results)
 
     problems: list[str] = []
     pool: list[Snippet] = []
@@ -138,11 +161,13 @@ def build(
         ))  # fmt: skip
     if problems:
         raise BuildError("\n".join(problems))
+    say("equivalence evidence for annotated items' distractors and alternatives")
     pool, alternatives = with_evidence(items, pool, alternatives, mutant_runner)
     ids = Counter(s.snippet_id for s in pool)
     duplicates = sorted(i for i, n in ids.items() if n > 1)
     if duplicates:
         raise BuildError(f"identical code in several items: snippet ids {duplicates}")
+    say(f"differential evidence for {sum(map(len, survivors.values()))} surviving mutants")
     return BuildResult(Corpus(tuple(pool), tuple(alternatives), engine(stack)), tuple(yields),
                        survivor_evidence(items, survivors, mutant_runner))  # fmt: skip
 
