@@ -182,10 +182,12 @@ class QueryItem(ReportingItem):
         ]  # fmt: skip
         if not r.passed:
             session: BenchmarkSession = session_of(self)  # its runner: limits, isolation, cache
-            text = failure_text(self.item, r, session.code_by_id(), session.runner.run)
+            line = failure_line(self.item, r)  # also the whole text's first line: the junit
+            text = line + "\n" + failure_text(self.item, r, session.code_by_id(),  # message
+                                               session.runner.run)  # fmt: skip
             if not shows_full_failures(self.config):
                 self.add_report_section("call", FAILURE_SECTION, text)
-            raise RankOneFailure(text, failure_line(self.item, r))
+            raise RankOneFailure(text, line)
 
     def reportinfo(self):
         return self.path, 0, f"{self.item.id}[{self.embedder}]"

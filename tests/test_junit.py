@@ -67,10 +67,13 @@ def test_junit_is_valid_and_its_counts_are_the_reports(pytester, items):
     failing = sum(not q["passed"] for q in report["per_query"])
     assert counts == {"tests": report["corpus"]["n_queries"], "failure": failing, "error": 0,
                       "skipped": 0}  # fmt: skip
-    # the whole failure text, not the terminal's one line, is the failure's text
+    # the whole failure text, not the terminal's one line, is the failure's text; the one line
+    # is its message
     _, cases = suite_and_cases(xml)
-    texts = [r.text for _, _, results in cases for r in results]
-    assert any("diff canonical -> rank 1:" in t for t in texts)
+    failures = [r for _, _, results in cases for r in results]
+    assert any("diff canonical -> rank 1:" in r.text for r in failures)
+    assert all(r.message.startswith("rank 1: ") and "canonical at rank" in r.message
+               for r in failures)  # fmt: skip
 
 
 def test_baseline_failures_count_as_skipped(pytester, items):
@@ -136,7 +139,7 @@ def test_a_failing_query_is_one_line_unless_asked(pytester, items, verbose):
     result = bench(pytester, items, *(["-v"] if verbose else []))
     out = result.stdout.str()
     failed = [x for x in result.stdout.lines if x.startswith("FAILED ")]
-    assert len(failed) == 4 and all(" - rank 1: " in x for x in failed) != verbose
+    assert len(failed) == 4 and all(" - rank 1: " in x for x in failed)
     assert ("diff canonical -> rank 1:" in out) == verbose
     assert ("rank 1 is a wrong implementation for:" in out) == verbose
     if not verbose:  # progress in pytest's letters, no line per item file
