@@ -55,17 +55,13 @@ def _check_paths(config: pytest.Config, items_dir: Path) -> None:
         return
     here = config.invocation_params.dir
     outside = [a for a in config.args
-               if not _within((here / a.split("::")[0]).resolve(), items_dir)]  # fmt: skip
+               if not (here / a.split("::")[0]).resolve().is_relative_to(items_dir)]  # fmt: skip
     if outside:
         raise pytest.UsageError(
             f"{', '.join(outside)}: not in the items directory {items_dir}; a benchmark or "
             "verification session runs benchmark items only: name other items with "
             "--execretrieval-items DIR (paths inside it, -k and -m select from it)"
         )
-
-
-def _within(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
 
 
 def _readable_terminal(config: pytest.Config) -> None:
