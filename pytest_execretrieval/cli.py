@@ -353,6 +353,11 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    # A CI log shows each line as it is printed, not in one block when a build of many minutes
+    # ends: stdout is block-buffered when it is not a terminal.
+    line_buffered = getattr(sys.stdout, "reconfigure", None)
+    if line_buffered is not None:
+        line_buffered(line_buffering=True)
     args, rest = parser().parse_known_args(argv)
     if args.command == "verify":
         return cmd_verify(args, rest)

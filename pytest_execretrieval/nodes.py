@@ -17,7 +17,7 @@ from .corpus.items import BenchmarkItem, ItemError, load_item
 from .corpus.store import CorpusError
 from .corpus.verify import Case, check, name_collisions, shared_names
 from .ranking.benchmark import QueryResult
-from .reporting.failures import failure_text
+from .reporting.failures import failure_line, failure_text
 from .reporting.report import report_row
 from .scoring.metrics import junit_properties
 
@@ -41,7 +41,33 @@ class VerificationFailure(BenchmarkFailure):
 
 
 class RankOneFailure(BenchmarkFailure):
-    pass
+    """A query's rank 1 fails: ``str()`` is the whole text, ``line`` its one-line summary."""
+
+    def __init__(self, text: str, line: str):
+        super().__init__(text)
+        self.line = line
+
+
+# The whole failure text of a query whose terminal output is one line travels in the test
+# report as this section (pytest names it "Captured execretrieval failure call"), so the
+# controller's report and junit XML, pytest-html and --report-log keep it, across xdist too.
+FAILURE_SECTION = "execretrieval failure"
+
+
+def shows_full_failures(config: pytest.Config) -> bool:
+    """Whether a failing query prints its whole text: with ``-v`` or ``--tb=long|short|native``.
+
+    By default it prints one line (:func:`.failures.failure_line`), so a session with hundreds
+    of failing queries stays readable; the whole text is in the report and the junit XML."""
+    return config.get_verbosity() > 0 or config.option.tbstyle in ("long", "short", "native")
+
+
+def failure_message(report: pytest.TestReport) -> str:
+    """The whole failure text of a failed benchmark report (see :data:`FAILURE_SECTION`)."""
+    for name, content in report.sections:
+        if FAILURE_SECTION in name:
+            return content
+    return str(report.longrepr)
 
 
 class ReportingItem(pytest.Item):
@@ -50,6 +76,8 @@ class ReportingItem(pytest.Item):
     failure_prefix = ""
 
     def repr_failure(self, excinfo):
+        if isinstance(excinfo.value, RankOneFailure) and not shows_full_failures(self.config):
+            return excinfo.value.line
         if isinstance(excinfo.value, BenchmarkFailure):
             return self.failure_prefix + str(excinfo.value)
         return super().repr_failure(excinfo)
@@ -154,8 +182,12 @@ class QueryItem(ReportingItem):
         ]  # fmt: skip
         if not r.passed:
             session: BenchmarkSession = session_of(self)  # its runner: limits, isolation, cache
-            raise RankOneFailure(failure_text(self.item, r, session.code_by_id(),
-                                              session.runner.run))  # fmt: skip
+            line = failure_line(self.item, r)  # also the whole text's first line: the junit
+            text = line + "\n" + failure_text(self.item, r, session.code_by_id(),  # message
+                                               session.runner.run)  # fmt: skip
+            if not shows_full_failures(self.config):
+                self.add_report_section("call", FAILURE_SECTION, text)
+            raise RankOneFailure(text, line)
 
     def reportinfo(self):
         return self.path, 0, f"{self.item.id}[{self.embedder}]"

@@ -1,37 +1,97 @@
-"""The pytest plugin: options and markers. A benchmark or verification session plugin
-(:mod:`.session`) is registered only when ``--embedder`` or ``--execretrieval-verify`` asks for
-one, after every option is resolved and checked (:func:`.settings.resolve`), so a bad value is a
-usage error before any work and a plain pytest run pays nothing for the plugin."""
+"""The pytest plugin: options, markers and the session's terminal defaults.
+
+A benchmark or verification session plugin (:mod:`.session`) is registered only when
+``--embedder`` or ``--execretrieval-verify`` asks for one, after every option is resolved and
+checked (:func:`.settings.resolve`) and every explicit path is checked to lie in the items
+directory, so a bad value is a usage error before any work. A plain pytest run pays nothing for
+the plugin and sees none of its markers (a mistyped ``@pytest.mark.strings`` in a user project
+still fails ``--strict-markers``)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
 from . import settings
-from .corpus.items import DOMAINS
+from .corpus.items import DOMAINS, bundled_items_dir
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     settings.add_options(parser)
 
 
+# trylast: after pytest's terminal reporter exists (its defaults are set here, see
+# _readable_terminal); registering the session plugin this late is fine, it has no configure.
+@pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "execretrieval: an ExecRetrieval benchmark item")
-    for domain in DOMAINS:
-        config.addinivalue_line("markers", f"{domain}: benchmark items of domain {domain}")
     if not (config.getoption("execretrieval_embedders") or settings.setting(config, "verify")):
         return
     try:
         resolved = settings.resolve(config)
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
+    _check_paths(config, (resolved.items_dir or bundled_items_dir()).resolve())
     if resolved.isolation == "strict":
         _require_every_layer()
+    config.addinivalue_line("markers", "execretrieval: an ExecRetrieval benchmark item")
+    for domain in DOMAINS:
+        config.addinivalue_line("markers", f"{domain}: benchmark items of domain {domain}")
+    if not resolved.verify:
+        _readable_terminal(config)
     from .nodes import SESSION_PLUGIN
     from .session import BenchmarkSession, VerifySession
 
     mode = VerifySession if resolved.verify else BenchmarkSession
     config.pluginmanager.register(mode(config, resolved), SESSION_PLUGIN)
+
+
+def _check_paths(config: pytest.Config, items_dir: Path) -> None:
+    """Paths given on the command line must lie in the items directory: a session collects
+    benchmark items only, and silently benchmarking the bundled set instead of ``tests/`` would
+    answer a question nobody asked. (``testpaths`` and the invocation directory are defaults,
+    not requests: they are replaced by the items directory.)"""
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        return
+    here = config.invocation_params.dir
+    outside = [a for a in config.args
+               if not (here / a.split("::")[0]).resolve().is_relative_to(items_dir)]  # fmt: skip
+    if outside:
+        raise pytest.UsageError(
+            f"{', '.join(outside)}: not in the items directory {items_dir}; a benchmark or "
+            "verification session runs benchmark items only: name other items with "
+            "--execretrieval-items DIR (paths inside it, -k and -m select from it)"
+        )
+
+
+def _readable_terminal(config: pytest.Config) -> None:
+    """A benchmark's log is one a person reads: unless ``-v`` or ``--tb`` asks for more, each
+    failing query is one line of pytest's short test summary (``FAILED <id> - rank 1: ...``;
+    the failures section, one block per query, is left out: ``--tb`` default ``auto`` becomes
+    ``no``), and progress is pytest's letters without one line per item file (every query is a
+    file of its own: 1,000 lines). The whole failure text stays in the report and the junit XML.
+    """
+    if config.get_verbosity() > 0:
+        return
+    if config.option.tbstyle == "auto":
+        config.option.tbstyle = "no"
+        config.pluginmanager.register(CollectionErrors(), "execretrieval-collection-errors")
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    if terminal is not None:
+        terminal.showfspath = False  # as pytest-xdist does for its workers
+
+
+class CollectionErrors:
+    """With ``--tb`` at ``no`` pytest leaves out its ERRORS section too; a malformed item file's
+    message (every problem, one per line) is worth reading in full, so it is written here."""
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        errors = [r for r in terminalreporter.stats.get("error", []) if r.when == "collect"]
+        if errors:
+            terminalreporter.write_sep("=", "ERRORS")
+        for report in errors:
+            terminalreporter.write_sep("_", f"ERROR collecting {report.nodeid}", red=True)
+            terminalreporter.write_line(str(report.longrepr))
 
 
 def _require_every_layer() -> None:

@@ -29,7 +29,7 @@ from .corpus.store import (
 )
 from .corpus.verify import distractors_by_query, item_cases
 from .execution.runner import SuiteRunner
-from .nodes import ItemFile, ItemsDir, QueryItem, RankOneFailure, VerifyItem
+from .nodes import ItemFile, ItemsDir, QueryItem, RankOneFailure, VerifyItem, failure_message
 from .orchestration import Loaded, SetupError, load, read_state
 from .ranking.benchmark import QueryResult
 from .settings import Settings
@@ -277,7 +277,7 @@ class BenchmarkSession(Session):
         if lines:
             terminal.write_sep("=", "ExecRetrieval")
         for line in lines:
-            verdict = line.startswith(("gate [", "INCOMPLETE"))
+            verdict = line.startswith(("gate [", "INCOMPLETE", "exit 1: "))
             bad = verdict and "]: PASS" not in line
             terminal.write_line(line, bold=verdict, red=bad)
 
@@ -303,7 +303,7 @@ def outcome_of(report: pytest.TestReport) -> Outcome:
         outcome = "xfailed" if report.skipped else "xpassed"
     failed = report.failed or (outcome == "xfailed" and report.longrepr is not None)
     return Outcome(report.nodeid, report.when, outcome, report.duration,
-                   str(report.longrepr) if failed else "",
+                   failure_message(report) if failed else "",
                    tuple((k, v) for k, v in report.user_properties if k != "embedder"))  # fmt: skip
 
 

@@ -46,7 +46,7 @@ from .orchestration import (
 from .ranking.benchmark import BenchmarkRun
 from .ranking.rerank import RerankerContext
 from .ranking.rerank.pipeline import pipeline_name
-from .reporting.report import RecordedTest, final_summary, write_reports
+from .reporting.report import RecordedTest, final_summary, ungated_exit_line, write_reports
 from .scoring.gate import GateDecision, Incomplete
 from .settings import Settings
 
@@ -248,7 +248,11 @@ class BenchmarkState:
             (i for i, x in enumerate(lines) if x.startswith(("gate [", "reports: "))), len(lines)
         )  # the cost goes above the gates: the verdict stays last
         lines[at:at] = cost
-        return lines + ([self.incomplete_line()] if self.incomplete else [])
+        if self.incomplete:
+            return lines + [self.incomplete_line()]
+        records = {name: self.completed(name) for name in self.names}
+        last = ungated_exit_line(records, self.gate_records, self.written)
+        return lines + ([last] if last else [])
 
     def incomplete_line(self) -> str:
         i = self.incomplete

@@ -276,3 +276,22 @@ def test_an_operator_change_makes_the_corpus_stale(items, monkeypatch):
     (reason,) = stale_reasons(items, engine())
     assert reason.kind == "engine" and reason.item_id is None
     assert f"'mutation': '{MUTATION_VERSION}+unrecorded-" in reason.message
+
+
+def test_cli_build_streams_its_progress_into_a_pipe(items, tmp_path):
+    """A CI log (stdout is a pipe) gets each line when it is printed, not all at the end."""
+    import subprocess
+    import sys
+    import time
+
+    command = [sys.executable, "-m", "pytest_execretrieval.cli", "build", str(items), "-j", "1",
+               "--cache-dir", str(tmp_path / "cold")]  # fmt: skip
+    started = time.monotonic()
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as build_process:
+        arrivals = [(time.monotonic() - started, line) for line in build_process.stdout]
+    assert build_process.returncode == 0
+    progress = [(t, line) for t, line in arrivals if line.startswith("build: ")]
+    assert progress[0][1].startswith("build: 4 items: running 7 canonicals and alternatives")
+    assert any("candidates of 4/4 items run" in line for _, line in progress)
+    # the first line came while the build still ran (the cold run takes seconds)
+    assert arrivals[-1][0] - progress[0][0] > 1.0, arrivals

@@ -1,13 +1,16 @@
 """The user-facing docs stay true to the code: every option is documented, every relative link
-resolves inside the repository, nothing points outside it."""
+resolves inside the repository, nothing points outside it, and the README's example ids and
+figures of the bundled corpus are the bundled corpus's."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 from pytest_execretrieval.corpus.build import evidence_report
-from pytest_execretrieval.corpus.store import Corpus
+from pytest_execretrieval.corpus.items import bundled_items_dir, item_id, item_paths, load_items
+from pytest_execretrieval.corpus.store import Corpus, read_corpus
 from pytest_execretrieval.settings import OPTIONS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,3 +47,73 @@ def test_no_doc_points_outside_the_repository():
 def test_missing_equivalence_evidence_is_explained():
     text = evidence_report(Corpus(snippets=(), alternatives=()))
     assert "no item's entry point is fully annotated" in text and "items-guide.md" in text
+
+
+def readme_words() -> str:
+    """The README with its line breaks and runs of spaces folded (figures wrap across lines)."""
+    return " ".join((ROOT / "README.md").read_text().split())
+
+
+def test_readme_item_ids_are_bundled_items():
+    """Every `<domain>/<stem>` the README names (an example id, a query it discusses) exists."""
+    bundled = bundled_items_dir()
+    ids = {item_id(p) for p in item_paths(bundled)}
+    domains = sorted({i.split("/")[0] for i in ids})
+    named = set(re.findall(rf"(?<![\w/<])((?:{'|'.join(domains)})/\w+)", readme_words()))
+    assert len(named) >= 5  # the README's examples were found
+    assert sorted(named - ids) == []
+    verify_ids = re.findall(r"`(\w+/\w+)::canonical`", readme_words())
+    assert verify_ids and set(verify_ids) <= ids
+
+
+def test_readme_pool_figures_are_the_bundled_corpus():
+    manifest = json.loads((bundled_items_dir() / "manifest.json").read_text())
+    counts = manifest["counts"]
+    per_domain = {d: c["canonical"] for d, c in counts["per_domain"].items()}
+    sha = manifest["corpus_sha256"][:16]
+    assert f"corpus `{sha}`, after the items' second pass" in readme_words()
+    text = re.sub(r"(\d),(\d{3})\b", r"\1\2", readme_words())  # 4,997 -> 4997
+    assert (f"pool of {counts['snippets']} snippets: {counts['queries']} canonicals + "
+            f"{counts['distractors']} killed single-edit distractors") in text  # fmt: skip
+    assert (f"Bundled set: {counts['queries']} queries, {counts['snippets']} pool snippets, "
+            f"{counts['alternatives']} alternatives") in text  # fmt: skip
+    small = sorted(d for d, n in per_domain.items() if n == 85)
+    large = sorted(d for d, n in per_domain.items() if n == 110)
+    assert len(small) + len(large) == len(per_domain)
+    layout = re.search(r"The bundled benchmark \(`items/`, shipped in the wheel\): (\d+) items, "
+                       r"85 each in ([\w, ]+) and 110 each in ([\w, ]+); (\d+) alternatives; "
+                       r"(\d+) distractors", text)  # fmt: skip
+    assert layout, "the Layout section's figures"
+    listed = [sorted(x.strip() for x in layout.group(i).split(",")) for i in (2, 3)]
+    assert listed == [small, large]
+    assert [int(layout.group(i)) for i in (1, 4, 5)] == [
+        counts["queries"], counts["alternatives"], counts["distractors"]]  # fmt: skip
+
+
+def test_readme_cost_guard_figures_are_the_bundled_benchmarks(monkeypatch):
+    """The cost guard's line for a cold run, computed as the session computes it (no request)."""
+    from pytest_execretrieval.embedders import EmbedderOptions, get_embedder
+    from pytest_execretrieval.embedders.hosted import plan_run
+    from pytest_execretrieval.ranking.benchmark import document_text
+
+    monkeypatch.setenv("GEMINI_API_KEY", "unused")
+    monkeypatch.setenv("OPENAI_API_KEY", "unused")
+    bundled = bundled_items_dir()
+    pool = sorted(read_corpus(bundled).snippets, key=lambda s: s.snippet_id)
+    items = sorted(load_items(bundled)[0], key=lambda i: i.id)
+    work = [("document", [document_text(s) for s in pool], [s.snippet_id for s in pool]),
+            ("query", [i.query for i in items], [i.id for i in items])]  # fmt: skip
+    options = EmbedderOptions(cache_dir="unused")
+    gemini = plan_run(get_embedder("gemini-2", options), work, None)
+    openai = plan_run(get_embedder("openai-3-small", options), work, None)
+    text = readme_words()
+    assert f"`{gemini.summary()}`" in text
+    assert f"(`openai-3-small`: {openai.requests} requests, ~{openai.estimated_tokens:,} " \
+           "tokens by cl100k_base)" in text  # fmt: skip
+    utf8 = sum(len(t.encode()) for _, texts, _ in work for t in texts)
+    assert (
+        f"on the bundled corpus it counts {utf8:,} where cl100k_base counts "
+        f"{openai.estimated_tokens:,} tokens, {utf8 / openai.estimated_tokens:.1f}x"
+    ) in text
+    longest = max(len(document_text(s).encode()) for s in pool)
+    assert f"the longest is {longest:,} bytes" in text

@@ -36,7 +36,7 @@ def without_timing(path: Path) -> dict:
 
 
 def test_one_item_per_query_with_readable_failures(pytester, items):
-    result = bench(pytester, items, "-rA", "--execretrieval-report-dir=reports")
+    result = bench(pytester, items, "-v", "--execretrieval-report-dir=reports")
     out = result.stdout.str()
     assert result.ret in (0, 1)
     for qid in ("strings/count_vowels", "arrays_lists/window_sums", "arrays_lists/last_index_of",
@@ -77,9 +77,13 @@ def test_junit_per_model_and_summary(pytester, items):
     assert len(xmls) == 2
     suite = ET.parse(reports / "bm25.xml").getroot().find("testsuite")
     assert suite.get("name") == "bm25" and suite.get("tests") == "4"
-    props = {p.get("name") for p in suite.iter("property")}
+    # per-query figures in each case's <system-out> (the schema has no test-case properties),
+    # the model's in the suite's <properties>
+    figures = {line.split(": ")[0] for case in suite.iter("testcase")
+               for line in case.find("system-out").text.splitlines()}  # fmt: skip
     assert {"canonical_rank", "rank1_kind", "rank1_operator", "rank1_tie", "exec@1",
-            "exec@10"} <= props  # fmt: skip
+            "exec@10"} <= figures  # fmt: skip
+    assert {"corpus_sha256", "metric.exec@1"} <= {p.get("name") for p in suite.iter("property")}
     summary = (reports / "summary.md").read_text()
     assert "# ExecRetrieval report" in summary and "(paired, 4 queries)" in summary
     assert "## Analyses highlights" in summary
@@ -164,8 +168,23 @@ def test_malformed_item_is_a_collection_error_and_others_run(pytester, items):
 
 def test_repo_tests_are_not_collected_alongside(pytester, items):
     pytester.makepyfile(test_unrelated="def test_x():\n    assert False\n")
-    result = bench(pytester, items, str(pytester.path))
+    result = bench(pytester, items)  # the invocation directory holds both
     assert "test_unrelated" not in result.stdout.str()
+    assert "[bm25]" in result.stdout.str()
+
+
+def test_explicit_paths_outside_the_items_are_a_usage_error(pytester, items):
+    """`pytest tests/ --embedder=minilm` must not silently benchmark the bundled items."""
+    pytester.mkdir("tests")
+    pytester.makepyfile(**{"tests/test_unrelated": "def test_x():\n    pass\n"})
+    result = bench(pytester, items, "tests")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "tests: not in the items directory" in err and "--execretrieval-items DIR" in err
+    assert not (pytester.path / "cache").exists()  # before any work
+    inside = bench(pytester, items, str(items / "strings"))  # a path inside selects from it
+    assert inside.ret in (0, 1) and "strings/count_vowels[bm25]" in inside.stdout.str()
+    assert "arrays_lists" not in inside.stdout.str()
 
 
 def perfect_baseline(pytester, items) -> Path:
@@ -200,8 +219,8 @@ def test_gate_exit_status_is_the_decision(pytester, items):
     case = [c for c in ET.parse(pytester.path / "gated" / "bm25.xml").iter("testcase")
             if c.get("name") == "gate[bm25]"]  # fmt: skip
     assert len(case) == 1 and case[0].find("failure") is None
-    assert {"exec@1.p_value", "exec@1.p_adjusted"} <= {p.get("name") for p in case[0].iter(
-        "property")}  # fmt: skip
+    assert "exec@1.p_value: " in case[0].find("system-out").text
+    assert "exec@1.p_adjusted: " in case[0].find("system-out").text
     assert "power: too few queries (4)" in out
     strict = bench(pytester, items, "--execretrieval-baseline", str(baseline),
                    "--execretrieval-gate-metric", "exec@1", "--execretrieval-alpha", "0.2",
@@ -329,7 +348,7 @@ def test_items_outside_the_rootdir_keep_their_ids_and_markers(pytester, items):
     assert cli_main(["build", str(elsewhere), "--cache-dir", str(pytester.path / "cache")]) == 0
     sub = pytester.mkdir("project")
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "--embedder", "bm25", "-rf", "-p", "no:randomly",
+        [sys.executable, "-m", "pytest", "--embedder", "bm25", "-v", "-p", "no:randomly",
          "--execretrieval-items", str(elsewhere), "--execretrieval-cache-dir",
          str(pytester.path / "cache"), "-W", "error::pytest.PytestUnknownMarkWarning",
          "-m", "numbers"], cwd=sub, capture_output=True, text=True, timeout=600,
@@ -338,5 +357,7 @@ def test_items_outside_the_rootdir_keep_their_ids_and_markers(pytester, items):
     assert result.returncode in (0, 1), out + result.stderr
     assert "FAILED numbers/clamp_add[bm25]" in out or "PASSED numbers/clamp_add[bm25]" in out
     # the progress line names the item as its id does, not relative to the invocation directory
-    assert re.search(r"^numbers/clamp_add\[bm25\] [.FxX]", out, re.MULTILINE), out
+    assert re.search(
+        r"^numbers/clamp_add\[bm25\] (PASSED|FAILED|XFAIL|XPASS)", out, re.MULTILINE
+    ), out
     assert "../" not in out

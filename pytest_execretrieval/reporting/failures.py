@@ -1,6 +1,8 @@
 """Why a benchmark query failed, as text: the rank-1 snippet, its failing tests, its diff.
 
-The query item's failure message (``pytest --embedder NAME``) is :func:`failure_text`. A rank 1
+A failing query item prints :func:`failure_line` by default (one line: what ranked first, the
+canonical's rank), and :func:`failure_text` with ``-v`` or ``--tb=long|short`` and in the report
+and the junit XML (``pytest --embedder NAME``). A rank 1
 that is a wrong implementation lists each failing test with what the snippet returned there
 (``assert f(3) == 4  ->  fail: returned 5``). The rank-1 outcomes come from the corpus, which
 records outcomes only, so the rank-1 snippet's suite is run once more, in the sandbox, when the
@@ -18,7 +20,8 @@ from ..corpus.store import unified_diff
 from ..execution.sandbox import Limits, SandboxError, SuiteResult, run_suite
 from ..ranking.benchmark import Hit, QueryResult
 
-__all__ = ["RERUN_LIMITS", "failure_text", "rank1_group", "rank1_returned", "tie_text"]
+__all__ = ["RERUN_LIMITS", "failure_line", "failure_text", "rank1_group", "rank1_returned",
+           "tie_members", "tie_text"]  # fmt: skip
 
 SuiteRun = Callable[[str, str, Sequence[str]], SuiteResult]  # (code, setup, tests) -> result
 # The re-run for the values: a snippet that timed out before times out again, sooner; a test
@@ -101,6 +104,26 @@ def failure_text(
     ])  # fmt: skip
 
 
+def failure_line(item: BenchmarkItem, r: QueryResult) -> str:
+    """Why a query failed, in one line: what ranked first and where the canonical is.
+
+    ``rank 1: off_by_one mutant; canonical at rank 3``, ``rank 1: canonical of strings/other;
+    canonical at rank 2``, or for a tie ``rank 1: tie of 3 (the canonical and 2 mutants);
+    canonical at rank 1``. No query text, test or diff (:func:`failure_text` has them), so a
+    session with hundreds of failing queries prints one short line each.
+    """
+    canonical = f"canonical at rank {r.canonical_rank}"
+    if r.rank1_tie.get("passing"):
+        return f"rank 1: tie of {r.rank1_tie['size']} ({tie_members(item, r)}); {canonical}"
+    top1 = r.top[0]
+    what = f"{top1.operator} mutant" if top1.kind == "distractor" else top1.kind
+    if top1.query_id != item.id:
+        what += f" of {top1.query_id}"
+    if r.rank1_tie.get("size", 1) > 1:
+        what += f" tied with {r.rank1_tie['size'] - 1} more"
+    return f"rank 1: {what}; {canonical}"
+
+
 def rank1_group(r: QueryResult) -> list[Hit]:
     """The listed hits tied with rank 1 (pipelines compare tie keys, embedders scores)."""
 
@@ -110,8 +133,8 @@ def rank1_group(r: QueryResult) -> list[Hit]:
     return [h for h in r.top if key(h) == key(r.top[0])]
 
 
-def tie_text(item: BenchmarkItem, r: QueryResult) -> str:
-    """``rank 1 is a tie of 3: the canonical and 2 mutants score 0.5544; ...``"""
+def tie_members(item: BenchmarkItem, r: QueryResult) -> str:
+    """Who is tied at rank 1: ``the canonical and 2 mutants and 1 more below rank 10``."""
     group = rank1_group(r)
     parts: dict[str, int] = {}
     for h in group:
@@ -124,8 +147,13 @@ def tie_text(item: BenchmarkItem, r: QueryResult) -> str:
     listed = [k if k == order[0] else f"{parts[k]} {k}" for k in order if k in parts]
     if size > len(group):
         listed.append(f"{size - len(group)} more below rank {len(r.top)}")
+    return " and ".join(listed)
+
+
+def tie_text(item: BenchmarkItem, r: QueryResult) -> str:
+    """``rank 1 is a tie of 3: the canonical and 2 mutants score 0.5544; ...``"""
     return (
-        f"rank 1 is a tie of {size}: {' and '.join(listed)} score {r.top[0].score:.4f}; "
-        f"{r.rank1_tie['passing']} of them pass: the model cannot tell them apart "
-        "(a tie at rank 1 counts as a failure)"
+        f"rank 1 is a tie of {r.rank1_tie['size']}: {tie_members(item, r)} score "
+        f"{r.top[0].score:.4f}; {r.rank1_tie['passing']} of them pass: the model cannot tell "
+        "them apart (a tie at rank 1 counts as a failure)"
     )

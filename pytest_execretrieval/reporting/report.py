@@ -152,29 +152,68 @@ def gate_record(name: str, gate: dict) -> RecordedTest:
                       "" if gate["passed"] else message, properties)  # fmt: skip
 
 
-def junit_xml(name: str, records: Sequence[RecordedTest]) -> bytes:
-    """One junit test suite named for the model, one test case per query (and the gate's)."""
-    counts = {k: sum(r.outcome == k for r in records) for k in ("failed", "error", "skipped")}
-    suite = ET.Element("testsuite", {
-        "name": name, "tests": str(len(records)), "failures": str(counts["failed"]),
-        "errors": str(counts["error"]), "skipped": str(counts["skipped"]),
-        "time": f"{sum(r.duration for r in records):.3f}",
-    })  # fmt: skip
+# A query whose rank 1 fails, in the junit of a gated session: the gate is the verdict, so the
+# file shows no failure but the gate's (GitLab's widget and Jenkins count <failure>s); the query
+# is a <skipped> case of this type, its message the one-line reason, its text the whole failure.
+WITHIN_GATE = "execretrieval.rank1-fails-under-gate"
+
+
+def junit_xml(
+    name: str, records: Sequence[RecordedTest], gate: dict | None = None,
+    report: dict | None = None,
+) -> bytes:  # fmt: skip
+    """One junit test suite named for the model: a test case per query, and the gate's.
+
+    The file follows the JUnit schema CI servers validate against (xunit2; ``tests/data/
+    junit.xsd`` says where the rules come from): a test case holds its outcome element and a
+    ``<system-out>`` with its figures as ``name: value`` lines (the schema has no test-case
+    properties); the suite's ``<properties>`` hold the model's figures (``report``: corpus and
+    metrics). The suite's ``tests``, ``failures``, ``errors`` and ``skipped`` count the
+    elements written. With a ``gate`` the file agrees with its decision, as pytest's own
+    outcomes do: the gate's case ``gate[<name>]`` passes or fails with the explanation, and a
+    query whose rank 1 fails is a measurement, a ``<skipped>`` of type :data:`WITHIN_GATE` with
+    its one-line reason as message and its whole failure text (pytest reports it as xfail), so a
+    green gate leaves no failed case and a red one exactly the gate's.
+    """
+    if gate is not None:
+        records = [*records, gate_record(name, gate)]
+    suite = ET.Element("testsuite", {"name": name})
+    if report is not None:
+        props = ET.SubElement(suite, "properties")
+        metrics = [(f"metric.{m}", f"{v:.6g}") for m, v in report["metrics"].items()]
+        figures = [("corpus_sha256", report["corpus"]["sha256"]),
+                   ("n_queries", report["corpus"]["n_queries"]), *metrics]  # fmt: skip
+        for key, value in figures:
+            ET.SubElement(props, "property", {"name": key, "value": str(value)})
+    counts = {"failure": 0, "error": 0, "skipped": 0}
     for r in sorted(records, key=lambda r: r.nodeid):
         case = ET.SubElement(suite, "testcase", {
             "classname": f"execretrieval.{name}", "name": r.query_id, "time": f"{r.duration:.3f}",
         })  # fmt: skip
-        if r.properties:
-            props = ET.SubElement(case, "properties")
-            for key, value in r.properties:
-                ET.SubElement(props, "property", {"name": str(key), "value": str(value)})
-        if r.outcome in ("failed", "error"):
-            tag = "failure" if r.outcome == "failed" else "error"
-            first = r.message.splitlines()[0] if r.message else r.outcome
-            ET.SubElement(case, tag, {"message": first}).text = r.message
+        first = r.message.splitlines()[0] if r.message else r.outcome
+        measured = gate is not None and not r.nodeid.startswith("gate[")
+        if measured and r.outcome in ("failed", "xfailed") and r.message:
+            tag, attrs = "skipped", {"type": WITHIN_GATE, "message": first}
+        elif r.outcome in ("failed", "error"):
+            tag, attrs = ("failure" if r.outcome == "failed" else "error"), {"message": first}
         elif r.outcome in ("skipped", "xfailed"):
-            ET.SubElement(case, "skipped", {"message": r.outcome}).text = r.message
-    root = ET.Element("testsuites")
+            tag, attrs = "skipped", {"message": first}
+        else:
+            tag = None
+        if tag is not None:
+            ET.SubElement(case, tag, attrs).text = r.message
+            counts[tag] += 1
+        if r.properties:
+            ET.SubElement(case, "system-out").text = "".join(
+                f"{key}: {value}\n" for key, value in r.properties
+            )  # fmt: skip
+    suite.attrib.update({
+        "tests": str(len(records)), "failures": str(counts["failure"]),
+        "errors": str(counts["error"]), "skipped": str(counts["skipped"]),
+        "time": f"{sum(r.duration for r in records):.3f}",
+    })  # fmt: skip
+    root = ET.Element("testsuites", {k: suite.get(k) for k in ("tests", "failures", "errors",
+                                                               "time")})  # fmt: skip
     root.append(suite)
     ET.indent(root)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
@@ -229,6 +268,23 @@ def final_summary(
     if written:
         lines.append("reports: " + ", ".join(str(p) for p in written))
     return lines
+
+
+def ungated_exit_line(
+    records: dict[str, list[RecordedTest]], gates: dict[str, dict], written: Sequence[Path]
+) -> str | None:
+    """The last line of a session in which queries failed and no gate decided: why pytest
+    exits 1 and how to gate or keep reports. ``None`` when a gate decided or nothing failed."""
+    failed = sum(r.outcome in ("failed", "error") for rs in records.values() for r in rs)
+    if gates or not failed:
+        return None
+    ran = sum(len(rs) for rs in records.values())
+    keep = "" if written else "; keep reports with --execretrieval-report-dir DIR"
+    return (
+        f"exit 1: {failed} of {ran} queries failed at rank 1 and no gate decides (plain "
+        "pytest semantics); to gate, add --execretrieval-baseline REPORT.json or "
+        f"--execretrieval-min exec@1=X{keep}"
+    )
 
 
 def gate_markdown(gates: dict[str, dict]) -> str:
@@ -320,19 +376,43 @@ def session_summary_markdown(reports: dict[str, dict], gates: dict[str, dict]) -
     return text + ("\n" + lifts if lifts else "") + ("\n" + gate_markdown(gates) if gates else "")
 
 
+def earlier_reports(report_dir: Path, reports: dict[str, dict], skip: Sequence[Path]) -> dict:
+    """The other report JSONs in ``report_dir`` (earlier sessions writing into the same
+    directory) of the same corpus as ``reports``, by model name in file-name order; a file that
+    is not a report, another corpus's report or one of ``skip`` is left out."""
+    from ..scoring.compare import ReportError, load_report
+
+    corpus = next(iter(reports.values()))["corpus"]["sha256"]
+    found: dict[str, dict] = {}
+    for path in sorted(set(Path(report_dir).glob("*.json")) - set(skip)):
+        try:
+            data = load_report(path)
+        except ReportError:
+            continue
+        name = str(data["embedder"].get("name", path.stem))
+        if data["corpus"].get("sha256") == corpus and "analyses" in data and name not in reports:
+            found.setdefault(name, data)
+    return found
+
+
 def write_reports(
     report_dir: Path, reports: dict[str, dict], records: dict[str, list[RecordedTest]],
     gates: dict[str, dict],
 ) -> list[Path]:  # fmt: skip
-    """Write every model's JSON and junit XML and the summary; returns the paths written."""
+    """Write every model's JSON and junit XML and the summary; returns the paths written.
+
+    ``summary.md`` covers every model whose report JSON is in ``report_dir`` (same corpus):
+    sessions run one model at a time into one directory keep each other's (this session's
+    models first, then the earlier ones, see :func:`earlier_reports`)."""
     report_dir = Path(report_dir)
     report_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name, data in reports.items():
-        cases = records[name] + ([gate_record(name, gates[name])] if name in gates else [])
         written += [report_dir / f"{file_stem(name)}.json", report_dir / f"{file_stem(name)}.xml"]
         write_json(written[-2], data)
-        written[-1].write_bytes(junit_xml(name, cases))
+        written[-1].write_bytes(junit_xml(name, records[name], gates.get(name), data))
+    earlier = earlier_reports(report_dir, reports, written)
+    every_gate = {**{n: r["gate"] for n, r in earlier.items() if r.get("gate")}, **gates}
     written.append(report_dir / "summary.md")
-    written[-1].write_text(session_summary_markdown(reports, gates))
+    written[-1].write_text(session_summary_markdown({**reports, **earlier}, every_gate))
     return written
