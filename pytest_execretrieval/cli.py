@@ -64,6 +64,8 @@ def cmd_build(args: argparse.Namespace) -> int:
             print("nothing written", file=sys.stderr)
             return 1
     meta = write_corpus(items_dir, result.corpus, out_dir)
+    for line in result.unusable:  # left out of the pool: a rerun may decide them
+        print(line, file=sys.stderr)
     print(yield_report(result.yields))
     print(evidence_report(result.corpus))
     print(mutation_score_report(result.yields, result.survivors))

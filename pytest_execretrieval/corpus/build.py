@@ -16,7 +16,7 @@ from ..execution.sandbox import RUNNER_VERSION, SuiteResult
 from ..mutation.equivalence import EVIDENCE_VERSION, evidence
 from ..mutation.fingerprint import mutation_version
 from ..mutation.operators import OPERATOR_CLASSES, Mutant, generate_mutants
-from ..mutation.select import MAX_DISTRACTORS, Killed, kill_kind, select_distractors
+from ..mutation.select import MAX_DISTRACTORS, UNUSABLE, Killed, kill_kind, select_distractors
 from ..mutation.stacking import stack_mutants
 from .items import BenchmarkItem
 from .store import Corpus, Snippet, make_snippet, unified_diff
@@ -73,9 +73,14 @@ class BuildResult:
     corpus: Corpus
     yields: tuple[ItemYield, ...]
     survivors: tuple[Survivor, ...] = ()
+    # Mutants whose suite proved nothing twice (SuiteResult.unusable), one line each naming
+    # the item, the edit and why: neither distractors nor survivors.
+    unusable: tuple[str, ...] = ()
 
 
 def failure_summary(item: BenchmarkItem, result: SuiteResult) -> str:
+    if result.unusable:
+        return f"unusable: its suite proved nothing, twice ({result.detail})"
     returned = result.returned or ("",) * len(result.outcomes)
     bad = [f"{item.tests[i]!r} -> {o}" + (f": {returned[i]}" if returned[i] else "")
            for i, o in enumerate(result.outcomes) if o != "pass"]  # fmt: skip
@@ -110,6 +115,7 @@ def build(
     alternatives: list[Snippet] = []
     yields: list[ItemYield] = []
     survivors: dict[str, list[Mutant]] = {}
+    unusable: list[str] = []
     class_totals: Counter = Counter()
     for item in items:
         for label, code in [("canonical", item.canonical)] + [
@@ -126,7 +132,10 @@ def build(
         for position, mutant in enumerate(mutants[item.id]):
             result = next(mutant_results)
             kind = kill_kind(result)
-            if kind:
+            if kind == UNUSABLE:
+                unusable.append(f"{item.path}: {mutant.operator} mutant at line {mutant.line} "
+                                f"is unusable: {result.detail}")  # fmt: skip
+            elif kind:
                 killed.append(Killed(position, mutant, result, kind))
             else:
                 survivors.setdefault(item.id, []).append(mutant)
@@ -144,7 +153,8 @@ def build(
     if duplicates:
         raise BuildError(f"identical code in several items: snippet ids {duplicates}")
     return BuildResult(Corpus(tuple(pool), tuple(alternatives), engine(stack)), tuple(yields),
-                       survivor_evidence(items, survivors, mutant_runner))  # fmt: skip
+                       survivor_evidence(items, survivors, mutant_runner),
+                       tuple(unusable))  # fmt: skip
 
 
 def survivor_evidence(
@@ -275,7 +285,7 @@ def stacked_candidates(
     out = {}
     for item in items:
         killed = [Killed(i, m, r, kill_kind(r)) for i, m in enumerate(singles[item.id])
-                  for r in [next(results)] if kill_kind(r)]  # fmt: skip
+                  for r in [next(results)] if kill_kind(r) not in (None, UNUSABLE)]  # fmt: skip
         preferred = select_distractors(killed, Counter(), limit=len(killed))
         out[item.id] = stack_mutants(item.canonical, item.entry_point, k,
                                      [c.mutant for c in preferred], STACK_CANDIDATES)  # fmt: skip

@@ -73,6 +73,12 @@ _STARTUP_TIMEOUT_S = 60.0
 _REPLY_GRACE_S = 30.0  # on top of the suite timeout, for fork/cleanup under heavy load
 ISOLATION_MODES = ("best", "strict")
 LOST = "error:SandboxLost"  # the outcome of every test of a suite whose sandbox died or hung
+PROTOCOL_ERROR: str = _child.PROTOCOL_ERROR  # ... of a suite whose child broke the wire protocol
+# Outcomes that say nothing about the snippet: a suite with one of them proves neither a pass
+# nor a kill. The runner retries it once (outcome_cache.cached_run); if it recurs, the snippet
+# is *unusable*: never a pass, a distractor or "differing" evidence, and the build and verify
+# name it (SuiteResult.unusable).
+UNUSABLE_OUTCOMES = frozenset({LOST, PROTOCOL_ERROR})
 
 
 class SandboxError(RuntimeError):
@@ -121,6 +127,11 @@ class SuiteResult:
         if self.returned and len(self.returned) != len(self.outcomes):
             raise ValueError(f"SuiteResult.returned has {len(self.returned)} entries for "
                              f"{len(self.outcomes)} outcomes")  # fmt: skip
+
+    @property
+    def unusable(self) -> bool:
+        """Whether the suite proves nothing about the snippet (see :data:`UNUSABLE_OUTCOMES`)."""
+        return any(o in UNUSABLE_OUTCOMES for o in self.outcomes)
 
     def to_json(self) -> dict[str, Any]:
         """JSON object; ``returned`` only when known (older readers and entries stay valid)."""
@@ -180,9 +191,19 @@ def _read_exact(fd: int, n: int, deadline: float) -> bytes:
     return bytes(buf)
 
 
-def _read_frame(fd: int, deadline: float) -> Any:
+_MAX_REPLY_BASE = 4 << 20  # a reply's bytes besides the snippet's output
+
+
+def _read_frame(fd: int, deadline: float, limit: int = _MAX_REPLY_BASE) -> Any:
+    """One frame of at most ``limit`` bytes from the checker; _ServerGone for anything else
+    (too large, unparsable: deep nesting, bad UTF-8, ...)."""
     (size,) = _child._HEADER.unpack(_read_exact(fd, _child._HEADER.size, deadline))
-    return json.loads(_read_exact(fd, size, deadline))
+    if size > limit:
+        raise _ServerGone(f"a reply frame of {size} bytes exceeds the {limit} byte limit")
+    try:
+        return _child._loads(_read_exact(fd, size, deadline))
+    except ValueError as exc:
+        raise _ServerGone(str(exc)) from None
 
 
 class Sandbox:
@@ -202,6 +223,8 @@ class Sandbox:
         self.limits = limits
         self.mode = isolation
         self._limits_json = asdict(limits)  # sent with every request
+        # The snippet's output, escaped as JSON at worst (\\uXXXX per byte), plus the rest.
+        self._max_reply = _MAX_REPLY_BASE + 6 * limits.output_bytes
         self._guard = _guard
         self._owner = os.getpid()
         self._lock = threading.Lock()
@@ -317,18 +340,14 @@ class Sandbox:
                 "guard": self._guard,
             }
             body = json.dumps(payload).encode("utf-8")
+            if len(body) > _child._MAX_REQUEST:  # the checker would refuse it
+                detail = f"a request of {len(body)} bytes exceeds the {_child._MAX_REQUEST} limit"
+                return SuiteResult((PROTOCOL_ERROR,) * len(tests), False, detail, "")
             request = _child._HEADER.pack(len(body)) + body
             reply = self._exchange(request, len(tests))
         if isinstance(reply, SuiteResult):
             return reply
-        if "error" in reply:
-            raise SandboxError(f"the sandbox server could not run the suite: {reply['error']}")
-        types = reply.get("value_types")
-        if isinstance(types, dict):
-            for name, count in types.items():
-                if isinstance(name, str) and type(count) is int:
-                    self.value_types[name] = self.value_types.get(name, 0) + count
-        return _to_result(reply, len(tests))
+        raise SandboxError(f"the sandbox server could not run the suite: {reply['error']}")
 
     def _exchange(self, request: bytes, n_tests: int) -> dict[str, Any] | SuiteResult:
         for attempt in range(2):
@@ -350,13 +369,17 @@ class Sandbox:
                 continue
             deadline = time.monotonic() + self.limits.timeout_s + _REPLY_GRACE_S
             try:
-                reply = _read_frame(proc.stdout.fileno(), deadline)
+                reply = _read_frame(proc.stdout.fileno(), deadline, self._max_reply)
                 if not isinstance(reply, dict) or reply.get("id") != self._requests:
                     raise _ServerGone(f"reply out of step with request {self._requests}")
                 if reply.get("fatal"):
                     raise _ServerGone(str(reply.get("error")))
-                return reply
-            except (_ServerGone, ValueError) as exc:  # ValueError: garbled frame
+                if "error" in reply:
+                    return reply
+                result = _to_result(reply, n_tests)
+                self._census(reply.get("value_types"))
+                return result
+            except _ServerGone as exc:
                 self._kill()
                 detail = f"sandbox lost during this suite ({exc}); restarted for the next one"
                 return SuiteResult((LOST,) * n_tests, False, detail, "")
@@ -364,6 +387,12 @@ class Sandbox:
                 self._kill()  # e.g. KeyboardInterrupt mid-request: a reply may be pending
                 raise
         raise AssertionError("unreachable")
+
+    def _census(self, types: Any) -> None:
+        if isinstance(types, dict):
+            for name, count in types.items():
+                if isinstance(name, str) and type(count) is int:
+                    self.value_types[name] = self.value_types.get(name, 0) + count
 
     def close(self) -> None:
         """Stop the sandbox processes. Idempotent."""
@@ -380,7 +409,9 @@ class Sandbox:
             pass
 
 
-LAYERS: tuple[str, ...] = _child.LAYER_NAMES
+# The layers around the processes that run snippets (the zygote and its children), then the
+# checker's own (``checker_*``).
+LAYERS: tuple[str, ...] = _child.LAYER_NAMES + _child.CHECKER_LAYER_NAMES
 _SEEN: list[dict[str, Any]] = []
 _WARNED: set[str] = set()
 
@@ -453,14 +484,15 @@ def _check_inputs(code: object, setup: object, tests: object) -> tuple[str, ...]
 
 
 def _to_result(reply: dict[str, Any], n_tests: int) -> SuiteResult:
+    """The suite's result from a reply; _ServerGone (a lost sandbox) when it is malformed."""
     try:
         result = SuiteResult.from_json(
             {k: v for k, v in reply.items() if k not in ("id", "value_types")}
         )
     except (TypeError, ValueError) as exc:
-        raise SandboxError(f"malformed reply from the sandbox server: {exc}") from exc
+        raise _ServerGone(f"malformed reply from the sandbox server: {exc}") from None
     if len(result.outcomes) != n_tests:
-        raise SandboxError(f"server returned {len(result.outcomes)} outcomes for {n_tests} tests")
+        raise _ServerGone(f"server returned {len(result.outcomes)} outcomes for {n_tests} tests")
     # Belt and braces: never trust a `passed` that the outcomes contradict.
     passed = result.passed and all(o == "pass" for o in result.outcomes)
     returned = () if all(o == "pass" for o in result.outcomes) else result.returned

@@ -384,14 +384,16 @@ def evidence(
     query: str = "",
 ) -> list[Evidence | None]:
     """Per code in ``codes``: on how many drawn in-domain inputs it differs from the canonical
-    (None for every code when the canonical's entry point is not fully annotated)."""
+    (None for every code when the canonical's entry point is not fully annotated, and for a
+    code whose harness suite is unusable: a lost sandbox or a broken protocol is no
+    evidence, least of all of a difference)."""
     types = annotations(canonical, entry_point)
     if types is None or not codes:
         return [None] * len(codes)
     inputs = draw_inputs(tuple(types))
     setup_code, tests, reference = harness(canonical, entry_point, setup, inputs, query)
     results = runner.run_many([(code + reference, setup_code, tests) for code in codes])
-    return [summarise(r.outcomes, inputs) for r in results]
+    return [None if r.unusable else summarise(r.outcomes, inputs) for r in results]
 
 
 def summarise(outcomes: Sequence[str], inputs: Sequence[tuple]) -> Evidence:
