@@ -2641,19 +2641,28 @@ def _terminate(signum: int, _frame: object) -> None:
 
 
 def _probe(req: dict[str, Any]) -> dict[str, str]:
-    """For the tests of the checker's confinement only: try what the checker must not do,
-    from the running checker itself, and say how each attempt ended (``ok`` or the errno's
-    name). ``kill``: signal 0 to a pid; ``prlimit``: RLIMIT_FSIZE 0 on a pid; ``connect``: a
-    unix socket path; ``setpriority``: nice 19 for a pid."""
+    """For the tests of the checker's confinement only (the caller's ``{"probe": {...}}``
+    request): try what the checker must not do, from the running checker itself, and say how
+    each attempt ended (``ok``, the errno's name, or ``CpuExceeded``). ``kill``: signal 0 to a
+    pid; ``prlimit``: RLIMIT_FSIZE 0 on a pid; ``setpriority``: nice 19 for a pid;
+    ``connect``: a unix socket path; ``socketpair``: make one; ``spin``: that many seconds of
+    CPU in Python code; ``spin_c``: as many in one call into C (``sum`` over a range)."""
 
     def attempt(action: Callable[[Any], Any], arg: Any) -> str:
         try:
             action(arg)
             return "ok"
+        except _CpuExceeded:
+            return "CpuExceeded"
         except OSError as exc:
             import errno
 
             return errno.errorcode.get(exc.errno or 0, str(exc.errno))
+
+    def spin(seconds: float) -> None:
+        end = time.process_time() + float(seconds)
+        while time.process_time() < end:
+            pass
 
     def connect(path: str) -> None:
         import socket
@@ -2667,6 +2676,8 @@ def _probe(req: dict[str, Any]) -> dict[str, str]:
         "setpriority": lambda pid: os.setpriority(os.PRIO_PROCESS, int(pid), 19),
         "connect": lambda path: connect(str(path)),
         "socketpair": lambda _: __import__("socket").socketpair(),
+        "spin": spin,
+        "spin_c": lambda seconds: sum(range(int(float(seconds) * 10**9))),
     }
     return {name: attempt(actions[name], arg) for name, arg in req.items() if name in actions}
 
@@ -2775,7 +2786,11 @@ def serve() -> None:
                 _stop_zygote(fds["zc_w"], zygote)
                 return
             if "probe" in req:
-                reply = {"probe": _probe(req["probe"])}
+                budget.arm(float(req.get("budget_s", 1.0)))
+                try:
+                    reply = {"probe": _probe(req["probe"])}
+                finally:
+                    budget.disarm()
             else:
                 budget.arm(float(req["limits"]["timeout_s"]))
                 try:
