@@ -9,7 +9,7 @@ module has no side effects, so ``sandbox.py`` can read :data:`RUNNER_VERSION` an
 
 Three processes, so that no process that runs snippet code ever holds an expected value:
 
-* the **checker** (the process Sandbox starts) reads requests from the caller, plans each test
+* the **checker** reads requests from the caller, plans each test
   (:func:`plan_test`: the snippet-dependent sub-expressions become *holes*, the rest, with the
   expected values and comparisons, stays here), evaluates the tests, asking the child for each
   hole's value, and replies. It never runs snippet code and never forks after startup.
@@ -21,10 +21,23 @@ Three processes, so that no process that runs snippet code ever holds an expecte
   in a restricted typed encoding (:func:`encode`); the checker decodes them (:func:`decode`) into
   plain objects of the allowed types only, so a snippet object's ``__eq__`` never runs there.
 
-Wire protocols: frames of a 4-byte big-endian length + UTF-8 JSON everywhere.
+The process Sandbox starts enters the checker's own user, PID, network, IPC and mount namespaces
+and forks the checker as that PID namespace's init, staying outside as its idle *anchor*; the
+checker drops to nobody and loads its own seccomp program once the zygote is set up
+(:class:`_CheckerLayers`). The threat model: the child runs hostile code and may write anything
+on its pipes; the checker and the zygote run none, but a child's frames reach the checker, so
+the checker is confined as if it did (no host privilege, no signals, no sockets, no other
+process within reach, a CPU budget per request).
+
+Wire protocols: frames of a 4-byte big-endian length + UTF-8 JSON everywhere, each bounded by its
+reader (``_MAX_REQUEST``, ``_MAX_VALUE_FRAME``, ``_MAX_ZYGOTE_FRAME``, ``_MAX_FRAMES``); every
+parse or decode failure is a ValueError there, and a child's is a protocol error of its suite
+(:data:`PROTOCOL_ERROR`). Values are bounded in nesting, elements and same-hash set elements or
+dict keys (:func:`decode`).
 
 * caller <-> checker: stdin (requests) and stdout (replies); first ``{"ready": pid, "version":
-  v, "isolation": {...}}``.
+  v, "isolation": {...}}``. A ``{"probe": {...}}`` request (tests only) makes the checker try
+  what its confinement forbids and say how each attempt ended (:func:`_probe`).
 * checker -> zygote ``{"run": ...}``; zygote -> checker ``{"layers": ...}`` once, then per
   suite ``{"exit": "exited"|"timeout", "status": s, "left": bool, "scratch": str}``.
 * zygote -> spare child: the ``run`` frame (code, setup, the holes' sources), on its own pipe.
@@ -35,6 +48,8 @@ Wire protocols: frames of a 4-byte big-endian length + UTF-8 JSON everywhere.
   0|1, "mro": [...]}`` (a captured call); ``{"viol": event}`` whenever the audit guard blocks
   something; ``{"d": 1}`` at the end. The checker asks for the other holes with ``{"t": test,
   "h": hole, "l": locals}`` and ends with ``{"end": 1}`` unless the child said ``complete``.
+  Once the child broke the protocol, the checker sends the zygote ``{"abort": 1}``: it ends the
+  suite at once (exit ``"aborted"``).
   One suite runs at a time per zygote, and the checker drains these pipes after each suite,
   once the zygote has killed and reaped every process of it.
 """

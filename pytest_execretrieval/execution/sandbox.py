@@ -16,16 +16,29 @@ namespaces (the zygote is the PID namespace's init, so nothing a suite starts ou
 bounded tmpfs is the scratch directory), Landlock (writes only in the scratch directory, reads
 only of the interpreter, the standard library and system libraries, no TCP; signals scoped to
 the child), ``no_new_privs``, a seccomp filter (no exec, no process creation beyond threads, no
-ptrace/mknod/pidfd, sockets only AF_UNIX) and an unprivileged uid with no capabilities. The
-audit hook of earlier versions stays as an inner layer that names what it blocked. With
-``isolation="strict"`` a Sandbox refuses to start unless every layer is in force; ``"best"``
-runs with what the kernel offers and warns once per process about the rest.
+ptrace/mknod/pidfd, no ``socket()`` at all, ``socketpair`` only AF_UNIX; ``/dev/shm``, ``/run``
+and ``/var/run`` empty) and an unprivileged uid with no capabilities. The audit hook of earlier
+versions stays as an inner layer that names what it blocked.
+
+The checker is confined like the child (the ``checker_*`` layers): the process started here is
+only the outside anchor of the checker's own user, PID, network, IPC and mount namespaces; the
+checker, their PID namespace's init, runs as nobody with no_new_privs, a read-only Landlock
+ruleset and a seccomp program without sockets, signals, new processes or
+``prlimit``/``setpriority`` on other processes; it has a parent-death signal and a CPU budget
+per request (the suite's timeout). With ``isolation="strict"`` a Sandbox refuses to start unless
+every layer is in force; ``"best"`` runs with what the kernel offers and warns once per process
+about the rest.
 
 Exit status never means pass: a suite passes only if the child finished every test and sent
 its completion frame, nothing it started outlived it, and every test passed. The zygote
-enforces the wall-clock timeout and kills everything the suite left. A checker or zygote that
-dies, stops or hangs costs the suite in flight a named failure (``error:SandboxLost``) and is
-restarted for the next suite; it never raises into the caller.
+enforces the wall-clock timeout and kills everything the suite left. Every frame on every pipe is
+bounded in size by its reader, and decoded values in depth, elements and same-hash keys; a child
+that breaks the protocol makes every outcome of its suite ``error:ProtocolError``. A checker or
+zygote that dies, stops, hangs or answers garbage costs the suite in flight a named failure
+(``error:SandboxLost``) and is restarted for the next suite; it never raises into the caller.
+Both outcomes say nothing about the snippet (:data:`UNUSABLE_OUTCOMES`,
+:attr:`SuiteResult.unusable`): the runner retries such a suite once, and callers treat one that
+recurs as neither a pass nor a kill.
 """
 
 from __future__ import annotations
@@ -48,7 +61,10 @@ from . import _sandbox_child as _child
 
 __all__ = [
     "ISOLATION_MODES",
+    "LOST",
+    "PROTOCOL_ERROR",
     "RUNNER_VERSION",
+    "UNUSABLE_OUTCOMES",
     "Limits",
     "Sandbox",
     "SandboxError",
