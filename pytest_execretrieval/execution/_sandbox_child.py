@@ -2491,8 +2491,6 @@ class _CheckerLayers:
     def confine(self, seccomp: tuple[bytes, ...] | str) -> None:
         """Once the zygote is set up (it needed us privileged, to write its uid/gid maps)."""
         c = self.c
-        for module in ("datetime", "decimal", "fractions", "collections", "reprlib", "fcntl"):
-            __import__(module)  # what the checker imports lazily, while every path is readable
         try:
             c.set_no_new_privs()
             self._on("no_new_privs")
