@@ -149,3 +149,11 @@ def test_many_small_batches_reuse_the_runners_sandboxes(tmp_path):
             results = runner.run_many([(code, "", [f"assert f() == {i}"])] * 3)
             assert all(r.passed for r in results)
         assert len(runner._sandboxes) <= 2
+
+
+def test_a_candidate_that_breaks_the_protocol_is_no_evidence(runner):
+    canonical = "def ident(x: int) -> int:\n    return x\n"
+    breaker = "import os\nos.write(4, b'\\xff\\xff\\xff\\xff')\n" + canonical
+    broken, same = evidence(canonical, "ident", "", [breaker, canonical], runner)
+    assert broken is None  # unusable: neither "differing" nor "agreeing"
+    assert same is not None and same.differing == 0 and same.inputs > 0

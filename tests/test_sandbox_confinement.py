@@ -416,3 +416,19 @@ def test_a_mutant_that_only_breaks_the_protocol_is_not_a_distractor(tmp_path):
             assert not r.passed and not r.unusable, (d.diff, r)
             assert LOST not in d.outcomes and PROTOCOL_ERROR not in d.outcomes
         assert all(s.operator != "unusable" for s in result.survivors)
+
+
+def test_verify_names_an_unusable_snippet_of_every_kind(tmp_path):
+    from pytest_execretrieval.corpus.verify import Case, check
+    from pytest_execretrieval.execution.sandbox import SuiteResult
+
+    items = tmp_path / "items"
+    (items / "arrays_lists").mkdir(parents=True)
+    (items / "arrays_lists" / "bump.toml").write_text(BREAKER)
+    item = load_items(items)[0][0]
+    for outcome in (LOST, PROTOCOL_ERROR):
+        lost = SuiteResult((outcome,) * 3, False, "sandbox lost during this suite (test)")
+        for name, must_pass in (("canonical", True), ("distractor[x]", False)):
+            problem = check(Case(name, item, item.canonical, must_pass), lost)
+            assert problem is not None and f"{name} is unusable" in problem, problem
+            assert "sandbox lost during this suite (test)" in problem
