@@ -98,6 +98,7 @@ _HEADER = struct.Struct(">I")
 # run frame; one child frame (a hole's encoded value, or a test's prefetched ones); a zygote
 # frame. The caller bounds the checker's replies (sandbox.py).
 _MAX_REQUEST = 32 << 20
+_MAX_RUN = 2 * _MAX_REQUEST  # a request's code and setup, and its tests' holes
 _MAX_VALUE_FRAME = 16 << 20
 _MAX_ZYGOTE_FRAME = 1 << 20
 _MAX_FRAMES = 1 << 16  # child frames in one suite (a few per test)
@@ -1142,7 +1143,7 @@ def _child_main(limits: dict[str, Any], zygote: Any, go_r: int) -> None:
     layers = zygote.layers
     streams = _child_setup(zygote, zygote.rlimits(limits), go_r)
     fresh = _fresh_namespaces()
-    run = _recv(GO_FD)
+    run = _recv(GO_FD, _MAX_RUN)
     if run is None:
         os._exit(0)  # the zygote is done with us
     os.close(GO_FD)
@@ -1299,7 +1300,7 @@ class _Zygote:
             while True:
                 if self.spare is None and self.limits and PREFORK and not self._request_waiting():
                     self.spare = self._spawn(self.limits)
-                req = _recv(self.fds["zc_r"])
+                req = _recv(self.fds["zc_r"], _MAX_RUN)
                 if req is None:
                     return
                 if "run" not in req:

@@ -258,7 +258,9 @@ class Sandbox:
 
     @property
     def server_pid(self) -> int | None:
-        """Pid of the running checker process, if any (for diagnostics and tests)."""
+        """Pid of the process this Sandbox started, if running (for diagnostics and tests):
+        the checker itself, or, when it has a PID namespace of its own, that namespace's
+        outside anchor, whose only child is the checker."""
         return self._proc.pid if self._proc is not None else None
 
     def __enter__(self) -> Self:
