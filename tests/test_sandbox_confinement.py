@@ -81,6 +81,7 @@ def probe(sandbox: Sandbox, budget_s: float = 1.0, **attempts: object) -> dict |
     try:
         return sandbox_module._read_frame(proc.stdout.fileno(), time.monotonic() + 30)
     except sandbox_module._ServerGone:
+        proc.wait(timeout=30)  # its anchor exits with it: the next run restarts the sandbox
         return None
 
 
