@@ -2,8 +2,10 @@
 
 Runs the bundled items' canonicals and distractors of the first N/5 queries, in item order, through
 one Sandbox, and prints per suite: the checker's own CPU, the zygote's (the PID namespace's
-init) and that of the children it reaped, plus the wall time. Works with older sandboxes too
-(one server process): then only the first line is printed.
+init) and that of the children it reaped, plus the wall time. The checker is the server process
+or, once it has a PID namespace of its own, the server's one child (the server is then only its
+namespace's idle anchor). Works with older sandboxes too (one server process): then only the
+first line is printed.
 
 Usage: python benchmarks/sandbox_cpu.py [N]   (default N=500)
 """
@@ -43,6 +45,12 @@ def children(pid: int) -> list[int]:
     return out
 
 
+def nspids(pid: int) -> list[str]:
+    """``pid`` in each PID namespace it is in, outermost first."""
+    with open(f"/proc/{pid}/status") as fh:
+        return next(ln for ln in fh if ln.startswith("NSpid:")).split()[1:]
+
+
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 500
     items = ROOT / "items"
@@ -56,7 +64,10 @@ def main() -> None:
     with Sandbox() as sandbox:
         sandbox.run("", "", ["assert 1"])
         procs = {"checker": sandbox.server_pid}
-        anchor = children(sandbox.server_pid)
+        below = children(sandbox.server_pid)
+        if below and len(nspids(below[0])) > 1:  # the server is its PID namespace's anchor
+            procs["checker"] = below[0]
+        anchor = children(procs["checker"])
         init = children(anchor[0]) if anchor else []
         if init:
             procs["zygote"] = min(init)  # the init; a spare child is its child, not ours

@@ -83,6 +83,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         executed = runner.executed + mutant_runner.executed
     meta = write_corpus(items_dir, result.corpus, out_dir, yields_jsonl(result.records),
                         digests(result.corpus, result.records))  # fmt: skip
+    for line in result.unusable:  # left out of the pool: a rerun may decide them
+        print(line, file=sys.stderr)
     print(yield_report(result.yields))
     print(evidence_report(result.corpus))
     print(mutation_score_report(result.yields, result.survivors))
@@ -173,10 +175,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(isolation, indent=2, sort_keys=True))
         return 1 if isolation["missing"] else 0
-    print("sandbox isolation layers (for the processes that run snippets):")
+    width = max(map(len, LAYERS))
+    print("sandbox isolation layers (the processes that run snippets, then the checker's):")
     for name in LAYERS:
         why = isolation["missing"].get(name)
-        print(f"  {name:<18} {'in force' if why is None else 'MISSING: ' + why}")
+        print(f"  {name:<{width}} {'in force' if why is None else 'MISSING: ' + why}")
     print(f"  landlock ABI {isolation['landlock_abi']}, snippets run as uid "
           f"{isolation['child_uid'] if isolation['child_uid'] is not None else '(unchanged)'}, "
           f"scratch {_scratch_text(isolation)}; checker: {isolation['checker']}")  # fmt: skip

@@ -116,9 +116,17 @@ def result(*outcomes: str, passed: bool | None = None) -> SuiteResult:
     (("timeout", "timeout"), "timeout"),
     (("fail", "timeout"), "timeout"),
     (("error:EarlyExit", "timeout"), "timeout"),
+    (("error:SandboxLost", "error:SandboxLost"), "unusable"),
+    (("error:ProtocolError", "error:ProtocolError"), "unusable"),
 ])  # fmt: skip
 def test_kill_classification(outcomes, kind):
     assert kill_kind(result(*outcomes)) == kind
+
+
+def test_an_unusable_suite_is_never_chosen():
+    # A lost sandbox or a broken protocol proves nothing: not a kill, however few are left.
+    chosen = select_distractors([killed(0, "off_by_one", "unusable")], Counter())
+    assert chosen == []
 
 
 def test_left_behind_child_is_a_kill_even_with_passing_outcomes():

@@ -183,3 +183,11 @@ def test_probe_arguments_read_back_as_the_drawn_values():
         _grammar.check_lambda(node)
         fn = eval(ast.unparse(node))  # noqa: S307 - our own lambda
         assert [fn(x) for x in range(-6, 3)] == [maker(-3)(x) for x in range(-6, 3)]
+
+
+def test_a_candidate_that_breaks_the_protocol_is_no_evidence(runner):
+    canonical = "def ident(x: int) -> int:\n    return x\n"
+    breaker = "import os\nos.write(4, b'\\xff\\xff\\xff\\xff')\n" + canonical
+    broken, same = evidence(canonical, "ident", "", [breaker, canonical], runner, "")
+    assert broken is None  # unusable: neither "differing" nor "agreeing"
+    assert same is not None and same.differing == 0 and same.inputs > 0

@@ -37,16 +37,16 @@ def test_seccomp_programs_are_compiled_in_a_helper_process():
     from pytest_execretrieval.execution import _confine
 
     before = set(sys.modules)
-    server, child = _confine.seccomp_programs()
-    assert server != child
-    assert all(p and len(p) % 8 == 0 for p in (server, child))  # struct sock_filter is 8 bytes
+    programs = _confine.seccomp_programs()
+    assert len(set(programs)) == len(_confine.ROLES) == 3  # server, child, checker
+    assert all(p and len(p) % 8 == 0 for p in programs)  # struct sock_filter is 8 bytes
     assert "pyseccomp" not in set(sys.modules) - before
 
 
 def test_seccomp_programs_name_the_helpers_failure(monkeypatch):
     from pytest_execretrieval.execution import _confine
 
-    def unavailable(child: bool) -> bytes:
+    def unavailable(role: str) -> bytes:
         raise _confine.LayerUnavailable(38, "libseccomp not found (test)")
 
     monkeypatch.setattr(_confine, "seccomp_filter", unavailable)  # the forked helper sees it

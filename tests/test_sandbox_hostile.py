@@ -63,12 +63,13 @@ def contained(sandbox: Sandbox, result: SuiteResult, outside: Path | None = None
         assert (outside / "victim").read_text() == "keep"
     checker = sandbox.server_pid
     assert checker is not None
-    # The checker's descendants: the zygote's outside anchor, the PID namespace's init and the
-    # spare child it forks for the next suite once a suite is over. A survivor would be one more.
+    # Below the process Sandbox started (the checker's PID namespace's outside anchor): the
+    # checker, the zygote's outside anchor, the zygote's PID namespace's init and the spare
+    # child it forks for the next suite once a suite is over. A survivor would be one more.
     deadline = time.monotonic() + 5
-    while len(descendants(checker, zombies=False)) != 3 and time.monotonic() < deadline:
+    while len(descendants(checker, zombies=False)) != 4 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert len(descendants(checker, zombies=False)) <= 3, descendants(checker, zombies=False)
+    assert len(descendants(checker, zombies=False)) <= 4, descendants(checker, zombies=False)
     assert sandbox.run(*BENIGN).passed
 
 
@@ -472,7 +473,7 @@ def test_a_killed_zygote_costs_one_suite(monkeypatch):
 def test_a_stopped_checker_costs_one_suite(monkeypatch):
     monkeypatch.setattr(sandbox_module, "_REPLY_GRACE_S", 1.0)
     with Sandbox(Limits(timeout_s=1)) as sandbox:
-        checker = sandbox.server_pid
+        checker = descendants(sandbox.server_pid)[0]  # below its PID namespace's anchor
         os.kill(checker, signal.SIGSTOP)
         try:
             r = sandbox.run(*BENIGN)

@@ -17,7 +17,7 @@ from ..execution.sandbox import RUNNER_VERSION, SuiteResult
 from ..mutation.equivalence import EVIDENCE_VERSION, evidence
 from ..mutation.fingerprint import mutation_version
 from ..mutation.operators import OPERATOR_CLASSES, Mutant, generate_mutants
-from ..mutation.select import MAX_DISTRACTORS, Killed, kill_kind, select_distractors
+from ..mutation.select import MAX_DISTRACTORS, UNUSABLE, Killed, kill_kind, select_distractors
 from ..mutation.stacking import stack_mutants
 from .incremental import ItemRecord, Reusable, choosable, recorded_killed
 from .items import BenchmarkItem
@@ -78,9 +78,14 @@ class BuildResult:
     records: tuple[ItemRecord, ...] = ()  # yields.jsonl, per item in id order
     rebuilt: tuple[str, ...] = ()  # ids of the items built from scratch (the others reused)
     reselected: tuple[str, ...] = ()  # reused items rebuilt because their choice moved
+    # Mutants whose suite proved nothing twice (SuiteResult.unusable), one line each naming
+    # the item, the edit and why: neither distractors nor survivors.
+    unusable: tuple[str, ...] = ()
 
 
 def failure_summary(item: BenchmarkItem, result: SuiteResult) -> str:
+    if result.unusable:
+        return f"unusable: its suite proved nothing, twice ({result.detail})"
     returned = result.returned or ("",) * len(result.outcomes)
     bad = [f"{item.tests[i]!r} -> {o}" + (f": {returned[i]}" if returned[i] else "")
            for i, o in enumerate(result.outcomes) if o != "pass"]  # fmt: skip
@@ -115,6 +120,7 @@ class ItemRun:
     originals: list[SuiteResult]  # canonical, then alternatives in item order
     killed: list[Killed]
     survivors: list[Mutant]
+    unusable: list[str]  # why each unusable candidate is neither a distractor nor a survivor
 
 
 class _Phases:
@@ -225,8 +231,10 @@ def build(
     by_id = lambda s: s.snippet_id  # noqa: E731
     corpus = Corpus(tuple(sorted(pool, key=by_id)), tuple(sorted(alternatives, key=by_id)),
                     engine(stack))  # fmt: skip
+    unusable = tuple(line for item in items if item.id in runs for line in runs[item.id].unusable)
     return BuildResult(corpus, tuple(yields), tuple(survivors), tuple(records),
-                       tuple(i.id for i in built), tuple(i.id for i in moved))  # fmt: skip
+                       tuple(i.id for i in built), tuple(i.id for i in moved),
+                       unusable)  # fmt: skip
 
 
 def item_record(
@@ -265,15 +273,18 @@ def run_items(
     runs = {}
     for done, item in enumerate(items, 1):
         own = [next(original_results) for _ in range(1 + len(item.alternatives))]
-        killed, survivors = [], []
+        killed, survivors, unusable = [], [], []
         for position, mutant in enumerate(mutants[item.id]):
             result = next(mutant_results)
             kind = kill_kind(result)
-            if kind:
+            if kind == UNUSABLE:
+                unusable.append(f"{item.path}: {mutant.operator} mutant at line {mutant.line} "
+                                f"is unusable: {result.detail}")  # fmt: skip
+            elif kind:
                 killed.append(Killed(position, mutant, result, kind))
             else:
                 survivors.append(mutant)
-        runs[item.id] = ItemRun(mutants[item.id], own, killed, survivors)
+        runs[item.id] = ItemRun(mutants[item.id], own, killed, survivors, unusable)
         phases.tick(done)
     return runs
 
@@ -424,7 +435,7 @@ def stacked_candidates(
     out = {}
     for done, item in enumerate(items, 1):
         killed = [Killed(i, m, r, kill_kind(r)) for i, m in enumerate(singles[item.id])
-                  for r in [next(results)] if kill_kind(r)]  # fmt: skip
+                  for r in [next(results)] if kill_kind(r) not in (None, UNUSABLE)]  # fmt: skip
         preferred = select_distractors(killed, Counter(), limit=len(killed))
         out[item.id] = stack_mutants(item.canonical, item.entry_point, k,
                                      [c.mutant for c in preferred], STACK_CANDIDATES)  # fmt: skip

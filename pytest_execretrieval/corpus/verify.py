@@ -50,7 +50,11 @@ def item_cases(item: BenchmarkItem, distractors: Sequence[Snippet] = ()) -> list
 
 def check(case: Case, result: SuiteResult) -> str | None:
     """``None`` when the case holds, else a readable explanation (a failing test of a snippet
-    that must pass shows what the snippet returned there: ``-> fail: returned 5``)."""
+    that must pass shows what the snippet returned there: ``-> fail: returned 5``). An
+    unusable suite (:attr:`SuiteResult.unusable`) holds for no kind: it proves nothing."""
+    if result.unusable:
+        return (f"{case.item.id}: {case.name} is unusable: its suite proved nothing, twice "
+                f"({result.detail})")  # fmt: skip
     if case.must_pass and not result.passed:
         returned = result.returned or ("",) * len(result.outcomes)
         failing = [f"  {case.item.tests[i]}\n      -> {o}"
@@ -76,8 +80,10 @@ def name_collisions(items: Sequence[BenchmarkItem], runner: SuiteRunner) -> list
     pairs.sort(key=lambda p: (p[0].id, p[1].id))
     results = runner.run_many([(a.canonical, b.setup, b.tests) for a, b in pairs])
     return [f"{a.id}'s canonical passes every test of {b.id} (both define {a.entry_point!r}): "
-            "the two items are the same function" for (a, b), r in zip(pairs, results)
-            if r.passed]  # fmt: skip
+            "the two items are the same function" if r.passed else
+            f"{a.id}'s canonical against the tests of {b.id} is unusable: the suite proved "
+            f"nothing, twice ({r.detail})" for (a, b), r in zip(pairs, results)
+            if r.passed or r.unusable]  # fmt: skip
 
 
 def shared_names(items: Sequence[BenchmarkItem]) -> dict[str, list[str]]:

@@ -240,10 +240,21 @@ _DENY_ALWAYS = (
 # Also denied for the children that run snippets: no new processes (threads are fine), no
 # process handles.
 _DENY_CHILD = ("fork", "vfork", "pidfd_open", "pidfd_send_signal", "pidfd_getfd")
+# Also denied for the checker, which needs no signals at all (its zygote dies with it: the
+# zygote's parent-death signal, and the checker is the init of its PID namespace).
+_DENY_CHECKER = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
+# The checker may act on itself only (argument 0 is the pid; 0 means the caller): glibc's
+# setrlimit/getrlimit are prlimit64(0, ...); the rest it never calls.
+_SELF_ONLY = ("prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam",
+              "sched_setattr", "migrate_pages", "move_pages")  # fmt: skip
+# ... and for these the pid is argument 1 (``which, who``).
+_SELF_ONLY_ARG1 = ("setpriority", "ioprio_set")
+ROLES = ("server", "child", "checker")
 
 
-def seccomp_programs() -> tuple[bytes, bytes]:
-    """The server and child programs of :func:`seccomp_filter`, compiled in a forked helper.
+def seccomp_programs() -> tuple[bytes, bytes, bytes]:
+    """The server, child and checker programs of :func:`seccomp_filter`, compiled in a forked
+    helper.
 
     Importing ``pyseccomp`` imports ``ctypes.util`` (which runs ``ldconfig`` to find
     libseccomp: exec, so before any filter), and with it ``subprocess``, ``threading``,
@@ -260,7 +271,7 @@ def seccomp_programs() -> tuple[bytes, bytes]:
         try:
             os.close(rfd)
             try:
-                parts = (seccomp_filter(child=False), seccomp_filter(child=True))
+                parts = tuple(seccomp_filter(role) for role in ROLES)
                 out = b"P" + b"".join(struct.pack("=I", len(p)) + p for p in parts)
             except LayerUnavailable as exc:
                 out = b"E" + str(exc).encode("utf-8", "replace")
@@ -282,27 +293,38 @@ def seccomp_programs() -> tuple[bytes, bytes]:
     if data[:1] == b"E":
         raise LayerUnavailable(errno.ENOSYS, data[1:].decode("utf-8", "replace"))
     programs, rest = [], data[1:]
-    while data[:1] == b"P" and len(rest) >= 4 and len(programs) < 2:
+    while data[:1] == b"P" and len(rest) >= 4 and len(programs) < len(ROLES):
         (size,) = struct.unpack_from("=I", rest)
         programs.append(rest[4 : 4 + size])
         rest = rest[4 + size :]
-    if len(programs) != 2 or rest or any(len(p) % 8 or not p for p in programs):
+    if len(programs) != len(ROLES) or rest or any(len(p) % 8 or not p for p in programs):
         raise LayerUnavailable(errno.EIO, "the seccomp compiler helper returned no programs")
-    return programs[0], programs[1]
+    return programs[0], programs[1], programs[2]
 
 
-def seccomp_filter(child: bool) -> bytes:
-    """The compiled BPF program (``struct sock_filter[]`` bytes) for a server or a child.
+def seccomp_filter(role: str) -> bytes:
+    """The compiled BPF program (``struct sock_filter[]`` bytes) for one of :data:`ROLES`.
 
-    Everything not listed is allowed. The server filter denies with EPERM every syscall in
-    ``_DENY_ALWAYS`` and ``socket``/``socketpair`` for any family but AF_UNIX (EAFNOSUPPORT).
-    The child filter is loaded on top of it (filters stack: the strictest answer wins), so it
-    holds only what the server itself needs: new processes (``fork``, ``vfork``, ``clone``
-    without CLONE_THREAD; ``clone3``, whose flags live in memory a filter cannot read, gets
-    ENOSYS so libc falls back to ``clone``) and pidfds. Kept small: each child compiles it
-    (BPF JIT) when it loads it. Raises LayerUnavailable without ``pyseccomp``/libseccomp.
-    The sandbox calls it through :func:`seccomp_programs`, in a helper process.
+    Everything not listed is allowed.
+
+    * ``server`` (the zygote): denies with EPERM every syscall in ``_DENY_ALWAYS`` and
+      ``socket`` of every family (a pathname unix socket is reachable by ``connect``, which
+      Landlock does not cover), and ``socketpair`` for any family but AF_UNIX (EAFNOSUPPORT).
+    * ``child``: loaded on top of the server program (filters stack: the strictest answer
+      wins), so it holds only what the server itself needs: new processes (``fork``,
+      ``vfork``, ``clone`` without CLONE_THREAD; ``clone3``, whose flags live in memory a
+      filter cannot read, gets ENOSYS so libc falls back to ``clone``) and pidfds. Kept small:
+      each child compiles it (BPF JIT) when it loads it.
+    * ``checker``: a program of its own (the checker loads no other): everything the server
+      and child programs deny, ``socketpair`` too (it speaks over pipes only), every way to
+      send a signal (``_DENY_CHECKER``), and ``prlimit64``/``setpriority``/the scheduler calls
+      on any process but itself (``_SELF_ONLY``: a non-zero pid argument is EPERM).
+
+    Raises LayerUnavailable without ``pyseccomp``/libseccomp. The sandbox calls it through
+    :func:`seccomp_programs`, in a helper process.
     """
+    if role not in ROLES:
+        raise ValueError(f"seccomp role must be one of {ROLES}, got {role!r}")
     try:
         import pyseccomp as sc
     except (ImportError, OSError, RuntimeError) as exc:
@@ -310,17 +332,28 @@ def seccomp_filter(child: bool) -> bytes:
             errno.ENOSYS, f"pyseccomp/libseccomp not usable ({exc}); pip install pyseccomp"
         ) from exc
     filt = sc.SyscallFilter(sc.ALLOW)
-    for name in _DENY_CHILD if child else _DENY_ALWAYS:
-        try:
-            filt.add_rule(sc.ERRNO(errno.EPERM), name)
-        except (OSError, ValueError, RuntimeError):
-            continue  # unknown on this architecture
-    if child:
-        filt.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
-        filt.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
-    else:
-        for call in ("socket", "socketpair"):
-            filt.add_rule(sc.ERRNO(errno.EAFNOSUPPORT), call, sc.Arg(0, sc.NE, socket.AF_UNIX))
+
+    def deny(names: Iterable[str], err: int = errno.EPERM, *args: object) -> None:
+        for name in names:
+            try:
+                filt.add_rule(sc.ERRNO(err), name, *args)
+            except (OSError, ValueError, RuntimeError):
+                continue  # unknown on this architecture
+
+    if role != "child":
+        deny(_DENY_ALWAYS)
+        deny(["socket"])
+    if role != "server":
+        deny(_DENY_CHILD)
+        deny(["clone3"], errno.ENOSYS)
+        deny(["clone"], errno.EPERM, sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
+    if role == "checker":
+        deny(["socketpair"])
+        deny(_DENY_CHECKER)
+        deny(_SELF_ONLY, errno.EPERM, sc.Arg(0, sc.NE, 0))
+        deny(_SELF_ONLY_ARG1, errno.EPERM, sc.Arg(1, sc.NE, 0))
+    elif role == "server":
+        deny(["socketpair"], errno.EAFNOSUPPORT, sc.Arg(0, sc.NE, socket.AF_UNIX))
     rfd, wfd = os.pipe()
     try:
         with os.fdopen(wfd, "wb", closefd=False) as fh:

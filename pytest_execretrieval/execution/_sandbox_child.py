@@ -26,10 +26,23 @@ no process that decides a verdict ever runs item text:
   (:func:`decode`) into plain objects of the allowed types only, so a snippet object's ``__eq__``
   never runs there.
 
-Wire protocols: frames of a 4-byte big-endian length + UTF-8 JSON everywhere.
+The process Sandbox starts enters the checker's own user, PID, network, IPC and mount namespaces
+and forks the checker as that PID namespace's init, staying outside as its idle *anchor*; the
+checker drops to nobody and loads its own seccomp program once the zygote is set up
+(:class:`_CheckerLayers`). The threat model: the child runs hostile code and may write anything
+on its pipes; the checker and the zygote run none, but a child's frames reach the checker, so
+the checker is confined as if it did (no host privilege, no signals, no sockets, no other
+process within reach, a CPU budget per request).
+
+Wire protocols: frames of a 4-byte big-endian length + UTF-8 JSON everywhere, each bounded by its
+reader (``_MAX_REQUEST``, ``_MAX_VALUE_FRAME``, ``_MAX_ZYGOTE_FRAME``, ``_MAX_FRAMES``); every
+parse or decode failure is a ValueError there, and a child's is a protocol error of its suite
+(:data:`PROTOCOL_ERROR`). Values are bounded in nesting, elements and same-hash set elements or
+dict keys (:func:`decode`).
 
 * caller <-> checker: stdin (requests) and stdout (replies); first ``{"ready": pid, "version":
-  v, "isolation": {...}}``.
+  v, "isolation": {...}}``. A ``{"probe": {...}}`` request (tests only) makes the checker try
+  what its confinement forbids and say how each attempt ended (:func:`_probe`).
 * checker -> zygote ``{"run": ...}``; zygote -> checker ``{"layers": ...}`` once, then per
   suite ``{"exit": "exited"|"timeout", "status": s, "left": bool, "scratch": str}``.
 * zygote -> spare child: the ``run`` frame (code, setup, each test's call as ``[kind, source]``
@@ -87,9 +100,18 @@ PRELOAD = (
 )
 
 _HEADER = struct.Struct(">I")
-_MAX_FRAME = 1 << 30
-_MAX_VALUE_FRAME = 64 << 20  # one hole's encoded value
+# Every frame is bounded by the reader: a request (code, tests, planned holes) and a suite's
+# run frame; one child frame (a hole's encoded value, or a test's prefetched ones); a zygote
+# frame. The caller bounds the checker's replies (sandbox.py).
+_MAX_REQUEST = 32 << 20
+_MAX_RUN = 2 * _MAX_REQUEST  # a request's code and setup, and its tests' holes
+_MAX_VALUE_FRAME = 16 << 20
+_MAX_ZYGOTE_FRAME = 1 << 20
+_MAX_FRAMES = 1 << 16  # child frames in one suite (a few per test)
 _MAX_DEPTH = 200  # nesting of an encoded value
+_MAX_ELEMENTS = 1 << 20  # elements of one encoded value, nested ones included
+_MAX_SAME_HASH = 64  # elements of one set (keys of one dict) that share a hash
+_ELEMENTS_LEFT = [0]  # the budget of the value being encoded or decoded (one at a time)
 _MAX_VIOLATIONS = 5
 _IDLE_POLL_S = 1.0
 _CPU_LIMIT_FACTOR = 30
@@ -122,16 +144,28 @@ def _send(fd: int, obj: Any) -> None:
 write_frame = _send
 
 
-def _recv(fd: int) -> Any:
-    """One frame from a blocking fd; None at EOF."""
+def _recv(fd: int, limit: int = _MAX_REQUEST) -> Any:
+    """One frame of at most ``limit`` bytes from a blocking fd; None at EOF; ValueError on an
+    oversized or unparsable one."""
     head = _read_n(fd, _HEADER.size)
     if head is None:
         return None
     (size,) = _HEADER.unpack(head)
-    if size > _MAX_FRAME:
-        raise ValueError(f"frame of {size} bytes is too large")
+    if size > limit:
+        raise ValueError(f"frame of {size} bytes exceeds the {limit} byte limit")
     body = _read_n(fd, size)
-    return None if body is None else json.loads(body)
+    return None if body is None else _loads(body)
+
+
+def _loads(body: bytes) -> Any:
+    """A frame's JSON; every failure (RecursionError on deep nesting, MemoryError,
+    UnicodeDecodeError, ...) is a ValueError, the one exception a frame reader handles."""
+    try:
+        return json.loads(body)
+    except ValueError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever it is, the sender broke the protocol
+        raise ValueError(f"unparsable frame ({type(exc).__name__})") from None
 
 
 def _read_n(fd: int, n: int) -> bytes | None:
@@ -166,7 +200,7 @@ class _Frames:
             return None
         body = bytes(self.buf[_HEADER.size : end])
         del self.buf[:end]
-        return json.loads(body)
+        return _loads(body)
 
 
 # --- the value codec ---------------------------------------------------------------------------
@@ -196,6 +230,11 @@ def encode(value: Any, depth: int = 0) -> Any:
     """
     if depth > _MAX_DEPTH:
         raise UnsupportedValue(f"a value nested deeper than {_MAX_DEPTH} levels")
+    if not depth:
+        _ELEMENTS_LEFT[0] = _MAX_ELEMENTS + 1  # the value itself is not an element
+    _ELEMENTS_LEFT[0] -= 1
+    if _ELEMENTS_LEFT[0] < 0:
+        raise UnsupportedValue(f"a value of more than {_MAX_ELEMENTS} elements")
     t = type(value)
     if value is None or t is str or t is bool:
         return value
@@ -315,8 +354,20 @@ def _encode_subclass(value: Any, t: type, d: int) -> Any:
     raise UnsupportedValue(_type_name(value))
 
 
-def decode(obj: Any, depth: int = 0) -> Any:
-    """Inverse of :func:`encode`; builds only objects of the allowed types (ValueError else)."""
+def decode(obj: Any) -> Any:
+    """Inverse of :func:`encode`; builds only objects of the allowed types, within the wire's
+    bounds (nesting, :data:`_MAX_ELEMENTS`, :data:`_MAX_SAME_HASH`). Anything else, and any
+    exception on the way (RecursionError, MemoryError, OverflowError, ...), is ValueError."""
+    _ELEMENTS_LEFT[0] = _MAX_ELEMENTS
+    try:
+        return _decode(obj, 0)
+    except ValueError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever it is, the sender broke the protocol
+        raise ValueError(f"undecodable value ({type(exc).__name__}: {exc})"[:300]) from None
+
+
+def _decode(obj: Any, depth: int) -> Any:
     if depth > _MAX_DEPTH + 2:
         raise ValueError("encoded value nested too deeply")
     t = type(obj)
@@ -334,14 +385,35 @@ def decode(obj: Any, depth: int = 0) -> Any:
 
 
 def _items(rest: list[Any], depth: int) -> list[Any]:
-    return [decode(v, depth) for v in rest]
+    _ELEMENTS_LEFT[0] -= len(rest)
+    if _ELEMENTS_LEFT[0] < 0:
+        raise ValueError(f"a value of more than {_MAX_ELEMENTS} elements")
+    return [_decode(v, depth) for v in rest]
+
+
+def _hashed(keys: list[Any]) -> list[Any]:
+    """``keys``, once it is clear that inserting them into a set or dict costs linear time.
+
+    Keys of one hash share one probe sequence, so n of them cost n**2/2 comparisons (ints
+    that are equal modulo 2**61 - 1 are trivial to choose); more than :data:`_MAX_SAME_HASH`
+    of one hash are refused. The count's own dict is keyed by the hash values, and an int
+    below 2**61 is its own hash: no collision there.
+    """
+    if len(keys) > _MAX_SAME_HASH:
+        seen: dict[int, int] = {}
+        for key in keys:
+            h = hash(key)
+            n = seen[h] = seen.get(h, 0) + 1
+            if n > _MAX_SAME_HASH:
+                raise ValueError(f"more than {_MAX_SAME_HASH} set elements or keys of one hash")
+    return keys
 
 
 def _dict_pairs(rest: list[Any], depth: int) -> list[tuple[Any, Any]]:
     if len(rest) % 2:
         raise ValueError("odd number of dict fields")
     vals = _items(rest, depth)
-    return list(zip(vals[::2], vals[1::2]))
+    return list(zip(_hashed(vals[::2]), vals[1::2]))
 
 
 def _int(v: Any) -> int:
@@ -365,7 +437,7 @@ def _hex_float(v: Any) -> float:
 def _tz(v: Any, depth: int) -> Any:
     if v is None:
         return None
-    tz = decode(v, depth)
+    tz = _decode(v, depth)
     import datetime as dt
 
     if type(tz) is not dt.timezone:
@@ -422,19 +494,19 @@ _DECODERS: dict[str, Callable[[list[Any], int], Any]] = {
     "c": lambda r, _: complex(_hex_float(r[0]), _hex_float(r[1])),
     "l": lambda r, d: _items(r, d),
     "t": lambda r, d: tuple(_items(r, d)),
-    "s": lambda r, d: set(_items(r, d)),
-    "F": lambda r, d: frozenset(_items(r, d)),
+    "s": lambda r, d: set(_hashed(_items(r, d))),
+    "F": lambda r, d: frozenset(_hashed(_items(r, d))),
     "d": lambda r, d: dict(_dict_pairs(r, d)),
     "b": _dec_bytes,
     "B": lambda r, d: bytearray(_dec_bytes(r, d)),
-    "r": lambda r, d: range(_int(decode(r[0], d)), _int(decode(r[1], d)), _int(decode(r[2], d))),
+    "r": lambda r, d: range(_int(_decode(r[0], d)), _int(_decode(r[1], d)), _int(_decode(r[2], d))),
     "date": lambda r, _: _lazy("datetime", "date")(*[_int(v) for v in r]),
     "datetime": _dec_datetime,
     "time": _dec_time,
     "timedelta": lambda r, _: _lazy("datetime", "timedelta")(*[_int(v) for v in r]),
     "timezone": _dec_timezone,
     "Fraction": lambda r, d: _lazy("fractions", "Fraction")(
-        _int(decode(r[0], d)), _int(decode(r[1], d))
+        _int(_decode(r[0], d)), _int(_decode(r[1], d))
     ),
     "Decimal": lambda r, _: _lazy("decimal", "Decimal")(str(r[0])),
     "deque": lambda r, d: _lazy("collections", "deque")(
@@ -818,7 +890,7 @@ def _child_main(limits: dict[str, Any], zygote: Any, go_r: int) -> None:
     layers = zygote.layers
     streams = _child_setup(zygote, zygote.rlimits(limits), go_r)
     fresh = _fresh_namespaces()
-    run = _recv(GO_FD)
+    run = _recv(GO_FD, _MAX_RUN)
     if run is None:
         os._exit(0)  # the zygote is done with us
     os.close(GO_FD)
@@ -980,9 +1052,11 @@ class _Zygote:
             while True:
                 if self.spare is None and self.limits and PREFORK and not self._request_waiting():
                     self.spare = self._spawn(self.limits)
-                req = _recv(self.fds["zc_r"])
+                req = _recv(self.fds["zc_r"], _MAX_RUN)
                 if req is None:
                     return
+                if "run" not in req:
+                    continue  # an abort that crossed the suite's end: nothing left to stop
                 reply = self.run(req["run"])
                 _send(self.fds["zr_w"], reply)
         finally:
@@ -1053,19 +1127,25 @@ class _Zygote:
         return pid, go_w, limits
 
     def _wait(self, pid: int, deadline: float) -> tuple[str, int]:
+        """Until the child exits ("exited"), the wall clock runs out ("timeout") or the checker
+        aborts the suite ("aborted": the child broke the protocol, nothing it says counts)."""
         pidfd = _pidfd(pid)
         try:
             while True:
                 remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                ended = "timeout" if remaining <= 0 else None
+                if ended is None and self._abort_requested():
+                    ended = "aborted"
+                if ended is not None:
                     _signal_group(pid, signal.SIGKILL)
                     try:
                         os.kill(pid, signal.SIGKILL)  # in case it died before setsid()
                     except ProcessLookupError:
                         pass
-                    return "timeout", os.waitpid(pid, 0)[1]
+                    return ended, os.waitpid(pid, 0)[1]
                 if pidfd is not None:
-                    if select.select([pidfd], [], [], remaining)[0]:
+                    ready = select.select([pidfd, self.fds["zc_r"]], [], [], remaining)[0]
+                    if pidfd in ready:
                         return "exited", os.waitpid(pid, 0)[1]
                 else:
                     reaped, status = os.waitpid(pid, os.WNOHANG)
@@ -1075,6 +1155,15 @@ class _Zygote:
         finally:
             if pidfd is not None:
                 os.close(pidfd)
+
+    def _abort_requested(self) -> bool:
+        """Whether the checker sent ``{"abort": 1}`` (the only frame it sends during a suite)."""
+        if not select.select([self.fds["zc_r"]], [], [], 0)[0]:
+            return False
+        req = _recv(self.fds["zc_r"])
+        if req is None:
+            raise EOFError("the checker is gone")
+        return "abort" in req
 
     def _reap_all(self, pid: int) -> bool:
         """Kill and reap every process the suite left; True if there were any."""
@@ -1183,11 +1272,36 @@ def _private_ancestor(path: str) -> str | None:
     return None
 
 
+# Covered by an empty read-only tmpfs in the zygote's mount namespace (/var/run is usually a
+# link to /run: mounted once).
+_EMPTIED = ("/dev/shm", "/run", "/var/run")
+
+
+def _expose_python(c: Any) -> None:
+    """In a new mount namespace: make mounts private, and make the interpreter reachable for an
+    unprivileged uid without exposing the rest of a private home (a tmpfs over the private
+    ancestor, the needed trees bound back). Used by the checker and by the zygote."""
+    c.mount(None, "/", None, c.MS_REC | c.MS_PRIVATE)
+    needed: dict[str, list[str]] = {}
+    for path in _python_paths():
+        ancestor = _private_ancestor(path)
+        if ancestor is not None:
+            needed.setdefault(ancestor, []).append(path)
+    for ancestor, paths in needed.items():
+        keep = [p for p in paths if not any(p.startswith(q + "/") for q in paths if q != p)]
+        handles = {p: os.open(p, os.O_PATH | os.O_CLOEXEC) for p in keep}
+        c.mount("tmpfs", ancestor, "tmpfs", c.MS_NOSUID | c.MS_NODEV, "mode=0755,size=1m")
+        for path, handle in handles.items():
+            os.makedirs(path, 0o755, exist_ok=True)
+            c.mount(f"/proc/self/fd/{handle}", path, None, c.MS_BIND | c.MS_REC)
+            os.close(handle)
+
+
 class _Layers:
     """Sets up and applies the kernel layers; ``report()`` says which are in force and why not."""
 
     def __init__(
-        self, confine: Any, limits: dict[str, Any], seccomp: tuple[bytes, bytes] | str
+        self, confine: Any, limits: dict[str, Any], seccomp: tuple[bytes, ...] | str
     ) -> None:
         self.c = confine
         self.seccomp = seccomp  # (server, child) BPF programs, or why there are none
@@ -1227,7 +1341,9 @@ class _Layers:
                 names = ("pid_namespace", "net_namespace", "mount_namespace", "ipc_namespace")
                 self._miss(names, f"unshare failed: {exc2}")
         if self._ns_flags & c.CLONE_NEWUSER:
-            os.write(sync_w, b"u")
+            # With our pid as the host's /proc names it: the checker, in a PID namespace of
+            # its own, knows us by another number.
+            os.write(sync_w, b"u" + os.readlink("/proc/self").encode() + b"\n")
             if os.read(sync_r, 1) != b"k":
                 raise OSError("the checker could not write the user namespace's uid/gid maps")
             self.active["user_namespace"] = True
@@ -1248,22 +1364,12 @@ class _Layers:
 
     def _mounts(self) -> None:
         c = self.c
-        c.mount(None, "/", None, c.MS_REC | c.MS_PRIVATE)
-        # Make the interpreter reachable for an unprivileged uid without exposing the rest of
-        # a private home: a tmpfs over the private ancestor, the needed trees bound back.
-        needed: dict[str, list[str]] = {}
-        for path in _python_paths():
-            ancestor = _private_ancestor(path)
-            if ancestor is not None:
-                needed.setdefault(ancestor, []).append(path)
-        for ancestor, paths in needed.items():
-            keep = [p for p in paths if not any(p.startswith(q + "/") for q in paths if q != p)]
-            handles = {p: os.open(p, os.O_PATH | os.O_CLOEXEC) for p in keep}
-            c.mount("tmpfs", ancestor, "tmpfs", c.MS_NOSUID | c.MS_NODEV, "mode=0755,size=1m")
-            for path, handle in handles.items():
-                os.makedirs(path, 0o755, exist_ok=True)
-                c.mount(f"/proc/self/fd/{handle}", path, None, c.MS_BIND | c.MS_REC)
-                os.close(handle)
+        _expose_python(c)
+        # Host directories that hold sockets and shared memory: empty here, as /tmp is. (The
+        # seccomp filter denies socket() anyway; this also hides what lives there.)
+        for path in sorted({os.path.realpath(p) for p in _EMPTIED if os.path.isdir(p)}):
+            flags = c.MS_NOSUID | c.MS_NODEV | c.MS_NOEXEC | c.MS_RDONLY
+            c.mount("tmpfs", path, "tmpfs", flags, "mode=0755,size=16k,nr_inodes=16")
         if self.scratch_bytes:
             uid = self.child_id()
             opts = f"size={self.scratch_bytes},nr_inodes={self.scratch_inodes},mode=0700"
@@ -1391,7 +1497,7 @@ def _zygote_process(
     fds: dict[str, int],
     limits: dict[str, Any],
     checker: int,
-    seccomp: tuple[bytes, bytes] | str,
+    seccomp: tuple[bytes, ...] | str,
 ) -> None:
     """Body of the process the checker forks at startup; never returns."""
     try:
@@ -1455,7 +1561,7 @@ class _Link:
         for name in ("rep_r", "out_r", "zr_r", "req_w"):
             os.set_blocking(fds[name], False)
         self.rep = _Frames(_MAX_VALUE_FRAME + 4096)
-        self.zr = _Frames(1 << 20)
+        self.zr = _Frames(_MAX_ZYGOTE_FRAME)
         self.pending: list[Any] = []
         self.reset(0)
 
@@ -1466,6 +1572,18 @@ class _Link:
         self.exit: dict[str, Any] | None = None
         self.pending = []
         self.issues: list[str] = []
+        # Set when the child broke the wire protocol (a frame too large, unparsable or
+        # malformed, a value the codec refuses): then nothing it said counts, the zygote is
+        # told to end the suite at once, and its outcomes are PROTOCOL_ERROR.
+        self.protocol: str | None = None
+        self.aborted = False
+        self.frames = 0
+
+    def broken(self, why: str) -> None:
+        """Record a protocol error (the first one is what the detail names)."""
+        if self.protocol is None:
+            self.protocol = why
+            self.issues.append(f"corrupt reply from the child ({why})")
 
     def _keep_output(self, chunk: bytes) -> None:
         room = self.cap - len(self.output)
@@ -1502,13 +1620,20 @@ class _Link:
 
     def _frames(self) -> None:
         while True:
+            if self.protocol is not None:  # nothing it says counts any more
+                self.rep.buf.clear()
+                return
             try:
                 frame = self.rep.pop()
             except ValueError as exc:
-                self.issues.append(f"corrupt reply from the child ({exc})")
+                self.broken(str(exc))
                 self.rep.buf.clear()
                 return
             if frame is None:
+                return
+            self.frames += 1
+            if self.frames > _MAX_FRAMES:
+                self.broken(f"more than {_MAX_FRAMES} frames in one suite")
                 return
             if isinstance(frame, dict) and "viol" in frame:
                 name = _clean_name(frame["viol"])
@@ -1520,6 +1645,8 @@ class _Link:
     def child_frame(self, deadline: float) -> dict[str, Any]:
         """The child's next frame; _ChildGone once the zygote reports the suite's end."""
         while True:
+            if self.protocol is not None:
+                raise _ProtocolError(self.protocol)
             if self.pending:
                 frame = self.pending.pop(0)
                 if not isinstance(frame, dict):
@@ -1537,6 +1664,9 @@ class _Link:
             self.pump(remaining)
 
     def wait_exit(self, deadline: float) -> dict[str, Any]:
+        if self.protocol is not None and self.exit is None and not self.aborted:
+            self.aborted = True
+            _send(self.fds["zc_w"], {"abort": 1})
         while self.exit is None:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -1612,7 +1742,7 @@ class _Suite:
         except _ChildGone:
             pass
         except _ProtocolError as exc:
-            self.issues.append(f"corrupt reply from the child ({exc})")
+            link.broken(str(exc))
         exit_info = link.wait_exit(self.deadline)
         link.finish()
         return self._verdict(exit_info)
@@ -1827,6 +1957,25 @@ class _Checker:
 
 # --- checker process: startup and request loop -------------------------------------------------
 
+CHECKER_LAYER_NAMES = tuple(
+    "checker_" + name
+    for name in (
+        "user_namespace",
+        "pid_namespace",
+        "net_namespace",
+        "ipc_namespace",
+        "mount_namespace",
+        "landlock",
+        "seccomp",
+        "no_new_privs",
+        "unprivileged_uid",
+        "parent_death_signal",
+        "cpu_limit",
+    )
+)
+PROTOCOL_ERROR = "error:ProtocolError"  # every outcome of a suite whose child broke the wire
+_CPU_BACKSTOP_S = 2  # RLIMIT_CPU ends the checker this long after its per-suite budget
+
 
 def _high(fd: int) -> int:
     """Move ``fd`` above the child's fixed fds (0-4), so dup2() there cannot clobber it."""
@@ -1838,7 +1987,8 @@ def _high(fd: int) -> int:
 
 
 def _write_maps(pid: int) -> bool:
-    """Map root and nobody (or, unprivileged, just ourselves) into the zygote's user namespace."""
+    """Map root and nobody (or, unprivileged, just ourselves) into ``pid``'s new user namespace
+    (``pid`` as our /proc names it)."""
     uid, gid = os.geteuid(), os.getegid()
     try:
         if uid == 0:
@@ -1855,37 +2005,259 @@ def _write_maps(pid: int) -> bool:
         return False
 
 
-def _confine_checker(confine: Any, seccomp: tuple[bytes, bytes] | str) -> dict[str, str]:
-    """The checker runs item-authored test code: no network, no writes, no new processes."""
-    missing: dict[str, str] = {}
-    if os.geteuid() == 0:
-        try:
-            confine.unshare(confine.CLONE_NEWNET | confine.CLONE_NEWIPC)
-        except OSError as exc:
-            missing["checker_namespaces"] = str(exc)
+def _write_own_maps(uid: int, gid: int) -> bool:
+    """Unprivileged: keep our own ids in the namespace we just entered (the zygote below maps
+    its root to them, as it did outside)."""
     try:
-        confine.set_no_new_privs()
-        abi = confine.landlock_abi()
-        if abi:
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1\n"),
+                           ("gid_map", f"{gid} {gid} 1\n")):  # fmt: skip
+            with open(f"/proc/self/{name}", "w") as fh:
+                fh.write(text)
+        return True
+    except OSError:
+        return False
+
+
+class _MapHelper:
+    """A process forked before the checker enters its user namespace, so still outside it with
+    root's capabilities: mapping root and nobody into a user namespace takes CAP_SETUID in the
+    namespace above, which the process inside no longer has there."""
+
+    def __init__(self) -> None:
+        target = os.getpid()
+        go_r, self.go_w = os.pipe()
+        self.done_r, done_w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:  # the helper: never returns
+            code = 1
+            try:
+                os.close(self.go_w)
+                os.close(self.done_r)
+                if os.read(go_r, 1) == b"u":
+                    os.write(done_w, b"k" if _write_maps(target) else b"f")
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(go_r)
+        os.close(done_w)
+
+    def finish(self, write: bool) -> bool:
+        """Have the maps written (``write``) or not; True once they are."""
+        try:
+            os.write(self.go_w, b"u" if write else b"n")
+            ok = write and os.read(self.done_r, 1) == b"k"
+        finally:
+            os.close(self.go_w)
+            os.close(self.done_r)
+            os.waitpid(self.pid, 0)
+        return ok
+
+
+class _CheckerLayers:
+    """The checker's own confinement, set up in steps across its startup (see :func:`serve`);
+    :meth:`report` says which layers are in force and why any is not.
+
+    What each layer keeps from the checker: the user namespace and the unprivileged uid (nobody,
+    when we started as root) every privilege on the host; the PID namespace every process but
+    its own zygote and children (it is their namespace's init: they all die with it); the
+    network and IPC namespaces every socket and SysV object of the host; the mount namespace
+    nothing by itself (it exposes the interpreter to nobody, as the zygote's does); Landlock
+    every write and every read outside the interpreter, the standard library and the system
+    libraries; the seccomp program every socket, exec, new process, signal, and any
+    ``prlimit``/``setpriority``/scheduler call on another process; no_new_privs any gain through
+    exec; the parent-death signal any life after the caller's; the CPU limit more than the
+    suite's timeout of CPU time per request.
+    """
+
+    def __init__(self, confine: Any) -> None:
+        self.c = confine
+        self.active: dict[str, bool] = dict.fromkeys(CHECKER_LAYER_NAMES, False)
+        self.missing: dict[str, str] = {}
+        self.life_r: int | None = None  # EOF here: the namespace's outside anchor died
+        self.caller = os.getppid()
+
+    def _on(self, *names: str) -> None:
+        for name in names:
+            self.active["checker_" + name] = True
+
+    def _miss(self, names: tuple[str, ...] | str, reason: str) -> None:
+        for name in (names,) if isinstance(names, str) else names:
+            self.missing.setdefault("checker_" + name, reason)
+
+    def enter_namespaces(self) -> None:
+        """In the process Sandbox started: new user, PID, network, IPC and mount namespaces,
+        then a fork. The child returns as the checker (the PID namespace's init); this process
+        stays outside as the namespace's anchor and exits with the checker's status (it never
+        returns). Without a PID namespace there is no fork and this process is the checker."""
+        c = self.c
+        uid, gid = os.geteuid(), os.getegid()
+        others = c.CLONE_NEWPID | c.CLONE_NEWNET | c.CLONE_NEWIPC | c.CLONE_NEWNS
+        helper = _MapHelper() if uid == 0 else None
+        flags = 0
+        try:
+            c.unshare(c.CLONE_NEWUSER | others)
+            flags = c.CLONE_NEWUSER | others
+        except OSError as exc:
+            self._miss("user_namespace", f"unshare(CLONE_NEWUSER) failed: {exc}")
+            try:
+                c.unshare(others)
+                flags = others
+            except OSError as exc2:
+                names = ("pid_namespace", "net_namespace", "ipc_namespace", "mount_namespace")
+                self._miss(names, f"unshare failed: {exc2}")
+        if flags & c.CLONE_NEWUSER:
+            mapped = helper.finish(True) if helper else _write_own_maps(uid, gid)
+            if not mapped:
+                raise OSError("could not write the checker's uid/gid maps")
+            self._on("user_namespace")
+        elif helper is not None:
+            helper.finish(False)
+        for flag, name in ((c.CLONE_NEWNET, "net_namespace"), (c.CLONE_NEWIPC, "ipc_namespace")):
+            if flags & flag:
+                self._on(name)
+        self._parent_death_signal()  # new credentials cleared it
+        if flags & c.CLONE_NEWPID:
+            self._fork_init()
+            self._on("pid_namespace")
+        if flags & c.CLONE_NEWNS:
+            try:
+                _expose_python(c)
+                self._on("mount_namespace")
+            except OSError as exc:
+                self._miss("mount_namespace", f"mount setup failed: {exc}")
+
+    def _fork_init(self) -> None:
+        life_r, life_w = os.pipe()
+        pid = os.fork()
+        if pid:  # the anchor: holds nothing of the caller's, waits, exits with the checker
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            os.closerange(3, life_w)
+            os.closerange(life_w + 1, max(os.sysconf("SC_OPEN_MAX"), 1024))
+            status = os.waitpid(pid, 0)[1]
+            os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+        os.close(life_w)
+        self.life_r = life_r
+        self._parent_death_signal()
+
+    def _parent_death_signal(self) -> None:
+        """SIGKILL when our parent dies; set again after each change of credentials (which
+        clears it), then the parent checked, in case it died before."""
+        self.c.prctl(self.c.PR_SET_PDEATHSIG, signal.SIGKILL)
+        if self.life_r is not None:  # our parent is outside our PID namespace: getppid() is 0
+            if select.select([self.life_r], [], [], 0)[0]:
+                os._exit(1)
+        elif os.getppid() != self.caller:
+            os._exit(1)
+
+    def confine(self, seccomp: tuple[bytes, ...] | str) -> None:
+        """Once the zygote is set up (it needed us privileged, to write its uid/gid maps)."""
+        c = self.c
+        try:
+            c.set_no_new_privs()
+            self._on("no_new_privs")
+        except OSError as exc:
+            self._miss("no_new_privs", str(exc))
+        self._landlock()
+        self._uid()
+        if isinstance(seccomp, str):
+            self._miss("seccomp", seccomp)
+        else:
+            try:
+                c.load_seccomp(seccomp[2])
+                self._on("seccomp")
+            except OSError as exc:
+                self._miss("seccomp", str(exc))
+        self._parent_death_signal()
+        self._on("parent_death_signal")
+
+    def _landlock(self) -> None:
+        c = self.c
+        abi = c.landlock_abi()
+        if not abi:
+            self._miss("landlock", "the kernel offers no Landlock ABI (not built or not enabled)")
+            return
+        try:
             # No signal scoping: the zygote must still get our death signal.
-            ruleset = confine.LandlockRuleset(abi, scope=False)
-            ruleset.allow_paths(_python_paths() + list(_SYSTEM_READ), confine.READ_RIGHTS)
-            ruleset.allow_paths(["/dev/null"], confine.FS_READ_FILE | confine.FS_WRITE_FILE)
+            ruleset = c.LandlockRuleset(abi, scope=False)
+            ruleset.allow_paths(_python_paths() + list(_SYSTEM_READ), c.READ_RIGHTS)
+            ruleset.allow_paths(["/dev/null"], c.FS_READ_FILE | c.FS_WRITE_FILE)
             ruleset.restrict_self()
             ruleset.close()
-        if isinstance(seccomp, str):
-            missing["checker_confinement"] = seccomp
-        else:
-            confine.load_seccomp(seccomp[1])
-    except OSError as exc:
-        missing["checker_confinement"] = str(exc)
-    return missing
+            self._on("landlock")
+        except OSError as exc:
+            self._miss("landlock", str(exc))
+
+    def _uid(self) -> None:
+        if os.geteuid() != 0:
+            self._on("unprivileged_uid")  # already unprivileged outside
+            return
+        if not self.active["checker_mount_namespace"] and any(
+            map(_private_ancestor, _python_paths())
+        ):
+            self._miss("unprivileged_uid", "the interpreter is under a private directory and "
+                       "there is no mount namespace to expose it")  # fmt: skip
+            return
+        try:
+            self.c.become(self.c.UNPRIVILEGED_ID)
+            self._on("unprivileged_uid")
+        except OSError as exc:
+            self._miss("unprivileged_uid", str(exc))
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "layers": dict(self.active),
+            "missing": {k: v for k, v in self.missing.items() if not self.active.get(k)},
+        }
+
+
+class _CpuExceeded(_ProtocolError):
+    """The checker spent its CPU budget on one request: a protocol failure of that suite."""
+
+
+class _CpuBudget:
+    """Bounds the checker's CPU time per request to ``budget`` seconds.
+
+    Where Python code runs, SIGPROF (``ITIMER_PROF``, the process's CPU time) raises
+    :class:`_CpuExceeded`, again every 50 ms should something swallow it. Inside one long call
+    into C (which no handler interrupts), RLIMIT_CPU ends the process ``_CPU_BACKSTOP_S`` later:
+    its SIGXCPU goes to libc's ``_exit`` itself (as the init of a PID namespace the checker
+    ignores a SIGXCPU left at its default action, and an unprivileged process cannot raise the
+    hard limit, which would send SIGKILL, from one request to the next).
+    """
+
+    def __init__(self, link: _Link) -> None:
+        import ctypes
+
+        signal.signal(signal.SIGPROF, self._expired)
+        self.link = link
+        self.budget = 0.0
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.signal.restype = ctypes.c_void_p
+        libc.signal.argtypes = (ctypes.c_int, ctypes.c_void_p)
+        handler = ctypes.cast(libc._exit, ctypes.c_void_p).value
+        self.backstop = libc.signal(signal.SIGXCPU, handler) != ctypes.c_void_p(-1).value
+
+    def _expired(self, _signum: int, _frame: object) -> None:
+        if self.link.protocol is None:  # once the suite is marked, it only needs to end
+            raise _CpuExceeded(f"the checker spent more than {self.budget:g} s of CPU on it")
+
+    def arm(self, budget: float) -> None:
+        self.budget = budget
+        if self.backstop:
+            usage = resource.getrusage(resource.RUSAGE_SELF)
+            soft = int(usage.ru_utime + usage.ru_stime + budget) + _CPU_BACKSTOP_S
+            resource.setrlimit(resource.RLIMIT_CPU, (soft, resource.RLIM_INFINITY))
+        signal.setitimer(signal.ITIMER_PROF, budget, 0.05)
+
+    def disarm(self) -> None:
+        signal.setitimer(signal.ITIMER_PROF, 0)
 
 
 def _set_checker_limits(limits: dict[str, Any]) -> None:
-    """Test statements run in the checker: the suite's memory limit (plus room for the
-    checker's own state) and no core files, so a greedy test is a MemoryError, not a host
-    problem."""
+    """The suite's memory limit (plus room for the checker's own state) and no core files, so
+    a greedy request is a MemoryError, not a host problem."""
     memory = limits.get("memory_bytes")
     wanted = {resource.RLIMIT_CORE: 0}
     if memory:
@@ -1897,25 +2269,29 @@ def _set_checker_limits(limits: dict[str, Any]) -> None:
         resource.setrlimit(which, (value, value))
 
 
-def _read_request(fd: int, parent: int) -> Any:
-    head = _read_polling(fd, _HEADER.size, parent)
+def _read_request(fd: int) -> Any:
+    """The caller's next request; None at EOF; ValueError on an oversized or garbled one."""
+    head = _read_polling(fd, _HEADER.size)
     if head is None:
         return None
     (size,) = _HEADER.unpack(head)
-    if size > _MAX_FRAME:
-        raise ValueError(f"request frame of {size} bytes is too large")
-    body = _read_polling(fd, size, parent)
-    return None if body is None else json.loads(body)
+    if size > _MAX_REQUEST:
+        raise ValueError(f"request frame of {size} bytes exceeds the {_MAX_REQUEST} byte limit")
+    body = _read_polling(fd, size)
+    if body is None:
+        return None
+    req = _loads(body)
+    if not isinstance(req, dict):
+        raise ValueError("a request that is not an object")
+    return req
 
 
-def _read_polling(fd: int, n: int, parent: int) -> bytes | None:
+def _read_polling(fd: int, n: int) -> bytes | None:
     buf = bytearray()
     while len(buf) < n:
         ready, _, _ = select.select([fd], [], [], _IDLE_POLL_S)
         if not ready:
-            if os.getppid() != parent:
-                return None  # orphaned: the caller is gone
-            continue
+            continue  # an orphaned checker gets its parent-death signal: no polling needed
         chunk = os.read(fd, n - len(buf))
         if not chunk:
             return None
@@ -1925,23 +2301,76 @@ def _read_polling(fd: int, n: int, parent: int) -> bytes | None:
 
 def _stop_zygote(zc_w: int, zygote: int) -> None:
     """Orderly end: the zygote sees EOF and exits, so every process is reaped up the chain
-    (and its CPU time is accounted to the caller, as benchmarks/verify_speed.py measures)."""
+    (and its CPU time is accounted to the caller, as benchmarks/verify_speed.py measures).
+    One that does not exit in time dies with us: we are its PID namespace's init, and it has
+    a parent-death signal (we may send no signal ourselves)."""
     os.close(zc_w)
     deadline = time.monotonic() + 2.0
     while time.monotonic() < deadline:
         if os.waitpid(zygote, os.WNOHANG)[0] == zygote:
             return
         time.sleep(0.005)
-    os.kill(zygote, signal.SIGKILL)
-    os.waitpid(zygote, 0)
 
 
 def _terminate(signum: int, _frame: object) -> None:
     raise SystemExit(128 + signum)  # the zygote and its namespace die with us (PDEATHSIG)
 
 
+def _probe(req: dict[str, Any]) -> dict[str, str]:
+    """For the tests of the checker's confinement only (the caller's ``{"probe": {...}}``
+    request): try what the checker must not do, from the running checker itself, and say how
+    each attempt ended (``ok``, the errno's name, or ``CpuExceeded``). ``kill``: signal 0 to a
+    pid; ``prlimit``: RLIMIT_FSIZE 0 on a pid; ``setpriority``: nice 19 for a pid;
+    ``connect``: a unix socket path; ``socketpair``: make one; ``spin``: that many seconds of
+    CPU in Python code; ``spin_c``: as many in one call into C (``sum`` over a range)."""
+
+    def attempt(action: Callable[[Any], Any], arg: Any) -> str:
+        try:
+            action(arg)
+            return "ok"
+        except _CpuExceeded:
+            return "CpuExceeded"
+        except OSError as exc:
+            import errno
+
+            return errno.errorcode.get(exc.errno or 0, str(exc.errno))
+
+    def spin(seconds: float) -> None:
+        end = time.process_time() + float(seconds)
+        while time.process_time() < end:
+            pass
+
+    def connect(path: str) -> None:
+        import socket
+
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(path)
+
+    actions: dict[str, Callable[[Any], Any]] = {
+        "kill": lambda pid: os.kill(int(pid), 0),
+        "prlimit": lambda pid: resource.prlimit(int(pid), resource.RLIMIT_FSIZE, (0, 0)),
+        "setpriority": lambda pid: os.setpriority(os.PRIO_PROCESS, int(pid), 19),
+        "connect": lambda path: connect(str(path)),
+        "socketpair": lambda _: __import__("socket").socketpair(),
+        "spin": spin,
+        "spin_c": lambda seconds: sum(range(int(float(seconds) * 10**9))),
+    }
+    return {name: attempt(actions[name], arg) for name, arg in req.items() if name in actions}
+
+
+def _protocol_reply(reply: dict[str, Any], why: str) -> dict[str, Any]:
+    """A suite whose child broke the protocol: nothing it said counts, every test's outcome is
+    PROTOCOL_ERROR (an unusable suite for the caller, neither a pass nor a kill)."""
+    n = len(reply.get("outcomes", ()))
+    reply.update(outcomes=[PROTOCOL_ERROR] * n, passed=False, returned=[""] * n)
+    if why not in reply.get("detail", ""):
+        reply["detail"] = "; ".join(filter(None, [reply.get("detail", ""), why]))
+    return reply
+
+
 def serve() -> None:
-    """Checker main: start the zygote, then one request frame in, one reply out, until EOF."""
+    """Checker main: confine, start the zygote, then one request frame in, one reply out,
+    until EOF (see :class:`_CheckerLayers` for the order)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _terminate)
     limits = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
@@ -1952,12 +2381,18 @@ def serve() -> None:
     finally:
         sys.path.remove(here)
     try:  # before the zygote exists: see seccomp_programs() for why in a helper process
-        seccomp: tuple[bytes, bytes] | str = confine.seccomp_programs()
+        seccomp: tuple[bytes, ...] | str = confine.seccomp_programs()
     except OSError as exc:
         seccomp = str(exc)
     text = {"encoding": "utf-8", "errors": "backslashreplace", "line_buffering": True}
     for stream in (sys.stdin, sys.stdout, sys.stderr):
         stream.reconfigure(**text)  # the children inherit these streams
+    own = _CheckerLayers(confine)
+    try:
+        own.enter_namespaces()  # from here on, in the anchor's child when there is a PID ns
+    except OSError as exc:
+        write_frame(1, {"error": f"the checker could not enter its namespaces: {exc}"})
+        return
     fds: dict[str, int] = {}
     for a, b in (
         ("req_r", "req_w"),
@@ -1981,50 +2416,88 @@ def serve() -> None:
         for name in mine:
             if name != "req_r":
                 os.close(fds[name])
+        if own.life_r is not None:
+            os.close(own.life_r)
         theirs["sync_w"], theirs["sync_r"] = fds["sync_w"], fds["sync_r"]
         _zygote_process(confine, theirs, limits, checker, seccomp)
     for name in list(fds):
         if name not in mine:
             os.close(fds.pop(name))
-    msg = os.read(fds["up_r"], 1)
-    if msg == b"u":
-        os.write(fds["up_w"], b"k" if _write_maps(zygote) else b"f")
+    msg = _read_line(fds["up_r"])
+    if msg.startswith(b"u"):  # "u<the zygote's pid in our /proc>"
+        mapped = msg[1:].isdigit() and _write_maps(int(msg[1:]))
+        os.write(fds["up_w"], b"k" if mapped else b"f")
     os.close(fds.pop("up_r"))
     os.close(fds.pop("up_w"))
-    ready = _recv(fds["zr_r"])
+    try:
+        ready = _recv(fds["zr_r"], _MAX_ZYGOTE_FRAME)
+    except ValueError as exc:
+        ready = {"error": f"garbled frame from the zygote: {exc}"}
     if not isinstance(ready, dict) or "layers" not in ready:
         write_frame(1, {"error": str((ready or {}).get("error", "the zygote died at startup"))})
         return
     isolation = ready["layers"]
-    isolation["checker"] = _confine_checker(confine, seccomp) or "confined"
+    own.confine(seccomp)
     _set_checker_limits(limits)
-    # Test statements run here: they must not write into (or read from) the caller's pipes.
+    checker_obj = _Checker(fds)
+    budget = _CpuBudget(checker_obj.link)
+    if budget.backstop:
+        own._on("cpu_limit")
+    checker_report = own.report()
+    isolation["layers"].update(checker_report["layers"])
+    isolation["missing"].update(checker_report["missing"])
+    isolation["checker"] = "confined" if not checker_report["missing"] else "partly confined"
+    # Nothing here may write into (or read from) the caller's pipes but this loop.
     fd_in, fd_out = _high(os.dup(0)), _high(os.dup(1))
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
     os.close(devnull)
-    parent = os.getppid()
     write_frame(fd_out, {"ready": os.getpid(), "version": RUNNER_VERSION, "isolation": isolation})
-    checker_obj = _Checker(fds)
     while True:
-        req = _read_request(fd_in, parent)
-        if req is None:
-            _stop_zygote(fds["zc_w"], zygote)
-            return
+        req: Any = None
         try:
-            reply = checker_obj.handle(req)
+            req = _read_request(fd_in)
+            if req is None:
+                _stop_zygote(fds["zc_w"], zygote)
+                return
+            if "probe" in req:
+                budget.arm(float(req.get("budget_s", 1.0)))
+                try:
+                    reply = {"probe": _probe(req["probe"])}
+                finally:
+                    budget.disarm()
+            else:
+                budget.arm(float(req["limits"]["timeout_s"]))
+                try:
+                    reply = checker_obj.handle(req)
+                finally:
+                    budget.disarm()
+                if checker_obj.link.protocol is not None:
+                    reply = _protocol_reply(reply, checker_obj.link.protocol)
         except BaseException as exc:  # noqa: BLE001 - our state is suspect: say so, then exit
-            # (A test statement runs here and may have broken us: closed our fds, say.)
+            # (A CPU budget spent outside the suite's own code; a garbled request; a broken
+            # zygote; before the tests became data, a test statement that broke us.)
             what = "zygote lost" if isinstance(exc, _ZygoteGone) else "checker failed"
             lost = {"error": f"sandbox {what}: {type(exc).__name__}: {exc}", "fatal": True}
-            lost["id"] = req.get("id")
+            lost["id"] = req.get("id") if isinstance(req, dict) else None
             try:
                 write_frame(fd_out, lost)
             finally:
                 os._exit(1)
         reply["id"] = req.get("id")  # lets the caller detect a desynchronised stream
         write_frame(fd_out, reply)
+
+
+def _read_line(fd: int) -> bytes:
+    """Up to a newline (not included), or what came before EOF."""
+    buf = bytearray()
+    while len(buf) < 64:
+        chunk = os.read(fd, 1)
+        if not chunk or chunk == b"\n":
+            break
+        buf.extend(chunk)
+    return bytes(buf)
 
 
 if __name__ == "__main__":

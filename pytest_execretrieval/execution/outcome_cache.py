@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from .sandbox import LOST, RUNNER_VERSION, Limits, Sandbox, SuiteResult
+from .sandbox import RUNNER_VERSION, Limits, Sandbox, SuiteResult
 
 __all__ = ["OutcomeCache", "cached_run"]
 
@@ -165,14 +165,16 @@ def cached_run(
 ) -> SuiteResult:
     """``sandbox.run`` behind ``cache`` (keyed with the sandbox's limits); None disables it.
 
-    A result whose sandbox was lost (``error:SandboxLost``) is returned but not cached."""
-    if cache is None:
-        return sandbox.run(code, setup, tests)
+    An unusable result (a lost sandbox, a broken protocol: :attr:`SuiteResult.unusable`) is
+    retried once; one that recurs is returned, unusable, and never cached (it says nothing
+    about the snippet: the next run tries again)."""
     tests = tuple(tests)
-    hit = cache.get(code, setup, tests, sandbox.limits)
+    hit = cache.get(code, setup, tests, sandbox.limits) if cache is not None else None
     if hit is not None:
         return hit
     result = sandbox.run(code, setup, tests)
-    if LOST not in result.outcomes:  # a lost sandbox says nothing about the snippet: rerun
+    if result.unusable:
+        result = sandbox.run(code, setup, tests)
+    if cache is not None and not result.unusable:
         cache.put(code, setup, tests, result, sandbox.limits)
     return result

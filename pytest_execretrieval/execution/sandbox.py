@@ -17,16 +17,29 @@ namespaces (the zygote is the PID namespace's init, so nothing a suite starts ou
 bounded tmpfs is the scratch directory), Landlock (writes only in the scratch directory, reads
 only of the interpreter, the standard library and system libraries, no TCP; signals scoped to
 the child), ``no_new_privs``, a seccomp filter (no exec, no process creation beyond threads, no
-ptrace/mknod/pidfd, sockets only AF_UNIX) and an unprivileged uid with no capabilities. The
-audit hook of earlier versions stays as an inner layer that names what it blocked. With
-``isolation="strict"`` a Sandbox refuses to start unless every layer is in force; ``"best"``
-runs with what the kernel offers and warns once per process about the rest.
+ptrace/mknod/pidfd, no ``socket()`` at all, ``socketpair`` only AF_UNIX; ``/dev/shm``, ``/run``
+and ``/var/run`` empty) and an unprivileged uid with no capabilities. The audit hook of earlier
+versions stays as an inner layer that names what it blocked.
+
+The checker is confined like the child (the ``checker_*`` layers): the process started here is
+only the outside anchor of the checker's own user, PID, network, IPC and mount namespaces; the
+checker, their PID namespace's init, runs as nobody with no_new_privs, a read-only Landlock
+ruleset and a seccomp program without sockets, signals, new processes or
+``prlimit``/``setpriority`` on other processes; it has a parent-death signal and a CPU budget
+per request (the suite's timeout). With ``isolation="strict"`` a Sandbox refuses to start unless
+every layer is in force; ``"best"`` runs with what the kernel offers and warns once per process
+about the rest.
 
 Exit status never means pass: a suite passes only if the child finished every test and sent
 its completion frame, nothing it started outlived it, and every test passed. The zygote
-enforces the wall-clock timeout and kills everything the suite left. A checker or zygote that
-dies, stops or hangs costs the suite in flight a named failure (``error:SandboxLost``) and is
-restarted for the next suite; it never raises into the caller.
+enforces the wall-clock timeout and kills everything the suite left. Every frame on every pipe is
+bounded in size by its reader, and decoded values in depth, elements and same-hash keys; a child
+that breaks the protocol makes every outcome of its suite ``error:ProtocolError``. A checker or
+zygote that dies, stops, hangs or answers garbage costs the suite in flight a named failure
+(``error:SandboxLost``) and is restarted for the next suite; it never raises into the caller.
+Both outcomes say nothing about the snippet (:data:`UNUSABLE_OUTCOMES`,
+:attr:`SuiteResult.unusable`): the runner retries such a suite once, and callers treat one that
+recurs as neither a pass nor a kill.
 """
 
 from __future__ import annotations
@@ -49,7 +62,10 @@ from . import _sandbox_child as _child
 
 __all__ = [
     "ISOLATION_MODES",
+    "LOST",
+    "PROTOCOL_ERROR",
     "RUNNER_VERSION",
+    "UNUSABLE_OUTCOMES",
     "Limits",
     "Sandbox",
     "SandboxError",
@@ -74,6 +90,12 @@ _STARTUP_TIMEOUT_S = 60.0
 _REPLY_GRACE_S = 30.0  # on top of the suite timeout, for fork/cleanup under heavy load
 ISOLATION_MODES = ("best", "strict")
 LOST = "error:SandboxLost"  # the outcome of every test of a suite whose sandbox died or hung
+PROTOCOL_ERROR: str = _child.PROTOCOL_ERROR  # ... of a suite whose child broke the wire protocol
+# Outcomes that say nothing about the snippet: a suite with one of them proves neither a pass
+# nor a kill. The runner retries it once (outcome_cache.cached_run); if it recurs, the snippet
+# is *unusable*: never a pass, a distractor or "differing" evidence, and the build and verify
+# name it (SuiteResult.unusable).
+UNUSABLE_OUTCOMES = frozenset({LOST, PROTOCOL_ERROR})
 
 
 class SandboxError(RuntimeError):
@@ -131,6 +153,11 @@ class SuiteResult:
             if extra and len(extra) != len(self.outcomes):
                 raise ValueError(f"SuiteResult.{name} has {len(extra)} entries for "
                                  f"{len(self.outcomes)} outcomes")  # fmt: skip
+
+    @property
+    def unusable(self) -> bool:
+        """Whether the suite proves nothing about the snippet (see :data:`UNUSABLE_OUTCOMES`)."""
+        return any(o in UNUSABLE_OUTCOMES for o in self.outcomes)
 
     def to_json(self) -> dict[str, Any]:
         """JSON object; ``returned`` only when known (older readers and entries stay valid)."""
@@ -222,9 +249,19 @@ def _read_exact(fd: int, n: int, deadline: float) -> bytes:
     return bytes(buf)
 
 
-def _read_frame(fd: int, deadline: float) -> Any:
+_MAX_REPLY_BASE = 4 << 20  # a reply's bytes besides the snippet's output
+
+
+def _read_frame(fd: int, deadline: float, limit: int = _MAX_REPLY_BASE) -> Any:
+    """One frame of at most ``limit`` bytes from the checker; _ServerGone for anything else
+    (too large, unparsable: deep nesting, bad UTF-8, ...)."""
     (size,) = _child._HEADER.unpack(_read_exact(fd, _child._HEADER.size, deadline))
-    return json.loads(_read_exact(fd, size, deadline))
+    if size > limit:
+        raise _ServerGone(f"a reply frame of {size} bytes exceeds the {limit} byte limit")
+    try:
+        return _child._loads(_read_exact(fd, size, deadline))
+    except ValueError as exc:
+        raise _ServerGone(str(exc)) from None
 
 
 class Sandbox:
@@ -244,6 +281,8 @@ class Sandbox:
         self.limits = limits
         self.mode = isolation
         self._limits_json = asdict(limits)  # sent with every request
+        # The snippet's output, escaped as JSON at worst (\\uXXXX per byte), plus the rest.
+        self._max_reply = _MAX_REPLY_BASE + 6 * limits.output_bytes
         self._guard = _guard
         self._owner = os.getpid()
         self._lock = threading.Lock()
@@ -261,7 +300,9 @@ class Sandbox:
 
     @property
     def server_pid(self) -> int | None:
-        """Pid of the running checker process, if any (for diagnostics and tests)."""
+        """Pid of the process this Sandbox started, if running (for diagnostics and tests):
+        the checker itself, or, when it has a PID namespace of its own, that namespace's
+        outside anchor, whose only child is the checker."""
         return self._proc.pid if self._proc is not None else None
 
     def __enter__(self) -> Self:
@@ -360,18 +401,14 @@ class Sandbox:
                 "guard": self._guard,
             }
             body = json.dumps(payload).encode("utf-8")
+            if len(body) > _child._MAX_REQUEST:  # the checker would refuse it
+                detail = f"a request of {len(body)} bytes exceeds the {_child._MAX_REQUEST} limit"
+                return SuiteResult((PROTOCOL_ERROR,) * len(tests), False, detail, "")
             request = _child._HEADER.pack(len(body)) + body
             reply = self._exchange(request, len(tests))
         if isinstance(reply, SuiteResult):
             return reply
-        if "error" in reply:
-            raise SandboxError(f"the sandbox server could not run the suite: {reply['error']}")
-        types = reply.get("value_types")
-        if isinstance(types, dict):
-            for name, count in types.items():
-                if isinstance(name, str) and type(count) is int:
-                    self.value_types[name] = self.value_types.get(name, 0) + count
-        return _to_result(reply, len(tests))
+        raise SandboxError(f"the sandbox server could not run the suite: {reply['error']}")
 
     def _exchange(self, request: bytes, n_tests: int) -> dict[str, Any] | SuiteResult:
         for attempt in range(2):
@@ -393,13 +430,17 @@ class Sandbox:
                 continue
             deadline = time.monotonic() + self.limits.timeout_s + _REPLY_GRACE_S
             try:
-                reply = _read_frame(proc.stdout.fileno(), deadline)
+                reply = _read_frame(proc.stdout.fileno(), deadline, self._max_reply)
                 if not isinstance(reply, dict) or reply.get("id") != self._requests:
                     raise _ServerGone(f"reply out of step with request {self._requests}")
                 if reply.get("fatal"):
                     raise _ServerGone(str(reply.get("error")))
-                return reply
-            except (_ServerGone, ValueError) as exc:  # ValueError: garbled frame
+                if "error" in reply:
+                    return reply
+                result = _to_result(reply, n_tests)
+                self._census(reply.get("value_types"))
+                return result
+            except _ServerGone as exc:
                 self._kill()
                 detail = f"sandbox lost during this suite ({exc}); restarted for the next one"
                 return SuiteResult((LOST,) * n_tests, False, detail, "")
@@ -407,6 +448,12 @@ class Sandbox:
                 self._kill()  # e.g. KeyboardInterrupt mid-request: a reply may be pending
                 raise
         raise AssertionError("unreachable")
+
+    def _census(self, types: Any) -> None:
+        if isinstance(types, dict):
+            for name, count in types.items():
+                if isinstance(name, str) and type(count) is int:
+                    self.value_types[name] = self.value_types.get(name, 0) + count
 
     def close(self) -> None:
         """Stop the sandbox processes. Idempotent."""
@@ -423,7 +470,9 @@ class Sandbox:
             pass
 
 
-LAYERS: tuple[str, ...] = _child.LAYER_NAMES
+# The layers around the processes that run snippets (the zygote and its children), then the
+# checker's own (``checker_*``).
+LAYERS: tuple[str, ...] = _child.LAYER_NAMES + _child.CHECKER_LAYER_NAMES
 _SEEN: list[dict[str, Any]] = []
 _WARNED: set[str] = set()
 
@@ -496,14 +545,15 @@ def _check_inputs(code: object, setup: object, tests: object) -> tuple[str, ...]
 
 
 def _to_result(reply: dict[str, Any], n_tests: int) -> SuiteResult:
+    """The suite's result from a reply; _ServerGone (a lost sandbox) when it is malformed."""
     try:
         result = SuiteResult.from_json(
             {k: v for k, v in reply.items() if k not in ("id", "value_types")}
         )
     except (TypeError, ValueError) as exc:
-        raise SandboxError(f"malformed reply from the sandbox server: {exc}") from exc
+        raise _ServerGone(f"malformed reply from the sandbox server: {exc}") from None
     if len(result.outcomes) != n_tests:
-        raise SandboxError(f"server returned {len(result.outcomes)} outcomes for {n_tests} tests")
+        raise _ServerGone(f"server returned {len(result.outcomes)} outcomes for {n_tests} tests")
     # Belt and braces: never trust a `passed` that the outcomes contradict.
     passed = result.passed and all(o == "pass" for o in result.outcomes)
     returned = () if all(o == "pass" for o in result.outcomes) else result.returned

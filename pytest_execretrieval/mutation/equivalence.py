@@ -348,7 +348,9 @@ def evidence(
     query: str = "",
 ) -> list[Evidence | None]:
     """Per code in ``codes``: on how many drawn in-domain inputs it differs from the canonical
-    (None for every code when the canonical's entry point is not fully annotated)."""
+    (None for every code when the canonical's entry point is not fully annotated, and for a
+    code whose harness suite is unusable: a lost sandbox or a broken protocol is no
+    evidence, least of all of a difference)."""
     types = annotations(canonical, entry_point)
     if types is None or not codes:
         return [None] * len(codes)
@@ -356,7 +358,10 @@ def evidence(
     tests = probes(entry_point, inputs)
     reference, *results = runner.run_many([(code, setup, tests) for code in (canonical, *codes)])
     named = named_exceptions(query)
-    return [compare(reference.values, r.values, inputs, named) for r in results]
+    if reference.unusable:
+        return [None] * len(codes)
+    return [None if r.unusable else compare(reference.values, r.values, inputs, named)
+            for r in results]  # fmt: skip
 
 
 def _outcome(value: object) -> tuple | None:

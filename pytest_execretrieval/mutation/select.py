@@ -10,6 +10,8 @@ that is rarest in the corpus so far, and finally the earliest candidate in sourc
 
 Mutants killed only by a timeout count in the yields but are never chosen: each would cost the full
 timeout in every verification run, and a hang is not the near-miss behaviour the benchmark probes.
+A mutant whose suite proved nothing (a lost sandbox or a broken protocol, twice: the suite is
+*unusable*) is not killed at all: it is neither chosen nor counted, nor a survivor.
 """
 
 from __future__ import annotations
@@ -22,13 +24,18 @@ from ..execution.sandbox import SuiteResult
 from .operators import CORE_CLASSES, Mutant
 
 KILL_RANK = {"assertion": 0, "exception": 1, "timeout": 2}
+UNUSABLE = "unusable"  # kill_kind of a suite that proved nothing: not a kill
 MAX_DISTRACTORS = 4
 
 
 def kill_kind(result: SuiteResult) -> str | None:
-    """How a suite killed a mutant: ``None`` if it survived; "timeout" if the suite ran out of
-    time (even after earlier tests failed: verifying it would cost the whole timeout again);
-    else "assertion" when some test saw a wrong output, "exception" when tests only crashed."""
+    """How a suite killed a mutant: ``None`` if it survived; :data:`UNUSABLE` if the suite
+    proved nothing (:attr:`SuiteResult.unusable`: the mutant is neither killed nor a survivor);
+    "timeout" if the suite ran out of time (even after earlier tests failed: verifying it would
+    cost the whole timeout again); else "assertion" when some test saw a wrong output,
+    "exception" when tests only crashed."""
+    if result.unusable:
+        return UNUSABLE
     if result.passed:
         return None
     if "timeout" in result.outcomes:
@@ -58,7 +65,7 @@ def select_distractors(
 ) -> list[Killed]:
     """Pick up to ``limit`` of ``killed``; updates ``class_totals`` with the choice."""
     chosen: list[Killed] = []
-    left = [k for k in killed if k.kill != "timeout"]
+    left = [k for k in killed if k.kill not in ("timeout", UNUSABLE)]
     while left and len(chosen) < limit:
         used = Counter(k.mutant.operator for k in chosen)
         best = min(left, key=lambda k: preference(k, used, class_totals))
