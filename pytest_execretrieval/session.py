@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from .corpus.bounds import conftests_above, foreign_files
 from .corpus.items import BenchmarkItem, bundled_items_dir
 from .corpus.store import (
     Corpus,
@@ -50,6 +51,7 @@ from .ranking.benchmark import BenchmarkRun
 from .ranking.rerank import RerankerContext
 from .ranking.rerank.pipeline import pipeline_name
 from .reporting.report import RecordedTest, final_summary, write_reports
+from .sanitize import escape, one_line
 from .settings import Settings
 
 WORKER_KEY = "execretrieval_runs"
@@ -65,6 +67,7 @@ class Session:
         self.items_dir = (settings.items_dir or bundled_items_dir()).resolve()
         if not self.items_dir.is_dir():
             raise pytest.UsageError(f"items directory {self.items_dir} does not exist")
+        refuse_untrusted(self.items_dir, config)
         self.corpus_dir = corpus_dir(self.items_dir, settings.stack)
         self.is_worker = hasattr(config, "workerinput")
         self.loaded: Loaded | None = None
@@ -109,8 +112,13 @@ class Session:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector):
-        if file_path.suffix == ".toml" and _within(file_path.resolve(), self.items_dir):
-            return ItemFile.from_parent(parent, path=file_path)
+        # The file itself is not resolved: a symlinked item file is collected, to be refused.
+        if file_path.suffix == ".toml" and _within(file_path.parent.resolve(), self.items_dir):
+            name = one_line(file_path.name)  # a file name is item text: shown escaped
+            if name == file_path.name:
+                return ItemFile.from_parent(parent, path=file_path)
+            nodeid = f"{one_line(parent.nodeid)}/{name}" if parent.nodeid else name
+            return ItemFile.from_parent(parent, path=file_path, name=name, nodeid=nodeid)
         return None
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -304,7 +312,7 @@ class BenchmarkSession(Session):
 
             terminalreporter.section("ExecRetrieval comparisons")
             reports = list(self.final_reports.values())
-            terminalreporter.write_line(compare_reports(reports, all_pairs=False))
+            terminalreporter.write_line(escape(compare_reports(reports, all_pairs=False)))
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """The last lines of the session: the metrics table, each gate's decision with its
@@ -325,7 +333,37 @@ class BenchmarkSession(Session):
         lines[at:at] = cost
         for line in lines:
             bad = line.startswith("gate [") and "]: PASS" not in line
-            terminal.write_line(line, bold=line.startswith("gate ["), red=bad)
+            terminal.write_line(escape(line), bold=line.startswith("gate ["), red=bad)
+
+
+def refuse_untrusted(items_dir: Path, config: pytest.Config) -> None:
+    """A usage error, before any work, when collecting ``items_dir`` would make pytest import
+    or read something from it (code, a ``conftest.py``, an ini file) or import a
+    ``conftest.py``/``__init__.py`` from a folder between it and the folders the user
+    configured (the rootdir, ``--confcutdir``). Everything in an items directory is untrusted."""
+
+    def shown(paths: list[Path]) -> str:
+        more = f" and {len(paths) - 10} more" if len(paths) > 10 else ""
+        return ", ".join(one_line(str(p)) for p in paths[:10]) + more
+
+    found = foreign_files(items_dir)
+    if found:
+        raise pytest.UsageError(
+            f"the items directory {one_line(str(items_dir))} holds code or pytest/tox "
+            f"configuration: {shown(found)}. An items directory holds item files and the "
+            "generated corpus only (everything in it is untrusted, and pytest would import or "
+            "read these): remove them"
+        )
+    confcutdir = config.known_args_namespace.confcutdir
+    stops = [config.rootpath, *([config.invocation_params.dir / confcutdir] if confcutdir else [])]
+    above = conftests_above(items_dir, stops)
+    if above:
+        raise pytest.UsageError(
+            f"{shown(above)} lie(s) between the items directory {one_line(str(items_dir))} and "
+            f"the rootdir {config.rootpath}: pytest would import them while collecting the "
+            "items. Move them to the rootdir, or name their folder with --confcutdir if they "
+            "are yours"
+        )
 
 
 def _within(path: Path, root: Path) -> bool:

@@ -38,7 +38,22 @@ def engine(stack: int = 1) -> dict:
 
 
 class BuildError(Exception):
-    """A canonical or alternative fails its own tests: the item itself is broken."""
+    """A canonical or alternative fails its own tests, or building an item failed in any other
+    way (:func:`per_item`): the item itself is broken. The message names every such item's file,
+    one per line."""
+
+
+def per_item(item: BenchmarkItem, problems: list[str], step: str, work, *args):
+    """``work(*args)``, or ``None`` after recording the failure as ``item``'s problem.
+
+    Item files are untrusted: whatever one makes the host-side work raise (a recursion limit,
+    a memory error, a bug it finds) is a problem of that item, naming its file and the build
+    step, and the build goes on with the other items."""
+    try:
+        return work(*args)
+    except Exception as exc:
+        problems.append(f"{item.path}: {step}: {type(exc).__name__}: {exc}")
+        return None
 
 
 @dataclass(frozen=True)
@@ -96,16 +111,19 @@ def build(
     (:func:`.mutation.stacking.stack_mutants`), drawn from the item's killed single-edit
     mutants in selection-preference order, so each edit is itself proven wrong."""
     items = sorted(items, key=lambda item: item.id)
-    mutants = {item.id: generate_mutants(item.canonical, item.entry_point) for item in items}
+    problems: list[str] = []
+    mutants = {item.id: per_item(item, problems, "mutants", generate_mutants, item.canonical,
+                                 item.entry_point) for item in items}  # fmt: skip
+    items = [item for item in items if mutants[item.id] is not None]
     if stack > 1:
-        mutants = stacked_candidates(items, mutants, mutant_runner, stack)
+        mutants = stacked_candidates(items, mutants, mutant_runner, stack, problems)
+        items = [item for item in items if mutants.get(item.id) is not None]
     originals = [(code, item.setup, item.tests)
                  for item in items for code in (item.canonical, *item.alternatives)]  # fmt: skip
     candidates = [(m.code, item.setup, item.tests) for item in items for m in mutants[item.id]]
     original_results = iter(runner.run_many(originals))
     mutant_results = iter(mutant_runner.run_many(candidates))
 
-    problems: list[str] = []
     pool: list[Snippet] = []
     alternatives: list[Snippet] = []
     yields: list[ItemYield] = []
@@ -138,25 +156,31 @@ def build(
         ))  # fmt: skip
     if problems:
         raise BuildError("\n".join(problems))
-    pool, alternatives = with_evidence(items, pool, alternatives, mutant_runner)
+    pool, alternatives = with_evidence(items, pool, alternatives, mutant_runner, problems)
+    if problems:
+        raise BuildError("\n".join(problems))
     ids = Counter(s.snippet_id for s in pool)
     duplicates = sorted(i for i, n in ids.items() if n > 1)
     if duplicates:
         raise BuildError(f"identical code in several items: snippet ids {duplicates}")
+    found = survivor_evidence(items, survivors, mutant_runner, problems)
+    if problems:
+        raise BuildError("\n".join(problems))
     return BuildResult(Corpus(tuple(pool), tuple(alternatives), engine(stack)), tuple(yields),
-                       survivor_evidence(items, survivors, mutant_runner))  # fmt: skip
+                       found)  # fmt: skip
 
 
 def survivor_evidence(
-    items: Sequence[BenchmarkItem], survivors: dict[str, list[Mutant]], runner: SuiteRunner
-) -> tuple[Survivor, ...]:
+    items: Sequence[BenchmarkItem], survivors: dict[str, list[Mutant]], runner: SuiteRunner,
+    problems: list[str] | None = None,
+) -> tuple[Survivor, ...]:  # fmt: skip
     """Differential evidence for every surviving mutant: does hypothesis find an input where it
-    differs from the canonical (a gap in the item's tests)?"""
+    differs from the canonical (a gap in the item's tests)? An item whose evidence fails is a
+    problem in ``problems`` (raised when None), see :func:`per_item`."""
     out = []
     for item in items:
         own = survivors.get(item.id, [])
-        found = evidence(item.canonical, item.entry_point, item.setup, [m.code for m in own],
-                         runner, item.query)  # fmt: skip
+        found = _evidence(item, [m.code for m in own], runner, problems)
         out += [Survivor(item.id, m.operator, m.line, unified_diff(item.canonical, m.code),
                          e.to_json() if e else None) for m, e in zip(own, found)]  # fmt: skip
     return tuple(out)
@@ -167,20 +191,30 @@ def with_evidence(
     pool: list[Snippet],
     alternatives: list[Snippet],
     runner: SuiteRunner,
+    problems: list[str] | None = None,
 ) -> tuple[list[Snippet], list[Snippet]]:
-    """Attach equivalence evidence to distractors and alternatives of annotated items."""
+    """Attach equivalence evidence to distractors and alternatives of annotated items
+    (``problems`` as in :func:`survivor_evidence`)."""
     by_id = {item.id: item for item in items}
     snippets = [s for s in (*pool, *alternatives) if s.kind != "canonical"]
     found: dict[str, dict] = {}
     for query_id in sorted({s.query_id for s in snippets}):
         item = by_id[query_id]
         own = [s for s in snippets if s.query_id == query_id]
-        for s, e in zip(own, evidence(item.canonical, item.entry_point, item.setup,
-                                      [s.code for s in own], runner, item.query)):  # fmt: skip
+        for s, e in zip(own, _evidence(item, [s.code for s in own], runner, problems)):
             if e is not None:
                 found[s.snippet_id] = e.to_json()
     attach = lambda s: replace(s, equivalence=found.get(s.snippet_id))  # noqa: E731
     return [attach(s) for s in pool], [attach(s) for s in alternatives]
+
+
+def _evidence(item: BenchmarkItem, codes: list[str], runner: SuiteRunner,
+              problems: list[str] | None) -> list:  # fmt: skip
+    """The evidence of ``codes`` against ``item``'s canonical; ``[]`` after a problem."""
+    work = (item.canonical, item.entry_point, item.setup, codes, runner, item.query)
+    if problems is None:
+        return evidence(*work)
+    return per_item(item, problems, "equivalence evidence", evidence, *work) or []
 
 
 def evidence_report(corpus: Corpus) -> str:
@@ -268,8 +302,11 @@ def review_report(items: Sequence[BenchmarkItem], corpus: Corpus) -> str:
 
 
 def stacked_candidates(
-    items: Sequence[BenchmarkItem], singles: dict[str, list[Mutant]], runner: SuiteRunner, k: int
-) -> dict[str, list[Mutant]]:
+    items: Sequence[BenchmarkItem], singles: dict[str, list[Mutant]], runner: SuiteRunner, k: int,
+    problems: list[str] | None = None,
+) -> dict[str, list[Mutant]]:  # fmt: skip
+    """Each item's stacked candidates (``None`` for an item whose stacking failed, recorded in
+    ``problems``; raised when that is None)."""
     suites = [(m.code, item.setup, item.tests) for item in items for m in singles[item.id]]
     results = iter(runner.run_many(suites))
     out = {}
@@ -277,8 +314,12 @@ def stacked_candidates(
         killed = [Killed(i, m, r, kill_kind(r)) for i, m in enumerate(singles[item.id])
                   for r in [next(results)] if kill_kind(r)]  # fmt: skip
         preferred = select_distractors(killed, Counter(), limit=len(killed))
-        out[item.id] = stack_mutants(item.canonical, item.entry_point, k,
-                                     [c.mutant for c in preferred], STACK_CANDIDATES)  # fmt: skip
+        work = (item.canonical, item.entry_point, k, [c.mutant for c in preferred],
+                STACK_CANDIDATES)  # fmt: skip
+        if problems is None:
+            out[item.id] = stack_mutants(*work)
+        else:
+            out[item.id] = per_item(item, problems, "stacked mutants", stack_mutants, *work)
     return out
 
 

@@ -22,6 +22,8 @@ from tabulate import tabulate
 from ..execution.sandbox import isolation_in_force
 from ..ranking.benchmark import BenchmarkRun, Hit, QueryResult
 from ..ranking.retrieval import TIE_POLICY
+from ..safe_write import write_atomic
+from ..sanitize import escape, xml_text
 from ..scoring.analyses import DENSITIES, analyses
 from ..scoring.compare import report_names, tie_range
 from ..scoring.metrics import (
@@ -128,10 +130,7 @@ def file_stem(name: str) -> str:
 
 
 def write_json(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 
 
 def gate_record(name: str, gate: dict) -> RecordedTest:
@@ -153,27 +152,32 @@ def gate_record(name: str, gate: dict) -> RecordedTest:
 
 
 def junit_xml(name: str, records: Sequence[RecordedTest]) -> bytes:
-    """One junit test suite named for the model, one test case per query (and the gate's)."""
+    """One junit test suite named for the model, one test case per query (and the gate's).
+    Every name, value and message passes :func:`.sanitize.xml_text`: no control character (and
+    nothing XML cannot hold) reaches the file."""
     counts = {k: sum(r.outcome == k for r in records) for k in ("failed", "error", "skipped")}
     suite = ET.Element("testsuite", {
-        "name": name, "tests": str(len(records)), "failures": str(counts["failed"]),
+        "name": xml_text(name), "tests": str(len(records)), "failures": str(counts["failed"]),
         "errors": str(counts["error"]), "skipped": str(counts["skipped"]),
         "time": f"{sum(r.duration for r in records):.3f}",
     })  # fmt: skip
     for r in sorted(records, key=lambda r: r.nodeid):
         case = ET.SubElement(suite, "testcase", {
-            "classname": f"execretrieval.{name}", "name": r.query_id, "time": f"{r.duration:.3f}",
+            "classname": xml_text(f"execretrieval.{name}"), "name": xml_text(r.query_id),
+            "time": f"{r.duration:.3f}",
         })  # fmt: skip
         if r.properties:
             props = ET.SubElement(case, "properties")
             for key, value in r.properties:
-                ET.SubElement(props, "property", {"name": str(key), "value": str(value)})
+                ET.SubElement(props, "property", {"name": xml_text(key),
+                                                  "value": xml_text(value)})  # fmt: skip
         if r.outcome in ("failed", "error"):
             tag = "failure" if r.outcome == "failed" else "error"
-            first = r.message.splitlines()[0] if r.message else r.outcome
-            ET.SubElement(case, tag, {"message": first}).text = r.message
+            message = xml_text(r.message)
+            first = message.splitlines()[0] if message else r.outcome
+            ET.SubElement(case, tag, {"message": first}).text = message
         elif r.outcome in ("skipped", "xfailed"):
-            ET.SubElement(case, "skipped", {"message": r.outcome}).text = r.message
+            ET.SubElement(case, "skipped", {"message": r.outcome}).text = xml_text(r.message)
     root = ET.Element("testsuites")
     root.append(suite)
     ET.indent(root)
@@ -323,13 +327,12 @@ def write_reports(
 ) -> list[Path]:  # fmt: skip
     """Write every model's JSON and junit XML and the summary; returns the paths written."""
     report_dir = Path(report_dir)
-    report_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name, data in reports.items():
         cases = records[name] + ([gate_record(name, gates[name])] if name in gates else [])
         written += [report_dir / f"{file_stem(name)}.json", report_dir / f"{file_stem(name)}.xml"]
         write_json(written[-2], data)
-        written[-1].write_bytes(junit_xml(name, cases))
+        write_atomic(written[-1], junit_xml(name, cases))
     written.append(report_dir / "summary.md")
-    written[-1].write_text(session_summary_markdown(reports, gates))
+    write_atomic(written[-1], escape(session_summary_markdown(reports, gates)))
     return written
