@@ -347,8 +347,8 @@ def test_returned_type_names_never_reach_the_terminal_raw(pytester, items):
     test that fails on it: the failure shows the name escaped; the junit parses."""
     path = items / "strings" / "count_vowels.toml"
     text = path.read_text()
-    canonical = f"canonical = '''\n{HOSTILE_CLASS}def count_vowels(s):\n    return R()\n'''"
-    text = re.sub(r'(?ms)^canonical = """.*?"""', lambda _: canonical, text)
+    canonical = f"canonical = '''\n{HOSTILE_CLASS}def count_vowels(text):\n    return R()\n'''"
+    text = re.sub(r"(?ms)^canonical = '''.*?'''", lambda _: canonical, text, count=1)
     path.write_text(text)
     result, junit = verify_run(pytester, items)
     out = result.stdout.str() + result.stderr.str()
