@@ -155,6 +155,26 @@ def test_a_hostile_item_file_is_a_problem_naming_it(tmp_path, kind):
     assert not RAW.search(text), text  # the file name and the reason are shown escaped
 
 
+@pytest.mark.timeout(300)  # today's main blocks on the FIFO
+def test_hostile_item_files_in_a_verification_run(pytester, items):
+    """Every load-time class at once in a real verification run: each hostile file is one
+    collection error, shown escaped; the other items verify as before; the junit parses."""
+    for kind, (make, _) in HOSTILE_FILES.items():
+        if kind != "symlink to /dev/zero":  # today's main would read it until memory runs out
+            make(items / "strings")
+    result, junit = verify_run(pytester, items)
+    out = result.stdout.str() + result.stderr.str()
+    found = {m.group(2): m.group(1) for m in re.finditer(r"(PASSED|FAILED|ERROR) (\S+)", out)}
+    assert found["strings/count_vowels::canonical"] == "PASSED"
+    assert found["arrays_lists/window_sums::canonical"] == "PASSED"
+    errors = sorted(k for k, v in found.items() if v == "ERROR" and k.startswith("items/"))
+    assert len(errors) == len(HOSTILE_FILES) - 2, errors  # pytest never collects the FIFO
+    good = ("strings/count_vowels", "arrays_lists/", "math_number_theory/", "items::")
+    assert all(k.startswith(good) for k, v in found.items() if v == "PASSED")
+    assert not RAW.search(out), [m.group() for m in RAW.finditer(out)][:5]
+    ET.parse(junit)
+
+
 def test_a_long_expression_is_an_item_problem_of_the_build_and_the_build_goes_on(tmp_path):
     """The mutation engine itself, fed an item that bypassed the load-time bounds (built in
     Python): whatever fails on one item is that item's problem, and the other items are still
