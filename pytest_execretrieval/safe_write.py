@@ -1,7 +1,8 @@
 """Atomic file writes that a committed symlink cannot redirect.
 
 Every file the package writes (the corpus files, reports, junit XML, summaries, plots, caches,
-frozen embeddings) goes through :func:`write_atomic` or :func:`atomic_path`. An items directory
+frozen embeddings) goes through :func:`write_atomic` or :func:`atomic_path` (an append-only log
+through :func:`append_text`). An items directory
 or a report directory may come from a pull request, so a name in it may be a symlink planted to
 make a write land outside the tree (``corpus.jsonl -> ~/.bashrc``, a cache shard pointing at
 ``/etc``). Both functions therefore:
@@ -26,7 +27,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["UnsafeTargetError", "atomic_path", "check_target", "write_atomic"]
+__all__ = ["UnsafeTargetError", "append_text", "atomic_path", "check_target", "write_atomic"]
 
 
 class UnsafeTargetError(OSError):
@@ -108,6 +109,23 @@ def write_atomic(
                 fh.flush()
                 os.fsync(fh.fileno())
     return Path(path)
+
+
+def append_text(path: Path, text: str, root: Path | None = None) -> None:
+    """Append ``text`` (UTF-8) to the log at ``path``, created if missing; a symlinked target
+    (``O_NOFOLLOW``) or folder (``root`` as in :func:`check_target`) is refused."""
+    path = check_target(path, root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    check_target(path, root)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as exc:
+        if os.path.islink(path):
+            raise UnsafeTargetError(f"refusing to append to {path}: it is a symlink") from None
+        raise exc
+    with os.fdopen(fd, "a", encoding="utf-8") as fh:
+        fh.write(text)
 
 
 def _read_umask() -> int:

@@ -315,6 +315,16 @@ def test_report_writes_are_not_redirected(pytester, items, outside, planted):
         assert (reports / planted).is_symlink()
 
 
+def test_the_rerank_score_log_is_not_appended_through_a_symlink(tmp_path, outside):
+    from pytest_execretrieval.ranking.rerank.hosted import ScoreCache
+
+    log = tmp_path / "cache" / "rerank.jsonl"
+    log.parent.mkdir()
+    log.symlink_to(outside)
+    with pytest.raises(UnsafeTargetError):
+        ScoreCache(log).put({"k": 0.5})
+
+
 def test_plots_are_not_redirected(pytester, items, outside):
     pytest.importorskip("matplotlib")
     from pytest_execretrieval.reporting.plots import EXEC_AT_K_PNG
