@@ -313,6 +313,7 @@ def test_report_writes_are_not_redirected(pytester, items, outside, planted):
     else:
         assert result.ret != 0 and "symlink" in result.stdout.str() + result.stderr.str()
         assert (reports / planted).is_symlink()
+        assert sorted(p.name for p in reports.iterdir()) == [planted]  # refused before any write
 
 
 def test_the_rerank_score_log_is_not_appended_through_a_symlink(tmp_path, outside):

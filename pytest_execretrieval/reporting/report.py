@@ -22,7 +22,7 @@ from tabulate import tabulate
 from ..execution.sandbox import isolation_in_force
 from ..ranking.benchmark import BenchmarkRun, Hit, QueryResult
 from ..ranking.retrieval import TIE_POLICY
-from ..safe_write import write_atomic
+from ..safe_write import check_target, write_atomic
 from ..sanitize import escape, xml_text
 from ..scoring.analyses import DENSITIES, analyses
 from ..scoring.compare import report_names, tie_range
@@ -325,14 +325,18 @@ def write_reports(
     report_dir: Path, reports: dict[str, dict], records: dict[str, list[RecordedTest]],
     gates: dict[str, dict],
 ) -> list[Path]:  # fmt: skip
-    """Write every model's JSON and junit XML and the summary; returns the paths written."""
+    """Write every model's JSON and junit XML and the summary; returns the paths written.
+    Every target is checked first (:func:`.safe_write.check_target`): a symlink planted at any
+    of them is refused before anything is written."""
     report_dir = Path(report_dir)
-    written = []
-    for name, data in reports.items():
-        cases = records[name] + ([gate_record(name, gates[name])] if name in gates else [])
-        written += [report_dir / f"{file_stem(name)}.json", report_dir / f"{file_stem(name)}.xml"]
-        write_json(written[-2], data)
-        write_atomic(written[-1], junit_xml(name, cases))
+    stems = [file_stem(name) for name in reports]
+    written = [report_dir / f"{stem}{ext}" for stem in stems for ext in (".json", ".xml")]
     written.append(report_dir / "summary.md")
+    for path in written:
+        check_target(path)
+    for (name, data), stem in zip(reports.items(), stems):
+        cases = records[name] + ([gate_record(name, gates[name])] if name in gates else [])
+        write_json(report_dir / f"{stem}.json", data)
+        write_atomic(report_dir / f"{stem}.xml", junit_xml(name, cases))
     write_atomic(written[-1], escape(session_summary_markdown(reports, gates)))
     return written
