@@ -360,12 +360,19 @@ def test_cache_plot_and_npz_writes_are_not_redirected(tmp_path, outside):
     out.symlink_to(outside)
     with pytest.raises(UnsafeTargetError):
         write_npz(out, {"name": "x"}, vectors)
-    entries = OutcomeCache(tmp_path / "outcomes")
+    runner = SuiteRunner(cache_dir=tmp_path / "checkout-cache")
+    entries = runner.cache
+    passed = SuiteResult(("pass",), True, "", "")
     path = entries.path_for(entries.key("code", "", ("assert 1",)))
     path.parent.mkdir(parents=True)
     path.symlink_to(outside)
     with pytest.raises(UnsafeTargetError):
-        entries.put("code", "", ("assert 1",), SuiteResult(("pass",), True, "", ""))
+        entries.put("code", "", ("assert 1",), passed)
+    shutil.rmtree(tmp_path / "checkout-cache")
+    (tmp_path / "checkout-cache").mkdir()
+    (tmp_path / "checkout-cache" / "outcomes").symlink_to(outside.parent)  # a committed link
+    with pytest.raises(UnsafeTargetError):
+        entries.put("code", "", ("assert 1",), passed)
 
 
 # --- part 8: outputs are sanitised ---------------------------------------------------------------

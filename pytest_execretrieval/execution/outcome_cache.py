@@ -63,8 +63,11 @@ def _encode(text: str) -> bytes:
 class OutcomeCache:
     """Maps (code, setup, tests, limits, RUNNER_VERSION) to a :class:`SuiteResult`."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, within: Path | None = None) -> None:
+        """``root`` holds the entries; ``within`` is the directory the user named (``root`` or
+        an ancestor of it): no folder below it may be a symlink when an entry is written."""
         self.root = Path(root)
+        self.within = Path(within) if within is not None else self.root
         self._secret: bytes | None = None
 
     def secret(self) -> bytes:
@@ -123,7 +126,7 @@ class OutcomeCache:
         path = self.path_for(key)
         body = json.dumps(result.to_json(), sort_keys=True).encode("ascii")
         data = b" ".join([_MAGIC, key.encode(), self.tag(key, body).encode()]) + b"\n" + body
-        write_atomic(path, data, fsync=True, root=self.root, mode=0o600)
+        write_atomic(path, data, fsync=True, root=self.within, mode=0o600)
 
     def _decode(self, data: bytes, key: str) -> SuiteResult | None:
         header, sep, body = data.partition(b"\n")
