@@ -1,7 +1,7 @@
 """Host-side bounds on an item file, checked before anything parses it.
 
 An items directory arrives in pull requests, so an item file is attacker-controlled input to the
-host's own parsers (``tomllib``, ``ast``, ``tokenize``) and to the mutation engine. Every bound
+host's own parsers (``tomllib``, ``ast``) and to the mutation engine. Every bound
 here is cheap and is checked before the expensive or recursive step it protects; a file over
 any of them is an item problem naming the file, never a crash, a hang or a read of something
 that is not an item file. The limits (each far above what the bundled items need; their
@@ -14,12 +14,12 @@ largest figure in brackets):
 ``MAX_TOML_DEPTH``      32          nesting of arrays and inline tables, counted by a scan before
                                     ``tomllib`` parses (it recurses) [1]
 ``MAX_CODE_CHARS``      64 KiB      one code field: canonical, an alternative, setup, a test
-                                    [1,376 characters]
-``MAX_LINE_TOKENS``     2,000       tokens in one logical line of a code field, counted by
-                                    ``tokenize`` before ``ast.parse`` (an expression cannot nest
-                                    deeper than its tokens; ``ast.parse`` recurses) [151]
+                                    [1,376 characters]; checked before ``ast.parse``, whose
+                                    ``RecursionError``/``MemoryError`` on deep nesting is an item
+                                    problem too
 ``MAX_AST_DEPTH``       100         depth of the parsed tree, measured iteratively, before any
-                                    recursive walk (``ast.dump``, the mutation engine) [16]
+                                    recursive walk (``ast.dump``, the mutation engine, the test
+                                    grammar) [16]
 =====================  ==========  =============================================================
 
 Names: a domain folder and an item stem match ``[a-z0-9_]+`` (:data:`NAME`): an escape
@@ -30,11 +30,9 @@ sequence, a dot, a space or a capital in a name is an item problem, the name sho
 from __future__ import annotations
 
 import ast
-import io
 import os
 import re
 import stat
-import tokenize
 from pathlib import Path
 
 from ..sanitize import has_unsafe, one_line
@@ -42,7 +40,6 @@ from ..sanitize import has_unsafe, one_line
 MAX_ITEM_BYTES = 256 * 1024
 MAX_TOML_DEPTH = 32
 MAX_CODE_CHARS = 64 * 1024
-MAX_LINE_TOKENS = 2000
 MAX_AST_DEPTH = 100
 NAME = re.compile(r"[a-z0-9_]+\Z")
 
@@ -98,9 +95,10 @@ def name_problems(path: Path) -> list[tuple[str, str]]:
 
 def field_problems(data: dict) -> list[tuple[str, str]]:
     """``(field, reason)`` for the text fields of a parsed item: control characters in the
-    query, a test or the names (shown to people: see :mod:`..sanitize`), and code fields over
-    :data:`MAX_CODE_CHARS` or :data:`MAX_LINE_TOKENS`. Fields of the wrong type are skipped
-    (the schema gate names them)."""
+    query, a test or the names (shown to people: see :mod:`..sanitize`), code fields over
+    :data:`MAX_CODE_CHARS`, and tests too deep to parse (:func:`parse_problem`; the code
+    fields get that check in their AST gate). Fields of the wrong type are skipped (the schema
+    gate names them)."""
     found = []
     for field in ("query", "entry_point", "domain"):
         if isinstance(data.get(field), str) and has_unsafe(data[field]):
@@ -114,88 +112,91 @@ def field_problems(data: dict) -> list[tuple[str, str]]:
     for field, code in codes:
         if not isinstance(code, str):
             continue
-        if field.startswith("tests[") and has_unsafe(code):
-            found.append((field, "holds a control character (shown escaped: "
-                                 f"{one_line(repr(code))[:200]})"))  # fmt: skip
         reason = code_size_problem(code)
+        if field.startswith("tests[") and reason is None:
+            if has_unsafe(code):
+                reason = ("holds a control character (shown escaped: "
+                          f"{one_line(repr(code))[:200]})")  # fmt: skip
+            else:  # the code fields get the same check where their AST gate parses them
+                reason = parse_problem(code)
         if reason:
             found.append((field, reason))
     return found
 
 
 def code_size_problem(code: str) -> str | None:
-    """Why ``code`` is too large to parse safely, or None: over :data:`MAX_CODE_CHARS`, or a
-    logical line of more than :data:`MAX_LINE_TOKENS` tokens. Code that does not tokenize is
-    left to ``ast.parse`` to report."""
+    """Why ``code`` is too large to parse, or None: over :data:`MAX_CODE_CHARS`."""
     if len(code) > MAX_CODE_CHARS:
         return f"is {len(code)} characters, over the limit of {MAX_CODE_CHARS}"
-    tokens = 0
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(code).readline):
-            if token.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
-                tokens = 0
-            elif token.type not in (tokenize.NL, tokenize.COMMENT):
-                tokens += 1
-                if tokens > MAX_LINE_TOKENS:
-                    return (f"line {token.start[0]}: a statement of more than "
-                            f"{MAX_LINE_TOKENS} tokens (the limit)")  # fmt: skip
-    except (tokenize.TokenError, SyntaxError):
-        return None
     return None
+
+
+def parse_problem(code: str) -> str | None:
+    """Why ``code`` cannot be parsed safely, or None: too deep for ``ast.parse`` (which raises
+    ``RecursionError`` or ``MemoryError`` on deep nesting) or for the recursive walks after it
+    (:func:`ast_depth_problem`). A syntax error is left to the caller's own parse."""
+    if len(code) <= MAX_AST_DEPTH:  # every level of a tree takes a character at least
+        return None
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    except (RecursionError, MemoryError):
+        return "nests too deeply to parse"
+    return ast_depth_problem(tree)
+
+
+# Fields that only ever hold an operator or a load/store marker: leaves, skipped by the walk.
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops"})
 
 
 def ast_depth_problem(tree: ast.AST) -> str | None:
-    """Why a parsed tree is too deep for the recursive walks after it, or None; iterative."""
-    stack = [(tree, 1)]
-    while stack:
-        node, depth = stack.pop()
+    """Why a parsed tree is too deep for the recursive walks after it, or None; iterative
+    (one level of the tree at a time)."""
+    level, depth = [tree], 1
+    while level:
         if depth > MAX_AST_DEPTH:
             return f"nests more than {MAX_AST_DEPTH} levels deep (the limit)"
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+        below: list[ast.AST] = []
+        for node in level:  # ast.iter_child_nodes, inlined: this runs on every item load
+            for name in node._fields:
+                if name in _LEAF_FIELDS:
+                    continue
+                value = getattr(node, name, None)
+                if isinstance(value, list):
+                    below += [v for v in value if isinstance(v, ast.AST)]
+                elif isinstance(value, ast.AST):
+                    below.append(value)
+        level, depth = below, depth + 1
     return None
 
 
+# What a TOML scan must step over as a whole (comments and the four kinds of strings), and the
+# brackets it counts; an unterminated string is skipped a character at a time (tomllib then
+# names the error).
+_TOML_TOKEN = re.compile(
+    r"#[^\n]*"
+    r'|"""(?:[^"\\]|\\.|"(?!""))*"""'
+    r"|'''[\s\S]*?'''"
+    r'|"(?:[^"\\\n]|\\.)*"'
+    r"|'[^'\n]*'"
+    r"|[\[\]{}]"
+)
+
+
 def toml_depth(text: str) -> int:
-    """The deepest nesting of ``[``/``{`` outside strings and comments in TOML text: a linear
-    scan, an upper bound of what ``tomllib`` will recurse through (table headers count one)."""
+    """The deepest nesting of ``[``/``{`` outside strings and comments in TOML text: one
+    regular-expression scan, an upper bound of what ``tomllib`` will recurse through (table
+    headers count one)."""
     depth = deepest = 0
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch == "#":
-            end = text.find("\n", i)
-            i = n if end < 0 else end
-        elif ch in "\"'":
-            i = _string_end(text, i)
-            continue
-        elif ch in "[{":
+    for match in _TOML_TOKEN.finditer(text):
+        token = match.group()
+        if token in ("[", "{"):
             depth += 1
             deepest = max(deepest, depth)
-        elif ch in "]}":
+        elif token in ("]", "}"):
             depth = max(depth - 1, 0)
-        i += 1
     return deepest
-
-
-def _string_end(text: str, start: int) -> int:
-    """The index just after the TOML string opening at ``start`` (basic or literal, one-line or
-    multi-line); the end of the text when it does not close."""
-    quote = text[start]
-    delimiter = quote * 3 if text.startswith(quote * 3, start) else quote
-    i, n = start + len(delimiter), len(text)
-    while i < n:
-        if quote == '"' and text[i] == "\\":
-            i += 2
-            continue
-        if text.startswith(delimiter, i):
-            end = i + len(delimiter)
-            while len(delimiter) == 3 and end < n and text[end] == quote and end - i < 5:
-                end += 1  # up to two quotes of the content may precede the closing three
-            return end
-        if len(delimiter) == 1 and text[i] == "\n":
-            return i
-        i += 1
-    return n
 
 
 # Files pytest or Python would import or read as configuration from a directory it collects:

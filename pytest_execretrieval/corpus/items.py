@@ -168,7 +168,7 @@ def code_problems(code: str, entry_point: str | None) -> list[str]:
         tree = ast.parse(code)
     except SyntaxError as exc:
         return [f"does not parse: {exc.msg} (line {exc.lineno})"]
-    except (RecursionError, MemoryError):
+    except (RecursionError, MemoryError):  # nesting deeper than the parser's own stack
         return ["nests too deeply to parse"]
     deep = ast_depth_problem(tree)
     if deep:
