@@ -356,6 +356,7 @@ def refuse_untrusted(items_dir: Path, config: pytest.Config) -> None:
         )
     confcutdir = config.known_args_namespace.confcutdir
     stops = [config.rootpath, *([config.invocation_params.dir / confcutdir] if confcutdir else [])]
+    stops.append(Path(__file__).resolve().parent)  # the installed package's bundled items: ours
     above = conftests_above(items_dir, stops)
     if above:
         raise pytest.UsageError(
