@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from . import DEFAULT_CACHE_DIR
 from .corpus.items import bundled_items_dir
 from .corpus.store import stale_reasons
+from .sanitize import escape
 from .settings import BY_NAME, MAX_STACK
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     items, problems = load_items(items_dir)
     if problems:
         for problem in problems:
-            print(problem, file=sys.stderr)
+            print(problem, file=sys.stderr)  # ItemProblem escapes what it quotes
         print(f"{len(problems)} problem(s) in item files; nothing written", file=sys.stderr)
         return 2
     if not items:
@@ -76,8 +77,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         try:
             result = build(items, runner, mutant_runner, args.stack, reuse.reusable,
                            ProgressLine())  # fmt: skip
-        except BuildError as exc:
-            print(exc, file=sys.stderr)
+        except BuildError as exc:  # quotes item text and what snippets returned
+            print(escape(str(exc)), file=sys.stderr)
             print("nothing written", file=sys.stderr)
             return 1
         executed = runner.executed + mutant_runner.executed
@@ -91,7 +92,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     if args.survivors:
         write_survivors(Path(args.survivors), result.survivors)
     if args.review:
-        print(review_report(items, result.corpus))
+        print(escape(review_report(items, result.corpus)))
     counts = meta["counts"]
     print(f"wrote {out_dir}/corpus.jsonl: {counts['queries']} queries, {counts['snippets']} "
           f"snippets ({counts['distractors']} distractors), {counts['alternatives']} alternatives;"
@@ -122,9 +123,10 @@ def write_survivors(path: Path, survivors) -> None:
     """One JSON row per surviving mutant (item id, operator, line, diff, equivalence)."""
     import json
 
-    path.parent.mkdir(parents=True, exist_ok=True)
+    from .safe_write import write_atomic
+
     rows = [json.dumps(s.to_json(), ensure_ascii=False) + "\n" for s in survivors]
-    path.write_text("".join(rows), encoding="utf-8")
+    write_atomic(path, "".join(rows))
     print(f"wrote {path}: {len(rows)} surviving mutants with their differential evidence")
 
 
@@ -139,7 +141,9 @@ def cmd_verify(args: argparse.Namespace, rest: list[str]) -> int:
     import pytest
 
     items_dir = Path(args.items_dir or default_items()).resolve()
-    argv = ["--execretrieval-verify", "--execretrieval-items", str(items_dir), *VERIFY_FLAGS]
+    # One argument: pytest looks for an ini file next to every argument naming a path, and must
+    # never take one from the items directory (it would be read before any plugin runs).
+    argv = ["--execretrieval-verify", f"--execretrieval-items={items_dir}", *VERIFY_FLAGS]
     if args.n is not None:
         argv += ["-n", args.n]
     return int(pytest.main(argv + rest))

@@ -19,6 +19,7 @@ from .corpus.verify import Case, check, name_collisions, shared_names
 from .ranking.benchmark import QueryResult
 from .reporting.failures import failure_line, failure_text
 from .reporting.report import report_row
+from .sanitize import escape
 from .scoring.metrics import junit_properties
 
 if TYPE_CHECKING:
@@ -71,7 +72,9 @@ def failure_message(report: pytest.TestReport) -> str:
 
 
 class ReportingItem(pytest.Item):
-    """An item whose own failures read as their message alone, like a good assertion."""
+    """An item whose own failures read as their message alone, like a good assertion. The
+    message quotes item text and what snippets returned: control characters in it are escaped
+    (:mod:`.sanitize`) before pytest shows it, records it or writes it to junit."""
 
     failure_prefix = ""
 
@@ -79,7 +82,7 @@ class ReportingItem(pytest.Item):
         if isinstance(excinfo.value, RankOneFailure) and not shows_full_failures(self.config):
             return excinfo.value.line
         if isinstance(excinfo.value, BenchmarkFailure):
-            return self.failure_prefix + str(excinfo.value)
+            return escape(self.failure_prefix + str(excinfo.value))
         return super().repr_failure(excinfo)
 
 
@@ -102,7 +105,7 @@ class ItemFile(pytest.File):
 
     def repr_failure(self, excinfo):
         if isinstance(excinfo.value, (ItemError, CorpusError)):
-            return str(excinfo.value)
+            return escape(str(excinfo.value))
         return super().repr_failure(excinfo)
 
 

@@ -32,6 +32,7 @@ from .ranking.benchmark import BenchmarkRun, run_benchmark
 from .ranking.rerank import Reranker, RerankerContext, RerankerError, get_reranker
 from .ranking.rerank.pipeline import lift, rerank_run
 from .reporting.report import build_report
+from .safe_write import write_atomic
 from .settings import GateSettings
 
 if TYPE_CHECKING:
@@ -184,8 +185,7 @@ def failed_queries(report: dict) -> set[str]:
 
 def write_state(path: Path, runs: Mapping[str, BenchmarkRun], baseline_failed: set[str]) -> None:
     """The runs (and the queries the baseline fails) for xdist workers, which only look up."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({
+    write_atomic(path, json.dumps({
         "runs": {n: r.to_json() for n, r in runs.items()},
         "baseline_failed": sorted(baseline_failed),
     }))  # fmt: skip

@@ -21,6 +21,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     settings.add_options(parser)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """Refuse an untrusted items directory (:func:`.session.refuse_untrusted`) before pytest
+    imports its first ``conftest.py``: those next to the paths given on the command line (or
+    the current directory) come before ``pytest_configure``, and may be the items."""
+    known = early_config.known_args_namespace
+    dest = settings.dest
+    if not (getattr(known, "execretrieval_embedders", None) or getattr(known, dest("verify"), None)
+            or early_config.getini(dest("verify"))):  # fmt: skip
+        return
+    items = getattr(known, dest("items"), None) or early_config.getini(dest("items"))
+    from .session import refuse_untrusted
+
+    where = early_config.invocation_params.dir / items if items else bundled_items_dir()
+    if where.is_dir():  # a missing directory is the session's usage error
+        refuse_untrusted(Path(where).resolve(), early_config)
+
+
 # trylast: after pytest's terminal reporter exists (its defaults are set here, see
 # _readable_terminal); registering the session plugin this late is fine, it has no configure.
 @pytest.hookimpl(trylast=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from .corpus.bounds import conftests_above, foreign_files
 from .corpus.items import BenchmarkItem, bundled_items_dir
 from .corpus.store import (
     Corpus,
@@ -32,6 +33,7 @@ from .execution.runner import SuiteRunner
 from .nodes import ItemFile, ItemsDir, QueryItem, RankOneFailure, VerifyItem, failure_message
 from .orchestration import Loaded, SetupError, load, read_state
 from .ranking.benchmark import QueryResult
+from .sanitize import escape, one_line
 from .settings import Settings
 from .state import BenchmarkState, Outcome
 
@@ -49,6 +51,7 @@ class Session:
         self.items_dir = (settings.items_dir or bundled_items_dir()).resolve()
         if not self.items_dir.is_dir():
             raise pytest.UsageError(f"items directory {self.items_dir} does not exist")
+        refuse_untrusted(self.items_dir, config)
         self.corpus_dir = corpus_dir(self.items_dir, settings.stack)
         self.is_worker = hasattr(config, "workerinput")
         self.loaded: Loaded | None = None
@@ -93,8 +96,13 @@ class Session:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector):
-        if file_path.suffix == ".toml" and _within(file_path.resolve(), self.items_dir):
-            return ItemFile.from_parent(parent, path=file_path)
+        # The file itself is not resolved: a symlinked item file is collected, to be refused.
+        if file_path.suffix == ".toml" and _within(file_path.parent.resolve(), self.items_dir):
+            name = one_line(file_path.name)  # a file name is item text: shown escaped
+            if name == file_path.name:
+                return ItemFile.from_parent(parent, path=file_path)
+            nodeid = f"{one_line(parent.nodeid)}/{name}" if parent.nodeid else name
+            return ItemFile.from_parent(parent, path=file_path, name=name, nodeid=nodeid)
         return None
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -265,7 +273,9 @@ class BenchmarkSession(Session):
             from .scoring.compare import compare_reports
 
             terminalreporter.section("ExecRetrieval comparisons")
-            terminalreporter.write_line(compare_reports(list(reports.values()), all_pairs=False))
+            terminalreporter.write_line(
+                escape(compare_reports(list(reports.values()), all_pairs=False))
+            )
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """The last lines of the session: the metrics table, each gate's decision with its
@@ -279,7 +289,7 @@ class BenchmarkSession(Session):
         for line in lines:
             verdict = line.startswith(("gate [", "INCOMPLETE", "exit 1: "))
             bad = verdict and "]: PASS" not in line
-            terminal.write_line(line, bold=verdict, red=bad)
+            terminal.write_line(escape(line), bold=verdict, red=bad)
 
 
 def xfail_reason(state: BenchmarkState, query_id: str, result: QueryResult | None) -> str | None:
@@ -343,6 +353,37 @@ def publish_gates(config: pytest.Config, gates: dict[str, dict], items_dir: Path
             if terminal is not None and when == "call":
                 category = config.hook.pytest_report_teststatus(report=report, config=config)[0]
                 terminal.stats.setdefault(category, []).append(report)
+
+
+def refuse_untrusted(items_dir: Path, config: pytest.Config) -> None:
+    """A usage error, before any work, when collecting ``items_dir`` would make pytest import
+    or read something from it (code, a ``conftest.py``, an ini file) or import a
+    ``conftest.py``/``__init__.py`` from a folder between it and the folders the user
+    configured (the rootdir, ``--confcutdir``). Everything in an items directory is untrusted."""
+
+    def shown(paths: list[Path]) -> str:
+        more = f" and {len(paths) - 10} more" if len(paths) > 10 else ""
+        return ", ".join(one_line(str(p)) for p in paths[:10]) + more
+
+    found = foreign_files(items_dir)
+    if found:
+        raise pytest.UsageError(
+            f"the items directory {one_line(str(items_dir))} holds code or pytest/tox "
+            f"configuration: {shown(found)}. An items directory holds item files and the "
+            "generated corpus only (everything in it is untrusted, and pytest would import or "
+            "read these): remove them"
+        )
+    confcutdir = config.known_args_namespace.confcutdir
+    stops = [config.rootpath, *([config.invocation_params.dir / confcutdir] if confcutdir else [])]
+    stops.append(Path(__file__).resolve().parent)  # the installed package's bundled items: ours
+    above = conftests_above(items_dir, stops)
+    if above:
+        raise pytest.UsageError(
+            f"{shown(above)} lie(s) between the items directory {one_line(str(items_dir))} and "
+            f"the rootdir {config.rootpath}: pytest would import them while collecting the "
+            "items. Move them to the rootdir, or name their folder with --confcutdir if they "
+            "are yours"
+        )
 
 
 def _within(path: Path, root: Path) -> bool:

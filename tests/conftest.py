@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -16,3 +17,17 @@ def items(pytester) -> Path:
     target = pytester.path / "items"
     shutil.copytree(DATA, target)
     return target
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _user_cache_in_tmp(tmp_path_factory):
+    """The outcome cache keeps its key in the user's cache directory: tests point
+    ``XDG_CACHE_HOME`` at a temporary directory (inherited by the pytest runs and commands they
+    start), so no test writes to the real ``~/.cache``."""
+    previous = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    yield
+    if previous is None:
+        del os.environ["XDG_CACHE_HOME"]
+    else:
+        os.environ["XDG_CACHE_HOME"] = previous

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 import json
 import multiprocessing
 import os
@@ -52,8 +53,7 @@ def test_entries_fan_out_into_two_hex_char_dirs(tmp_path):
     path = entry(cache)
     assert path.parent == tmp_path / key[:2] and path.exists()
     assert len(key[:2]) == 2 and int(key[:2], 16) >= 0
-    files = [p for p in tmp_path.rglob("*") if p.is_file()]
-    assert files == [path, tmp_path / ".hmac-key"] or files == [tmp_path / ".hmac-key", path]
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == [path]  # the key lives elsewhere
 
 
 def test_key_sensitivity(monkeypatch):
@@ -151,7 +151,7 @@ def test_entries_forged_without_the_key_are_rejected(tmp_path, tag):
     if tag == "sha256":  # the old, keyless checksum: anyone could compute it
         forged = outcome_cache._sha256(body)
     else:  # a well-formed tag under a key of the forger's choosing
-        forged = OutcomeCache(tmp_path / "elsewhere").tag(key, body)
+        forged = hmac.new(os.urandom(32), key.encode() + b"\n" + body, "sha256").hexdigest()
     path.write_bytes(b" ".join([b"execretrieval-outcome2", key.encode(), forged.encode()])
                      + b"\n" + body)  # fmt: skip
     assert cache.get(CODE, SETUP, TESTS) is None
@@ -162,9 +162,54 @@ def test_the_key_is_private_and_shared_by_every_instance(tmp_path):
     first, second = OutcomeCache(tmp_path), OutcomeCache(tmp_path)
     first.put(CODE, SETUP, TESTS, RESULT)
     assert second.get(CODE, SETUP, TESTS) == RESULT
-    key_file = tmp_path / ".hmac-key"
+    key_file = outcome_cache.user_key_dir() / "outcome-hmac-key"
     assert key_file.stat().st_mode & 0o777 == 0o600
+    assert key_file.parent.stat().st_mode & 0o777 == 0o700
     assert len(key_file.read_bytes()) == 32
+
+
+def test_the_key_lives_in_the_users_cache_directory(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert outcome_cache.user_key_dir() == tmp_path / "xdg" / "pytest-execretrieval"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/dir")  # not absolute: ignored (XDG spec)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert outcome_cache.user_key_dir() == tmp_path / "home" / ".cache" / "pytest-execretrieval"
+
+
+def test_a_key_committed_to_the_cache_directory_is_ignored_and_named(tmp_path):
+    """A pull request commits ``.hmac-key`` and an entry signed with it, claiming a pass: the
+    entry does not verify (and is discarded), and a warning names the ignored key file."""
+    root = tmp_path / ".execretrieval_cache"
+    committed = os.urandom(32)
+    root.mkdir()
+    (root / ".hmac-key").write_bytes(committed)
+    cache = OutcomeCache(root)
+    key = cache.key(CODE, SETUP, TESTS)
+    body = json.dumps(RESULT.to_json(), sort_keys=True).encode()
+    tag = hmac.new(committed, key.encode() + b"\n" + body, "sha256").hexdigest()
+    path = entry(cache)
+    path.parent.mkdir()
+    path.write_bytes(b" ".join([b"execretrieval-outcome2", key.encode(), tag.encode()])
+                     + b"\n" + body)  # fmt: skip
+    with pytest.warns(UserWarning, match=r"ignoring .*\.hmac-key"):
+        assert cache.get(CODE, SETUP, TESTS) is None
+    assert not path.exists()
+
+
+def test_a_symlinked_entry_is_neither_read_nor_written_through(tmp_path):
+    outside = tmp_path / "outside.json"
+    outside.write_bytes(b"precious")
+    root = tmp_path / "cache"
+    cache = OutcomeCache(root)
+    path = entry(cache)
+    path.parent.mkdir(parents=True)
+    path.symlink_to(outside)
+    assert cache.get(CODE, SETUP, TESTS) is None  # the link is dropped, not followed
+    assert not os.path.lexists(path)
+    path.symlink_to(outside)
+    with pytest.raises(OSError, match="symlink"):
+        cache.put(CODE, SETUP, TESTS, RESULT)
+    assert outside.read_bytes() == b"precious"
 
 
 def test_foreign_entry_is_rejected(tmp_path):

@@ -40,7 +40,22 @@ def engine(stack: int = 1) -> dict:
 
 
 class BuildError(Exception):
-    """A canonical or alternative fails its own tests: the item itself is broken."""
+    """A canonical or alternative fails its own tests, or building an item failed in any other
+    way (:func:`per_item`): the item itself is broken. The message names every such item's file,
+    one per line."""
+
+
+def per_item(item: BenchmarkItem, problems: list[str], step: str, work, *args):
+    """``work(*args)``, or ``None`` after recording the failure as ``item``'s problem.
+
+    Item files are untrusted: whatever one makes the host-side work raise (a recursion limit,
+    a memory error, a bug it finds) is a problem of that item, naming its file and the build
+    step, and the build goes on with the other items."""
+    try:
+        return work(*args)
+    except Exception as exc:
+        problems.append(f"{item.path}: {step}: {type(exc).__name__}: {exc}")
+        return None
 
 
 @dataclass(frozen=True)
@@ -163,21 +178,24 @@ def build(
     items = sorted(items, key=lambda item: item.id)
     reuse = dict(reuse or {})
     phases = _Phases(progress, (runner, mutant_runner))
-    runs = run_items([i for i in items if i.id not in reuse], runner, mutant_runner, stack, phases)
+    problems: list[str] = []  # every item's, all reported together
+    runs = run_items([i for i in items if i.id not in reuse], runner, mutant_runner, stack, phases,
+                     problems)  # fmt: skip
     # The selection balances classes over the corpus in item order: run it over every item.
     chosen: dict[str, list[int]] = {}
     moved = []
     class_totals: Counter = Counter()
     for item in items:
+        if item.id not in runs and item.id not in reuse:
+            continue  # its build failed: a problem already
         killed = runs[item.id].killed if item.id in runs else recorded_killed(reuse[item.id].record)
         chosen[item.id] = [k.position for k in select_distractors(killed, class_totals)]
         if item.id in reuse and tuple(chosen[item.id]) != reuse[item.id].record.selected:
             moved.append(item)
-    runs |= run_items(moved, runner, mutant_runner, stack, phases)
+    runs |= run_items(moved, runner, mutant_runner, stack, phases, problems)
     for item in moved:
         del reuse[item.id]
 
-    problems: list[str] = []
     fresh_pool: list[Snippet] = []
     fresh_alternatives: list[Snippet] = []
     for item in items:
@@ -202,9 +220,11 @@ def build(
         raise BuildError("\n".join(problems))
     built = [item for item in items if item.id in runs]
     fresh_pool, fresh_alternatives = with_evidence(built, fresh_pool, fresh_alternatives,
-                                                   mutant_runner, phases)  # fmt: skip
+                                                   mutant_runner, phases, problems)  # fmt: skip
     fresh_survivors = survivor_evidence(built, {i: r.survivors for i, r in runs.items()},
-                                        mutant_runner, phases)  # fmt: skip
+                                        mutant_runner, phases, problems)  # fmt: skip
+    if problems:
+        raise BuildError("\n".join(problems))
 
     pool = fresh_pool + [s for r in reuse.values() for s in (r.canonical, *r.distractors)]
     alternatives = fresh_alternatives + [s for r in reuse.values() for s in r.alternatives]
@@ -253,17 +273,22 @@ def run_items(
     mutant_runner: SuiteRunner,
     stack: int,
     phases: _Phases,
+    problems: list[str],
 ) -> dict[str, ItemRun]:
-    """Generate and run every candidate of ``items`` (and their canonicals and alternatives)."""
+    """Generate and run every candidate of ``items`` (and their canonicals and alternatives);
+    an item whose mutants or stacking fail is left out, its failure in ``problems``."""
     if not items:
         return {}
     phases.start("mutants", len(items))
     mutants = {}
     for done, item in enumerate(items, 1):
-        mutants[item.id] = generate_mutants(item.canonical, item.entry_point)
+        mutants[item.id] = per_item(item, problems, "mutants", generate_mutants, item.canonical,
+                                    item.entry_point)  # fmt: skip
         phases.tick(done)
+    items = [item for item in items if mutants[item.id] is not None]
     if stack > 1:
-        mutants = stacked_candidates(items, mutants, mutant_runner, stack, phases)
+        mutants = stacked_candidates(items, mutants, mutant_runner, stack, phases, problems)
+        items = [item for item in items if mutants.get(item.id) is not None]
     originals = [(code, item.setup, item.tests)
                  for item in items for code in (item.canonical, *item.alternatives)]  # fmt: skip
     original_results = iter(runner.run_many(originals))
@@ -294,16 +319,17 @@ def survivor_evidence(
     survivors: dict[str, list[Mutant]],
     runner: SuiteRunner,
     phases: _Phases | None = None,
+    problems: list[str] | None = None,
 ) -> tuple[Survivor, ...]:
     """Differential evidence for every surviving mutant: does hypothesis find an input where it
-    differs from the canonical (a gap in the item's tests)?"""
+    differs from the canonical (a gap in the item's tests)? An item whose evidence fails is a
+    problem in ``problems`` (raised when None), see :func:`per_item`."""
     phases = phases or _Phases(None, ())
     phases.start("survivor evidence", len(items))
     out = []
     for done, item in enumerate(items, 1):
         own = survivors.get(item.id, [])
-        found = evidence(item.canonical, item.entry_point, item.setup, [m.code for m in own],
-                         runner, item.query)  # fmt: skip
+        found = _evidence(item, [m.code for m in own], runner, problems)
         out += [Survivor(item.id, m.operator, m.line, unified_diff(item.canonical, m.code),
                          e.to_json() if e else None) for m, e in zip(own, found)]  # fmt: skip
         phases.tick(done)
@@ -316,8 +342,10 @@ def with_evidence(
     alternatives: list[Snippet],
     runner: SuiteRunner,
     phases: _Phases | None = None,
+    problems: list[str] | None = None,
 ) -> tuple[list[Snippet], list[Snippet]]:
-    """Attach equivalence evidence to distractors and alternatives of annotated items."""
+    """Attach equivalence evidence to distractors and alternatives of annotated items
+    (``problems`` as in :func:`survivor_evidence`)."""
     by_id = {item.id: item for item in items}
     snippets: dict[str, list[Snippet]] = {}
     for s in (*pool, *alternatives):
@@ -328,13 +356,21 @@ def with_evidence(
     found: dict[str, dict] = {}
     for done, query_id in enumerate(sorted(snippets), 1):
         item, own = by_id[query_id], snippets[query_id]
-        for s, e in zip(own, evidence(item.canonical, item.entry_point, item.setup,
-                                      [s.code for s in own], runner, item.query)):  # fmt: skip
+        for s, e in zip(own, _evidence(item, [s.code for s in own], runner, problems)):
             if e is not None:
                 found[s.snippet_id] = e.to_json()
         phases.tick(done)
     attach = lambda s: replace(s, equivalence=found.get(s.snippet_id))  # noqa: E731
     return [attach(s) for s in pool], [attach(s) for s in alternatives]
+
+
+def _evidence(item: BenchmarkItem, codes: list[str], runner: SuiteRunner,
+              problems: list[str] | None) -> list:  # fmt: skip
+    """The evidence of ``codes`` against ``item``'s canonical; ``[]`` after a problem."""
+    work = (item.canonical, item.entry_point, item.setup, codes, runner, item.query)
+    if problems is None:
+        return evidence(*work)
+    return per_item(item, problems, "equivalence evidence", evidence, *work) or []
 
 
 def evidence_report(corpus: Corpus) -> str:
@@ -427,7 +463,10 @@ def stacked_candidates(
     runner: SuiteRunner,
     k: int,
     phases: _Phases | None = None,
+    problems: list[str] | None = None,
 ) -> dict[str, list[Mutant]]:
+    """Each item's stacked candidates (``None`` for an item whose stacking failed, recorded in
+    ``problems``; raised when that is None)."""
     suites = [(m.code, item.setup, item.tests) for item in items for m in singles[item.id]]
     results = runner.imap(suites)
     phases = phases or _Phases(None, ())
@@ -437,8 +476,12 @@ def stacked_candidates(
         killed = [Killed(i, m, r, kill_kind(r)) for i, m in enumerate(singles[item.id])
                   for r in [next(results)] if kill_kind(r) not in (None, UNUSABLE)]  # fmt: skip
         preferred = select_distractors(killed, Counter(), limit=len(killed))
-        out[item.id] = stack_mutants(item.canonical, item.entry_point, k,
-                                     [c.mutant for c in preferred], STACK_CANDIDATES)  # fmt: skip
+        work = (item.canonical, item.entry_point, k, [c.mutant for c in preferred],
+                STACK_CANDIDATES)  # fmt: skip
+        if problems is None:
+            out[item.id] = stack_mutants(*work)
+        else:
+            out[item.id] = per_item(item, problems, "stacked mutants", stack_mutants, *work)
         phases.tick(done)
     return out
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..execution import _grammar
+from ..sanitize import escape, one_line
+from .bounds import BoundError, ast_depth_problem, field_problems, name_problems, read_item_text
 
 REQUIRED = {"domain": str, "query": str, "entry_point": str, "canonical": str, "tests": list}
 OPTIONAL = {"setup": str, "alternatives": list}
@@ -47,8 +49,8 @@ class ItemProblem:
     field: str
     reason: str
 
-    def __str__(self) -> str:
-        return f"{self.path}: {self.field}: {self.reason}"
+    def __str__(self) -> str:  # a file name and a reason may quote control characters
+        return f"{one_line(str(self.path))}: {self.field}: {escape(self.reason)}"
 
 
 class ItemError(Exception):
@@ -83,10 +85,15 @@ def load_item(path: Path) -> BenchmarkItem:
     def problem(field: str, reason: str) -> None:
         problems.append(ItemProblem(path, field, reason))
 
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ItemError([ItemProblem(path, "<file>", f"not valid TOML: {exc}")]) from None
+    for field, reason in name_problems(path):
+        problem(field, reason)
+    try:  # bounded first (corpus/bounds.py): tomllib recurses
+        data = tomllib.loads(read_item_text(path))
+    except BoundError as exc:
+        raise ItemError([*problems, ItemProblem(path, "<file>", str(exc))]) from None
+    except (OSError, tomllib.TOMLDecodeError, RecursionError) as exc:
+        raise ItemError([*problems, ItemProblem(path, "<file>", f"not valid TOML: {exc}")]) \
+            from None  # fmt: skip
 
     for key in sorted(set(data) - set(REQUIRED) - set(OPTIONAL)):
         problem(key, "unknown key (allowed: " + ", ".join([*REQUIRED, *OPTIONAL]) + ")")
@@ -102,6 +109,8 @@ def load_item(path: Path) -> BenchmarkItem:
             for i, value in enumerate(values):
                 if not isinstance(value, str):
                     problem(f"{key}[{i}]", f"must be a string, got {type(value).__name__}")
+    for field, reason in field_problems(data):  # sizes and control characters, before parsing
+        problem(field, reason)
     if problems:
         raise ItemError(problems)
 
@@ -154,6 +163,9 @@ def load_items(root: Path) -> tuple[list[BenchmarkItem], list[ItemProblem]]:
             items.append(load_item(path))
         except ItemError as exc:
             problems.extend(exc.problems)
+        except Exception as exc:  # any failure on one file is that file's problem, no more
+            problems.append(ItemProblem(path, "<file>", f"cannot be loaded: "
+                                        f"{type(exc).__name__}: {exc}"))  # fmt: skip
     return items, problems
 
 
@@ -164,6 +176,11 @@ def code_problems(code: str, entry_point: str | None) -> list[str]:
         tree = ast.parse(code)
     except SyntaxError as exc:
         return [f"does not parse: {exc.msg} (line {exc.lineno})"]
+    except (RecursionError, MemoryError):  # nesting deeper than the parser's own stack
+        return ["nests too deeply to parse"]
+    deep = ast_depth_problem(tree)
+    if deep:
+        return [deep]
     imported = imports(tree) if "import" in code else []  # no import statement without it
     reasons = [f"imports {name!r}, which is not in the standard library" for name in imported
                if name not in sys.stdlib_module_names and name != "__future__"]  # fmt: skip
@@ -246,5 +263,5 @@ def defined_names(code: str) -> frozenset[str]:
     warm run's own time."""
     try:
         return frozenset(defined_functions(ast.parse(code)))
-    except SyntaxError:
+    except (SyntaxError, RecursionError, MemoryError):
         return frozenset()

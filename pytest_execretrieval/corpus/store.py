@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..safe_write import write_atomic
 from .items import BenchmarkItem, item_id, item_paths
 
 CORPUS = "corpus.jsonl"
@@ -147,7 +148,6 @@ def write_corpus(
     manifest last; returns the manifest."""
     items_dir = Path(items_dir)
     out_dir = Path(out_dir or items_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     corpus_bytes, alt_bytes = jsonl(corpus.snippets), jsonl(corpus.alternatives)
     meta = manifest(items_dir, corpus, corpus_bytes, alt_bytes, records)
     for name, data in (
@@ -156,10 +156,14 @@ def write_corpus(
         *([(YIELDS, yields)] if yields is not None else []),
         (MANIFEST, (json.dumps(meta, indent=2, sort_keys=False) + "\n").encode()),
     ):
-        tmp = out_dir / f".{name}.tmp"
-        tmp.write_bytes(data)
-        tmp.replace(out_dir / name)
+        # A committed symlink (the file, or `stack-K/`) must not redirect the write.
+        write_atomic(out_dir / name, data, root=items_dir if _inside(out_dir, items_dir) else None)
     return meta
+
+
+def _inside(path: Path, root: Path) -> bool:
+    path, root = Path(path).absolute(), Path(root).absolute()
+    return path == root or root in path.parents
 
 
 STALE_KINDS = (

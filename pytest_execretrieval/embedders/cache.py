@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
 import time
 from collections.abc import Callable, Container, Sequence
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..safe_write import atomic_path, write_atomic
 from . import DenseEncoder, check_vectors
 
 Progress = Callable[[str, int, int, float], None]  # (role, done, total, texts per second)
@@ -34,7 +34,8 @@ def invocation_key(invocation: dict) -> str:
 
 class EmbeddingCache:
     def __init__(self, root: Path, invocation: dict):
-        self.dir = Path(root) / "embeddings" / invocation_key(invocation)
+        self.root = Path(root)
+        self.dir = self.root / "embeddings" / invocation_key(invocation)
         self.invocation = invocation
 
     def load(self, role: str) -> dict[str, np.ndarray]:
@@ -52,14 +53,13 @@ class EmbeddingCache:
 
     def store(self, role: str, keys: Sequence[str], vectors: np.ndarray) -> None:
         folder = self.dir / role
-        folder.mkdir(parents=True, exist_ok=True)
         meta = self.dir / "invocation.json"
         if not meta.exists():
-            meta.write_text(json.dumps(self.invocation, indent=1, sort_keys=True))
+            write_atomic(meta, json.dumps(self.invocation, indent=1, sort_keys=True),
+                         root=self.root)  # fmt: skip
         name = hashlib.sha256("".join(keys).encode()).hexdigest()[:24]
-        tmp = folder / f".{name}.{os.getpid()}.tmp.npz"
-        np.savez(tmp, keys=np.array(list(keys), dtype=str), vectors=vectors)
-        tmp.replace(folder / f"{name}.npz")
+        with atomic_path(folder / f"{name}.npz", suffix=".npz", root=self.root) as tmp:
+            np.savez(tmp, keys=np.array(list(keys), dtype=str), vectors=vectors)
 
 
 def stderr_progress(role: str, done: int, total: int, rate: float) -> None:

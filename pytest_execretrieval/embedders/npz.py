@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..safe_write import atomic_path
 from . import EmbedderBase, EmbedderError, EmbedderOptions, check_vectors
 
 ROLE_KEYS = {
@@ -29,9 +30,8 @@ def write_npz(
         ids, matrix = vectors[role]
         arrays[ids_key] = np.array(ids, dtype=str)
         arrays[vectors_key] = np.asarray(matrix, dtype=np.float32)
-    tmp = Path(path).with_name(Path(path).name + ".tmp.npz")
-    np.savez_compressed(tmp, **arrays)
-    tmp.replace(path)
+    with atomic_path(Path(path), suffix=".npz") as tmp:  # savez appends .npz to other names
+        np.savez_compressed(tmp, **arrays)
 
 
 class FrozenEmbedder(EmbedderBase):

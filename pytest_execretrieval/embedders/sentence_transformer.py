@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..safe_write import write_atomic
 from . import EmbedderBase, EmbedderError, EmbedderOptions, describe
 
 DEFAULT_BATCH_SIZE = 64
@@ -88,10 +89,7 @@ class SentenceTransformerEmbedder(EmbedderBase):
             known = {}
         if key not in known:
             known[key] = file_sha256(weights)
-            memo.parent.mkdir(parents=True, exist_ok=True)
-            tmp = memo.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(known, indent=1, sort_keys=True))
-            tmp.replace(memo)
+            write_atomic(memo, json.dumps(known, indent=1, sort_keys=True))
         return known[key]
 
     def _load(self):

@@ -2,13 +2,19 @@
 
 Layout: ``<root>/<key[:2]>/<key[2:]>.json``. Each entry is one header line
 ``execretrieval-outcome2 <key> <tag>`` followed by the JSON body, where ``tag`` is the
-HMAC-SHA256 of key and body under a secret made once per cache root (``<root>/.hmac-key``, mode
-0600, 32 random bytes): an entry written by anything that cannot read that file (a snippet that
-escaped its sandbox, say; the sandbox's Landlock layer already keeps snippets from reading or
-writing the cache) does not verify. Entries are written to a temporary file in the same
-directory, fsynced and ``os.replace``d into place, so readers see either nothing or a complete
-entry; anything that fails the header/tag/schema checks (torn copy, garbage, a forgery, an entry
-for another key) is deleted and treated as a miss. Temporary files of a killed writer
+HMAC-SHA256 of key and body under the user's secret: 32 random bytes in
+``$XDG_CACHE_HOME/pytest-execretrieval/outcome-hmac-key`` (``~/.cache/...`` without
+``XDG_CACHE_HOME``; the directory mode 0700, the file 0600, created once with ``O_EXCL``). The
+key never comes from the cache root: that directory may sit in a checkout (the default
+``.execretrieval_cache`` does), where a pull request can commit a key file together with entries
+it signed, so a key file found there (``<root>/.hmac-key``, where earlier versions kept it) is
+ignored and named in a warning, once. An entry written by anything that cannot read the user's
+key (a snippet that escaped its sandbox, say; the sandbox's Landlock layer already keeps snippets
+from reading the user's cache directory or writing the cache) does not verify. Entries are
+written atomically (:mod:`..safe_write`: a fresh temporary file, fsynced, ``os.replace``d into
+place; a symlink in the cache is refused, never followed), so readers see either nothing or a
+complete entry; anything that fails the header/tag/schema checks (torn copy, garbage, a forgery,
+an entry for another key) is deleted and treated as a miss. Temporary files of a killed writer
 (``.*.tmp``) are never read.
 """
 
@@ -18,17 +24,32 @@ import hashlib
 import hmac
 import json
 import os
+import stat
 import tempfile
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from ..safe_write import write_atomic
 from .sandbox import RUNNER_VERSION, Limits, Sandbox, SuiteResult
 
 __all__ = ["OutcomeCache", "cached_run"]
 
 _MAGIC = b"execretrieval-outcome2"
-_KEY_FILE = ".hmac-key"
+_KEY_FILE = "outcome-hmac-key"  # in user_key_dir()
+_MAX_ENTRY = 4 * 1024 * 1024  # bytes; a suite's record is a few KiB
+_CHECKOUT_KEY = ".hmac-key"  # where a key in the cache root would be: never read
+_named: set[Path] = set()  # checkout key files already warned about
+
+
+def user_key_dir() -> Path:
+    """Where the outcome cache's HMAC key lives: ``$XDG_CACHE_HOME/pytest-execretrieval``
+    (an absolute ``XDG_CACHE_HOME`` only, as the XDG spec says), else
+    ``~/.cache/pytest-execretrieval``: the user's directory, outside any working tree."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
+    return root / "pytest-execretrieval"
 
 
 def _sha256(data: bytes) -> str:
@@ -42,14 +63,19 @@ def _encode(text: str) -> bytes:
 class OutcomeCache:
     """Maps (code, setup, tests, limits, RUNNER_VERSION) to a :class:`SuiteResult`."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, within: Path | None = None) -> None:
+        """``root`` holds the entries; ``within`` is the directory the user named (``root`` or
+        an ancestor of it): no folder below it may be a symlink when an entry is written."""
         self.root = Path(root)
+        self.within = Path(within) if within is not None else self.root
         self._secret: bytes | None = None
 
     def secret(self) -> bytes:
-        """The cache root's HMAC key, created on first use (safe against concurrent creators)."""
+        """The user's HMAC key (see the module docstring), created on first use (safe against
+        concurrent creators); a key file in the cache root is ignored and named, once."""
         if self._secret is None:
-            self._secret = _load_or_create_key(self.root / _KEY_FILE)
+            _name_checkout_key(self.root / _CHECKOUT_KEY)
+            self._secret = _load_or_create_key(user_key_dir() / _KEY_FILE)
         return self._secret
 
     def tag(self, key: str, body: bytes) -> str:
@@ -71,13 +97,19 @@ class OutcomeCache:
     ) -> SuiteResult | None:
         key = self.key(code, setup, tests, limits)
         path = self.path_for(key)
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-                inode = os.fstat(fh.fileno()).st_ino
+        try:  # a committed symlink or FIFO in the cache is never followed or read from
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except FileNotFoundError:
             return None
-        result = self._decode(data, key)
+        except OSError:  # ELOOP: a symlink; the link itself goes
+            _discard(path, None)
+            return None
+        with os.fdopen(fd, "rb") as fh:
+            info = os.fstat(fh.fileno())
+            regular = stat.S_ISREG(info.st_mode)
+            data = fh.read(_MAX_ENTRY + 1) if regular else b""
+        result = self._decode(data, key) if len(data) <= _MAX_ENTRY else None
+        inode = info.st_ino
         if result is None:
             _discard(path, inode)
         return result
@@ -94,20 +126,7 @@ class OutcomeCache:
         path = self.path_for(key)
         body = json.dumps(result.to_json(), sort_keys=True).encode("ascii")
         data = b" ".join([_MAGIC, key.encode(), self.tag(key, body).encode()]) + b"\n" + body
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-            raise
+        write_atomic(path, data, fsync=True, root=self.within, mode=0o600)
 
     def _decode(self, data: bytes, key: str) -> SuiteResult | None:
         header, sep, body = data.partition(b"\n")
@@ -122,18 +141,39 @@ class OutcomeCache:
             return None
 
 
+def _name_checkout_key(path: Path) -> None:
+    """Warn, once per file, that a key file in the cache root is ignored."""
+    if path in _named or not os.path.lexists(path):
+        return
+    _named.add(path)
+    warnings.warn(
+        f"ignoring {path}: the outcome cache's key is never read from the cache directory (it "
+        f"may be committed to the checkout); the key lives in {user_key_dir()}, and entries "
+        "signed with another key are discarded",
+        UserWarning,
+        stacklevel=3,
+    )
+
+
 def _load_or_create_key(path: Path) -> bytes:
-    """Read the 32-byte key at ``path``, creating it atomically (write, then link) if absent."""
+    """Read the 32-byte key at ``path``, creating it atomically (write, then link) if absent;
+    its directory is made mode 0700 and must not be a symlink or writable by others."""
     for _ in range(3):
         try:
-            with open(path, "rb") as fh:
-                secret = fh.read()
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as fh:
+                secret = fh.read(33)
             if len(secret) == 32:
                 return secret
-            raise ValueError(f"{path} is not a 32-byte key; delete it (and the cache beside it)")
+            raise ValueError(f"{path} is not a 32-byte key; delete it (the cached outcomes "
+                             "signed with it become misses)")  # fmt: skip
         except FileNotFoundError:
             pass
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = os.lstat(path.parent)
+        if stat.S_ISLNK(info.st_mode) or info.st_mode & 0o022:
+            raise OSError(f"{path.parent} is a symlink or writable by others: the outcome cache "
+                          "key cannot be kept there; fix its permissions")  # fmt: skip
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".key.", suffix=".tmp")
         try:
             os.write(fd, os.urandom(32))
@@ -147,12 +187,13 @@ def _load_or_create_key(path: Path) -> bytes:
     raise OSError(f"could not create or read the outcome cache key {path}")
 
 
-def _discard(path: Path, inode: int) -> None:
-    """Delete a bad entry unless a writer has meanwhile replaced it with a new file."""
+def _discard(path: Path, inode: int | None) -> None:
+    """Delete a bad entry unless a writer has meanwhile replaced it with a new file (``None``:
+    the entry is not a file, whatever it is now)."""
     try:
-        if os.stat(path).st_ino == inode:
+        if inode is None or os.lstat(path).st_ino == inode:
             os.unlink(path)
-    except FileNotFoundError:
+    except OSError:  # gone already, or a directory: a miss either way
         pass
 
 

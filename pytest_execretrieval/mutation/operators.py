@@ -55,11 +55,12 @@ Never touched: string/bytes literals and docstrings, anything inside an f-string
 Candidate validity (:func:`generate_mutants`): the mutant compiles, defines ``entry_point`` at
 module level (``def``/``async def``/``class`` or a plain name assignment), its ``ast.dump``
 (no attributes) differs from the canonical's and every earlier candidate's, and
-``difflib.SequenceMatcher(autojunk=False).get_grouped_opcodes(0)`` over lines gives exactly one
-group (= one ``@@`` hunk of ``unified_diff(n=0)``). Sizes: ``lines_changed`` sums
-``max(removed, added)`` lines over the diff's change blocks; ``chars_changed`` sums, per edit,
-the removed plus inserted characters after trimming the prefix and suffix common to the
-span's old text and its replacement (``<`` -> ``<=`` is 1).
+``difflib.SequenceMatcher(autojunk=False).get_grouped_opcodes(0)`` over the lines between the
+texts' common first and last lines gives exactly one group (= one ``@@`` hunk of
+``unified_diff(n=0)``); at most ``MAX_CANDIDATES`` edits per item are tried. Sizes:
+``lines_changed`` sums ``max(removed, added)`` lines over the diff's change blocks;
+``chars_changed`` sums, per edit, the removed plus inserted characters after trimming the
+prefix and suffix common to the span's old text and its replacement (``<`` -> ``<=`` is 1).
 """
 
 from __future__ import annotations
@@ -115,16 +116,23 @@ class SourceContext:
         self._parents: dict[int, ast.AST] = {}
         self.bounds: set[int] = set()  # ids of boundary expressions (see _bound_exprs)
         self.nodes: list[ast.AST] = []  # unprotected nodes, pre-order
-        self._index(self.tree, protected=False)
+        self._index(self.tree)
 
-    def _index(self, node: ast.AST, protected: bool) -> None:
-        if not protected:
-            self.nodes.append(node)
-            self.bounds.update(id(b) for b in _bound_exprs(node))
-        shielded = {id(n) for n in _protected_children(node)}
-        for child in ast.iter_child_nodes(node):
-            self._parents[id(child)] = node
-            self._index(child, protected or id(child) in shielded)
+    def _index(self, tree: ast.AST) -> None:
+        """Pre-order walk with an explicit stack: a long expression nests deeper than Python's
+        recursion limit. A child's parent is recorded when the child is visited, as a recursive
+        walk would (ast shares operator and context nodes, so the last visit's parent stands)."""
+        stack: list[tuple[ast.AST, ast.AST | None, bool]] = [(tree, None, False)]
+        while stack:
+            node, parent, protected = stack.pop()
+            if parent is not None:
+                self._parents[id(node)] = parent
+            if not protected:
+                self.nodes.append(node)
+                self.bounds.update(id(b) for b in _bound_exprs(node))
+            shielded = {id(n) for n in _protected_children(node)}
+            children = list(ast.iter_child_nodes(node))
+            stack += [(c, node, protected or id(c) in shielded) for c in reversed(children)]
 
     def parent(self, node: ast.AST) -> ast.AST | None:
         return self._parents.get(id(node))
@@ -578,7 +586,7 @@ CORE_CLASSES: tuple[str, ...] = tuple(name for name, c in OPERATORS.items() if c
 # `fingerprint.code_fingerprint()` in MUTATION_FINGERPRINT (tests/test_mutation_operators.py
 # prints it). Until it is recorded, corpora record "<version>+unrecorded-<fingerprint>".
 MUTATION_VERSION = "4"
-MUTATION_FINGERPRINT = "871574ddb84318134e065b183c52c4f22d19ea5a62b6ea82ba3a66a79de8948f"
+MUTATION_FINGERPRINT = "d1ab73df7194bbb589486851f474489166e52adce4312e0022bde040a7c10032"
 
 
 # --- candidates ---------------------------------------------------------------------------
@@ -623,8 +631,23 @@ def _line(source: str, offset: int) -> int:
 
 
 def diff_blocks(source: str, code: str) -> tuple[int, int]:
-    """(hunks, lines_changed) of the line diff with zero context."""
-    matcher = difflib.SequenceMatcher(None, split_lines(source), split_lines(code), autojunk=False)
+    """(hunks, lines_changed) of the line diff with zero context.
+
+    The lines both texts share at the start and at the end are set aside first (a linear
+    scan), and ``difflib`` compares only what lies between: an edit's own lines. Comparing
+    whole texts costs quadratic time on repeated lines (``SequenceMatcher`` without autojunk
+    matches each line against every equal one), which hung the build on a canonical of 800
+    equal lines."""
+    old, new = split_lines(source), split_lines(code)
+    shortest = min(len(old), len(new))
+    head = 0
+    while head < shortest and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < shortest - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    old, new = old[head : len(old) - tail], new[head : len(new) - tail]
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
     groups = list(matcher.get_grouped_opcodes(0))
     changed = sum(
         max(i2 - i1, j2 - j1) for group in groups for tag, i1, i2, j1, j2 in group if tag != "equal"
@@ -687,14 +710,20 @@ def build_mutant(source: str, edits: Sequence[Edit]) -> Mutant:
     )
 
 
+# Raw edits considered per item, in generate_edits order: each costs a parse, a compile and a
+# sandbox run, and an item file may hold up to 64 KiB of code (the bundled items: 130 at most).
+MAX_CANDIDATES = 1000
+
+
 def generate_mutants(source: str, entry_point: str) -> list[Mutant]:
-    """Every valid single-edit mutant of ``source``, in :func:`generate_edits` order."""
+    """Every valid single-edit mutant of ``source`` among its first :data:`MAX_CANDIDATES`
+    edits, in :func:`generate_edits` order."""
     canonical = ast.parse(source)
     if not defines_name(canonical, entry_point):
         raise ValueError(f"source does not define {entry_point!r} at module level")
     seen = {ast.dump(canonical)}
     mutants = []
-    for edit in generate_edits(source):
+    for edit in generate_edits(source)[:MAX_CANDIDATES]:
         code = apply_edits(source, [edit])
         dump = validated_dump(code, entry_point)
         if dump is None or dump in seen or diff_blocks(source, code)[0] != 1:

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..safe_write import atomic_path, write_atomic
 from ..scoring.analyses import DENSITIES, code_similarity_samples, operator_order
 from ..scoring.analyses import analyses as run_analyses
 from ..scoring.compare import ReportError, compare_reports, load_report, report_names
@@ -91,7 +92,8 @@ def write_plots(reports: Sequence[dict], analyses: Sequence[dict], out_dir: Path
     def save(fig: Figure, file_name: str) -> None:
         FigureCanvasAgg(fig)
         path = out_dir / file_name
-        fig.savefig(path, dpi=100, format="png")
+        with atomic_path(path, suffix=".png") as tmp:
+            fig.savefig(tmp, dpi=100, format="png")
         written.append(path)
 
     # exec@k curves
@@ -216,5 +218,5 @@ def write_report(directory: Path, reports: Sequence[dict]) -> list[Path]:
     summary = directory / SUMMARY_MD
     text = analyses_markdown(reports, results, [p.name for p in images], metrics_md,
                              similarity_notes(reports))  # fmt: skip
-    summary.write_text(text, encoding="utf-8")
+    write_atomic(summary, text)
     return [*images, summary]

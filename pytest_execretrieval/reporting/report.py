@@ -22,6 +22,8 @@ from tabulate import tabulate
 from ..execution.sandbox import isolation_in_force
 from ..ranking.benchmark import BenchmarkRun, Hit, QueryResult
 from ..ranking.retrieval import TIE_POLICY
+from ..safe_write import check_target, write_atomic
+from ..sanitize import escape, xml_text
 from ..scoring.analyses import DENSITIES, analyses
 from ..scoring.compare import report_names, tie_range
 from ..scoring.metrics import (
@@ -128,10 +130,7 @@ def file_stem(name: str) -> str:
 
 
 def write_json(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 
 
 def gate_record(name: str, gate: dict) -> RecordedTest:
@@ -168,29 +167,33 @@ def junit_xml(
     junit.xsd`` says where the rules come from): a test case holds its outcome element and a
     ``<system-out>`` with its figures as ``name: value`` lines (the schema has no test-case
     properties); the suite's ``<properties>`` hold the model's figures (``report``: corpus and
-    metrics). The suite's ``tests``, ``failures``, ``errors`` and ``skipped`` count the
-    elements written. With a ``gate`` the file agrees with its decision, as pytest's own
-    outcomes do: the gate's case ``gate[<name>]`` passes or fails with the explanation, and a
-    query whose rank 1 fails is a measurement, a ``<skipped>`` of type :data:`WITHIN_GATE` with
-    its one-line reason as message and its whole failure text (pytest reports it as xfail), so a
-    green gate leaves no failed case and a red one exactly the gate's.
+    metrics). Every name, value and message passes :func:`.sanitize.xml_text`: no control
+    character (and nothing XML cannot hold) reaches the file. The suite's ``tests``,
+    ``failures``, ``errors`` and ``skipped`` count the elements written. With a ``gate`` the
+    file agrees with its decision, as pytest's own outcomes do: the gate's case
+    ``gate[<name>]`` passes or fails with the explanation, and a query whose rank 1 fails is a
+    measurement, a ``<skipped>`` of type :data:`WITHIN_GATE` with its one-line reason as message
+    and its whole failure text (pytest reports it as xfail), so a green gate leaves no failed
+    case and a red one exactly the gate's.
     """
     if gate is not None:
         records = [*records, gate_record(name, gate)]
-    suite = ET.Element("testsuite", {"name": name})
+    suite = ET.Element("testsuite", {"name": xml_text(name)})
     if report is not None:
         props = ET.SubElement(suite, "properties")
         metrics = [(f"metric.{m}", f"{v:.6g}") for m, v in report["metrics"].items()]
         figures = [("corpus_sha256", report["corpus"]["sha256"]),
                    ("n_queries", report["corpus"]["n_queries"]), *metrics]  # fmt: skip
         for key, value in figures:
-            ET.SubElement(props, "property", {"name": key, "value": str(value)})
+            ET.SubElement(props, "property", {"name": key, "value": xml_text(str(value))})
     counts = {"failure": 0, "error": 0, "skipped": 0}
     for r in sorted(records, key=lambda r: r.nodeid):
         case = ET.SubElement(suite, "testcase", {
-            "classname": f"execretrieval.{name}", "name": r.query_id, "time": f"{r.duration:.3f}",
+            "classname": xml_text(f"execretrieval.{name}"), "name": xml_text(r.query_id),
+            "time": f"{r.duration:.3f}",
         })  # fmt: skip
-        first = r.message.splitlines()[0] if r.message else r.outcome
+        message = xml_text(r.message)
+        first = message.splitlines()[0] if message else r.outcome
         measured = gate is not None and not r.nodeid.startswith("gate[")
         if measured and r.outcome in ("failed", "xfailed") and r.message:
             tag, attrs = "skipped", {"type": WITHIN_GATE, "message": first}
@@ -201,11 +204,11 @@ def junit_xml(
         else:
             tag = None
         if tag is not None:
-            ET.SubElement(case, tag, attrs).text = r.message
+            ET.SubElement(case, tag, attrs).text = message
             counts[tag] += 1
         if r.properties:
             ET.SubElement(case, "system-out").text = "".join(
-                f"{key}: {value}\n" for key, value in r.properties
+                xml_text(f"{key}: {value}\n") for key, value in r.properties
             )  # fmt: skip
     suite.attrib.update({
         "tests": str(len(records)), "failures": str(counts["failure"]),
@@ -403,16 +406,22 @@ def write_reports(
 
     ``summary.md`` covers every model whose report JSON is in ``report_dir`` (same corpus):
     sessions run one model at a time into one directory keep each other's (this session's
-    models first, then the earlier ones, see :func:`earlier_reports`)."""
+    models first, then the earlier ones, see :func:`earlier_reports`). Every target is checked
+    first (:func:`.safe_write.check_target`): a symlink planted at any of them is refused before
+    anything is written."""
     report_dir = Path(report_dir)
     report_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, data in reports.items():
-        written += [report_dir / f"{file_stem(name)}.json", report_dir / f"{file_stem(name)}.xml"]
-        write_json(written[-2], data)
-        written[-1].write_bytes(junit_xml(name, records[name], gates.get(name), data))
+    stems = [file_stem(name) for name in reports]
+    written = [report_dir / f"{stem}{ext}" for stem in stems for ext in (".json", ".xml")]
+    for path in [*written, report_dir / "summary.md"]:
+        check_target(path)
+    for (name, data), stem in zip(reports.items(), stems):
+        write_json(report_dir / f"{stem}.json", data)
+        write_atomic(
+            report_dir / f"{stem}.xml", junit_xml(name, records[name], gates.get(name), data)
+        )
     earlier = earlier_reports(report_dir, reports, written)
     every_gate = {**{n: r["gate"] for n, r in earlier.items() if r.get("gate")}, **gates}
     written.append(report_dir / "summary.md")
-    written[-1].write_text(session_summary_markdown({**reports, **earlier}, every_gate))
+    write_atomic(written[-1], escape(session_summary_markdown({**reports, **earlier}, every_gate)))
     return written

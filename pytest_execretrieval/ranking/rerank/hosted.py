@@ -34,6 +34,7 @@ from pathlib import Path
 from ...embedders import EmbedderError, package_versions
 from ...embedders.hosted import BYTES, parse_base_url
 from ...embedders.hosted_http import Transport, http_settings, import_httpx
+from ...safe_write import append_text
 from .base import Reranked, RerankerContext, RerankerError, RerankQuery
 
 
@@ -88,10 +89,8 @@ class ScoreCache:
         with self._lock:
             self.scores.update(items)
             if self.path is not None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                with self.path.open("a", encoding="utf-8") as f:
-                    f.writelines(json.dumps({"key": k, "score": v}) + "\n"
-                                 for k, v in items.items())  # fmt: skip
+                append_text(self.path, "".join(json.dumps({"key": k, "score": v}) + "\n"
+                                               for k, v in items.items()))  # fmt: skip
 
 
 class HostedReranker:
