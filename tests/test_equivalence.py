@@ -191,3 +191,30 @@ def test_a_candidate_that_breaks_the_protocol_is_no_evidence(runner):
     broken, same = evidence(canonical, "ident", "", [breaker, canonical], runner, "")
     assert broken is None  # unusable: neither "differing" nor "agreeing"
     assert same is not None and same.differing == 0 and same.inputs > 0
+
+
+_DRAW = """
+import sys
+from hypothesis.internal.conjecture import providers
+if sys.argv[1] == "wheel":  # an installed package: none of its modules is local to hypothesis
+    providers.is_local_module_file = lambda path: False
+from pytest_execretrieval.mutation.equivalence import draw_inputs, stable_repr
+for types in [("list[datetime]", "int"), ("float",), ("dict[str, int]",), ("set[str]",)]:
+    print(stable_repr(draw_inputs(types)))
+"""
+
+
+def test_drawn_inputs_are_the_same_from_a_checkout_and_from_a_wheel():
+    """Hypothesis mixes the literals of every *local* module imported so far into its draws, so
+    the evidence drawn in a checkout (our modules are local) differed from an installed wheel's
+    (they are not), and changed with every constant added to the package. The draw sees
+    hypothesis's global constants only."""
+    import subprocess
+    import sys
+
+    def draws(mode: str) -> str:
+        run = subprocess.run([sys.executable, "-c", _DRAW, mode], capture_output=True,
+                             text=True, check=True)  # fmt: skip
+        return run.stdout
+
+    assert draws("checkout") == draws("wheel")

@@ -47,11 +47,12 @@ timedeltas of whole seconds within ``TIMEDELTA_DAYS`` days.
 from __future__ import annotations
 
 import ast
+import contextlib
 import datetime as dt
 import functools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ..execution.runner import SuiteRunner
@@ -297,8 +298,33 @@ def draw_inputs(types: tuple[str, ...], n: int = N_INPUTS) -> tuple[tuple, ...]:
         if args not in drawn and len(drawn) < n:
             drawn.append(args)
 
-    collect()
+    with _global_constants_only():
+        collect()
     return tuple(drawn)
+
+
+@contextlib.contextmanager
+def _global_constants_only() -> Iterator[None]:
+    """Hypothesis (6.13x and later) mixes into its draws the literals of every *local* module
+    imported so far (``providers._get_local_constants``: files outside site-packages), so the
+    same types drew other inputs in a checkout than in an installed wheel, and whenever a module
+    of ours gained a constant or a test module was imported. The evidence must be a function of
+    the item alone: for the draw, the local pool is empty (the global constants stay). The one
+    place that adapts to a hypothesis internal; ``tests/test_equivalence.py`` pins it."""
+    from hypothesis.internal.conjecture import providers
+
+    local = getattr(providers, "_get_local_constants", None)
+    if local is None:  # a hypothesis without local constants
+        yield
+        return
+    empty = providers.Constants()
+    providers._get_local_constants = lambda: empty
+    providers.CONSTANTS_CACHE.cache.clear()
+    try:
+        yield
+    finally:
+        providers._get_local_constants = local
+        providers.CONSTANTS_CACHE.cache.clear()
 
 
 def stable_repr(value: object) -> str:
