@@ -528,7 +528,7 @@ def test_tempfile_uses_the_temp_dir(sb):
 
 
 def test_modules_the_server_does_not_preload_import_in_the_child(sb):
-    from pytest_execretrieval.execution._sandbox_child import PRELOAD
+    from pytest_execretrieval.execution._zygote import PRELOAD
 
     names = ["dataclasses", "decimal", "hashlib", "inspect", "shutil", "statistics", "zlib"]
     assert not set(names) & set(PRELOAD)
@@ -571,8 +571,8 @@ def test_zygote_heap_is_no_larger_than_its_imports():
 
     here = os.path.dirname(_sandbox_child.__file__)
     script = (
-        f"import sys; sys.path.insert(0, {here!r}); import _sandbox_child as c, _confine\n"
-        "for m in c.PRELOAD: __import__(m)\n"
+        f"import sys; sys.path.insert(0, {here!r}); import _sandbox_child, _confine, _zygote\n"
+        "for m in _zygote.PRELOAD: __import__(m)\n"
         "print(next(ln for ln in open('/proc/self/status') if ln.startswith('RssAnon:')))"
     )
     command = [sys.executable, "-I", "-c", script]

@@ -28,8 +28,7 @@ from processes import descendants
 
 from pytest_execretrieval.corpus.build import build
 from pytest_execretrieval.corpus.items import load_items
-from pytest_execretrieval.execution import _confine
-from pytest_execretrieval.execution import _sandbox_child as child
+from pytest_execretrieval.execution import _confine, _wire
 from pytest_execretrieval.execution import sandbox as sandbox_module
 from pytest_execretrieval.execution.outcome_cache import cached_run
 from pytest_execretrieval.execution.runner import SuiteRunner
@@ -77,7 +76,7 @@ def probe(sandbox: Sandbox, budget_s: float = 1.0, **attempts: object) -> dict |
     proc = sandbox._proc
     assert proc is not None and proc.stdin is not None and proc.stdout is not None
     body = json.dumps({"id": 0, "probe": attempts, "budget_s": budget_s}).encode()
-    os.write(proc.stdin.fileno(), child._HEADER.pack(len(body)) + body)
+    os.write(proc.stdin.fileno(), _wire._HEADER.pack(len(body)) + body)
     try:
         return sandbox_module._read_frame(proc.stdout.fileno(), time.monotonic() + 30)
     except sandbox_module._ServerGone:
@@ -349,10 +348,10 @@ def test_a_garbled_reply_to_the_caller_is_a_lost_sandbox(monkeypatch):
     rfd, wfd = os.pipe()
     deep = b"[" * 20000 + b"]" * 20000  # within a pipe buffer: written before it is read
     for body in (deep, b"\xff\xfe", b"{" * 3):
-        os.write(wfd, child._HEADER.pack(len(body)) + body)
+        os.write(wfd, _wire._HEADER.pack(len(body)) + body)
         with pytest.raises(sandbox_module._ServerGone):
             sandbox_module._read_frame(rfd, time.monotonic() + 5)
-    os.write(wfd, child._HEADER.pack(1 << 30))
+    os.write(wfd, _wire._HEADER.pack(1 << 30))
     with pytest.raises(sandbox_module._ServerGone, match="exceeds"):
         sandbox_module._read_frame(rfd, time.monotonic() + 5)
     os.close(rfd)
@@ -371,11 +370,11 @@ def test_decoding_refuses_colliding_keys_quickly():
     for encoded in (["s", *values], ["F", *values], ["d", *[x for v in values for x in (v, 0)]]):
         start = time.process_time()
         with pytest.raises(ValueError, match="of one hash"):
-            child.decode(encoded)
+            _wire.decode(encoded)
         assert time.process_time() - start < 1.0
     few = [["i", format(k * P61, "x")] for k in range(1, 60)]
-    assert len(child.decode(["s", *few])) == 59  # a few collisions are a set like any other
-    assert child.decode(["s", 1, 2, 3]) == {1, 2, 3}
+    assert len(_wire.decode(["s", *few])) == 59  # a few collisions are a set like any other
+    assert _wire.decode(["s", 1, 2, 3]) == {1, 2, 3}
 
 
 # --- a mutant whose suite only breaks the sandbox is not a distractor -----------------------------

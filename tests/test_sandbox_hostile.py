@@ -180,11 +180,11 @@ def test_shadowed_builtins_and_patched_setup_modules_do_not_matter(box):
 # checker's own functions or builtins there made *other* suites pass, and the reply pipe was one
 # write away. Now each is outside the grammar: an error outcome, nothing executed.
 CHECKER_PATCHES = [
-    "import sys\nsys.modules['_sandbox_child']._Suite._decide = lambda *a: 'pass'",
-    "import sys\nsys.modules['_sandbox_child']._Suite._outcome = lambda *a: 'pass'",
+    "import sys\nsys.modules['_checker']._Suite._decide = lambda *a: 'pass'",
+    "import sys\nsys.modules['_checker']._Suite._outcome = lambda *a: 'pass'",
     "assert setattr(__import__('builtins'), 'AssertionError', Exception) is None",
     "assert __import__('os').write(1, b'\\x00\\x00\\x00\\x02{}')",
-    "assert [__import__('sys').modules['_sandbox_child'].__dict__.update(returned_text=str)]",
+    "assert [__import__('sys').modules['_checker'].__dict__.update(returned_text=str)]",
 ]
 
 

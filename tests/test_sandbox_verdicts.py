@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_execretrieval.execution._sandbox_child import UnsupportedValue, decode, encode
+from pytest_execretrieval.execution._wire import UnsupportedValue, decode, encode
 from pytest_execretrieval.execution.sandbox import Limits, Sandbox
 
 # --- codec -------------------------------------------------------------------------------------
@@ -163,7 +163,7 @@ SHAPES = [
 
 def python_outcomes(code: str, tests: list[str]) -> list[str]:
     """What the tests give when run the old way, in this process (our own trusted snippets)."""
-    from pytest_execretrieval.execution._sandbox_child import raises
+    from pytest_execretrieval.execution._child import raises
 
     ns = {"raises": raises}
     exec("import math\nfrom datetime import date", ns)  # noqa: S102

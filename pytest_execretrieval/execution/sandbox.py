@@ -58,7 +58,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Self
 
-from . import _sandbox_child as _child
+from . import _checker, _wire, _zygote
+from . import _sandbox_child as _entry
 
 __all__ = [
     "ISOLATION_MODES",
@@ -74,9 +75,9 @@ __all__ = [
     "run_suite",
 ]
 
-RUNNER_VERSION: str = _child.RUNNER_VERSION
+RUNNER_VERSION: str = _entry.RUNNER_VERSION
 
-_SERVER_SCRIPT = Path(_child.__file__).resolve()
+_SERVER_SCRIPT = Path(_entry.__file__).resolve()
 # The checker imports _sandbox_child as a module instead of running the file as a script: a
 # script is compiled from source at every start, which leaves about 6 MB of the compiler's
 # freed memory in the heap that the zygote inherits, and every fork copies and every child's
@@ -90,7 +91,7 @@ _STARTUP_TIMEOUT_S = 60.0
 _REPLY_GRACE_S = 30.0  # on top of the suite timeout, for fork/cleanup under heavy load
 ISOLATION_MODES = ("best", "strict")
 LOST = "error:SandboxLost"  # the outcome of every test of a suite whose sandbox died or hung
-PROTOCOL_ERROR: str = _child.PROTOCOL_ERROR  # ... of a suite whose child broke the wire protocol
+PROTOCOL_ERROR: str = _checker.PROTOCOL_ERROR  # ... of a suite whose child broke the wire protocol
 # Outcomes that say nothing about the snippet: a suite with one of them proves neither a pass
 # nor a kill. The runner retries it once (outcome_cache.cached_run); if it recurs, the snippet
 # is *unusable*: never a pass, a distractor or "differing" evidence, and the build and verify
@@ -207,7 +208,7 @@ def _encode_value(value: Any) -> Any:
     if value is None:
         return None
     kind, payload = value
-    return [kind, _child.encode(payload) if kind == "value" else payload]
+    return [kind, _wire.encode(payload) if kind == "value" else payload]
 
 
 def _decode_value(raw: Any) -> Any:
@@ -218,7 +219,7 @@ def _decode_value(raw: Any) -> Any:
     if not isinstance(raw, list) or len(raw) != 2 or raw[0] not in _VALUE_KINDS:
         raise ValueError("malformed probe value")
     if raw[0] == "value":
-        return ("value", _child.decode(raw[1]))
+        return ("value", _wire.decode(raw[1]))
     if not isinstance(raw[1], str):
         raise TypeError("a probe's exception or type name must be a string")
     return (raw[0], raw[1])
@@ -255,11 +256,11 @@ _MAX_REPLY_BASE = 4 << 20  # a reply's bytes besides the snippet's output
 def _read_frame(fd: int, deadline: float, limit: int = _MAX_REPLY_BASE) -> Any:
     """One frame of at most ``limit`` bytes from the checker; _ServerGone for anything else
     (too large, unparsable: deep nesting, bad UTF-8, ...)."""
-    (size,) = _child._HEADER.unpack(_read_exact(fd, _child._HEADER.size, deadline))
+    (size,) = _wire._HEADER.unpack(_read_exact(fd, _wire._HEADER.size, deadline))
     if size > limit:
         raise _ServerGone(f"a reply frame of {size} bytes exceeds the {limit} byte limit")
     try:
-        return _child._loads(_read_exact(fd, size, deadline))
+        return _wire._loads(_read_exact(fd, size, deadline))
     except ValueError as exc:
         raise _ServerGone(str(exc)) from None
 
@@ -401,10 +402,10 @@ class Sandbox:
                 "guard": self._guard,
             }
             body = json.dumps(payload).encode("utf-8")
-            if len(body) > _child._MAX_REQUEST:  # the checker would refuse it
-                detail = f"a request of {len(body)} bytes exceeds the {_child._MAX_REQUEST} limit"
+            if len(body) > _wire._MAX_REQUEST:  # the checker would refuse it
+                detail = f"a request of {len(body)} bytes exceeds the {_wire._MAX_REQUEST} limit"
                 return SuiteResult((PROTOCOL_ERROR,) * len(tests), False, detail, "")
-            request = _child._HEADER.pack(len(body)) + body
+            request = _wire._HEADER.pack(len(body)) + body
             reply = self._exchange(request, len(tests))
         if isinstance(reply, SuiteResult):
             return reply
@@ -472,7 +473,7 @@ class Sandbox:
 
 # The layers around the processes that run snippets (the zygote and its children), then the
 # checker's own (``checker_*``).
-LAYERS: tuple[str, ...] = _child.LAYER_NAMES + _child.CHECKER_LAYER_NAMES
+LAYERS: tuple[str, ...] = _zygote.LAYER_NAMES + _checker.CHECKER_LAYER_NAMES
 _SEEN: list[dict[str, Any]] = []
 _WARNED: set[str] = set()
 

@@ -1,0 +1,408 @@
+"""The child: runs one suite's setup + snippet and makes each test's call, in the sandbox.
+
+Standard library only (and :mod:`._grammar`, which builds each call's arguments from the test's
+literals; a ``lambda`` argument is compiled here, and only here). Forked by the zygote
+(:mod:`._zygote`) as a *spare*, confined before its suite arrives on ``GO_FD``; it writes its
+frames to ``REPLY_FD`` (see :mod:`._sandbox_child` for the protocol) and its output to stdout and
+stderr. An audit hook (:func:`_make_guard`) blocks what the kernel layers may not (process
+creation, ctypes, writes outside the scratch directory) and reports each block as ``{"viol":
+event}``.
+"""
+
+from __future__ import annotations
+
+import _signal
+import builtins
+import os
+import resource
+import sys
+import types
+from collections.abc import Callable
+from typing import Any
+
+try:
+    from . import _grammar
+except ImportError:  # a top-level module in the sandbox, with this directory on sys.path
+    import _grammar  # type: ignore[no-redef]
+
+try:
+    from . import _wire
+except ImportError:  # a top-level module in the sandbox, with this directory on sys.path
+    import _wire  # type: ignore[no-redef]
+
+_CPU_LIMIT_FACTOR = 30
+REPLY_FD = 4  # the child's frames go here
+GO_FD = 5  # a spare child reads its suite here
+
+
+# --- audit guard tables ----------------------------------------------------------------------
+
+_PROCESS_EVENTS = frozenset(
+    {
+        "os.fork",
+        "os.forkpty",
+        "os.system",
+        "os.exec",
+        "os.posix_spawn",
+        "os.spawn",
+        "subprocess.Popen",
+        "pty.spawn",
+        "resource.setrlimit",
+        "resource.prlimit",
+    }
+)
+# Dropped from the child's sys.modules, so importing them fires an "import" event that the guard
+# blocks. _posixsubprocess.fork_exec raises no audit event, so the child gets a stand-in module
+# whose fork_exec is denied: `subprocess` (and asyncio, which imports it) still import, and
+# subprocess.Popen is blocked by its own audit event first.
+_BLOCKED_IMPORTS = frozenset({"_ctypes", "ctypes"})
+_UNLOAD = ("_ctypes", "ctypes", "_posixsubprocess", "subprocess")
+# event -> (indices of path arguments, index of dir_fd argument or None)
+_PATH_EVENTS: dict[str, tuple[tuple[int, ...], int | None]] = {
+    "os.remove": ((0,), 1),
+    "os.rmdir": ((0,), 1),
+    "os.mkdir": ((0,), 2),
+    "os.chmod": ((0,), 2),
+    "os.chown": ((0,), 3),
+    "os.truncate": ((0,), None),
+    "os.utime": ((0,), 3),
+    "os.setxattr": ((0,), None),
+    "os.removexattr": ((0,), None),
+    "os.rename": ((0, 1), None),
+    "os.link": ((0, 1), None),
+    "os.symlink": ((1,), 2),
+    "shutil.copyfile": ((1,), None),
+    "shutil.copymode": ((1,), None),
+    "shutil.copystat": ((1,), None),
+    "shutil.copytree": ((1,), None),
+    "shutil.rmtree": ((0,), 1),
+    "shutil.move": ((0, 1), None),
+    "shutil.chown": ((0,), None),
+    "shutil.make_archive": ((0,), None),
+    "shutil.unpack_archive": ((1,), None),
+}
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+
+
+class SandboxViolation(PermissionError):
+    """Raised inside the child when the audit guard blocks an operation."""
+
+
+class SandboxImportViolation(ImportError):
+    """Raised for a blocked import; an ImportError so optional-import fallbacks still work."""
+
+
+# --- raises, the reporter, the audit guard -------------------------------------------------------
+
+
+def raises(exc_type: Any, fn: Any, *args: Any, **kwargs: Any) -> bool:
+    """True iff ``fn(*args, **kwargs)`` raises ``exc_type``; never propagates anything."""
+    try:
+        fn(*args, **kwargs)
+    except BaseException as exc:  # noqa: BLE001 - the whole point
+        try:
+            return isinstance(exc, exc_type)
+        except BaseException:  # noqa: BLE001 - a bogus exc_type is just "no"
+            return False
+    return False
+
+
+class _Reporter:
+    """Sends the child's frames to the checker; if the channel is gone the child exits."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._exit = os._exit
+
+    def send(self, obj: dict[str, Any]) -> None:
+        try:
+            _wire._send(self._fd, obj)
+        except BaseException:  # noqa: BLE001 - lost channel: die, the checker reports it
+            self._exit(1)
+
+    def __call__(self, kind: str, *fields: object) -> None:
+        """The audit guard's interface: ``("V", event)`` reports a blocked event."""
+        self.send({"viol": str(fields[0])})
+
+
+def _make_guard(root: str, pid: int, report: _Reporter) -> Callable[[str, tuple], None]:
+    """Audit hook: no new processes, no killing others, no writes outside ``root``.
+
+    Also puts a stand-in ``_posixsubprocess`` in ``sys.modules``: the real ``fork_exec`` raises
+    no audit event of its own.
+    """
+    realpath, fsdecode, fspath, readlink = os.path.realpath, os.fsdecode, os.fspath, os.readlink
+    join, isabs = os.path.join, os.path.isabs
+    prefix = root.rstrip("/") + "/"
+    own_proc = f"/proc/{pid}/"
+    root_name = os.path.basename(root.rstrip("/"))
+    reported: list[str] = []
+
+    def fd_path(fd: int) -> str | None:
+        try:
+            target = readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            return None
+        return target if target.startswith("/") else None  # pipes, sockets: not files
+
+    def resolve(path: object, dir_fd: object = None) -> str | None:
+        if isinstance(path, int):
+            return fd_path(path)
+        name = fsdecode(fspath(path))
+        if isinstance(dir_fd, int) and dir_fd >= 0 and not isabs(name):
+            base = fd_path(dir_fd)
+            name = join(base, name) if base else name
+        return realpath(name)
+
+    def inside(path: object, dir_fd: object = None) -> bool:
+        try:
+            resolved = resolve(path, dir_fd)
+        except Exception:  # noqa: BLE001 - unresolvable means "deny"
+            return False
+        return resolved is None or resolved in (root, "/dev/null") or resolved.startswith(prefix)
+
+    def readable(path: object) -> bool:
+        # Other processes' /proc entries (environ, mem, cmdline) may hold the caller's secrets.
+        # Only the snippet can plant symlinks, and only inside root, so other absolute paths
+        # that do not mention /proc need no (costly) resolution.
+        if isinstance(path, int):
+            return True
+        try:
+            name = fsdecode(fspath(path))
+            if isabs(name) and "proc" not in name and root_name not in name:
+                return True
+            resolved = resolve(name)
+        except Exception:  # noqa: BLE001
+            return True  # the open itself will fail
+        if resolved is None or not resolved.startswith("/proc/"):
+            return True
+        part = resolved[6:].split("/", 1)[0]
+        return not part.isdigit() or resolved.startswith(own_proc) or resolved == own_proc[:-1]
+
+    def deny(event: str) -> None:
+        if event not in reported and len(reported) < _wire._MAX_VIOLATIONS:
+            reported.append(event)
+            report("V", _wire._clean_name(event))
+        raise SandboxViolation(f"sandbox blocked {event}")
+
+    def fork_exec(*args: object, **kwargs: object) -> None:
+        deny("_posixsubprocess.fork_exec")
+
+    sys.modules["_posixsubprocess"] = _module("_posixsubprocess", fork_exec=fork_exec)
+
+    def hook(event: str, args: tuple) -> None:
+        if event == "open":
+            path, mode, flags = args
+            if isinstance(mode, str):
+                writing = any(c in mode for c in "wax+")
+            else:
+                writing = bool((flags or 0) & _WRITE_FLAGS)
+            if (writing and not inside(path)) or not readable(path):
+                deny(event)
+        elif event in _PATH_EVENTS:
+            indices, dir_idx = _PATH_EVENTS[event]
+            dir_fd = args[dir_idx] if dir_idx is not None and dir_idx < len(args) else None
+            if not all(inside(args[i], dir_fd) for i in indices if i < len(args)):
+                deny(event)
+        elif event in _PROCESS_EVENTS or event.startswith("ctypes."):
+            deny(event)
+        elif event == "import":
+            if args and args[0] in _BLOCKED_IMPORTS:
+                # Not reported: to the snippet this is just an unavailable optional module.
+                raise SandboxImportViolation(f"sandbox blocked import of {args[0]}")
+        elif event == "os.kill":
+            if args[0] not in (0, pid, -pid):
+                deny(event)
+        elif event == "os.killpg":
+            if args[0] not in (0, pid):
+                deny(event)
+        elif event == "sqlite3.connect":
+            db = args[0]
+            if db != ":memory:" and (str(db).startswith("file:") or not inside(db)):
+                deny(event)
+
+    return hook
+
+
+def _compile(source: str, filename: str) -> Any:
+    """A code object, or the ``error:<Name>`` outcome its compilation gives.
+
+    ``dont_inherit``: this module's ``from __future__`` imports must not leak into snippets.
+    """
+    try:
+        return compile(source, filename, "exec", dont_inherit=True)
+    except BaseException as exc:  # noqa: BLE001 - SyntaxError, ValueError (NUL), RecursionError
+        return _wire._error(exc)
+
+
+# --- child side: one suite -----------------------------------------------------------------------
+
+
+def _mro_names(exc: BaseException) -> list[str]:
+    names = []
+    for cls in type(exc).__mro__:
+        names.append(f"{getattr(cls, '__module__', '?')}.{getattr(cls, '__qualname__', '?')}")
+    return names[:64]
+
+
+def _child_rlimits(limits: dict[str, Any]) -> list[tuple[int, tuple[int, int]]]:
+    """The (resource, (soft, hard)) pairs a child sets: ``limits``, capped by our hard limits.
+
+    Computed in the zygote, once per limits, for all the children it forks.
+    """
+    # RLIMIT_CPU is only a backstop for a child orphaned by a killed zygote (the wall clock is
+    # the zygote's job), so it is generous enough for many busy threads.
+    cpu = int(limits["timeout_s"] * _CPU_LIMIT_FACTOR) + 30
+    wanted = {
+        resource.RLIMIT_AS: (limits["memory_bytes"],) * 2,
+        resource.RLIMIT_FSIZE: (limits["file_size_bytes"],) * 2,
+        resource.RLIMIT_NPROC: (limits["max_processes"],) * 2,
+        resource.RLIMIT_CORE: (0, 0),
+        resource.RLIMIT_CPU: (cpu, cpu + 5),  # SIGXCPU, then SIGKILL
+    }
+    pairs = []
+    for which, (soft, hard) in wanted.items():
+        _, old_hard = resource.getrlimit(which)
+        if old_hard != resource.RLIM_INFINITY:
+            soft, hard = min(soft, old_hard), min(hard, old_hard)
+        pairs.append((which, (soft, hard)))
+    return pairs
+
+
+def _module(name: str, **attrs: Any) -> types.ModuleType:
+    module = types.ModuleType(name)
+    module.__dict__.update(attrs)
+    return module
+
+
+def _child_setup(zygote: Any, rlimits: list[tuple[int, tuple[int, int]]], go_r: int) -> tuple:
+    """Isolate the freshly forked child; returns the stdio streams to flush at the end.
+
+    What is the same for every child (TMPDIR, argv, the modules dropped from sys.modules, the
+    rlimit values, the seccomp program's buffers) the zygote prepared once: each step redone
+    here would cost every child page faults of its own.
+    """
+    pipes, layers = zygote.pipes, zygote.layers
+    os.setsid()  # own process group: the zygote kills it as a whole
+    # _signal, not signal: the wrapper converts every old handler to an enum member, and that
+    # machinery costs each child's set-up about 60 page faults (30 net over the whole child).
+    _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+    _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
+    _signal.signal(_signal.SIGXFSZ, _signal.SIG_IGN)  # oversize writes raise OSError instead
+    for which, pair in rlimits:
+        resource.setrlimit(which, pair)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(pipes.out_w, 1)
+    os.dup2(pipes.out_w, 2)
+    os.dup2(pipes.rep_w, REPLY_FD)
+    os.dup2(go_r, GO_FD)
+    os.closerange(3, REPLY_FD)  # no fd of the zygote's stays below ours
+    layers.confine_child()  # Landlock scope, then the fds it needs are closed below
+    os.closerange(GO_FD + 1, zygote.open_max)
+    os.chdir(layers.scratch)
+    layers.drop_child()  # unprivileged uid, then the seccomp filter
+    return sys.stdout, sys.stderr
+
+
+def _prepare_children(scratch: str) -> None:
+    """In the zygote, once: the process state every child needs, which they inherit."""
+    os.environ["TMPDIR"] = scratch  # where `tempfile` puts files once the snippet imports it
+    if "tempfile" in sys.modules:
+        sys.modules["tempfile"].tempdir = scratch
+    sys.argv = ["candidate.py"]
+    for name in _UNLOAD:  # _confine keeps its own reference to ctypes
+        sys.modules.pop(name, None)
+
+
+def _fresh_namespaces() -> tuple[types.ModuleType, types.ModuleType]:
+    """The snippet's copy of the builtins and its module, made by a spare child before its
+    suite arrives: copying builtins touches the page of every builtin object (about 60
+    copy-on-write faults), which is then done while the caller is busy elsewhere."""
+    return _module("builtins", **vars(builtins)), _module("__candidate__")
+
+
+def _serve_calls(code: str, compiled: tuple[Any, list], report: _Reporter, streams: tuple,
+                 fresh: tuple) -> None:  # fmt: skip
+    """Run setup + snippet, then make each test's call of the entry point and send what it
+    gave, in test order; the checker decides. ``fresh``: this child's :func:`_fresh_namespaces`.
+
+    The entry point is looked up in the snippet's module only, and a name whose value is still
+    the one setup bound is not defined: setup's names never stand in for the snippet's.
+    """
+    setup, calls = compiled
+    snippet_builtins, candidate = fresh
+    sys.modules["builtins"] = snippet_builtins
+    sys.modules["__main__"] = _module("__main__")
+    sys.modules["__candidate__"] = candidate
+    namespace = candidate.__dict__
+    namespace.update(__builtins__=snippet_builtins, raises=raises)
+    from_setup: dict[str, Any] = {}
+    module_error = setup if isinstance(setup, str) else None
+    if module_error is None:
+        try:
+            exec(setup, namespace)  # noqa: S102
+            from_setup = dict(namespace)
+            exec(compile(code, "<candidate>", "exec", dont_inherit=True), namespace)  # noqa: S102
+        except BaseException as exc:  # noqa: BLE001
+            module_error = _wire._error(exc)
+    report.send({"m": module_error or "pass"})
+    for test, call in enumerate(calls if module_error is None else []):
+        if call is not None:
+            report.send({"e": test, "r": _make_call(call, namespace, from_setup)})
+    for stream in streams:
+        try:
+            stream.flush()
+        except BaseException:  # noqa: BLE001, S110 - a closed stream is the snippet's business
+            pass
+    report.send({"d": 1})
+
+
+def _make_call(call: tuple[str, Any], namespace: dict[str, Any],
+               from_setup: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """One test's call: ``{"v": value}`` (encoded), ``{"u": type}``, ``{"x": name, "mro":
+    [...]}`` (the call, or finding the entry point, raised); for ``raises`` (kind ``call``)
+    ``{"ok": 0|1, "mro": [...]}``: whether the call returned, and what it raised."""
+    kind, parsed = call
+    try:
+        if isinstance(parsed, str):
+            raise SyntaxError(parsed)  # the zygote could not read it (never for a planned test)
+        name, args, kwargs = _grammar.build_arguments(parsed)
+        fn = namespace.get(name, _MISSING)
+        if fn is _MISSING or (name in from_setup and fn is from_setup[name]):
+            raise NameError(f"name {name!r} is not defined by the snippet")
+    except BaseException as exc:  # noqa: BLE001 - the test's error
+        return {"x": _wire._clean_name(type(exc).__name__), "mro": _mro_names(exc)}
+    try:
+        value = fn(*args, **kwargs)
+    except BaseException as exc:  # noqa: BLE001 - what the test looks at
+        if kind == "call":
+            return {"ok": 0, "mro": _mro_names(exc)}
+        return {"x": _wire._clean_name(type(exc).__name__), "mro": _mro_names(exc)}
+    if kind == "call":
+        return {"ok": 1}
+    try:
+        return {"v": _wire.encode(value)}
+    except _wire.UnsupportedValue as exc:
+        return {"u": str(exc.args[0])[:200]}
+    except BaseException as exc:  # noqa: BLE001 - e.g. RecursionError on a cyclic value
+        return {"u": f"{_wire._type_name(value)} (encoding it raised {type(exc).__name__})"[:200]}
+
+
+_MISSING = object()
+
+
+def _child_main(limits: dict[str, Any], zygote: Any, go_r: int) -> None:
+    """A spare child: confine, wait for a suite from the zygote, run it."""
+    layers = zygote.layers
+    streams = _child_setup(zygote, zygote.rlimits(limits), go_r)
+    fresh = _fresh_namespaces()
+    run = _wire._recv(GO_FD, _wire._MAX_RUN)
+    if run is None:
+        os._exit(0)  # the zygote is done with us
+    os.close(GO_FD)
+    compiled = zygote.compiled(run)  # inherited from the zygote when it had this suite already
+    report = _Reporter(REPLY_FD)
+    if run.get("guard", True):
+        sys.addaudithook(_make_guard(layers.scratch, os.getpid(), report))
+    _serve_calls(run["code"], compiled, report, streams, fresh)
