@@ -37,7 +37,8 @@ def counting(monkeypatch):
 
 
 def test_a_warm_rerun_executes_nothing_and_shows_the_same_values(pytester, items: Path, counting):
-    args = ["--embedder", "bm25", "--execretrieval-items", str(items), "-n", "0", "-p",
+    # -v: the whole failure text (with the values), not the one-line default
+    args = ["--embedder", "bm25", "--execretrieval-items", str(items), "-n", "0", "-v", "-p",
             "no:randomly", "--execretrieval-cache-dir", str(pytester.path / "cache")]  # fmt: skip
     cold = pytester.runpytest_inprocess(*args)
     assert cold.ret == 1  # some rank 1 is a wrong implementation: its message shows values
