@@ -38,12 +38,14 @@ from .orchestration import (
     build_reports,
     failed_queries,
     gate_reports,
+    identifier_view,
     load,
     load_baseline,
     open_embedders,
     open_rerankers,
     rank,
     read_state,
+    refuse_training_items,
     write_state,
 )
 from .ranking.benchmark import BenchmarkRun
@@ -215,6 +217,9 @@ class BenchmarkSession(Session):
         context = RerankerContext(self.runner, Path(s.cache_dir), s.embedders, self.runs)
         try:  # every embedder and reranker is checked before any work starts
             embedders = open_embedders(s.embedders, options)
+            if not s.allow_training_items:
+                refuse_training_items(embedders, self.selected_ids())
+            embedders = identifier_view(embedders, loaded, s.identifiers)
             rerankers = open_rerankers(s.rerank, context)
             if s.baseline is not None:
                 self.baseline = load_baseline(s.baseline, corpus_sha256(loaded.corpus_dir))
@@ -225,6 +230,12 @@ class BenchmarkSession(Session):
             raise pytest.UsageError(str(exc)) from None
         self.state_file = s.cache_dir / "runs" / f"session-{id(self)}-{time.time_ns()}.json"
         write_state(self.state_file, self.runs, self.baseline_failed)
+
+    def selected_ids(self) -> list[str]:
+        """The ids of the items under the paths given on the command line (all by default)."""
+        roots = [Path(a.split("::")[0]).resolve() for a in self.config.args]
+        return [item.id for item in self.loaded.items
+                if any(_within(item.path.resolve(), root) for root in roots)]  # fmt: skip
 
     @pytest.hookimpl(optionalhook=True)  # an xdist hook: pytest-xdist may not be installed
     def pytest_configure_node(self, node) -> None:  # xdist controller only
