@@ -214,6 +214,7 @@ class _Neutral:
     """What both wrappers share: the wrapped embedder and each snippet's entry point."""
 
     def __init__(self, inner, entry_points: Mapping[str, str]):
+        # ``inner`` by that name: the hosted cost guard and report fields look through a view
         self.inner = inner
         self.name = inner.name
         self._entry_points = dict(entry_points)  # snippet id -> its query's entry point
