@@ -256,7 +256,8 @@ def summarize(args) -> str:
         )
         gate = gate_decision(reports["base"], reports["ft"], seed=args.seed)
         lines += [f"- gate (fine-tuned candidate, base baseline): {gate['reason']}"]
-        lines += [f"  - {x}" for x in gate["explanation"][:6]]
+        # (not the invocation line: it lists the fold models' split ids)
+        lines += [f"  - {x}" for x in gate["explanation"] if not x.startswith("invocation")]
         lines += [
             "",
             "Deception by operator class (share of own-distractor pairs scored >= the "
