@@ -1,4 +1,5 @@
-"""The ``execretrieval`` command: build, verify, embed, embedders, doctor (and the reports)."""
+"""The ``execretrieval`` command: build, verify, embed, embedders, doctor, train (and the
+reports)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from .corpus.items import bundled_items_dir
 from .corpus.store import stale_reasons
 from .sanitize import escape
 from .settings import BY_NAME, MAX_STACK
+from .training import command as training
 
 if TYPE_CHECKING:
     from .corpus.incremental import Plan
@@ -290,6 +292,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_train(args: argparse.Namespace) -> int:
+    from .training.command import run
+
+    return run(args, Path(args.items_dir or default_items()))
+
+
 def _fail(command: str, message: str) -> int:
     print(f"execretrieval {command}: {message}", file=sys.stderr)
     return 2
@@ -355,6 +363,7 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--embedder", required=True)
     e.add_argument("--out", required=True)
     e.add_argument("--cache-dir", **cache)
+    training.add_parser(sub, cache)
     return p
 
 
@@ -371,7 +380,8 @@ def main(argv: list[str] | None = None) -> int:
     if rest:
         parser().error(f"unrecognized arguments: {' '.join(rest)}")
     commands = {"build": cmd_build, "embedders": cmd_embedders, "embed": cmd_embed,
-                "doctor": cmd_doctor, "compare": cmd_compare, "report": cmd_report}  # fmt: skip
+                "doctor": cmd_doctor, "compare": cmd_compare, "report": cmd_report,
+                "train": cmd_train}  # fmt: skip
     return commands[args.command](args)
 
 

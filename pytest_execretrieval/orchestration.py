@@ -96,6 +96,38 @@ def open_embedders(names: Sequence[str], options: EmbedderOptions) -> dict[str, 
     return embedders
 
 
+def refuse_training_items(embedders: Mapping[str, Embedder], item_ids: Sequence[str]) -> None:
+    """:class:`SetupError` when a fine-tuned model would be scored on items it was trained on
+    (its card's split, recorded in its invocation): a score on seen items is no measurement."""
+    from .training.card import trained_on
+
+    for name, embedder in embedders.items():
+        seen = trained_on(embedder.invocation(), item_ids)
+        if seen:
+            split = embedder.invocation()["training"]["split"]
+            held = ", ".join(split.get("held_out_domains", ())) or "its held-out items"
+            raise SetupError(
+                f"--embedder {name} was trained on {len(seen)} of the {len(item_ids)} selected "
+                f"items (split {split['name']}; e.g. {', '.join(seen[:3])}): select held-out "
+                f"items by path (held out: {held}), or pass "
+                "--execretrieval-allow-training-items to score them anyway"
+            )
+
+
+def identifier_view(
+    embedders: Mapping[str, Embedder], loaded: Loaded, view: str
+) -> dict[str, Embedder]:
+    """Each embedder seeing the snippets in ``view``: ``original``, or ``neutral`` (renamed
+    identifiers, :mod:`.ranking.neutral`; execution still uses the recorded outcomes)."""
+    if view == "original":
+        return dict(embedders)
+    from .ranking.neutral import neutral_view
+
+    entry_points = {item.id: item.entry_point for item in loaded.items}
+    snippets = [*loaded.corpus.snippets, *loaded.corpus.alternatives]
+    return {name: neutral_view(e, snippets, entry_points) for name, e in embedders.items()}
+
+
 def open_rerankers(names: Sequence[str], context: RerankerContext) -> dict[str, Reranker]:
     rerankers = {}
     for name in names:

@@ -199,9 +199,15 @@ class BenchmarkSession(Session):
         if not loaded.items:
             raise pytest.UsageError(f"no valid benchmark items in {self.items_dir}")
         try:  # every output, embedder and reranker is checked before any work starts
-            self.state.start(loaded, self.runner)
+            self.state.start(loaded, self.runner, self.selected_ids())
         except SetupError as exc:
             raise pytest.UsageError(str(exc)) from None
+
+    def selected_ids(self) -> list[str]:
+        """The ids of the items under the paths given on the command line (all by default)."""
+        roots = [Path(a.split("::")[0]).resolve() for a in self.config.args]
+        return [item.id for item in self.loaded.items
+                if any(_within(item.path.resolve(), root) for root in roots)]  # fmt: skip
 
     @pytest.hookimpl(optionalhook=True)  # an xdist hook: pytest-xdist may not be installed
     def pytest_configure_node(self, node) -> None:  # xdist controller only

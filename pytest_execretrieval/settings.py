@@ -74,6 +74,19 @@ OPTIONS = (
     ),
     Option("trust-remote-code", bool, False, "let st:PATH models run their own code"),
     Option(
+        "allow-training-items",
+        bool,
+        False,
+        "let a fine-tuned st:PATH model be scored on items of its own training split",
+    ),
+    Option(
+        "identifiers",
+        str,
+        "original",
+        "original, or neutral: embed every snippet with its entry point renamed to f and its "
+        "local identifiers to v0, v1, ... (the identifier-free view)",
+    ),
+    Option(
         "code-similarity",
         bool,
         False,
@@ -253,6 +266,8 @@ class Settings:
     max_tokens: int | None
     trust_remote_code: bool
     code_similarity: bool
+    allow_training_items: bool
+    identifiers: str
     limits: Limits
     isolation: str
 
@@ -274,6 +289,7 @@ def resolve(config) -> Settings:
     _unique(rerank, "a reranker")
     rerank_k = setting(config, "rerank-k")
     from .ranking.benchmark import TOP_K
+    from .ranking.neutral import IDENTIFIER_VIEWS
 
     if not 1 <= rerank_k <= TOP_K:
         raise ValueError(f"--execretrieval-rerank-k: {rerank_k} is not in 1..{TOP_K} (the first "
@@ -288,6 +304,10 @@ def resolve(config) -> Settings:
     gate = _gate_settings(config)
     if embedders and setting(config, "baseline") is None:
         _gate_options_need_a_baseline(config)
+    identifiers = setting(config, "identifiers")
+    if identifiers not in IDENTIFIER_VIEWS:
+        raise ValueError(f"--execretrieval-identifiers: {identifiers!r} is not one of "
+                         f"{IDENTIFIER_VIEWS}")  # fmt: skip
     batch_size, max_tokens = setting(config, "batch-size"), setting(config, "max-tokens")
     for flag, value in (("batch-size", batch_size), ("max-tokens", max_tokens)):
         if value is not None and value < 1:
@@ -308,6 +328,8 @@ def resolve(config) -> Settings:
         max_tokens=max_tokens,
         trust_remote_code=setting(config, "trust-remote-code"),
         code_similarity=setting(config, "code-similarity"),
+        allow_training_items=setting(config, "allow-training-items"),
+        identifiers=identifiers,
         limits=_limits(config),
         isolation=isolation,
     )

@@ -37,10 +37,12 @@ from .orchestration import (
     cut_short,
     failed_queries,
     gate_reports,
+    identifier_view,
     load_baseline,
     open_embedders,
     open_rerankers,
     rank,
+    refuse_training_items,
     write_state,
 )
 from .ranking.benchmark import BenchmarkRun
@@ -100,9 +102,10 @@ class BenchmarkState:
         """Whether the exit status is a gate's decision (a baseline, or a minimum)."""
         return self.settings.baseline is not None or bool(self.settings.gate.minimums)
 
-    def start(self, loaded: Loaded, runner: SuiteRunner) -> None:
+    def start(self, loaded: Loaded, runner: SuiteRunner, selected: Sequence[str]) -> None:
         """Everything before the first item, every check before any work; a problem the user
-        must fix raises :class:`.orchestration.SetupError`."""
+        must fix raises :class:`.orchestration.SetupError`. ``selected``: the ids of the items
+        under the paths given (a fine-tuned model refuses its own training items)."""
         s = self.settings
         check_outputs(s.report_dir, s.cache_dir, self.names)
         extra = {} if s.max_tokens is None else {"max_tokens": s.max_tokens}  # the cost guard
@@ -110,6 +113,9 @@ class BenchmarkState:
                                   cache_dir=str(s.cache_dir), extra=extra)  # fmt: skip
         context = RerankerContext(runner, Path(s.cache_dir), s.embedders, self.runs)
         embedders = open_embedders(s.embedders, options)
+        if not s.allow_training_items:
+            refuse_training_items(embedders, selected)
+        embedders = identifier_view(embedders, loaded, s.identifiers)
         rerankers = open_rerankers(s.rerank, context)
         if s.baseline is not None:
             self.baseline = load_baseline(s.baseline, corpus_sha256(loaded.corpus_dir))

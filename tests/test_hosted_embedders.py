@@ -750,6 +750,17 @@ def test_cost_guard_counts_after_the_cache_and_refuses_above_the_budget(fake, tm
     assert server.seen == [] and cost_guard(get_embedder("bm25"), [], None) is None
 
 
+def test_the_identifier_free_view_keeps_the_cost_guard(fake):
+    from pytest_execretrieval.ranking.neutral import NeutralDense
+
+    server = fake("openai-3-small")
+    texts = [f"def f{i}(x):\n    return x + {i}\n" for i in range(5)]
+    work = [("document", texts, [f"s{i}" for i in range(5)])]
+    strict = make("openai-3-small", batch_size=8, dimensions=16, max_tokens=1)
+    message = raised(lambda: cost_guard(NeutralDense(strict, {}), work, None, io.StringIO()))
+    assert "--execretrieval-max-tokens" in message and server.seen == []
+
+
 def test_pytest_run_outlasts_retry_info_429s_and_reports_usage(fake, pytester):
     items = write_items(pytester.path)
     cache = pytester.path / "cache"

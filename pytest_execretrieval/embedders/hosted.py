@@ -647,6 +647,7 @@ def cost_guard(
     requests, estimated tokens, after the cache) and the texts cut to the input limit, and
     raise :class:`EmbedderError` when the estimate is above the embedder's ``max_tokens``
     (``--execretrieval-max-tokens``). Other embedders: nothing, ``None``."""
+    embedder = getattr(embedder, "inner", embedder)  # a view (ranking.neutral) wraps it
     if not isinstance(embedder, HostedEmbedder):
         return None
     plan = plan_run(embedder, work, cache)
@@ -671,6 +672,7 @@ def report_fields(embedder: Embedder) -> dict:
     estimate before the run, else what was sent), ``truncated`` (ids of texts cut to the input
     limit) and ``usage`` (planned requests, texts and estimated tokens actually sent, tokens the
     provider reported, the budget)."""
+    embedder = getattr(embedder, "inner", embedder)  # a view (ranking.neutral) wraps it
     if not isinstance(embedder, HostedEmbedder):
         return {}
     usage, plan = embedder.usage, embedder.plan

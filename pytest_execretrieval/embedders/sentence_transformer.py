@@ -76,7 +76,18 @@ class SentenceTransformerEmbedder(EmbedderBase):
             batch_size=self.batch_size, packages=self._packages, dtype="float32",
             weights_sha256=self._weights_sha256(weights), pooling="as configured by the model",
             trust_remote_code=self.options.trust_remote_code,
+            **self._training(),
         )  # fmt: skip
+
+    def _training(self) -> dict:
+        """A model fine-tuned by ``execretrieval train``: its split, corpus, loss and base model
+        (the ``training`` field; nothing for any other model)."""
+        from ..training.card import CardError, invocation_record
+
+        try:
+            return invocation_record(self.model_dir)
+        except CardError as exc:
+            raise EmbedderError(f"{self.name}: {exc}") from None
 
     def _weights_sha256(self, weights: Path) -> str:
         # Hashing ~100 MB per run would dominate a warm rerun: memoise by path, size and mtime.

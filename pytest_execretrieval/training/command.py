@@ -1,0 +1,103 @@
+"""``execretrieval train [DIR] --embedder NAME --out MODEL_DIR [--split domains|all|FILE]
+[--folds K] [--fold I] [--resume]``: the command-line face of :mod:`.train`.
+
+``--split domains`` (the default) trains one model per fold into ``MODEL_DIR/<split name>/``
+(``--fold I`` trains fold I only); ``all`` and an item-list ``FILE`` train one model into
+``MODEL_DIR``. Each model directory is usable as ``--embedder st:DIR``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .split import SplitError, make_splits
+from .train import LOSSES, TrainConfig, TrainingError, train_split
+
+DEFAULTS = TrainConfig()
+
+
+def add_parser(sub, cache: dict) -> None:
+    t = sub.add_parser(
+        "train",
+        help="fine-tune a local sentence-transformers model on the "
+        "corpus's hard negatives (a leakage-free split)",
+    )
+    t.add_argument("items_dir", nargs="?")
+    t.add_argument("--embedder", required=True, help="base model: minilm, mpnet or st:DIR")
+    t.add_argument("--out", required=True, type=Path, metavar="MODEL_DIR")
+    t.add_argument(
+        "--split",
+        default="domains",
+        metavar="domains|all|FILE",
+        help="domain k-fold (default), every item, or the item ids listed in FILE",
+    )
+    t.add_argument("--folds", type=int, default=5, metavar="K", help="domain folds (default 5)")
+    t.add_argument("--fold", type=int, metavar="I", help="train only fold I (1..K)")
+    t.add_argument("--loss", choices=LOSSES, default=DEFAULTS.loss)
+    t.add_argument("--epochs", type=float, default=DEFAULTS.epochs)
+    t.add_argument("--batch-size", type=int, default=DEFAULTS.batch_size)
+    t.add_argument("--learning-rate", type=float, default=DEFAULTS.learning_rate)
+    t.add_argument(
+        "--negatives",
+        type=int,
+        default=DEFAULTS.negatives,
+        help="hard negatives per example (default 0: all of the query's distractors)",
+    )
+    t.add_argument(
+        "--no-alternatives",
+        action="store_true",
+        help="do not add the alternatives as extra positives",
+    )
+    t.add_argument("--max-steps", type=int, default=DEFAULTS.max_steps, help=argparse.SUPPRESS)
+    t.add_argument("--seed", type=int, default=DEFAULTS.seed)
+    t.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
+    t.add_argument("--cache-dir", **cache)
+
+
+def run(args: argparse.Namespace, items_dir: Path) -> int:
+    from ..corpus.items import load_items
+
+    items, _ = load_items(items_dir)
+    try:
+        config = TrainConfig(
+            loss=args.loss,
+            epochs=args.epochs,
+            batch_size=args.batch_size,
+            learning_rate=args.learning_rate,
+            seed=args.seed,
+            max_steps=args.max_steps,
+            negatives=args.negatives,
+            alternatives=not args.no_alternatives,
+        )
+        splits = make_splits(items, args.split, args.folds)
+        if args.fold is not None:
+            if not 1 <= args.fold <= len(splits) or args.split != "domains":
+                raise SplitError(f"--fold {args.fold}: needs --split domains and 1..{len(splits)}")
+            splits = [splits[args.fold - 1]]
+        for split in splits:
+            out = args.out / split.name if args.split == "domains" else args.out
+            print(
+                f"{split.name}: training on {len(split.train)} items, holding out "
+                f"{len(split.held_out)} -> {out}",
+                file=sys.stderr,
+            )
+            card = train_split(
+                items_dir,
+                args.embedder,
+                out,
+                split,
+                config,
+                cache_dir=Path(args.cache_dir),
+                resume=args.resume,
+            )
+            t = card["training_time"]
+            print(
+                f"wrote {out}: {card['steps']} steps, {t['wall_s']} s wall, {t['cpu_s']} s "
+                f"CPU; use it as --embedder st:{out}"
+            )
+    except (SplitError, TrainingError) as exc:
+        print(f"execretrieval train: {exc}", file=sys.stderr)
+        return 2
+    return 0
