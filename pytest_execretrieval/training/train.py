@@ -189,6 +189,8 @@ def fine_tune(
     except ImportError:  # sentence-transformers < 6
         from sentence_transformers.training_args import BatchSamplers
 
+    import torch
+
     model = SentenceTransformer(str(base_dir))
     if config.max_seq_length:
         model.max_seq_length = config.max_seq_length
@@ -212,6 +214,7 @@ def fine_tune(
         report_to="none",
         disable_tqdm=True,
         dataloader_num_workers=0,
+        dataloader_pin_memory=torch.cuda.is_available(),  # pinned memory serves a GPU only
     )
     progress = _Progress(total, stream)
     trainer = SentenceTransformerTrainer(
