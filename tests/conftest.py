@@ -31,3 +31,15 @@ def _user_cache_in_tmp(tmp_path_factory):
         del os.environ["XDG_CACHE_HOME"]
     else:
         os.environ["XDG_CACHE_HOME"] = previous
+
+
+@pytest.fixture(scope="module", params=["full", "kernel-only"])
+def box(request):
+    """One Sandbox per module, with the audit guard (full) and without it (the kernel layers
+    alone), for tests/test_sandbox_hostile.py and tests/test_sandbox_confinement.py."""
+    from sandboxes import TIMEOUT
+
+    from pytest_execretrieval.execution.sandbox import Limits, Sandbox
+
+    with Sandbox(Limits(timeout_s=TIMEOUT), _guard=request.param == "full") as sandbox:
+        yield sandbox

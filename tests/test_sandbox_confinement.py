@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 from processes import descendants
+from sandboxes import TIMEOUT, requires
 
 from pytest_execretrieval.corpus.build import build
 from pytest_execretrieval.corpus.items import load_items
@@ -41,23 +42,8 @@ from pytest_execretrieval.execution.sandbox import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-TIMEOUT = 2.0
 BENIGN = ("def f(x):\n    return 2 * x\n", "", ["assert f(2) == 4"])
 P61 = (1 << 61) - 1  # ints equal modulo this share a hash
-
-
-@pytest.fixture(scope="module", params=["full", "kernel-only"])
-def box(request) -> Iterator[Sandbox]:
-    with Sandbox(Limits(timeout_s=TIMEOUT), _guard=request.param == "full") as sandbox:
-        yield sandbox
-
-
-def requires(sandbox: Sandbox, *layers: str) -> None:
-    missing = {k: v for k, v in sandbox.isolation["missing"].items() if k in layers}
-    if missing:
-        pytest.skip(
-            "; ".join(f"sandbox layer {k} unavailable here: {v}" for k, v in missing.items())
-        )
 
 
 def checker_of(sandbox: Sandbox) -> int:

@@ -21,26 +21,12 @@ from pathlib import Path
 
 import pytest
 from processes import descendants
+from sandboxes import requires
 
 from pytest_execretrieval.execution import sandbox as sandbox_module
 from pytest_execretrieval.execution.sandbox import LOST, Limits, Sandbox, SuiteResult
 
-TIMEOUT = 2.0
 BENIGN = ("def f(x):\n    return 2 * x\n", "", ["assert f(2) == 4"])
-
-
-@pytest.fixture(scope="module", params=["full", "kernel-only"])
-def box(request):
-    with Sandbox(Limits(timeout_s=TIMEOUT), _guard=request.param == "full") as sandbox:
-        yield sandbox
-
-
-def requires(sandbox: Sandbox, *layers: str) -> None:
-    missing = {k: v for k, v in sandbox.isolation["missing"].items() if k in layers}
-    if missing:
-        pytest.skip(
-            "; ".join(f"sandbox layer {k} unavailable here: {v}" for k, v in missing.items())
-        )
 
 
 @pytest.fixture
