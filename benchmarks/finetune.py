@@ -36,8 +36,10 @@ from pytest_execretrieval.ranking.benchmark import BenchmarkRun, run_benchmark
 from pytest_execretrieval.ranking.neutral import neutral_view
 from pytest_execretrieval.ranking.rerank import RerankerContext, get_reranker
 from pytest_execretrieval.ranking.rerank.pipeline import lift, rerank_run
+from pytest_execretrieval.reporting.gate_text import gate_json
 from pytest_execretrieval.reporting.report import build_report, write_json
-from pytest_execretrieval.scoring.compare import gate_decision, paired_comparison
+from pytest_execretrieval.scoring.compare import paired_comparison
+from pytest_execretrieval.scoring.gate import gate_decision
 from pytest_execretrieval.scoring.stats import mcnemar_exact
 from pytest_execretrieval.training.card import CARD
 from pytest_execretrieval.training.split import domain_folds
@@ -254,7 +256,7 @@ def summarize(args) -> str:
             f"- exec@1 McNemar (exact): only base {m.only_a}, only fine-tuned "
             f"{m.only_b}, p={m.p_value:.3g}"
         )
-        gate = gate_decision(reports["base"], reports["ft"], seed=args.seed)
+        gate = gate_json(gate_decision(reports["base"], reports["ft"], seed=args.seed))
         lines += [f"- gate (fine-tuned candidate, base baseline): {gate['reason']}"]
         # (not the invocation line: it lists the fold models' split ids)
         lines += [f"  - {x}" for x in gate["explanation"] if not x.startswith("invocation")]
