@@ -6,10 +6,11 @@ the base model (``training.train``), then rank each held-out query against the h
 (the held-out domains' canonicals and distractors: nothing the fine-tuned model saw) with the base
 and the fine-tuned model, in the original and the identifier-free view (``ranking.neutral``),
 with ``exec-consensus`` on top, and the topical control (the same queries against the held-out
-canonicals only, no mutants). Each fold's runs go to ``OUT/fold-I.json`` as they finish; the
-pooled reports (one per model and view, ``execretrieval compare`` reads them) and the table
-(``OUT/summary.md``) are written from whatever folds are complete (``--summarize`` redoes just
-that).
+canonicals only, no mutants); with ``--stack K`` also on the stacked-mutation corpus of the same
+held-out items (``execretrieval build --stack K`` first). Each fold's runs go to
+``OUT/fold-I.json`` as they finish; the pooled reports (one per model and view, ``execretrieval
+compare`` reads them) and the table (``OUT/summary.md``) are written from whatever folds are
+complete (``--summarize`` redoes just that).
 
     nice -n 19 python benchmarks/finetune.py --out benchmarks/results/finetune
 
@@ -28,7 +29,7 @@ from pathlib import Path
 
 from pytest_execretrieval.corpus.build import engine
 from pytest_execretrieval.corpus.items import load_items
-from pytest_execretrieval.corpus.store import Corpus, corpus_sha256, read_corpus
+from pytest_execretrieval.corpus.store import Corpus, corpus_dir, corpus_sha256, read_corpus
 from pytest_execretrieval.embedders import EmbedderOptions, get_embedder
 from pytest_execretrieval.embedders.cache import stderr_progress
 from pytest_execretrieval.execution.runner import SuiteRunner
@@ -145,8 +146,35 @@ def evaluate_fold(args, items, corpus, sha, fold, number: int, runner) -> None:
             }
             write_json(path, state)
             print(f"fold {number}: {label} done", file=sys.stderr)
+    if args.stack:
+        evaluate_stack(args, state, path, held, models, options, runner, number)
     state["complete"] = True
     write_json(path, state)
+
+
+def evaluate_stack(args, state, path, held, models, options, runner, number: int) -> None:
+    """Base and fine-tuned on the stacked-mutation corpus (``stack-K/``, K edits per distractor)
+    of the same held-out items: labels ``base-stackK``, ``ft-stackK``."""
+    where = corpus_dir(args.items, args.stack)
+    corpus = read_corpus(args.items, engine(args.stack), where)
+    held_ids = {i.id for i in held}
+    pool = Corpus(tuple(s for s in corpus.snippets if s.query_id in held_ids), (), corpus.engine)
+    for model in ("ft", "base"):
+        label = f"{model}-stack{args.stack}"
+        if label in state["runs"]:
+            continue
+        started = time.perf_counter()
+        embedder = get_embedder(models[model], options)
+        try:
+            run = run_benchmark(held, pool, corpus_sha256(where), embedder, runner, args.cache_dir)
+        finally:
+            embedder.close()
+        state["runs"][label] = run.to_json()
+        state.setdefault("eval_time", {})[label] = {
+            "wall_s": round(time.perf_counter() - started, 1)
+        }
+        write_json(path, state)
+        print(f"fold {number}: {label} done", file=sys.stderr)
 
 
 def pooled(folds: list[dict], label: str, name: str, seed: int) -> dict | None:
@@ -206,10 +234,14 @@ def summarize(args) -> str:
         "",
     ]
     lines += ["| model | view | " + " | ".join(SHOWN) + " |", "|---|---|" + "---|" * len(SHOWN)]
-    for label in ("base", "ft", f"base+{RERANK}", f"ft+{RERANK}", "base-neutral", "ft-neutral"):
+    stacked = [lab for lab in reports if "-stack" in lab]
+    for label in ("base", "ft", f"base+{RERANK}", f"ft+{RERANK}", "base-neutral", "ft-neutral",
+                  *stacked):  # fmt: skip
         if label in reports:
             r = reports[label]
-            view = "identifier-free" if "neutral" in label else "original"
+            view = ("identifier-free" if "neutral" in label
+                    else f"stack-{label.partition('-stack')[2]}" if "-stack" in label
+                    else "original")  # fmt: skip
             lines.append(
                 f"| {r['embedder']['name']} | {view} | "
                 + " | ".join(ci(r, m) for m in SHOWN)
@@ -238,6 +270,7 @@ def summarize(args) -> str:
         ("base-neutral", "ft-neutral"),
         (f"base+{RERANK}", f"ft+{RERANK}"),
         ("base", f"ft+{RERANK}"),
+        *((lab, "ft" + lab[4:]) for lab in stacked if lab.startswith("base-")),
     ):
         if a in reports and b in reports:
             cmp = paired_comparison(reports[a], reports[b], seed=args.seed)
@@ -315,6 +348,9 @@ def main(argv=None) -> int:
     p.add_argument("--limit", type=int, default=0, help="items per side (a dry run)")
     p.add_argument("--no-neutral", action="store_true")
     p.add_argument("--no-rerank", action="store_true")
+    p.add_argument(
+        "--stack", type=int, default=0, help="also evaluate on DIR/stack-K/ (built beforehand)"
+    )
     p.add_argument("--summarize", action="store_true", help="only pool the finished folds")
     p.add_argument("--cache-dir", type=Path, default=Path(".execretrieval_cache"))
     args = p.parse_args(argv)
