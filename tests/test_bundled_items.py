@@ -409,12 +409,8 @@ def promised_conditions(query: str, exception: str) -> int:
 # Items whose query names more conditions than promised_conditions' reading finds tests for,
 # where the reading is wrong (the query's conditions are each tested).
 PROMISE_READINGS = {
-    ("date_time/epoch_to_iso", "ValueError"): "'a full day or more' is one condition",
-    (
-        "data_structures/evaluate_rpn",
-        "ValueError",
-    ): "'not an operator or an ASCII integer' is one condition (a bad token): 3 conditions, "
-    "3 tests",
+    ("data_structures/evaluate_rpn", "ValueError"): "a token 'not an operator or an ASCII "
+    "integer' is one condition: 3 conditions, 3 tests",
 }
 
 
