@@ -1,8 +1,8 @@
 """What a benchmark or verification session does, as plain functions the pytest hooks call
 (``session.py``): load the items and the corpus, open every embedder and reranker before any
 work, rank the pool per embedder, rerank, load the baseline, hand xdist workers what they need
-(:class:`Handoff`), assemble the reports and gate them. Nothing here imports pytest; a problem the user must fix
-before the run starts raises :class:`SetupError`.
+(:class:`Handoff`), assemble the reports and gate them. Nothing here imports pytest; a problem
+the user must fix before the run starts raises :class:`SetupError`.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from .reporting.report import build_report
 from .settings import GateSettings
 
 if TYPE_CHECKING:
+    from .corpus.item_cache import ItemCache
     from .scoring.gate import GateDecision, Incomplete
 
 EXIT_INCOMPLETE = 6  # a benchmark run cut short: fewer selected items completed than selected
@@ -57,21 +58,19 @@ class Loaded:
     built: bool = True  # the corpus was ever built (its manifest exists)
 
 
-def load(items_dir: Path, stack: int, *, stale_ok: bool, cache_dir: Path | None = None) -> Loaded:
+def load(
+    items_dir: Path, stack: int, *, stale_ok: bool, item_cache: ItemCache | None = None
+) -> Loaded:
     """Good items and the corpus; malformed item files are left to collection to report.
 
     A benchmark (``stale_ok=False``) refuses a stale or unreadable corpus. Verification goes on:
     it reports the staleness as a failing gate and checks the distractors of unchanged items only.
-    ``cache_dir``: item files validated in an earlier run are taken from its item cache
-    (:mod:`.corpus.item_cache`) instead of being parsed again.
+    ``item_cache``: item files validated in an earlier run are taken from it instead of being
+    parsed again (:mod:`.corpus.item_cache`); the caller saves it once the run does any work.
     """
     from .corpus.build import engine
-    from .corpus.item_cache import ItemCache
 
-    cache = ItemCache(cache_dir, items_dir) if cache_dir is not None else None
-    items, problems = load_items(items_dir, cache)
-    if cache is not None:
-        cache.save()
+    items, problems = load_items(items_dir, item_cache)
     bad = {item_id(p.path) for p in problems}
     where = corpus_dir(items_dir, stack)
     # A malformed item file is collection's error to report, not a reason to call the corpus stale.

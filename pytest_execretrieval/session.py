@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from .corpus.bounds import conftests_above, foreign_files
+from .corpus.item_cache import ItemCache
 from .corpus.items import BenchmarkItem, bundled_items_dir
 from .corpus.store import (
     Corpus,
@@ -62,6 +63,9 @@ class Session:
         self.items: dict[Path, BenchmarkItem] = {}
         self._runner: SuiteRunner | None = None
         self._handoff: str | None = None  # the controller's Handoff text, made once
+        # item files validated by content; written once the run does work (a usage error or
+        # --collect-only leaves no cache directory behind)
+        self.item_cache = ItemCache(settings.cache_dir, self.items_dir)
         # Collect the benchmark only: the given paths inside the items dir, else all of it.
         inside = [a for a in config.args if _within(Path(a).resolve(), self.items_dir)]
         config.args[:] = inside or [str(self.items_dir)]
@@ -85,7 +89,7 @@ class Session:
     def load(self, stale_ok: bool) -> Loaded:
         try:
             self.loaded = load(self.items_dir, self.settings.stack, stale_ok=stale_ok,
-                               cache_dir=self.settings.cache_dir)  # fmt: skip
+                               item_cache=self.item_cache)  # fmt: skip
         except SetupError as exc:
             raise pytest.UsageError(str(exc)) from None
         self.items = {item.path.resolve(): item for item in self.loaded.items}
@@ -173,6 +177,8 @@ class VerifySession(Session):
             self.receive()
         else:  # an xdist controller loads for its workers, which collect and verify
             self.load(stale_ok=True)
+            if not self.config.option.collectonly:
+                self.item_cache.save()
 
     def pytest_collect_directory(self, path: Path, parent: pytest.Collector):
         if path.resolve() == self.items_dir:
@@ -230,6 +236,7 @@ class BenchmarkSession(Session):
             self.state.start(loaded, self.runner, self.selected_ids())
         except SetupError as exc:
             raise pytest.UsageError(str(exc)) from None
+        self.item_cache.save()
 
     def selected_ids(self) -> list[str]:
         """The ids of the items under the paths given on the command line (all by default)."""
