@@ -151,7 +151,7 @@ class CorpusFreshnessItem(ReportingItem):
     def runtest(self) -> None:
         session: VerifySession = session_of(self)
         build = f"`execretrieval build {session.items_dir}`"
-        if not (session.corpus_dir / "manifest.json").exists():
+        if not session.loaded.built:
             raise VerificationFailure(f"no corpus: run {build}")
         if session.stale:
             raise VerificationFailure(f"the corpus is stale; run {build}:\n  "

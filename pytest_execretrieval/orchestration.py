@@ -1,8 +1,8 @@
 """What a benchmark or verification session does, as plain functions the pytest hooks call
 (``session.py``): load the items and the corpus, open every embedder and reranker before any
-work, rank the pool per embedder, rerank, load the baseline, hand the runs to xdist workers,
-assemble the reports and gate them. Nothing here imports pytest; a problem the user must fix
-before the run starts raises :class:`SetupError`.
+work, rank the pool per embedder, rerank, load the baseline, hand xdist workers what they need
+(:class:`Handoff`), assemble the reports and gate them. Nothing here imports pytest; a problem
+the user must fix before the run starts raises :class:`SetupError`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, MutableMapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,6 +18,7 @@ from .corpus.items import BenchmarkItem, item_id, load_items
 from .corpus.store import (
     Corpus,
     CorpusError,
+    Snippet,
     StaleReason,
     corpus_dir,
     corpus_sha256,
@@ -32,10 +33,10 @@ from .ranking.benchmark import BenchmarkRun, run_benchmark
 from .ranking.rerank import Reranker, RerankerContext, RerankerError, get_reranker
 from .ranking.rerank.pipeline import lift, rerank_run
 from .reporting.report import build_report
-from .safe_write import write_atomic
 from .settings import GateSettings
 
 if TYPE_CHECKING:
+    from .corpus.item_cache import ItemCache
     from .scoring.gate import GateDecision, Incomplete
 
 EXIT_INCOMPLETE = 6  # a benchmark run cut short: fewer selected items completed than selected
@@ -54,17 +55,22 @@ class Loaded:
     corpus_dir: Path  # where the corpus files are (items_dir, or its stack-K/)
     stale: list[StaleReason]  # why the corpus does not match the item files; [] when fresh
     changed: frozenset[str]  # ids of the items whose files changed since the corpus was built
+    built: bool = True  # the corpus was ever built (its manifest exists)
 
 
-def load(items_dir: Path, stack: int, *, stale_ok: bool) -> Loaded:
+def load(
+    items_dir: Path, stack: int, *, stale_ok: bool, item_cache: ItemCache | None = None
+) -> Loaded:
     """Good items and the corpus; malformed item files are left to collection to report.
 
     A benchmark (``stale_ok=False``) refuses a stale or unreadable corpus. Verification goes on:
     it reports the staleness as a failing gate and checks the distractors of unchanged items only.
+    ``item_cache``: item files validated in an earlier run are taken from it instead of being
+    parsed again (:mod:`.corpus.item_cache`); the caller saves it once the run does any work.
     """
     from .corpus.build import engine
 
-    items, problems = load_items(items_dir)
+    items, problems = load_items(items_dir, item_cache)
     bad = {item_id(p.path) for p in problems}
     where = corpus_dir(items_dir, stack)
     # A malformed item file is collection's error to report, not a reason to call the corpus stale.
@@ -81,7 +87,7 @@ def load(items_dir: Path, stack: int, *, stale_ok: bool) -> Loaded:
             if not stale_ok:
                 raise SetupError(str(exc)) from None
             stale.append(StaleReason("corpus-unreadable", str(exc)))
-    return Loaded(items, corpus, where, stale, changed)
+    return Loaded(items, corpus, where, stale, changed, (where / "manifest.json").exists())
 
 
 def open_embedders(names: Sequence[str], options: EmbedderOptions) -> dict[str, Embedder]:
@@ -215,18 +221,60 @@ def failed_queries(report: dict) -> set[str]:
     return {q["query_id"] for q in report["per_query"] if not q["passed"]}
 
 
-def write_state(path: Path, runs: Mapping[str, BenchmarkRun], baseline_failed: set[str]) -> None:
-    """The runs (and the queries the baseline fails) for xdist workers, which only look up."""
-    write_atomic(path, json.dumps({
-        "runs": {n: r.to_json() for n, r in runs.items()},
-        "baseline_failed": sorted(baseline_failed),
-    }))  # fmt: skip
+@dataclass(frozen=True)
+class Handoff:
+    """What an xdist worker needs from its controller, which loaded and ranked once: the
+    loaded items and corpus (the pool only: verification's distractors, the code failure
+    messages show), the runs and the queries the baseline fails. It travels as one JSON text in
+    ``workerinput`` (builtins only cross execnet), so a worker reads no file its controller
+    wrote and re-parses no item: workers on another machine or in another directory
+    (``--tx ssh=...``, ``--tx popen//chdir=...``) get the same state, and the per-worker
+    start-up is the interpreter's and pytest's alone."""
+
+    loaded: Loaded
+    runs: Mapping[str, BenchmarkRun]
+    baseline_failed: frozenset[str]
+
+    def to_text(self) -> str:
+        loaded = self.loaded
+        return json.dumps({
+            "items": [_item_json(item) for item in loaded.items],
+            "pool": [_fields(s) for s in loaded.corpus.snippets] if loaded.corpus else None,
+            "engine": loaded.corpus.engine if loaded.corpus else {},
+            "stale": [asdict(r) for r in loaded.stale], "changed": sorted(loaded.changed),
+            "built": loaded.built, "runs": {n: r.to_json() for n, r in self.runs.items()},
+            "baseline_failed": sorted(self.baseline_failed),
+        }, separators=(",", ":"))  # fmt: skip
+
+    @classmethod
+    def from_text(cls, text: str, items_dir: Path, stack: int) -> Handoff:
+        """The controller's state in a worker whose items directory is ``items_dir`` (item
+        paths are rebuilt there from the ids: the controller's paths may not exist here)."""
+        data = json.loads(text)
+        items = [BenchmarkItem(**{**row, "path": items_dir / row["path"],
+                                  "tests": tuple(row["tests"]),
+                                  "alternatives": tuple(row["alternatives"])})
+                 for row in data["items"]]  # fmt: skip
+        pool = data["pool"]
+        corpus = None if pool is None else Corpus(
+            tuple(Snippet.from_json(row) for row in pool), (), data["engine"])  # fmt: skip
+        loaded = Loaded(items, corpus, corpus_dir(items_dir, stack),
+                        [StaleReason(**r) for r in data["stale"]], frozenset(data["changed"]),
+                        data["built"])  # fmt: skip
+        runs = {name: BenchmarkRun.from_json(run) for name, run in data["runs"].items()}
+        return cls(loaded, runs, frozenset(data["baseline_failed"]))
 
 
-def read_state(path: Path) -> tuple[dict[str, BenchmarkRun], set[str]]:
-    data = json.loads(path.read_text())
-    runs = {name: BenchmarkRun.from_json(run) for name, run in data["runs"].items()}
-    return runs, set(data["baseline_failed"])
+def _fields(record) -> dict:
+    """A dataclass's fields, shallow: ``asdict``'s deep copies of the pool's equivalence
+    evidence took most of the controller's time making the hand-off."""
+    return {f.name: getattr(record, f.name) for f in fields(record)}
+
+
+def _item_json(item: BenchmarkItem) -> dict:
+    row = _fields(item)
+    row["path"] = f"{item.path.parent.name}/{item.path.name}"  # <domain>/<file>, as collected
+    return row
 
 
 def build_reports(

@@ -4,10 +4,13 @@ one: :class:`BenchmarkSession` (``--embedder``) and :class:`VerifySession`
 
 Either collects the items directory only, with ids relative to it. The hooks are glue: the work
 is done by :mod:`.orchestration`, and a benchmark's run state is a :class:`.state.BenchmarkState`
-in ``config.stash[STATE]``. In a benchmark the controller (or the only process, without xdist)
-ranks the pool once in ``pytest_sessionstart`` and hands the runs to xdist workers as a file
-named in ``workerinput``; items only look their result up, and everything written to reports is
-assembled in the controller from the test reports it receives.
+in ``config.stash[STATE]``. The controller (or the only process, without xdist) loads the items
+and the corpus once in ``pytest_sessionstart`` (a benchmark also ranks the pool there) and hands
+xdist workers what they need as one JSON text in ``workerinput``
+(:class:`.orchestration.Handoff`): no file, no path, so a worker in another directory or on
+another machine gets the same state, and no worker parses an item again. Items only look their
+result up; everything written to reports is assembled in the controller from the test reports
+it receives, and each worker's count of suites executed comes back in ``workeroutput``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from .corpus.bounds import conftests_above, foreign_files
+from .corpus.item_cache import ItemCache
 from .corpus.items import BenchmarkItem, bundled_items_dir
 from .corpus.store import (
     Corpus,
@@ -31,13 +35,13 @@ from .corpus.store import (
 from .corpus.verify import distractors_by_query, item_cases
 from .execution.runner import SuiteRunner
 from .nodes import ItemFile, ItemsDir, QueryItem, RankOneFailure, VerifyItem, failure_message
-from .orchestration import Loaded, SetupError, load, read_state
+from .orchestration import Handoff, Loaded, SetupError, load
 from .ranking.benchmark import QueryResult
 from .sanitize import escape, one_line
 from .settings import Settings
 from .state import BenchmarkState, Outcome
 
-WORKER_KEY = "execretrieval_runs"
+WORKER_KEY = "execretrieval_handoff"  # workerinput: the Handoff text; workeroutput: the counts
 STATE = pytest.StashKey[BenchmarkState]()  # the run state of a benchmark session
 
 
@@ -58,6 +62,10 @@ class Session:
         # the good items by resolved path, loaded once per process
         self.items: dict[Path, BenchmarkItem] = {}
         self._runner: SuiteRunner | None = None
+        self._handoff: str | None = None  # the controller's Handoff text, made once
+        # item files validated by content; written once the run does work (a usage error or
+        # --collect-only leaves no cache directory behind)
+        self.item_cache = ItemCache(settings.cache_dir, self.items_dir)
         # Collect the benchmark only: the given paths inside the items dir, else all of it.
         inside = [a for a in config.args if _within(Path(a).resolve(), self.items_dir)]
         config.args[:] = inside or [str(self.items_dir)]
@@ -80,11 +88,34 @@ class Session:
 
     def load(self, stale_ok: bool) -> Loaded:
         try:
-            self.loaded = load(self.items_dir, self.settings.stack, stale_ok=stale_ok)
+            self.loaded = load(self.items_dir, self.settings.stack, stale_ok=stale_ok,
+                               item_cache=self.item_cache)  # fmt: skip
         except SetupError as exc:
             raise pytest.UsageError(str(exc)) from None
         self.items = {item.path.resolve(): item for item in self.loaded.items}
         return self.loaded
+
+    def receive(self) -> Handoff:
+        """A worker's state: its controller's :class:`.orchestration.Handoff`."""
+        handoff = Handoff.from_text(self.config.workerinput[WORKER_KEY], self.items_dir,
+                                    self.settings.stack)  # fmt: skip
+        self.loaded = handoff.loaded
+        self.items = {item.path.resolve(): item for item in self.loaded.items}
+        return handoff
+
+    def handoff(self) -> Handoff:
+        return Handoff(self.loaded, {}, frozenset())
+
+    @pytest.hookimpl(optionalhook=True)  # an xdist hook: pytest-xdist may not be installed
+    def pytest_configure_node(self, node) -> None:  # xdist controller only
+        if self._handoff is None:
+            self._handoff = self.handoff().to_text()
+        node.workerinput[WORKER_KEY] = self._handoff
+
+    @property
+    def executed(self) -> int:
+        """Suites this process ran in a sandbox."""
+        return self._runner.executed if self._runner else 0
 
     @property
     def corpus(self) -> Corpus | None:
@@ -142,9 +173,12 @@ class VerifySession(Session):
         return self.loaded.stale if self.loaded else []
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        if not self.is_worker and self.config.pluginmanager.has_plugin("dsession"):
-            return  # an xdist controller: the workers collect and verify
-        self.load(stale_ok=True)
+        if self.is_worker:
+            self.receive()
+        else:  # an xdist controller loads for its workers, which collect and verify
+            self.load(stale_ok=True)
+            if not self.config.option.collectonly:
+                self.item_cache.save()
 
     def pytest_collect_directory(self, path: Path, parent: pytest.Collector):
         if path.resolve() == self.items_dir:
@@ -189,9 +223,9 @@ class BenchmarkSession(Session):
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if self.is_worker:
-            path = self.config.workerinput.get(WORKER_KEY)
-            if path:
-                self.state.runs, self.state.baseline_failed = read_state(Path(path))
+            handoff = self.receive()
+            self.state.runs = dict(handoff.runs)
+            self.state.baseline_failed = set(handoff.baseline_failed)
             return
         loaded = self.load(stale_ok=False)
         if self.state.collect_only:  # --co lists the items; nothing is ranked
@@ -202,6 +236,7 @@ class BenchmarkSession(Session):
             self.state.start(loaded, self.runner, self.selected_ids())
         except SetupError as exc:
             raise pytest.UsageError(str(exc)) from None
+        self.item_cache.save()
 
     def selected_ids(self) -> list[str]:
         """The ids of the items under the paths given on the command line (all by default)."""
@@ -209,9 +244,13 @@ class BenchmarkSession(Session):
         return [item.id for item in self.loaded.items
                 if any(_within(item.path.resolve(), root) for root in roots)]  # fmt: skip
 
-    @pytest.hookimpl(optionalhook=True)  # an xdist hook: pytest-xdist may not be installed
-    def pytest_configure_node(self, node) -> None:  # xdist controller only
-        node.workerinput[WORKER_KEY] = str(self.state.state_file or "")
+    def handoff(self) -> Handoff:
+        return Handoff(self.loaded, self.state.runs, frozenset(self.state.baseline_failed))
+
+    @pytest.hookimpl(optionalhook=True)  # xdist: a worker's counts, back in its workeroutput
+    def pytest_testnodedown(self, node, error) -> None:
+        self.state.executed += getattr(node, "workeroutput", {}).get(WORKER_KEY, {}).get(
+            "executed", 0)  # fmt: skip
 
     def item_nodes(self, parent: ItemFile, item: BenchmarkItem) -> Iterator[pytest.Item]:
         state = self.state
@@ -267,7 +306,10 @@ class BenchmarkSession(Session):
         (``--junitxml``), pytest-json-report (``exitcode``) and pytest-html write their files in
         their plain implementations, so they see the decision and the gates' test reports."""
         self.close_runner()
-        if not self.is_worker:
+        if self.is_worker:
+            self.config.workeroutput[WORKER_KEY] = {"executed": self.executed}
+        else:
+            self.state.executed += self.executed
             session.exitstatus = self.state.finish(session.exitstatus, stop_reasons(session))
             publish_gates(self.config, self.state.gate_records, self.items_dir)
         return (yield)

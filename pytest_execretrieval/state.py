@@ -43,7 +43,6 @@ from .orchestration import (
     open_rerankers,
     rank,
     refuse_training_items,
-    write_state,
 )
 from .ranking.benchmark import BenchmarkRun
 from .ranking.rerank import RerankerContext
@@ -85,7 +84,7 @@ class BenchmarkState:
         self.ranked = Ranked({}, 0.0, {}, {})
         self.baseline: dict | None = None
         self.baseline_failed: set[str] = set()
-        self.state_file: Path | None = None  # the runs handed to xdist workers
+        self.executed = 0  # suites run in a sandbox, by every process of the session
         self.selected: dict[str, tuple[str, str]] = {}  # node id -> (name, query id)
         self.outcomes: dict[str, Outcome] = {}  # node id -> its final report
         self.collection_errors: dict[str, None] = {}  # node ids, in order, once each
@@ -122,8 +121,6 @@ class BenchmarkState:
             self.baseline_failed = failed_queries(self.baseline)
         self.ranked = rank(loaded, embedders, rerankers, self.pipelines, s.rerank_k, runner,
                            s.cache_dir, s.code_similarity, self.runs)  # fmt: skip
-        self.state_file = s.cache_dir / "runs" / f"session-{id(self)}-{time.time_ns()}.json"
-        write_state(self.state_file, self.runs, self.baseline_failed)
 
     def query_of(self, nodeid: str) -> tuple[str, str] | None:
         """``(name, query id)`` of a benchmark item's node id ``<query id>[<name>]``."""
@@ -199,8 +196,6 @@ class BenchmarkState:
 
         ``status``: the status pytest would exit with; ``stopped``: what pytest said when it
         stopped early (``session.shouldstop``/``shouldfail``, ``-x``, a timeout)."""
-        if self.state_file:
-            self.state_file.unlink(missing_ok=True)
         if self.collect_only:
             return status
         s = self.settings
@@ -253,12 +248,20 @@ class BenchmarkState:
         at = next(
             (i for i, x in enumerate(lines) if x.startswith(("gate [", "reports: "))), len(lines)
         )  # the cost goes above the gates: the verdict stays last
-        lines[at:at] = cost
+        lines[at:at] = [*cost, self.executed_line()]
         if self.incomplete:
             return lines + [self.incomplete_line()]
         records = {name: self.completed(name) for name in self.names}
         last = ungated_exit_line(records, self.gate_records, self.written)
         return lines + ([last] if last else [])
+
+    def executed_line(self) -> str:
+        """How many suites the session ran in a sandbox (the controller's and every worker's):
+        0 in a warm run, where every outcome and every value a failure message shows is read
+        from the corpus and the outcome cache."""
+        n = self.executed
+        return (f"sandbox: {n} suite{'s' * (n != 1)} executed (the other outcomes and values from "
+                "the corpus and the outcome cache)")  # fmt: skip
 
     def incomplete_line(self) -> str:
         i = self.incomplete

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from pytest_execretrieval.embedders import EmbedderOptions
 from pytest_execretrieval.execution.runner import SuiteRunner
 from pytest_execretrieval.orchestration import (
+    Handoff,
     SetupError,
     build_reports,
     gate_reports,
@@ -20,8 +22,6 @@ from pytest_execretrieval.orchestration import (
     open_embedders,
     open_rerankers,
     rank,
-    read_state,
-    write_state,
 )
 from pytest_execretrieval.ranking.rerank import RerankerContext
 from pytest_execretrieval.scoring.gate import DEFAULT_GATE_METRICS
@@ -60,10 +60,17 @@ def test_a_session_without_pytest(items, tmp_path):
     gates = gate_reports({"bm25": reports["bm25"]}, reports["bm25"], gate, 0)
     assert gates["bm25"].passed and reports["bm25"]["gate"]["passed"]
     assert reports["bm25"]["gate"]["decision"] == "PASS"
-    state = tmp_path / "state.json"
-    write_state(state, runs, {"strings/x"})
-    again, failed = read_state(state)
-    assert failed == {"strings/x"} and again["bm25"].to_json() == runs["bm25"].to_json()
+    # what xdist workers get: one JSON text, item paths rebuilt under the worker's items dir
+    elsewhere = tmp_path / "elsewhere"
+    text = Handoff(loaded, runs, frozenset({"strings/x"})).to_text()
+    again = Handoff.from_text(json.loads(json.dumps(text)), elsewhere, 1)
+    assert again.baseline_failed == {"strings/x"}
+    assert again.runs["bm25"].to_json() == runs["bm25"].to_json()
+    moved = [replace(item, path=elsewhere / item.path.relative_to(items))
+             for item in loaded.items]  # fmt: skip
+    assert list(again.loaded.items) == moved and again.loaded.built
+    assert again.loaded.corpus.snippets == loaded.corpus.snippets
+    assert (again.loaded.stale, again.loaded.changed) == (loaded.stale, loaded.changed)
 
 
 def test_a_changed_item_is_named_stale(items):

@@ -154,13 +154,20 @@ def load_item(path: Path) -> BenchmarkItem:
     )
 
 
-def load_items(root: Path) -> tuple[list[BenchmarkItem], list[ItemProblem]]:
-    """Load every item under ``root``: the good items and the problems of the bad files."""
+def load_items(root: Path, cache=None) -> tuple[list[BenchmarkItem], list[ItemProblem]]:
+    """Load every item under ``root``: the good items and the problems of the bad files.
+    ``cache`` (an :class:`.item_cache.ItemCache`) answers for files it validated before."""
     items: list[BenchmarkItem] = []
     problems: list[ItemProblem] = []
     for path in item_paths(root):
+        known = cache.get(path) if cache is not None else None
+        if known is not None:
+            items.append(known)
+            continue
         try:
             items.append(load_item(path))
+            if cache is not None:
+                cache.put(path, items[-1])
         except ItemError as exc:
             problems.extend(exc.problems)
         except Exception as exc:  # any failure on one file is that file's problem, no more

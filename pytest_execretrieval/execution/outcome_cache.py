@@ -96,23 +96,12 @@ class OutcomeCache:
         self, code: str, setup: str, tests: Sequence[str], limits: Limits | None = None
     ) -> SuiteResult | None:
         key = self.key(code, setup, tests, limits)
-        path = self.path_for(key)
-        try:  # a committed symlink or FIFO in the cache is never followed or read from
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except FileNotFoundError:
+        body = self.read_body(self.path_for(key), key)
+        try:
+            return None if body is None else SuiteResult.from_json(json.loads(body))
+        except (ValueError, TypeError):  # JSON/UTF-8 decoding errors, wrong shapes
+            _discard(self.path_for(key), None)
             return None
-        except OSError:  # ELOOP: a symlink; the link itself goes
-            _discard(path, None)
-            return None
-        with os.fdopen(fd, "rb") as fh:
-            info = os.fstat(fh.fileno())
-            regular = stat.S_ISREG(info.st_mode)
-            data = fh.read(_MAX_ENTRY + 1) if regular else b""
-        result = self._decode(data, key) if len(data) <= _MAX_ENTRY else None
-        inode = info.st_ino
-        if result is None:
-            _discard(path, inode)
-        return result
 
     def put(
         self,
@@ -123,22 +112,41 @@ class OutcomeCache:
         limits: Limits | None = None,
     ) -> None:
         key = self.key(code, setup, tests, limits)
-        path = self.path_for(key)
         body = json.dumps(result.to_json(), sort_keys=True).encode("ascii")
-        data = b" ".join([_MAGIC, key.encode(), self.tag(key, body).encode()]) + b"\n" + body
-        write_atomic(path, data, fsync=True, root=self.within, mode=0o600)
+        self.write_body(self.path_for(key), key, body, fsync=True)
 
-    def _decode(self, data: bytes, key: str) -> SuiteResult | None:
+    def read_body(self, path: Path, key: str, limit: int = _MAX_ENTRY) -> bytes | None:
+        """The body of the entry at ``path`` when its header names ``key`` and its tag verifies
+        under the user's key, else ``None`` (and the entry, whatever it is, is deleted)."""
+        try:  # a committed symlink or FIFO in the cache is never followed or read from
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except FileNotFoundError:
+            return None
+        except OSError:  # ELOOP: a symlink; the link itself goes
+            _discard(path, None)
+            return None
+        with os.fdopen(fd, "rb") as fh:
+            info = os.fstat(fh.fileno())
+            regular = stat.S_ISREG(info.st_mode)
+            data = fh.read(limit + 1) if regular else b""
+        body = self._verified(data, key) if len(data) <= limit else None
+        if body is None:
+            _discard(path, info.st_ino)
+        return body
+
+    def write_body(self, path: Path, key: str, body: bytes, fsync: bool = False) -> None:
+        """Write ``body`` at ``path`` as the signed entry of ``key`` (atomically, mode 0600)."""
+        data = b" ".join([_MAGIC, key.encode(), self.tag(key, body).encode()]) + b"\n" + body
+        write_atomic(path, data, fsync=fsync, root=self.within, mode=0o600)
+
+    def _verified(self, data: bytes, key: str) -> bytes | None:
         header, sep, body = data.partition(b"\n")
         fields = header.split(b" ")
         if not sep or len(fields) != 3 or fields[0] != _MAGIC or fields[1] != key.encode():
             return None
         if not hmac.compare_digest(fields[2], self.tag(key, body).encode()):
             return None
-        try:
-            return SuiteResult.from_json(json.loads(body))
-        except (ValueError, TypeError):  # JSON/UTF-8 decoding errors, wrong shapes
-            return None
+        return body
 
 
 def _name_checkout_key(path: Path) -> None:
