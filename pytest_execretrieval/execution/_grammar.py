@@ -51,8 +51,7 @@ import fractions
 import math
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 MAX_SOURCE = 10_000  # characters of one test
 MAX_DEPTH = 40  # nesting of its syntax tree
@@ -128,8 +127,9 @@ class GrammarError(ValueError):
     """A test (or a literal) outside the grammar; the message names the construct."""
 
 
-@dataclass(frozen=True)
-class Call:
+# NamedTuples, not dataclasses: ``dataclasses`` imports ``inspect`` (with ``dis``, ``tokenize``,
+# ...), which would make the sandbox's zygote, whose size every fork pays for, about 2 MB larger.
+class Call(NamedTuple):
     """The call of the entry point a test makes: the child evaluates ``source`` with
     :func:`parse_call` and :func:`build_arguments`; ``function`` is the name it calls."""
 
@@ -137,8 +137,7 @@ class Call:
     source: str
 
 
-@dataclass(frozen=True)
-class Test:
+class Test(NamedTuple):
     """One parsed test. ``steps``: applied to the call's decoded value in order, each
     ``("index", node)`` (a subscript) or ``("apply", wrapper name)``; ``expected``: the literal
     compared with (``compare``, ``isclose``); ``options``: isclose's keyword literals;
@@ -205,7 +204,7 @@ def parse_test(source: str, probe: bool = False) -> Test:
     if isinstance(test, ast.Call) and _dotted(test.func) == "math.isclose" and not negated:
         return _isclose(test)
     if isinstance(test, ast.Call) and _dotted(test.func) == "raises":
-        return replace(_raises(test), op="not" if negated else "")
+        return _raises(test)._replace(op="not" if negated else "")
     if isinstance(test, ast.Call | ast.Subscript):
         call, steps = _hole(test)
         return Test(TRUTH, call, steps, "not" if negated else "")

@@ -201,7 +201,7 @@ def serve() -> None:
     isolation = ready["layers"]
     own.confine(seccomp)
     _checker._set_checker_limits(limits)
-    checker_obj = _checker._Checker(pipes)
+    checker_obj = _checker._Checker(pipes, limits)
     budget = _checker._CpuBudget(checker_obj.link)
     if budget.backstop:
         own._on("cpu_limit")

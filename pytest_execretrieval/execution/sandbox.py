@@ -84,7 +84,9 @@ _SERVER_SCRIPT = Path(_entry.__file__).resolve()
 # exit tears down the page tables of that heap. An import uses the cached bytecode. The
 # package directory stays first on sys.path, as it is for a script.
 _BOOTSTRAP = (
-    "import sys; sys.path.insert(0, sys.argv.pop(1)); import _sandbox_child; _sandbox_child.serve()"
+    "import sys, json, site; site.setquit(); site.setcopyright(); site.sethelper(); "
+    "sys.prefix, sys.exec_prefix, sys.path[:] = json.loads(sys.argv.pop(1)); "
+    "sys.path.insert(0, sys.argv.pop(1)); import _sandbox_child; _sandbox_child.serve()"
 )
 _KEPT_ENV = ("PATH", "LANG", "LC_ALL")
 _STARTUP_TIMEOUT_S = 60.0
@@ -317,8 +319,12 @@ class Sandbox:
             [
                 sys.executable,
                 "-I",
+                "-S",
                 "-c",
                 _BOOTSTRAP,
+                json.dumps(
+                    [sys.prefix, sys.exec_prefix, [p for p in sys.path if os.path.isdir(p)]]
+                ),
                 str(_SERVER_SCRIPT.parent),
                 json.dumps(self._limits_json),
             ],  # fmt: skip
