@@ -15,7 +15,10 @@ import select
 import signal
 import time
 from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False  # type checkers take it as True; typing is not imported in the sandbox
+if TYPE_CHECKING:
+    from typing import Any
 
 try:
     from . import _grammar

@@ -19,7 +19,10 @@ import os
 import struct
 import sys
 from collections.abc import Callable
-from typing import Any, NamedTuple
+
+TYPE_CHECKING = False  # type checkers take it as True; typing is not imported in the sandbox
+if TYPE_CHECKING:
+    from typing import Any
 
 _HEADER = struct.Struct(">I")
 # Every frame is bounded by the reader: a request (code, tests, planned holes) and a suite's
@@ -460,14 +463,13 @@ def _high(fd: int) -> int:
 # --- pipes -------------------------------------------------------------------------------------
 
 
-class Pipes(NamedTuple):
+class Pipes:
     """The pipes the checker creates at startup, before it forks the zygote, by their ends.
 
     Every end is above the child's fixed fds (:func:`_high`). The checker keeps
     :attr:`CHECKER_ENDS` and the zygote the others (its children inherit ``rep_w`` and ``out_w``).
-    A NamedTuple, not a dataclass: ``dataclasses`` imports ``inspect`` (with ``dis``,
-    ``tokenize``, ...), about 2 MB more in the zygote, whose size every fork and every child's
-    exit pays for.
+    A plain class: ``dataclasses`` (which imports ``inspect``) and ``typing`` would make the
+    zygote, whose size every fork and every child's exit pays for, larger.
     """
 
     rep_r: int  # child -> checker: the frames of every child (inherited by each)
@@ -485,8 +487,13 @@ class Pipes(NamedTuple):
     go_r: int  # checker -> the spare child: its suite's run frame (inherited by each spare)
     go_w: int
 
-    # Not annotated: a class attribute, not a field.
     CHECKER_ENDS = ("rep_r", "out_r", "zc_w", "zr_r", "up_r", "up_w", "go_w")
+
+    __slots__ = tuple(__annotations__)  # the ends above
+
+    def __init__(self, **ends: int) -> None:
+        for name in self.__slots__:
+            setattr(self, name, ends[name])
 
     @classmethod
     def create(cls) -> Pipes:
@@ -498,4 +505,4 @@ class Pipes(NamedTuple):
 
     def ends(self, checker: bool) -> list[int]:
         """The checker's ends, or (``checker`` false) the zygote's."""
-        return [v for k, v in self._asdict().items() if (k in self.CHECKER_ENDS) == checker]
+        return [getattr(self, k) for k in self.__slots__ if (k in self.CHECKER_ENDS) == checker]
