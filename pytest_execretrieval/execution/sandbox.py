@@ -87,11 +87,13 @@ _SERVER_SCRIPT = Path(_entry.__file__).resolve()
 # It starts with -S: the .pth files of site-packages (an editable install's finder, setuptools'
 # distutils hack) import importlib.util, pathlib and urllib, 0.7 MB more in the zygote. The
 # bootstrap does what site does that snippets can see: the exit/quit/help/copyright builtins,
-# the caller's sys.prefix and its site-packages directories at the end of sys.path (for the
-# snippets' imports and the child's Landlock read rules, see _zygote._python_paths).
+# the caller's sys.prefix (and site's view of it) and its site-packages directories at the end
+# of sys.path (for the snippets' imports and the child's Landlock read rules, see
+# _zygote._python_paths).
 _BOOTSTRAP = (
     "import sys, json, site; site.setquit(); site.setcopyright(); site.sethelper(); "
     "sys.prefix, sys.exec_prefix, dirs = json.loads(sys.argv.pop(1)); "
+    "site.PREFIXES, site.ENABLE_USER_SITE = [sys.prefix, sys.exec_prefix], False; "
     "sys.path += [d for d in dirs if d not in sys.path]; "
     "sys.path.insert(0, sys.argv.pop(1)); import _sandbox_child; _sandbox_child.serve()"
 )
