@@ -12,8 +12,13 @@ own (as many plain pytest items as verification has, each doing in-process the C
 suite costs the sandbox, run with -n 0 and -n 2: what xdist's per-item cost leaves of 2 cores),
 and the same for items of 1 ms and 10 ms, to show how that ratio grows with the work per item.
 
-Usage: python benchmarks/verify_speed.py [ITEMS_DIR] [--sample N]   (default: the bundled items/;
---sample N: N of its items, every k-th by id, with their corpus)
+Usage: python benchmarks/verify_speed.py [ITEMS_DIR] [--sample N] [--serial-only] [--before DIR]
+(default: the bundled items/; --sample N: N of its items, every k-th by id, with their corpus;
+--serial-only: target 3 only, the paper runner and `verify -n 0`; --before DIR: also
+`verify -n 0` with the checkout in DIR, e.g. `git worktree add DIR main`, right after this
+one's, for a before/after in the same run). Each `verify -n 0` is printed with the CPU of its
+whole process tree per pair (pytest and the sandbox processes, start-up included), and the load
+average of the machine.
 """
 
 from __future__ import annotations
@@ -148,15 +153,16 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def verify(items: Path, n: str) -> tuple[float, float, int]:
+def verify(items: Path, n: str, root: Path = ROOT) -> tuple[float, float, int]:
     """Wall seconds and CPU seconds of the whole process tree (pytest, workers, sandboxes), and
-    the number of pytest items."""
+    the number of pytest items; ``root``: the checkout whose package runs."""
     cpu, start = children_cpu(), time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "pytest_execretrieval.cli", "verify", str(items), "-n", n, "-q"],
         capture_output=True,
         text=True,
-        cwd=ROOT,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
     )
     if done.returncode != 0:
         sys.exit(f"verify -n {n} failed:\n{done.stdout[-3000:]}")
@@ -164,40 +170,61 @@ def verify(items: Path, n: str) -> tuple[float, float, int]:
     return wall, cpu, int(re.search(r"(\d+) passed", done.stdout).group(1))
 
 
-def sampled(tmp: str) -> Path:
+def sampled(args: argparse.Namespace, tmp: str) -> Path:
     """The items directory of the command line (``--sample N``: a sample of it, in ``tmp``)."""
     from _sample import sample_items
 
-    ap = argparse.ArgumentParser()
-    ap.add_argument("items", nargs="?", default=str(ROOT / "items"))
-    ap.add_argument("--sample", type=int, metavar="N")
-    args = ap.parse_args()
     if args.sample is None:
         return Path(args.items).resolve()
     return sample_items(Path(args.items), args.sample, Path(tmp) / "items").resolve()
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("items", nargs="?", default=str(ROOT / "items"))
+    ap.add_argument("--sample", type=int, metavar="N")
+    ap.add_argument("--serial-only", action="store_true", help="target 3 only")
+    ap.add_argument("--before", type=Path, metavar="DIR", help="an earlier checkout")
+    args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        measure(sampled(tmp))
+        measure(sampled(args, tmp), args.serial_only, args.before)
 
 
-def measure(items: Path) -> None:
-    work = pairs(items)
+def load() -> str:
+    return "load average " + ", ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def serial(items: Path, work: list[dict], before: Path | None) -> tuple[float, float, int]:
+    """Target 3: the paper runner, then `verify -n 0` (then with ``before``'s checkout too);
+    prints them; returns `verify -n 0`'s wall and CPU seconds and its number of items."""
+    print(f"{len(work)} (snippet, own suite) pairs; {load()}")
     paper = paper_runner(work)
-    serial, serial_cpu, n_items = verify(items, "0")
+    print(f"paper runner (fresh python -I each, sequential): {paper:6.1f} s; {load()}")
+    runs = [("", ROOT)] + ([(f" ({before})", before.resolve())] if before else [])
+    results = []
+    for what, root in runs:
+        wall, cpu, n_items = verify(items, "0", root)
+        results.append((wall, cpu, n_items))
+        print(f"execretrieval verify -n 0{what}: {wall:6.1f} s ({cpu:.1f} CPU-s, "
+              f"{cpu / len(work) * 1e3:.2f} ms CPU a pair); {load()}")  # fmt: skip
+    for (what, _), (wall, _, _) in zip(runs, results, strict=True):
+        print(f"3. paper / verify -n 0{what} = {paper / wall:5.1f}x   target >= 6x")
+    return results[0]
+
+
+def measure(items: Path, serial_only: bool = False, before: Path | None = None) -> None:
+    work = pairs(items)
+    serial_wall, serial_cpu, n_items = serial(items, work, before)
+    if serial_only:
+        return
     parallel, parallel_cpu, _ = verify(items, "2")
     one, two = sandbox_only(work, 1), sandbox_only(work, 2)
     suite_s = one / len(work)
     # xdist's own ratio for items of a suite's cost, and how it grows with the work per item.
     plain = {(n, w): xdist_ceiling(n, w) for n, w in ((n_items, suite_s), (n_items, 0.001),
                                                       (n_items // 4, 0.010))}  # fmt: skip
-    print(f"{len(work)} (snippet, own suite) pairs")
-    print(f"paper runner (fresh python -I each, sequential): {paper:6.1f} s")
-    for n, wall, cpu in (("0", serial, serial_cpu), ("2", parallel, parallel_cpu)):
-        print(f"execretrieval verify -n {n}:                       {wall:6.1f} s ({cpu:.1f} CPU-s)")
-    print(f"3. paper / verify -n 0 = {paper / serial:5.1f}x   target >= 6x")
-    print(f"4. -n 0 / -n 2         = {serial / parallel:5.2f}x   (target: >= 0.95 of xdist's "
+    print(f"execretrieval verify -n 2: {parallel:6.1f} s ({parallel_cpu:.1f} CPU-s)")
+    print(f"4. -n 0 / -n 2         = {serial_wall / parallel:5.2f}x   (target: >= 0.95 of xdist's "
           "ceiling, benchmarks/xdist_ceiling.py)")  # fmt: skip
     print(
         f"   the sandbox alone (no pytest): 1 process {one:.1f} s, 2 processes {two:.1f} s, "

@@ -558,6 +558,29 @@ def test_children_inherit_no_module_that_registers_fork_handlers(sb):
     assert r.passed, r
 
 
+def test_children_inherit_no_module_the_sandbox_needs_not(sb):
+    # Every module the checker imports before it forks the zygote is in every child's memory,
+    # and each fork and exit pays for its pages: typing and dataclasses (with inspect) came with
+    # our annotations, socket with _confine, pathlib and importlib.util with the .pth files of
+    # site-packages. A snippet still imports them, and still sees what site provides.
+    heavy = {"typing", "dataclasses", "inspect", "socket", "pathlib", "importlib.util"}
+    code = (
+        f"import sys\ndef loaded():\n    return sorted(set({sorted(heavy)!r}) & set(sys.modules))"
+    )
+    r = sb.run(code, "", ["assert loaded() == []"])
+    assert r.passed, r
+    code = (
+        "import sys, site, typing, dataclasses, socket, pathlib\n"
+        "def seen():\n"
+        "    names = ('exit', 'quit', 'help', 'copyright', 'credits', 'license')\n"
+        "    dirs = [d for d in site.getsitepackages() if d in sys.path]\n"
+        "    return [n for n in names if n in dir(__builtins__)], len(dirs) > 0\n"
+    )
+    names = ["exit", "quit", "help", "copyright", "credits", "license"]
+    r = sb.run(code, "", [f"assert seen() == ({names!r}, True)"])
+    assert r.passed, r
+
+
 def _rss_anon_kb(pid: int) -> int:
     with open(f"/proc/{pid}/status") as fh:
         return int(next(ln for ln in fh if ln.startswith("RssAnon:")).split()[1])

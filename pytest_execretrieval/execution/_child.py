@@ -18,7 +18,10 @@ import resource
 import sys
 import types
 from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False  # type checkers take it as True; typing is not imported in the sandbox
+if TYPE_CHECKING:
+    from typing import Any
 
 try:
     from . import _grammar

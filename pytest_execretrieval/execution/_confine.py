@@ -17,7 +17,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import socket
 import struct
 from collections.abc import Iterable
 
@@ -325,6 +324,8 @@ def seccomp_filter(role: str) -> bytes:
     """
     if role not in ROLES:
         raise ValueError(f"seccomp role must be one of {ROLES}, got {role!r}")
+    import socket  # here, not at the top: the sandbox's zygote should not hold it (1 MB)
+
     try:
         import pyseccomp as sc
     except (ImportError, OSError, RuntimeError) as exc:

@@ -51,8 +51,10 @@ import fractions
 import math
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import Any
+
+TYPE_CHECKING = False  # type checkers take it as True; typing is not imported in the sandbox
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_SOURCE = 10_000  # characters of one test
 MAX_DEPTH = 40  # nesting of its syntax tree
@@ -128,29 +130,40 @@ class GrammarError(ValueError):
     """A test (or a literal) outside the grammar; the message names the construct."""
 
 
-@dataclass(frozen=True)
+# Plain classes, not dataclasses or NamedTuples: ``dataclasses`` imports ``inspect`` (with
+# ``dis``, ``tokenize``, ...) and ``typing`` is large too; imported into the sandbox's zygote,
+# whose size every fork and every child's exit pays for, they made it about 2 MB larger.
 class Call:
     """The call of the entry point a test makes: the child evaluates ``source`` with
     :func:`parse_call` and :func:`build_arguments`; ``function`` is the name it calls."""
 
-    function: str
-    source: str
+    __slots__ = ("function", "source")
+
+    def __init__(self, function: str, source: str) -> None:
+        self.function = function
+        self.source = source
 
 
-@dataclass(frozen=True)
 class Test:
     """One parsed test. ``steps``: applied to the call's decoded value in order, each
     ``("index", node)`` (a subscript) or ``("apply", wrapper name)``; ``expected``: the literal
     compared with (``compare``, ``isclose``); ``options``: isclose's keyword literals;
     ``exceptions``: the builtin exception class names ``raises`` accepts."""
 
-    form: str
-    call: Call
-    steps: tuple[tuple[str, Any], ...] = ()
-    op: str = ""
-    expected: ast.expr | None = None
-    options: tuple[tuple[str, ast.expr], ...] = ()
-    exceptions: tuple[str, ...] = ()
+    __slots__ = ("form", "call", "steps", "op", "expected", "options", "exceptions")
+
+    def __init__(
+        self,
+        form: str,
+        call: Call,
+        steps: tuple[tuple[str, Any], ...] = (),
+        op: str = "",
+        expected: ast.expr | None = None,
+        options: tuple[tuple[str, ast.expr], ...] = (),
+        exceptions: tuple[str, ...] = (),
+    ) -> None:
+        self.form, self.call, self.steps, self.op = form, call, steps, op
+        self.expected, self.options, self.exceptions = expected, options, exceptions
 
 
 # --- parsing -----------------------------------------------------------------------------------
@@ -205,7 +218,9 @@ def parse_test(source: str, probe: bool = False) -> Test:
     if isinstance(test, ast.Call) and _dotted(test.func) == "math.isclose" and not negated:
         return _isclose(test)
     if isinstance(test, ast.Call) and _dotted(test.func) == "raises":
-        return replace(_raises(test), op="not" if negated else "")
+        raised = _raises(test)
+        raised.op = "not" if negated else ""
+        return raised
     if isinstance(test, ast.Call | ast.Subscript):
         call, steps = _hole(test)
         return Test(TRUTH, call, steps, "not" if negated else "")

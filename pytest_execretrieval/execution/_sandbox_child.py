@@ -5,7 +5,7 @@ value codec), :mod:`._checker` (plans and decides), :mod:`._zygote` (forks and r
 children, and its kernel layers), :mod:`._child` (runs the snippet and the calls), plus
 :mod:`._grammar` (the test grammar) and :mod:`._confine` (the kernel layers' system calls,
 stdlib + ctypes + optional ``pyseccomp``). :class:`~pytest_execretrieval.execution.sandbox.Sandbox`
-starts ``python -I`` with a bootstrap that puts this directory first on ``sys.path``, imports
+starts ``python -I -S`` with a bootstrap that puts this directory first on ``sys.path``, imports
 this file as the top-level module ``_sandbox_child`` (from its cached bytecode, and so its
 siblings as top-level modules too) and calls :func:`serve`; ``python -I _sandbox_child.py
 LIMITS_JSON`` does the same. Importing the modules has no side effects, so ``sandbox.py`` can
@@ -46,10 +46,15 @@ once, at startup (:class:`._wire.Pipes`).
 * caller <-> checker: stdin (requests) and stdout (replies); first ``{"ready": pid, "version":
   v, "isolation": {...}}``. A ``{"probe": {...}}`` request (tests only) makes the checker try
   what its confinement forbids and say how each attempt ended (:func:`._checker._probe`).
-* checker -> zygote ``{"run": ...}``; zygote -> checker ``{"layers": ...}`` once, then per
-  suite ``{"exit": "exited"|"timeout", "status": s, "left": bool, "scratch": str}``.
-* zygote -> spare child: the ``run`` frame (code, setup, each test's call as ``[kind, source]``
-  or null), on its own pipe.
+* checker -> spare child, on the go pipe (created at startup, read by every spare as its fd 5):
+  the ``run`` frame (code, setup, each test's call as ``[kind, source]`` or null, the limits),
+  then checker -> zygote ``{"run": {"direct": 1, "limits": ..., "setup": ..., "calls": ...}}``
+  (the suite began; setup and calls for its compile cache). A run frame that does not fit in
+  the empty go pipe, or other limits than the Sandbox's, goes as ``{"run": ...}`` to the
+  zygote, which forks a child for it and sends it the frame on a pipe of its own. Zygote ->
+  checker ``{"layers": ...}`` once, then per suite ``{"exit": "exited"|"timeout", "status":
+  s, "left": bool, "scratch": str}``, once it has reaped the suite's processes and emptied
+  the go pipe of anything they left unread.
 * child -> checker, on a pipe created at startup, inherited by every child as its fd 4: ``{"m":
   outcome}`` after setup + code, then ``{"e": test, "r": answer}`` per test with a call, in order;
   an *answer* is ``{"v": value}``, ``{"x": name, "mro": [...]}`` (it raised), ``{"u": reason}``
@@ -67,7 +72,10 @@ import select
 import signal
 import sys
 import time
-from typing import Any
+
+TYPE_CHECKING = False  # type checkers take it as True; typing is not imported in the sandbox
+if TYPE_CHECKING:
+    from typing import Any
 
 try:
     from . import _checker
@@ -201,7 +209,7 @@ def serve() -> None:
     isolation = ready["layers"]
     own.confine(seccomp)
     _checker._set_checker_limits(limits)
-    checker_obj = _checker._Checker(pipes)
+    checker_obj = _checker._Checker(pipes, limits)
     budget = _checker._CpuBudget(checker_obj.link)
     if budget.backstop:
         own._on("cpu_limit")

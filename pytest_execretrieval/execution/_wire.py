@@ -19,8 +19,10 @@ import os
 import struct
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, ClassVar
+
+TYPE_CHECKING = False  # type checkers take it as True; typing is not imported in the sandbox
+if TYPE_CHECKING:
+    from typing import Any
 
 _HEADER = struct.Struct(">I")
 # Every frame is bounded by the reader: a request (code, tests, planned holes) and a suite's
@@ -50,9 +52,13 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _send(fd: int, obj: Any) -> None:
+def _frame(obj: Any) -> bytes:
     data = json.dumps(obj, separators=(",", ":")).encode("utf-8")
-    _write_all(fd, _HEADER.pack(len(data)) + data)
+    return _HEADER.pack(len(data)) + data
+
+
+def _send(fd: int, obj: Any) -> None:
+    _write_all(fd, _frame(obj))
 
 
 write_frame = _send
@@ -457,12 +463,13 @@ def _high(fd: int) -> int:
 # --- pipes -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class Pipes:
     """The pipes the checker creates at startup, before it forks the zygote, by their ends.
 
     Every end is above the child's fixed fds (:func:`_high`). The checker keeps
     :attr:`CHECKER_ENDS` and the zygote the others (its children inherit ``rep_w`` and ``out_w``).
+    A plain class: ``dataclasses`` (which imports ``inspect``) and ``typing`` would make the
+    zygote, whose size every fork and every child's exit pays for, larger.
     """
 
     rep_r: int  # child -> checker: the frames of every child (inherited by each)
@@ -477,17 +484,25 @@ class Pipes:
     up_w: int
     up_r: int  # zygote -> checker, at startup: "u<pid>", please map my user namespace
     sync_w: int
+    go_r: int  # checker -> the spare child: its suite's run frame (inherited by each spare)
+    go_w: int
 
-    CHECKER_ENDS: ClassVar[tuple[str, ...]] = ("rep_r", "out_r", "zc_w", "zr_r", "up_r", "up_w")
+    CHECKER_ENDS = ("rep_r", "out_r", "zc_w", "zr_r", "up_r", "up_w", "go_w")
+
+    __slots__ = tuple(__annotations__)  # the ends above
+
+    def __init__(self, **ends: int) -> None:
+        for name in self.__slots__:
+            setattr(self, name, ends[name])
 
     @classmethod
     def create(cls) -> Pipes:
         ends: dict[str, int] = {}
         for r, w in (("rep_r", "rep_w"), ("out_r", "out_w"), ("zc_r", "zc_w"), ("zr_r", "zr_w"),
-                     ("sync_r", "up_w"), ("up_r", "sync_w")):  # fmt: skip
+                     ("sync_r", "up_w"), ("up_r", "sync_w"), ("go_r", "go_w")):  # fmt: skip
             ends[r], ends[w] = (_high(fd) for fd in os.pipe())
         return cls(**ends)
 
     def ends(self, checker: bool) -> list[int]:
         """The checker's ends, or (``checker`` false) the zygote's."""
-        return [v for k, v in vars(self).items() if (k in self.CHECKER_ENDS) == checker]
+        return [getattr(self, k) for k in self.__slots__ if (k in self.CHECKER_ENDS) == checker]

@@ -16,7 +16,10 @@ import select
 import signal
 import sys
 import time
-from typing import Any
+
+TYPE_CHECKING = False  # type checkers take it as True; typing is not imported in the sandbox
+if TYPE_CHECKING:
+    from typing import Any
 
 try:
     from . import _child
@@ -183,7 +186,8 @@ class _Zygote:
     def __init__(self, pipes: _wire.Pipes, layers: Any, limits: dict[str, Any]) -> None:
         self.pipes, self.layers, self.limits = pipes, layers, limits
         self._compiled: dict[str, tuple[Any, list]] = {}
-        self.spare: tuple[int, int, dict[str, Any]] | None = None  # (pid, go_w, its limits)
+        # (pid, the write end of its own go pipe or None when it reads pipes.go_r, its limits)
+        self.spare: tuple[int, int | None, dict[str, Any]] | None = None
         self._rlimits: tuple[dict[str, Any], list[tuple[int, tuple[int, int]]]] | None = None
         self.open_max = max(os.sysconf("SC_OPEN_MAX"), 1024)
 
@@ -232,7 +236,8 @@ class _Zygote:
         if self.spare is not None:
             pid, go_w, _ = self.spare
             self.spare = None
-            os.close(go_w)  # EOF: it exits; the kill is for one still setting up
+            if go_w is not None:
+                os.close(go_w)  # EOF: it exits; the kill is for one still setting up
             _signal_group(pid, signal.SIGKILL)
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -241,24 +246,32 @@ class _Zygote:
                 pass
 
     def run(self, run: dict[str, Any]) -> dict[str, Any]:
-        limits = run["limits"]
-        if self.spare is None or self.spare[2] != limits:
+        """One suite. ``run["direct"]``: the checker wrote the run frame on the go pipe, where
+        the spare (or the child forked now) reads it; otherwise it is sent on a pipe of the
+        child's own, forked for it."""
+        limits, direct = run["limits"], bool(run.get("direct"))
+        if self.spare is not None and (
+            self.spare[2] != limits or (self.spare[1] is None) != direct
+        ):
             self._drop_spare()
-            self.spare = self._spawn(limits)
+        if self.spare is None:
+            self.spare = self._spawn(limits, shared=direct)
         pid, go_w, _ = self.spare
         self.spare = None
         deadline = time.monotonic() + float(limits["timeout_s"])
-        try:
-            _wire._send(go_w, run)
-        except OSError:
-            pass  # it died setting up: _wait() sees the exit
-        finally:
-            os.close(go_w)
+        if go_w is not None:
+            try:
+                _wire._send(go_w, run)
+            except OSError:
+                pass  # it died setting up: _wait() sees the exit
+            finally:
+                os.close(go_w)
         self.compiled(run)  # for the spares to come, while this one runs
         try:
             ended, status = self._wait(pid, deadline)
         finally:
             left = self._reap_all(pid)
+            self._drain_go()
         return {
             "exit": ended,
             "status": status,
@@ -266,14 +279,29 @@ class _Zygote:
             "scratch": self._clean_scratch(),
         }
 
-    def _spawn(self, limits: dict[str, Any]) -> tuple[int, int, dict[str, Any]]:
+    def _drain_go(self) -> None:
+        """Discard what a child of the suite left unread on the go pipe (it died before reading
+        its run frame, or midway): the next spare must find it empty. Nothing writes there now:
+        the checker writes the next run only after this suite's reply."""
+        go_r = self.pipes.go_r
+        while select.select([go_r], [], [], 0)[0] and os.read(go_r, 1 << 16):
+            pass
+
+    def _spawn(
+        self, limits: dict[str, Any], shared: bool = True
+    ) -> tuple[int, int | None, dict[str, Any]]:
+        """Fork a child that waits for its run frame on the go pipe (``shared``) or on a pipe
+        of its own, whose write end is returned."""
         self.rlimits(limits)  # computed here, inherited by the child
-        go_r, go_w = os.pipe()
-        go_r, go_w = _wire._high(go_r), _wire._high(go_w)
+        if shared:
+            go_r, go_w = self.pipes.go_r, None
+        else:
+            go_r, go_w = (_wire._high(fd) for fd in os.pipe())
         pid = os.fork()
         if pid == 0:  # child: never returns into the zygote loop
             try:
-                os.close(go_w)
+                if go_w is not None:
+                    os.close(go_w)
                 _child._child_main(limits, self, go_r)
                 os._exit(0)
             except BaseException as exc:  # noqa: BLE001 - the sandbox's own failure: say so
@@ -284,7 +312,8 @@ class _Zygote:
                     os._exit(70)
             finally:
                 os._exit(70)
-        os.close(go_r)
+        if go_w is not None:
+            os.close(go_r)
         return pid, go_w, limits
 
     def _wait(self, pid: int, deadline: float) -> tuple[str, int]:
