@@ -13,7 +13,7 @@ writes next to them, with fixed names:
 * ``similarity_<model>.png``: equivalent-vs-mutant code-to-code similarity histograms, per
   model that has ``code_similarity`` data (the output and summary.md say why any is missing:
   :func:`similarity_notes`);
-* ``summary.md``: the metrics tables (:func:`pytest_execretrieval.scoring.compare.compare_reports`,
+* ``summary.md``: the metrics tables (:func:`.comparison.compare_reports`,
   markdown), the images and a table of analysis highlights.
 
 matplotlib (the ``plots`` extra) is imported only when plotting, with the Agg canvas.
@@ -29,8 +29,9 @@ from typing import TYPE_CHECKING
 from ..safe_write import atomic_path, write_atomic
 from ..scoring.analyses import DENSITIES, code_similarity_samples, operator_order
 from ..scoring.analyses import analyses as run_analyses
-from ..scoring.compare import ReportError, compare_reports, load_report, report_names
+from ..scoring.compare import ReportError, load_report, report_names
 from ..scoring.metrics import at_k
+from .comparison import compare_reports
 from .report import analyses_markdown, file_stem, or_na
 
 if TYPE_CHECKING:

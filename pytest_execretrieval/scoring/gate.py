@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..reporting.schema import ReportRow
+from ..records import ReportRow
 from .compare import (
     N_RESAMPLES,
     ComparisonError,

@@ -52,7 +52,7 @@ import hashlib
 import re
 from collections.abc import Sequence
 
-from ...corpus.items import BenchmarkItem, defines
+from ...corpus.items import BenchmarkItem
 from .base import Reranked, RerankerContext, RerankerError, RerankQuery
 
 SOURCES = ("tests", "hypothesis")
@@ -226,7 +226,7 @@ class ExecConsensus:
         suites = []
         for q in queries:
             ep = q.item.entry_point
-            callable_ = [i for i, c in enumerate(q.candidates) if defines(c.code, ep)]
+            callable_ = [i for i, c in enumerate(q.candidates) if q.item.lang.defines(c.code, ep)]
             args = self.inputs(q.item, [q.candidates[i].code for i in callable_])
             plans.append((callable_, args, len(suites)))
             if args and len(callable_) >= 2:
