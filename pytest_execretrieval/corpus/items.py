@@ -121,10 +121,8 @@ def load_item(path: Path) -> BenchmarkItem:
     if problems:
         raise ItemError(problems)
 
-    try:
-        language(data.get("language", DEFAULT))
-    except UnknownLanguage as exc:
-        problem("language", str(exc))
+    for reason in language_problems(data.get("language", DEFAULT)):
+        problem("language", reason)
     if data["domain"] != path.parent.name:
         problem("domain", f"is {data['domain']!r} but the file lies in folder {path.parent.name!r}")
     entry_point = data["entry_point"]
@@ -179,6 +177,15 @@ def load_items(root: Path) -> tuple[list[BenchmarkItem], list[ItemProblem]]:
             problems.append(ItemProblem(path, "<file>", f"cannot be loaded: "
                                         f"{type(exc).__name__}: {exc}"))  # fmt: skip
     return items, problems
+
+
+def language_problems(name: str) -> list[str]:
+    """Gate for ``language``: a name in :data:`..languages.LANGUAGES`."""
+    try:
+        language(name)
+    except UnknownLanguage as exc:
+        return [str(exc)]
+    return []
 
 
 def code_problems(code: str, entry_point: str | None) -> list[str]:

@@ -5,18 +5,18 @@ Everything else is language-free data: an item's query, its tests (the closed te
 rankings, the metrics and the reports. A :class:`Language` answers the questions whose answer
 depends on the code's language:
 
-- ``parse(code)``: the syntax tree, or ``SyntaxError`` (the item gate's first check);
 - ``defined_names(code)`` / ``defines(code, entry_point)``: the functions code defines at
   module level, so the benchmark knows without running it that a snippet cannot pass a query
-  whose entry point it does not define;
+  whose entry point it does not define (and which other queries' snippets may pass a query);
 - ``missing_entry_point``: that snippet's outcome in each test (it is never run);
-- ``operator_classes`` / ``mutants(code, entry_point)``: the mutation operators that make the
-  item's distractors;
-- ``runner_version``: what a verdict of the runner that executes this language's suites means
-  (a corpus records it, ``corpus.build.engine``).
+- ``mutants(code, entry_point)``: the mutation operators' candidates, from which the build
+  selects an item's distractors.
 
 Adding a language: one module ``languages/<name>.py`` with a class satisfying the protocol,
-one line in :data:`LANGUAGES`, and the items that use it (``language = "<name>"``).
+one line in :data:`LANGUAGES`, and the items that use it (``language = "<name>"``). What is not
+behind the protocol yet, because Python is the only implementation: the item gate for code
+(``corpus.items.code_problems``: parse, standard-library imports) and the sandbox that runs
+suites (``execution/``), both Python's.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from ..mutation.operators import Mutant
 from .python import PYTHON
 
 __all__ = ["DEFAULT", "LANGUAGES", "Language", "UnknownLanguage", "language"]
@@ -32,14 +33,8 @@ __all__ = ["DEFAULT", "LANGUAGES", "Language", "UnknownLanguage", "language"]
 class Language(Protocol):
     """The language-specific knowledge of items, distractors and their outcomes."""
 
-    name: str
+    name: str  # an item's ``language`` value
     missing_entry_point: str  # the outcome of every test of a snippet lacking the entry point
-    runner_version: str
-    operator_classes: tuple[str, ...]
-
-    def parse(self, code: str) -> object:
-        """The syntax tree of ``code``; raises ``SyntaxError`` when it does not parse."""
-        ...
 
     def defined_names(self, code: str) -> frozenset[str]:
         """The functions ``code`` defines at module level (none if it does not parse)."""
@@ -49,7 +44,7 @@ class Language(Protocol):
         """Whether ``code`` defines ``entry_point`` at module level."""
         ...
 
-    def mutants(self, code: str, entry_point: str) -> Sequence[object]:
+    def mutants(self, code: str, entry_point: str) -> Sequence[Mutant]:
         """Every valid single-edit mutant of ``code`` (the distractor candidates)."""
         ...
 

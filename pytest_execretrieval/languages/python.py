@@ -6,8 +6,7 @@ from __future__ import annotations
 import ast
 import functools
 
-from ..execution.sandbox import RUNNER_VERSION
-from ..mutation.operators import OPERATOR_CLASSES, Mutant, generate_mutants
+from ..mutation.operators import Mutant, generate_mutants
 
 __all__ = ["PYTHON", "Python", "defined_functions"]
 
@@ -35,11 +34,6 @@ class Python:
     name = "python"
     # A test calls the entry point by name: code that does not define it raises NameError there.
     missing_entry_point = "error:NameError"
-    runner_version = RUNNER_VERSION
-    operator_classes = OPERATOR_CLASSES
-
-    def parse(self, code: str) -> ast.Module:
-        return ast.parse(code)
 
     def defined_names(self, code: str) -> frozenset[str]:
         return _defined_names(code)

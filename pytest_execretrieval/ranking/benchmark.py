@@ -105,10 +105,11 @@ def rank_pool(
     )
     if retrieved.document_vectors is None:  # a lexical scorer: no vectors to compare code with
         return Scored(retrieved.ranking, {})
-    return Scored(
-        retrieved.ranking,
-        code_similarity(embedder, pool, retrieved.document_vectors, alternatives, cache, progress),
+    encoder = cast(DenseEncoder, embedder)  # pool vectors come from a dense encoder only
+    similarity = code_similarity(
+        encoder, pool, retrieved.document_vectors, alternatives, cache, progress
     )
+    return Scored(retrieved.ranking, similarity)
 
 
 def guard_cost(

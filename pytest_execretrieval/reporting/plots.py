@@ -102,7 +102,7 @@ def write_plots(reports: Sequence[dict], analyses: Sequence[dict], out_dir: Path
     ax = fig.add_subplot()
     # the cut-offs every report has (an older report may lack a newer one)
     curve = [m for m in at_k("exec") if all(m.name in r["metrics"] for r in reports)]
-    ks = [m.k for m in curve]
+    ks = [m.k for m in curve if m.k is not None]  # every at_k metric has its k
     for name, r in zip(names, reports):
         ys = np.array([r["metrics"][m.name] for m in curve])
         ci = np.array([r["ci95"][m.name] for m in curve])
@@ -131,7 +131,7 @@ def write_plots(reports: Sequence[dict], analyses: Sequence[dict], out_dir: Path
         equivalent, mutant = code_similarity_samples(r)
         if not equivalent or not mutant:
             continue
-        edges = np.histogram_bin_edges(np.concatenate([equivalent, mutant]), bins=20)
+        edges = np.histogram_bin_edges(np.concatenate([equivalent, mutant]), bins=20).tolist()
         fig = Figure(figsize=(6, 4), layout="constrained")
         ax = fig.add_subplot()
         ax.hist(equivalent, bins=edges, alpha=0.6, density=True,

@@ -201,8 +201,8 @@ def junit_xml(
         "errors": str(counts["error"]), "skipped": str(counts["skipped"]),
         "time": f"{sum(r.duration for r in records):.3f}",
     })  # fmt: skip
-    root = ET.Element("testsuites", {k: suite.get(k) for k in ("tests", "failures", "errors",
-                                                               "time")})  # fmt: skip
+    root = ET.Element("testsuites", {k: suite.attrib[k] for k in ("tests", "failures", "errors",
+                                                                  "time")})  # fmt: skip
     root.append(suite)
     ET.indent(root)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
