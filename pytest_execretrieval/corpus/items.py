@@ -121,8 +121,7 @@ def load_item(path: Path) -> BenchmarkItem:
     if problems:
         raise ItemError(problems)
 
-    for reason in language_problems(data.get("language", DEFAULT)):
-        problem("language", reason)
+    problems += language_problems(path, data.get("language", DEFAULT))
     if data["domain"] != path.parent.name:
         problem("domain", f"is {data['domain']!r} but the file lies in folder {path.parent.name!r}")
     entry_point = data["entry_point"]
@@ -179,12 +178,12 @@ def load_items(root: Path) -> tuple[list[BenchmarkItem], list[ItemProblem]]:
     return items, problems
 
 
-def language_problems(name: str) -> list[str]:
+def language_problems(path: Path, name: str) -> list[ItemProblem]:
     """Gate for ``language``: a name in :data:`..languages.LANGUAGES`."""
     try:
         language(name)
     except UnknownLanguage as exc:
-        return [str(exc)]
+        return [ItemProblem(path, "language", str(exc))]
     return []
 
 
