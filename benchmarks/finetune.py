@@ -21,6 +21,7 @@ table.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import sys
 import time
@@ -33,14 +34,16 @@ from pytest_execretrieval.corpus.store import Corpus, corpus_dir, corpus_sha256,
 from pytest_execretrieval.embedders import EmbedderOptions, get_embedder
 from pytest_execretrieval.embedders.cache import stderr_progress
 from pytest_execretrieval.execution.runner import SuiteRunner
+from pytest_execretrieval.execution.sandbox import isolation_in_force
 from pytest_execretrieval.ranking.benchmark import BenchmarkRun, run_benchmark
 from pytest_execretrieval.ranking.neutral import neutral_view
 from pytest_execretrieval.ranking.rerank import RerankerContext, get_reranker
-from pytest_execretrieval.ranking.rerank.pipeline import lift, rerank_run
+from pytest_execretrieval.ranking.rerank.pipeline import rerank_run
 from pytest_execretrieval.reporting.gate_text import gate_json
 from pytest_execretrieval.reporting.report import build_report, write_json
 from pytest_execretrieval.scoring.compare import paired_comparison
 from pytest_execretrieval.scoring.gate import gate_decision
+from pytest_execretrieval.scoring.lift import lift
 from pytest_execretrieval.scoring.stats import mcnemar_exact
 from pytest_execretrieval.training.card import CARD
 from pytest_execretrieval.training.split import domain_folds
@@ -197,7 +200,11 @@ def pooled(folds: list[dict], label: str, name: str, seed: int) -> dict | None:
         results,
         sum(r.encode_s for r in runs),
     )
-    return build_report(name, run, sorted(results), 0.0, seed)
+    created_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    ids = sorted(results)
+    return build_report(
+        name, run, ids, 0.0, seed, isolation=isolation_in_force(), created_at=created_at
+    )
 
 
 def ci(report: dict, metric: str) -> str:

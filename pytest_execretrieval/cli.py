@@ -248,7 +248,8 @@ def cmd_embed(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Paired comparison of report JSONs: exit 0, or 2 with a message."""
-    from .scoring.compare import ComparisonError, ReportError, compare_reports, load_report
+    from .reporting.comparison import compare_reports
+    from .scoring.compare import ComparisonError, ReportError, load_report
 
     if len(args.reports) < 2:
         return _fail("compare", "give at least two report files")

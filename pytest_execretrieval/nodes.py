@@ -17,6 +17,7 @@ from .corpus.items import BenchmarkItem, ItemError, load_item
 from .corpus.store import CorpusError
 from .corpus.verify import Case, check, name_collisions, shared_names
 from .ranking.benchmark import QueryResult
+from .ranking.returned import rank1_returned
 from .reporting.failures import failure_line, failure_text
 from .reporting.report import report_row
 from .sanitize import escape
@@ -186,8 +187,9 @@ class QueryItem(ReportingItem):
         if not r.passed:
             session: BenchmarkSession = session_of(self)  # its runner: limits, isolation, cache
             line = failure_line(self.item, r)  # also the whole text's first line: the junit
-            text = line + "\n" + failure_text(self.item, r, session.code_by_id(),  # message
-                                               session.runner.run)  # fmt: skip
+            code = session.code_by_id()
+            returned = rank1_returned(self.item, r, code, session.runner.run)  # values shown
+            text = line + "\n" + failure_text(self.item, r, code, returned)  # the message
             if not shows_full_failures(self.config):
                 self.add_report_section("call", FAILURE_SECTION, text)
             raise RankOneFailure(text, line)

@@ -7,6 +7,7 @@ the user must fix before the run starts raises :class:`SetupError`.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 from collections.abc import Mapping, MutableMapping, Sequence
@@ -29,10 +30,12 @@ from .embedders import Embedder, EmbedderError, EmbedderOptions, get_embedder
 from .embedders.cache import stderr_progress
 from .embedders.hosted import report_fields as hosted_report_fields
 from .execution.runner import SuiteRunner
+from .execution.sandbox import isolation_in_force
 from .ranking.benchmark import BenchmarkRun, run_benchmark
 from .ranking.rerank import Reranker, RerankerContext, RerankerError, get_reranker
-from .ranking.rerank.pipeline import lift, rerank_run
+from .ranking.rerank.pipeline import rerank_run
 from .reporting.report import build_report
+from .scoring.lift import lift
 from .settings import GateSettings
 
 if TYPE_CHECKING:
@@ -287,7 +290,12 @@ def build_reports(
     stage's report of this session."""
     from .scoring.compare import ComparisonError
 
-    reports = {name: {**build_report(name, runs[name], ids, elapsed, seed), **usage.get(name, {})}
+    # What a report records of its circumstances, read here (reporting reads no clock and
+    # starts no sandbox): the sandbox layers in force during the run, and when it ended.
+    isolation = isolation_in_force()
+    created_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    reports = {name: {**build_report(name, runs[name], ids, elapsed, seed, isolation=isolation,
+                                     created_at=created_at), **usage.get(name, {})}
                for name, ids in ran.items() if ids}  # fmt: skip
     for name, report in reports.items():
         if name not in first_stage:

@@ -318,7 +318,7 @@ class BenchmarkSession(Session):
         """Pairwise comparisons in pytest's summary; the verdict comes last (unconfigure)."""
         reports = self.state.final_reports
         if len(reports) > 1:
-            from .scoring.compare import compare_reports
+            from .reporting.comparison import compare_reports
 
             terminalreporter.section("ExecRetrieval comparisons")
             terminalreporter.write_line(

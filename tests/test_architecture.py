@@ -1,10 +1,13 @@
-"""The package's shape: every module imports on its own, and no two modules import each other
-(directly or around a loop), counting imports inside functions too, so a lazy import cannot
-hide a cycle. Only ``if TYPE_CHECKING:`` imports are left out (they never run)."""
+"""The package's shape: every import follows the allowed-edges table of docs/architecture.md
+("Layers: the allowed imports"), every module imports on its own, and no two modules import
+each other (directly or around a loop), counting imports inside functions too, so a lazy
+import can neither cross a layer nor hide a cycle. Only ``if TYPE_CHECKING:`` imports are left
+out (they never run)."""
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -16,6 +19,7 @@ import pytest_execretrieval
 
 PACKAGE = Path(pytest_execretrieval.__file__).parent
 NAME = PACKAGE.name
+ARCHITECTURE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 
 
 def module_files() -> dict[str, Path]:
@@ -96,6 +100,87 @@ def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
                 if len(component) > 1:
                     cycles.append(sorted(component))
     return cycles
+
+
+def layer_table(text: str) -> tuple[dict[str, str], dict[str, set[str]]]:
+    """The table under "Layers: the allowed imports": module prefix -> layer (``__init__`` is
+    the package itself) and layer -> the layers it may import."""
+    section = text.split("## Layers: the allowed imports", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ")][1:]  # past the head
+    owner: dict[str, str] = {}
+    allowed: dict[str, set[str]] = {}
+    for row in rows:
+        layer, modules, may = (cell.strip() for cell in row.strip("|").split("|"))
+        for module in re.findall(r"`([^`]+)`", modules):
+            owner[NAME if module == "__init__" else f"{NAME}.{module}"] = layer
+        allowed[layer] = {x.strip() for x in may.split(",")} if not may.startswith("(") else set()
+    unknown = set().union(*allowed.values()) - set(allowed)
+    assert not unknown, f"the table names layers it does not define: {sorted(unknown)}"
+    return owner, allowed
+
+
+def layer_of(module: str, owner: dict[str, str]) -> str | None:
+    """The layer of the longest table entry that is ``module`` or a package above it."""
+    parts = module.split(".")
+    for n in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:n])
+        if prefix in owner:
+            return owner[prefix]
+    return None
+
+
+def layer_violations(
+    graph: dict[str, set[str]], owner: dict[str, str], allowed: dict[str, set[str]]
+) -> list[str]:
+    """Every module no layer holds, and every import that leaves its layer for one its row
+    does not name, as ``a (layer) -> b (layer)``."""
+    found = [f"{m}: in no layer of the table" for m in sorted(graph) if layer_of(m, owner) is None]
+    for module in sorted(graph):
+        here = layer_of(module, owner)
+        for target in sorted(graph[module]):
+            there = layer_of(target, owner)
+            if here and there and there != here and there not in allowed[here]:
+                found.append(f"{module} ({here}) -> {target} ({there})")
+    return found
+
+
+def test_imports_follow_the_allowed_edges_table():
+    modules = module_files()
+    graph = {m: imported_modules(m, p, set(modules)) for m, p in modules.items()}
+    owner, allowed = layer_table(ARCHITECTURE.read_text())
+    assert {"base", "scoring", "reporting", "execution"} <= set(allowed)  # the table was read
+    assert layer_violations(graph, owner, allowed) == []
+
+
+def test_the_rules_the_issue_names_are_in_the_table():
+    """Reporting executes nothing (no execution import), scoring reads no report schema of
+    reporting's, and the records sit at the bottom."""
+    owner, allowed = layer_table(ARCHITECTURE.read_text())
+    assert "execution" not in allowed["reporting"] and "reporting" not in allowed["scoring"]
+    assert owner[f"{NAME}.records"] == "base" and allowed["base"] == set()
+    assert "ranking" not in allowed["scoring"] and "ranking" not in allowed["embedders"]
+
+
+def test_the_layer_check_finds_wrong_way_and_unplaced_imports():
+    text = (
+        "## Layers: the allowed imports\n\n| layer | modules | may import |\n|---|---|---|\n"
+        "| base | `records` | (nothing of the package) |\n| low | `low` | base |\n"
+        "| high | `high`, `glue` | low, base |\n| card | `high.card` | base |\n\n## Next\n"
+    )
+    owner, allowed = layer_table(text)
+    p = NAME
+    graph = {
+        f"{p}.high.x": {f"{p}.low.y", f"{p}.high.card"},  # down, and to a layer not allowed
+        f"{p}.low.y": {f"{p}.high.x"},  # the wrong way (a lazy import counts the same)
+        f"{p}.high.card": {f"{p}.records"},  # the longest prefix decides: card, not high
+        f"{p}.records": set(),
+        f"{p}.stray": {f"{p}.records"},
+    }
+    assert layer_violations(graph, owner, allowed) == [
+        f"{p}.stray: in no layer of the table",
+        f"{p}.high.x (high) -> {p}.high.card (card)",
+        f"{p}.low.y (low) -> {p}.high.x (high)",
+    ]
 
 
 def test_no_import_cycles():

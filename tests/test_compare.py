@@ -14,11 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_execretrieval.cli import main
+from pytest_execretrieval.reporting.comparison import compare_reports
 from pytest_execretrieval.reporting.gate_text import gate_json
 from pytest_execretrieval.reporting.report import metric_summary
 from pytest_execretrieval.scoring.compare import (
     ComparisonError,
-    compare_reports,
     paired_comparison,
 )
 from pytest_execretrieval.scoring.gate import gate_decision

@@ -6,8 +6,9 @@ from pathlib import Path
 
 from pytest_execretrieval.corpus.items import load_item
 from pytest_execretrieval.execution.sandbox import SandboxError, SuiteResult
-from pytest_execretrieval.ranking.benchmark import Hit, QueryResult
-from pytest_execretrieval.reporting.failures import failure_text, rank1_returned
+from pytest_execretrieval.ranking.returned import rank1_returned
+from pytest_execretrieval.records import Hit, QueryResult
+from pytest_execretrieval.reporting.failures import failure_text
 
 ITEM = load_item(Path(__file__).parent / "data" / "items" / "strings" / "count_vowels.toml")
 WRONG = ITEM.canonical.replace('"aeiou"', '"aeio"')  # misses the u: fails 'AEIOU' only
@@ -23,7 +24,8 @@ def result(top1: str = "wrong", outcomes: tuple[str, ...] = RECORDED) -> QueryRe
 
 
 def test_failing_tests_show_what_the_rank1_snippet_returned():
-    text = failure_text(ITEM, result(), CODE)  # the default: a sandbox runs the suite again
+    r = result()  # the default: a sandbox runs the suite again
+    text = failure_text(ITEM, r, CODE, rank1_returned(ITEM, r, CODE))
     assert "    assert count_vowels('AEIOU') == 5  ->  fail: returned 4" in text
     assert "rank 1 fails 1 of 7 tests:" in text
 
@@ -38,9 +40,10 @@ def test_a_value_is_shown_only_where_the_rerun_agrees_with_the_recorded_outcome(
         return SuiteResult(outcomes, False, "", "", returned)
 
     recorded = RECORDED[:4] + ("timeout",) + RECORDED[5:]
-    assert rank1_returned(ITEM, result(outcomes=recorded), CODE, run)[3:5] == ("returned 4", "")
-    text = failure_text(ITEM, result(outcomes=recorded), CODE, run)
-    assert calls == [WRONG, WRONG]  # one suite per text, the rank-1 snippet's
+    returned = rank1_returned(ITEM, result(outcomes=recorded), CODE, run)
+    assert returned[3:5] == ("returned 4", "")
+    text = failure_text(ITEM, result(outcomes=recorded), CODE, returned)
+    assert calls == [WRONG]  # one suite, the rank-1 snippet's
     assert "== 5  ->  fail: returned 4" in text
     assert "== 3  ->  timeout\n" in text
 
@@ -53,7 +56,7 @@ def test_without_values_the_text_is_as_before():
         raise SandboxError("could not start")
 
     for run in (old_cache_entry, broken):
-        text = failure_text(ITEM, result(), CODE, run)
+        text = failure_text(ITEM, result(), CODE, rank1_returned(ITEM, result(), CODE, run))
         assert "    assert count_vowels('AEIOU') == 5  ->  fail\n" in text
 
 
@@ -61,5 +64,7 @@ def test_a_snippet_without_the_entry_point_is_not_run():
     def run(code, setup, tests):
         raise AssertionError("must not run")
 
-    text = failure_text(ITEM, result("other", ("fail",) * 7), CODE, run)
+    r = result("other", ("fail",) * 7)
+    assert rank1_returned(ITEM, r, CODE, run) == ()
+    text = failure_text(ITEM, r, CODE)
     assert "it does not define count_vowels(), so it fails every test (not executed)" in text

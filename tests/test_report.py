@@ -5,10 +5,10 @@ from __future__ import annotations
 import inspect
 import math
 
-from pytest_execretrieval.ranking.benchmark import Hit, QueryResult
+from pytest_execretrieval.ranking.benchmark import BenchmarkRun, Hit, QueryResult
+from pytest_execretrieval.records import HitRow, ReportRow
 from pytest_execretrieval.reporting import plots, report
 from pytest_execretrieval.reporting.report import hit_row, metric_summary, metrics_table, report_row
-from pytest_execretrieval.reporting.schema import HitRow, ReportRow
 
 
 def result(query_id: str, canonical_rank: int, tied_top: int = 1) -> QueryResult:
@@ -35,7 +35,7 @@ def keys(typed: type) -> set[str]:
 
 def test_report_row_writes_exactly_the_typed_keys() -> None:
     row = report_row(result("strings/a", 2))
-    assert set(row) == keys(ReportRow)
+    assert set(row) == keys(ReportRow) - {"rank1_outcomes"}  # a run's own JSON only
     assert set(row["top"][0]) == keys(HitRow) - {"tie_key"}  # tie_key: pipelines only
     tied = hit_row(Hit(1, "s", "canonical", None, "q", 0.5, True, (1, 0.5, 0.25)))
     assert set(tied) == keys(HitRow) and tied["tie_key"] == [1, 0.5, 0.25]
@@ -74,3 +74,29 @@ def test_no_collectable_or_clashing_names() -> None:
 
     assert not own(report) & own(plots)
     assert {"session_summary_markdown", "analyses_markdown", "RecordedTest"} <= own(report)
+
+
+def test_build_report_records_the_circumstances_it_is_given() -> None:
+    """Reporting reads no clock and probes no sandbox: the isolation layers in force and the
+    time come from the caller, so the same run gives the same report."""
+    top = tuple(
+        Hit(
+            r,
+            f"s{r}",
+            "canonical",
+            None,
+            "strings/a" if r == 1 else f"strings/o{r}",
+            1 - r / 20,
+            True,
+        )
+        for r in range(1, 11)
+    )
+    r = QueryResult("strings/a", "strings", True, 1, 0.95, top, ("pass",))
+    run = BenchmarkRun({"name": "m", "dim": 3}, "sha", 20, {"strings/a": r}, 0.1)
+    isolation = {"layers": ["user"], "missing": {"seccomp": "no libseccomp"}}
+    reports = [
+        report.build_report("m", run, ["strings/a"], 1.5, isolation=isolation, created_at="then")
+        for _ in range(2)
+    ]
+    assert reports[0] == reports[1]
+    assert reports[0]["isolation"] == isolation and reports[0]["created_at"] == "then"

@@ -16,7 +16,7 @@ from ..execution.runner import SuiteRunner
 from ..execution.sandbox import RUNNER_VERSION, SuiteResult
 from ..mutation.equivalence import EVIDENCE_VERSION, evidence
 from ..mutation.fingerprint import mutation_version
-from ..mutation.operators import OPERATOR_CLASSES, Mutant, generate_mutants
+from ..mutation.operators import OPERATOR_CLASSES, Mutant
 from ..mutation.select import MAX_DISTRACTORS, UNUSABLE, Killed, kill_kind, select_distractors
 from ..mutation.stacking import stack_mutants
 from .incremental import ItemRecord, Reusable, choosable, recorded_killed
@@ -282,7 +282,7 @@ def run_items(
     phases.start("mutants", len(items))
     mutants = {}
     for done, item in enumerate(items, 1):
-        mutants[item.id] = per_item(item, problems, "mutants", generate_mutants, item.canonical,
+        mutants[item.id] = per_item(item, problems, "mutants", item.lang.mutants, item.canonical,
                                     item.entry_point)  # fmt: skip
         phases.tick(done)
     items = [item for item in items if mutants[item.id] is not None]

@@ -11,18 +11,19 @@ name: only the snippet may define that.
 from __future__ import annotations
 
 import ast
-import functools
 import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..execution import _grammar
+from ..languages import DEFAULT, Language, UnknownLanguage, language
+from ..languages.python import defined_functions
 from ..sanitize import escape, one_line
 from .bounds import BoundError, ast_depth_problem, field_problems, name_problems, read_item_text
 
 REQUIRED = {"domain": str, "query": str, "entry_point": str, "canonical": str, "tests": list}
-OPTIONAL = {"setup": str, "alternatives": list}
+OPTIONAL = {"setup": str, "alternatives": list, "language": str}
 DOMAINS = (
     "strings", "parsing_validation", "date_time", "bit_manipulation", "arrays_lists",
     "sorting_searching", "data_structures", "math_number_theory", "graphs_trees",
@@ -41,6 +42,12 @@ class BenchmarkItem:
     tests: tuple[str, ...]
     setup: str = ""
     alternatives: tuple[str, ...] = ()
+    language: str = DEFAULT  # a name in languages.LANGUAGES: its parser, operators and runner
+
+    @property
+    def lang(self) -> Language:
+        """The implementation of the item's language (checked when the item was loaded)."""
+        return language(self.language)
 
 
 @dataclass(frozen=True)
@@ -114,6 +121,7 @@ def load_item(path: Path) -> BenchmarkItem:
     if problems:
         raise ItemError(problems)
 
+    problems += language_problems(path, data.get("language", DEFAULT))
     if data["domain"] != path.parent.name:
         problem("domain", f"is {data['domain']!r} but the file lies in folder {path.parent.name!r}")
     entry_point = data["entry_point"]
@@ -151,6 +159,7 @@ def load_item(path: Path) -> BenchmarkItem:
         tests=tuple(data["tests"]),
         setup=data.get("setup", ""),
         alternatives=tuple(data.get("alternatives", ())),
+        language=data.get("language", DEFAULT),
     )
 
 
@@ -174,6 +183,15 @@ def load_items(root: Path, cache=None) -> tuple[list[BenchmarkItem], list[ItemPr
             problems.append(ItemProblem(path, "<file>", f"cannot be loaded: "
                                         f"{type(exc).__name__}: {exc}"))  # fmt: skip
     return items, problems
+
+
+def language_problems(path: Path, name: str) -> list[ItemProblem]:
+    """Gate for ``language``: a name in :data:`..languages.LANGUAGES`."""
+    try:
+        language(name)
+    except UnknownLanguage as exc:
+        return [ItemProblem(path, "language", str(exc))]
+    return []
 
 
 def code_problems(code: str, entry_point: str | None) -> list[str]:
@@ -250,25 +268,3 @@ def imports(tree: ast.AST) -> list[str]:
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.append(node.module.partition(".")[0])
     return names
-
-
-def defined_functions(tree: ast.Module) -> set[str]:
-    return {
-        node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-    }
-
-
-def defines(code: str, entry_point: str) -> bool:
-    """Whether ``code`` defines ``entry_point`` at module level (False if it does not parse)."""
-    return entry_point in defined_names(code)
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def defined_names(code: str) -> frozenset[str]:
-    """The functions ``code`` defines at module level (none if it does not parse). Cached: a
-    benchmark run asks about every pool snippet for several queries, and parsing dominated a
-    warm run's own time."""
-    try:
-        return frozenset(defined_functions(ast.parse(code)))
-    except (SyntaxError, RecursionError, MemoryError):
-        return frozenset()

@@ -1,112 +1,64 @@
 """The benchmark run: embed queries and pool, rank the whole pool per query, decide exec@k.
 
-Whether a top-10 snippet passes a query's tests comes from the outcomes recorded in the corpus
-when the snippet belongs to that query; a snippet of another query that does not define the
-query's entry point fails without running; any other pair is executed in the sandbox.
+:func:`run_benchmark` runs four steps, each a function of the step before:
+
+1. :func:`index_pool`: the pool in snippet-id order, each query's canonical, own distractors and
+   the other snippets that may pass it (they define its entry point in its language);
+2. :func:`rank_pool`: every query's ranking over the whole pool (its cost checked first,
+   :func:`guard_cost`), the watched snippets' scores and the code-to-code similarities;
+3. :func:`plan_outcomes`: whether each listed snippet, and each snippet below the list tied
+   with its last score that may pass, passes the query's tests: the outcomes recorded in the
+   corpus when the snippet belongs to that query; a snippet that does not define the query's
+   entry point fails without running (its language says how: ``missing_entry_point``); any
+   other pair is executed in the sandbox;
+4. :func:`assemble`: a :class:`~pytest_execretrieval.records.QueryResult` per query.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
-from ..corpus.items import BenchmarkItem, defined_names, defines
+from ..corpus.items import BenchmarkItem
 from ..corpus.store import Corpus, Snippet
 from ..embedders import DenseEncoder, Embedder
 from ..embedders.cache import EmbeddingCache, Progress, encode_cached
 from ..embedders.hosted import cost_guard
 from ..execution.runner import SuiteRunner
+from ..execution.sandbox import SuiteResult
+from ..languages import DEFAULT, Language, language
+from ..records import (
+    BenchmarkRun,
+    CodeSimilarity,
+    Hit,
+    Invocation,
+    Outcomes,
+    OwnDistractorRow,
+    QueryResult,
+    TieGroup,
+    TieSpan,
+    passes_all,
+)
 from .retrieval import DECIMALS, TIE_POLICY, Ranking, normalize, retrieve
 
 TOP_K = 10
-
-
-@dataclass(frozen=True)
-class Hit:
-    rank: int
-    snippet_id: str
-    kind: str
-    operator: str | None
-    query_id: str
-    score: float
-    passes: bool
-    # Pipelines only (see rerank.pipeline): the ordering key whose equality makes a tie, e.g.
-    # (1, reranker score, first-stage score) for a reranked hit; None: the score is the key.
-    tie_key: tuple | None = None
-
-    def __post_init__(self) -> None:
-        if self.tie_key is not None:
-            object.__setattr__(self, "tie_key", tuple(self.tie_key))
-
-
-@dataclass(frozen=True)
-class QueryResult:
-    query_id: str
-    domain: str
-    passed: bool  # the rank-1 snippet passes every test of the query
-    canonical_rank: int
-    canonical_score: float
-    top: tuple[Hit, ...]
-    rank1_outcomes: tuple[str, ...]  # rank-1 snippet's outcome per test
-    # The query's own distractors with their score for this query (snippet_id, operator, score,
-    # edit_lines, edit_chars, kill), and cosine similarities canonical -> alternatives and
-    # canonical -> own distractors (dense embedders only).
-    own_distractors: tuple[dict, ...] = ()
-    code_similarity: dict = field(default_factory=dict)
-    # Tie groups over the whole pool: at rank 1 and at the last listed rank ({size, passing}),
-    # and the rank span of the canonical's group ({first, last}); see metrics.tie_aware_metrics.
-    rank1_tie: dict = field(default_factory=dict)
-    tail_tie: dict = field(default_factory=dict)
-    canonical_tie: dict = field(default_factory=dict)
-
-    def to_json(self) -> dict:
-        row = asdict(self)
-        row["top"] = [asdict(h) for h in self.top]
-        row["own_distractors"] = list(self.own_distractors)
-        return row
-
-    @classmethod
-    def from_json(cls, row: dict) -> QueryResult:
-        return cls(**{**row, "top": tuple(Hit(**h) for h in row["top"]),
-                      "rank1_outcomes": tuple(row["rank1_outcomes"]),
-                      "own_distractors": tuple(row["own_distractors"])})  # fmt: skip
-
-
-@dataclass(frozen=True)
-class BenchmarkRun:
-    embedder: dict  # the invocation
-    corpus_sha256: str
-    n_snippets: int
-    results: dict[str, QueryResult]  # by query id
-    encode_s: float
-
-    def to_json(self) -> dict:
-        return {
-            "embedder": self.embedder, "corpus_sha256": self.corpus_sha256,
-            "n_snippets": self.n_snippets, "encode_s": self.encode_s,
-            "results": {q: r.to_json() for q, r in self.results.items()},
-        }  # fmt: skip
-
-    @classmethod
-    def from_json(cls, data: dict) -> BenchmarkRun:
-        results = {q: QueryResult.from_json(r) for q, r in data["results"].items()}
-        return cls(data["embedder"], data["corpus_sha256"], data["n_snippets"], results,
-                   data["encode_s"])  # fmt: skip
 
 
 def document_text(snippet: Snippet) -> str:
     return snippet.code
 
 
-def definers(pool: Sequence[Snippet]) -> dict[str, list[int]]:
-    """Pool positions by the module-level function names their code defines."""
+def definers(pool: Sequence[Snippet], languages: Sequence[Language]) -> dict[str, list[int]]:
+    """Pool positions by the module-level function names their code defines (``languages``:
+    each snippet's language, the language of the item it belongs to)."""
     found: dict[str, list[int]] = {}
-    for i, s in enumerate(pool):
-        for name in sorted(defined_names(s.code)):
+    for i, (s, lang) in enumerate(zip(pool, languages)):
+        for name in sorted(lang.defined_names(s.code)):
             found.setdefault(name, []).append(i)
     return found
 
@@ -114,172 +66,349 @@ def definers(pool: Sequence[Snippet]) -> dict[str, list[int]]:
 @dataclass(frozen=True)
 class Scored:
     ranking: Ranking
-    code_similarity: dict[str, dict]  # query id -> {"alternatives": [...], "distractors": [...]}
+    code_similarity: dict[str, CodeSimilarity]  # by query id
 
 
 def rank_pool(
-    embedder: Embedder, items: Sequence[BenchmarkItem], pool: Sequence[Snippet],
+    embedder: Embedder,
+    items: Sequence[BenchmarkItem],
+    pool: Sequence[Snippet],
     targets: Sequence[int],
-    watch: Sequence[Sequence[int]], alternatives: Sequence[Snippet], cache_dir: Path | None,
+    watch: Sequence[Sequence[int]],
+    alternatives: Sequence[Snippet],
+    cache_dir: Path | None,
     progress: Progress | None = None,
-) -> Scored:  # fmt: skip
+) -> Scored:
     """Rank the pool for every item's query (:func:`.retrieval.retrieve` dispatches on the
     embedder's contract; a dense encoder's vectors go through the embedding cache), and the
     code-to-code similarity of ``alternatives`` when there are pool vectors to compare."""
     queries = [item.query for item in items]
     documents = [document_text(s) for s in pool]
     cache = EmbeddingCache(cache_dir, embedder.invocation()) if cache_dir else None
-    cost_guard(embedder, [  # hosted embedders: print the cost, enforce the budget, before sending
-        ("document", documents, [s.snippet_id for s in pool]),
-        ("query", queries, [item.id for item in items]),
-        ("document", [document_text(a) for a in alternatives],
-         [a.snippet_id for a in alternatives]),
-    ], cache)  # fmt: skip
+    guard_cost(embedder, items, pool, alternatives, cache)
 
     def encode(
         encoder: DenseEncoder, texts: Sequence[str], ids: Sequence[str], role: str
     ) -> np.ndarray:
         return encode_cached(encoder, texts, ids, role, cache, progress=progress)
 
-    retrieved = retrieve(embedder, queries, [item.id for item in items], documents,
-                         [s.snippet_id for s in pool], targets, TOP_K, watch, encode)  # fmt: skip
+    retrieved = retrieve(
+        embedder,
+        queries,
+        [item.id for item in items],
+        documents,
+        [s.snippet_id for s in pool],
+        targets,
+        TOP_K,
+        watch,
+        encode,
+    )
     if retrieved.document_vectors is None:  # a lexical scorer: no vectors to compare code with
         return Scored(retrieved.ranking, {})
-    return Scored(retrieved.ranking, code_similarity(
-        embedder, pool, retrieved.document_vectors, alternatives, cache, progress))  # fmt: skip
+    encoder = cast(DenseEncoder, embedder)  # pool vectors come from a dense encoder only
+    similarity = code_similarity(
+        encoder, pool, retrieved.document_vectors, alternatives, cache, progress
+    )
+    return Scored(retrieved.ranking, similarity)
+
+
+def guard_cost(
+    embedder: Embedder,
+    items: Sequence[BenchmarkItem],
+    pool: Sequence[Snippet],
+    alternatives: Sequence[Snippet],
+    cache: EmbeddingCache | None,
+) -> None:
+    """Hosted embedders, before anything is sent: print what the run will send (after the
+    cache) and refuse a run over the ``--execretrieval-max-tokens`` budget
+    (:func:`..embedders.hosted.cost_guard`); other embedders: nothing."""
+    cost_guard(
+        embedder,
+        [
+            ("document", [document_text(s) for s in pool], [s.snippet_id for s in pool]),
+            ("query", [item.query for item in items], [item.id for item in items]),
+            (
+                "document",
+                [document_text(a) for a in alternatives],
+                [a.snippet_id for a in alternatives],
+            ),
+        ],
+        cache,
+    )
 
 
 def code_similarity(
-    embedder: DenseEncoder, pool: Sequence[Snippet], doc_vectors: np.ndarray,
-    alternatives: Sequence[Snippet], cache: EmbeddingCache | None, progress: Progress | None,
-) -> dict[str, dict]:  # fmt: skip
+    embedder: DenseEncoder,
+    pool: Sequence[Snippet],
+    doc_vectors: np.ndarray,
+    alternatives: Sequence[Snippet],
+    cache: EmbeddingCache | None,
+    progress: Progress | None,
+) -> dict[str, CodeSimilarity]:
     """Code->code cosine: each canonical against its alternatives and its own distractors."""
     if not alternatives:
         return {}
-    alt_vectors = encode_cached(embedder, [document_text(a) for a in alternatives],
-                                [a.snippet_id for a in alternatives], "document", cache,
-                                progress=progress)  # fmt: skip
+    alt_vectors = encode_cached(
+        embedder,
+        [document_text(a) for a in alternatives],
+        [a.snippet_id for a in alternatives],
+        "document",
+        cache,
+        progress=progress,
+    )
     unit = normalize(doc_vectors)
     alt_unit = normalize(alt_vectors)
     canonical = {s.query_id: i for i, s in enumerate(pool) if s.kind == "canonical"}
-    out: dict[str, dict] = {}
+    out: dict[str, CodeSimilarity] = {}
     for i, s in enumerate(pool):
         if s.kind == "distractor" and s.query_id in canonical:
             sim = float(np.round(unit[canonical[s.query_id]] @ unit[i], DECIMALS))
-            out.setdefault(s.query_id, {"alternatives": [], "distractors": []})
-            out[s.query_id]["distractors"].append(sim)
+            out.setdefault(s.query_id, _no_similarity())["distractors"].append(sim)
     for j, a in enumerate(alternatives):
         if a.query_id in canonical:
             sim = float(np.round(unit[canonical[a.query_id]] @ alt_unit[j], DECIMALS))
-            out.setdefault(a.query_id, {"alternatives": [], "distractors": []})
-            out[a.query_id]["alternatives"].append(sim)
+            out.setdefault(a.query_id, _no_similarity())["alternatives"].append(sim)
     return out
 
 
-def run_benchmark(
-    items: Sequence[BenchmarkItem], corpus: Corpus, corpus_sha256: str, embedder: Embedder,
-    runner: SuiteRunner, cache_dir: Path | None = None, progress: Progress | None = None,
-    with_code_similarity: bool = False,
-) -> BenchmarkRun:  # fmt: skip
-    """Rank the whole pool for every item's query and decide exec@k from the top 10.
+def _no_similarity() -> CodeSimilarity:
+    return CodeSimilarity(alternatives=[], distractors=[])
 
-    With ``with_code_similarity`` the alternatives are embedded too (about 15% more encoding on the
-    bundled set) for the code-to-code analysis; without it that analysis is absent."""
-    items = sorted(items, key=lambda item: item.id)
-    pool = sorted(corpus.snippets, key=lambda s: s.snippet_id)
-    position = {s.snippet_id: i for i, s in enumerate(pool)}
-    canonical = {s.query_id: position[s.snippet_id] for s in pool if s.kind == "canonical"}
-    missing = [item.id for item in items if item.id not in canonical]
+
+@dataclass(frozen=True)
+class PoolIndex:
+    """The pool as the ranking sees it (step 1 of :func:`run_benchmark`)."""
+
+    items: tuple[BenchmarkItem, ...]  # by item id
+    pool: tuple[Snippet, ...]  # by snippet id: the order ties are listed in
+    canonical: dict[str, int]  # query id -> pool position of its canonical
+    own: dict[str, list[int]]  # query id -> pool positions of its own distractors
+    # Per query (in item order): the snippets that may pass it: its canonical and other queries'
+    # snippets defining its entry point in its language. Their scores are watched, so a tie
+    # reaching below the list is counted exactly.
+    may_pass: tuple[list[int], ...]
+
+    def watch(self) -> list[list[int]]:
+        """Per query, the positions whose scores the ranking reports: own distractors first."""
+        return [self.own.get(item.id, []) + self.may_pass[q] for q, item in enumerate(self.items)]
+
+
+def index_pool(items: Sequence[BenchmarkItem], corpus: Corpus) -> PoolIndex:
+    """Step 1: the pool in snippet-id order and what each query's ranking watches; raises
+    ``ValueError`` for items without a canonical in the corpus."""
+    ordered = tuple(sorted(items, key=lambda item: item.id))
+    pool = tuple(sorted(corpus.snippets, key=lambda s: s.snippet_id))
+    canonical = {s.query_id: i for i, s in enumerate(pool) if s.kind == "canonical"}
+    missing = [item.id for item in ordered if item.id not in canonical]
     if missing:
         raise ValueError(f"items without a canonical in the corpus: {missing[:5]}")
     own: dict[str, list[int]] = {}
     for i, s in enumerate(pool):
         if s.kind == "distractor":
             own.setdefault(s.query_id, []).append(i)
-    # Snippets that may pass a query: its canonical and other queries' snippets defining its
-    # entry point. Their scores are watched, so a tie reaching below the list is counted exactly.
-    by_name = definers(pool)
-    may_pass = [
-        [i for i in by_name.get(item.entry_point, []) if pool[i].kind == "canonical"
-         or pool[i].query_id != item.id]
-        for item in items
-    ]  # fmt: skip
-    started = time.perf_counter()
-    scored = rank_pool(
-        embedder, items, pool, [canonical[item.id] for item in items],
-        [own.get(item.id, []) + may_pass[q] for q, item in enumerate(items)],
-        sorted(corpus.alternatives, key=lambda s: s.snippet_id) if with_code_similarity else [],
-        cache_dir, progress,
-    )  # fmt: skip
-    ranking = scored.ranking
-    encode_s = time.perf_counter() - started
+    names = {item.id: item.language for item in ordered}
+    by_name = definers(pool, [language(names.get(s.query_id, DEFAULT)) for s in pool])
+    may_pass = tuple(
+        [
+            i
+            for i in by_name.get(item.entry_point, [])
+            if names.get(pool[i].query_id, DEFAULT) == item.language
+            and (pool[i].kind == "canonical" or pool[i].query_id != item.id)
+        ]
+        for item in ordered
+    )
+    return PoolIndex(ordered, pool, canonical, own, may_pass)
 
-    # The listed pairs, and the snippets below the list that tie with its last score and may
-    # pass: recorded outcomes first, the rest executed together.
-    below: list[list[int]] = []
-    for q, item in enumerate(items):
+
+# A (query id, pool position) pair's outcome per test of the query.
+OutcomePlan = dict[tuple[str, int], Outcomes]
+
+
+def honest(result: SuiteResult) -> Outcomes:
+    """A run's outcomes; a run that is not a pass although every test passed (e.g. it left a
+    child process behind) must not read as passing."""
+    if result.passed or any(o != "pass" for o in result.outcomes):
+        return result.outcomes
+    return ("error:Sandbox",) * len(result.outcomes)
+
+
+def pair_outcomes(item: BenchmarkItem, snippet: Snippet) -> Outcomes | None:
+    """The outcomes of ``snippet`` for ``item``'s tests known without running it: recorded in
+    the corpus (its own query's) or a missing entry point; ``None``: it must run."""
+    if snippet.query_id == item.id:
+        return snippet.outcomes
+    if not item.lang.defines(snippet.code, item.entry_point):
+        return (item.lang.missing_entry_point,) * len(item.tests)
+    return None
+
+
+def tied_below(index: PoolIndex, ranking: Ranking) -> list[list[int]]:
+    """Per query, the snippets below the list that tie with its last score and may pass."""
+    below = []
+    for q, item in enumerate(index.items):
         listed = set(ranking.indices[q].tolist())
         last = ranking.scores[q][-1] if len(listed) else None
-        watched = ranking.watched[q][len(own.get(item.id, [])) :]
-        below.append([i for i, score in zip(may_pass[q], watched)
-                      if score == last and i not in listed])  # fmt: skip
-    pairs = {(item.id, int(i)) for q, item in enumerate(items)
-             for i in (*ranking.indices[q], *below[q])}  # fmt: skip
-    by_id = {item.id: item for item in items}
-    outcomes: dict[tuple[str, int], tuple[str, ...]] = {}
+        watched = ranking.watched[q][len(index.own.get(item.id, [])) :]
+        below.append(
+            [i for i, score in zip(index.may_pass[q], watched) if score == last and i not in listed]
+        )
+    return below
+
+
+def plan_outcomes(
+    index: PoolIndex, ranking: Ranking, below: Sequence[Sequence[int]], runner: SuiteRunner
+) -> OutcomePlan:
+    """Step 3: the outcomes of every listed pair and every pair tied ``below`` the list:
+    recorded or known first (:func:`pair_outcomes`), the rest executed together."""
+    pairs = {
+        (item.id, int(i))
+        for q, item in enumerate(index.items)
+        for i in (*ranking.indices[q], *below[q])
+    }
+    by_id = {item.id: item for item in index.items}
+    outcomes: OutcomePlan = {}
     to_run = []
     for query_id, i in sorted(pairs):
-        snippet, item = pool[i], by_id[query_id]
-        if snippet.query_id == query_id:
-            outcomes[query_id, i] = snippet.outcomes
-        elif not defines(snippet.code, item.entry_point):
-            outcomes[query_id, i] = ("error:NameError",) * len(item.tests)
-        else:
+        known = pair_outcomes(by_id[query_id], index.pool[i])
+        if known is None:
             to_run.append((query_id, i))
-    results = runner.run_many([(pool[i].code, by_id[q].setup, by_id[q].tests) for q, i in to_run])
-    for key, result in zip(to_run, results):
-        # A run that is not a pass although every test passed (e.g. it left a child process
-        # behind) must not read as passing.
-        honest = result.passed or any(o != "pass" for o in result.outcomes)
-        outcomes[key] = result.outcomes if honest else ("error:Sandbox",) * len(result.outcomes)
+        else:
+            outcomes[query_id, i] = known
+    suites = [(index.pool[i].code, by_id[q].setup, by_id[q].tests) for q, i in to_run]
+    for key, result in zip(to_run, runner.run_many(suites)):
+        outcomes[key] = honest(result)
+    return outcomes
 
-    def passes(query_id: str, i: int) -> bool:
-        return all(x == "pass" for x in outcomes[query_id, i])
 
-    out = {}
-    for q, item in enumerate(items):
-        hits = []
-        for rank, (i, score) in enumerate(zip(ranking.indices[q], ranking.scores[q]), 1):
-            s = pool[int(i)]
-            score = round(float(score), DECIMALS)
-            hits.append(Hit(rank, s.snippet_id, s.kind, s.operator, s.query_id, score,
-                            passes(item.id, int(i))))  # fmt: skip
-        own_rows = tuple(
-            {"snippet_id": pool[i].snippet_id, "operator": pool[i].operator,
-             "score": round(score, DECIMALS),
-             "edit_lines": pool[i].edit_lines, "edit_chars": pool[i].edit_chars,
-             "kill": pool[i].kill}
-            for i, score in zip(own.get(item.id, []), ranking.watched[q])
-        )  # fmt: skip
-        last_group = [h for h in hits if h.score == hits[-1].score]
-        tail = {"size": int(ranking.tail_ties[q]),
-                "passing": sum(h.passes for h in last_group)
-                + sum(passes(item.id, i) for i in below[q])}  # fmt: skip
-        first_group = [h for h in hits if h.score == hits[0].score]
-        rank1 = (
-            tail
-            if hits[0].score == hits[-1].score
-            else {"size": len(first_group), "passing": sum(h.passes for h in first_group)}
+def _hits(index: PoolIndex, ranking: Ranking, q: int, outcomes: OutcomePlan) -> list[Hit]:
+    item = index.items[q]
+    hits = []
+    for rank, (i, score) in enumerate(zip(ranking.indices[q], ranking.scores[q]), 1):
+        s = index.pool[int(i)]
+        hits.append(
+            Hit(
+                rank,
+                s.snippet_id,
+                s.kind,
+                s.operator,
+                s.query_id,
+                round(float(score), DECIMALS),
+                passes_all(outcomes[item.id, int(i)]),
+            )
         )
+    return hits
+
+
+def _own_rows(index: PoolIndex, ranking: Ranking, q: int) -> tuple[OwnDistractorRow, ...]:
+    own = index.own.get(index.items[q].id, [])
+    return tuple(
+        OwnDistractorRow(
+            snippet_id=index.pool[i].snippet_id,
+            operator=index.pool[i].operator,
+            score=round(score, DECIMALS),
+            edit_lines=index.pool[i].edit_lines,
+            edit_chars=index.pool[i].edit_chars,
+            kill=index.pool[i].kill,
+        )
+        for i, score in zip(own, ranking.watched[q])
+    )
+
+
+def tie_groups(
+    hits: Sequence[Hit], tail_size: int, passing_below: int
+) -> tuple[TieGroup, TieGroup]:
+    """The rank-1 and the last listed rank's tie groups over the whole pool (``tail_size``:
+    the pool's snippets scoring the last listed score; ``passing_below``: those of them below
+    the list that pass)."""
+    last_group = [h for h in hits if h.score == hits[-1].score]
+    tail = TieGroup(size=tail_size, passing=sum(h.passes for h in last_group) + passing_below)
+    if hits[0].score == hits[-1].score:
+        return tail, tail
+    first_group = [h for h in hits if h.score == hits[0].score]
+    return TieGroup(size=len(first_group), passing=sum(h.passes for h in first_group)), tail
+
+
+def assemble(
+    index: PoolIndex, scored: Scored, below: Sequence[Sequence[int]], outcomes: OutcomePlan
+) -> dict[str, QueryResult]:
+    """Step 4: each query's :class:`QueryResult` from its ranking and the planned outcomes."""
+    ranking = scored.ranking
+    out = {}
+    for q, item in enumerate(index.items):
+        hits = _hits(index, ranking, q, outcomes)
+        passing_below = sum(passes_all(outcomes[item.id, i]) for i in below[q])
+        rank1, tail = tie_groups(hits, int(ranking.tail_ties[q]), passing_below)
         span = ranking.target_span[q]
         out[item.id] = QueryResult(
-            item.id, item.domain, rank1["passing"] == rank1["size"],
-            int(ranking.target_rank[q]), round(float(ranking.target_score[q]), DECIMALS),
-            tuple(hits), outcomes[item.id, int(ranking.indices[q][0])], own_rows,
-            scored.code_similarity.get(item.id, {"alternatives": [], "distractors": []}),
-            rank1, tail, {"first": int(span[0]), "last": int(span[1])},
-        )  # fmt: skip
-    return BenchmarkRun(embedder.invocation(), corpus_sha256, len(pool), out, encode_s)
+            item.id,
+            item.domain,
+            rank1["passing"] == rank1["size"],
+            int(ranking.target_rank[q]),
+            round(float(ranking.target_score[q]), DECIMALS),
+            tuple(hits),
+            outcomes[item.id, int(ranking.indices[q][0])],
+            _own_rows(index, ranking, q),
+            scored.code_similarity.get(item.id, _no_similarity()),
+            rank1,
+            tail,
+            TieSpan(first=int(span[0]), last=int(span[1])),
+        )
+    return out
 
 
-__all__ = ["TIE_POLICY", "BenchmarkRun", "Hit", "QueryResult", "run_benchmark"]
+def run_benchmark(
+    items: Sequence[BenchmarkItem],
+    corpus: Corpus,
+    corpus_sha256: str,
+    embedder: Embedder,
+    runner: SuiteRunner,
+    cache_dir: Path | None = None,
+    progress: Progress | None = None,
+    with_code_similarity: bool = False,
+) -> BenchmarkRun:
+    """Rank the whole pool for every item's query and decide exec@k from the top 10 (the steps:
+    module docstring).
+
+    With ``with_code_similarity`` the alternatives are embedded too (about 15% more encoding on the
+    bundled set) for the code-to-code analysis; without it that analysis is absent."""
+    index = index_pool(items, corpus)
+    alternatives = (
+        sorted(corpus.alternatives, key=lambda s: s.snippet_id) if with_code_similarity else []
+    )
+    started = time.perf_counter()
+    scored = rank_pool(
+        embedder,
+        index.items,
+        index.pool,
+        [index.canonical[item.id] for item in index.items],
+        index.watch(),
+        alternatives,
+        cache_dir,
+        progress,
+    )
+    encode_s = time.perf_counter() - started
+    below = tied_below(index, scored.ranking)
+    outcomes = plan_outcomes(index, scored.ranking, below, runner)
+    results = assemble(index, scored, below, outcomes)
+    # The embedder's own record (embedders.describe builds it with the report's fixed keys).
+    invocation = cast(Invocation, embedder.invocation())
+    return BenchmarkRun(invocation, corpus_sha256, len(index.pool), results, encode_s)
+
+
+__all__ = [
+    "TIE_POLICY",
+    "TOP_K",
+    "BenchmarkRun",
+    "Hit",
+    "PoolIndex",
+    "QueryResult",
+    "assemble",
+    "document_text",
+    "guard_cost",
+    "honest",
+    "index_pool",
+    "pair_outcomes",
+    "plan_outcomes",
+    "rank_pool",
+    "run_benchmark",
+]

@@ -36,57 +36,73 @@ IDENTIFIER_VIEWS = ("original", "neutral")
 ENTRY = "f"
 
 
-def _bound(tree: ast.AST) -> tuple[list[tuple[int, int, str]], set[str]]:
-    """(position, name) of every binding outside class bodies, and the names that must stay."""
-    bound: list[tuple[int, int, str]] = []
-    keep: set[str] = set()
+class _Bindings:
+    """The walk of :func:`_bound`: ``bound`` collects (line, column, name) of every binding
+    outside class bodies, ``keep`` the names that must stay (class members, imported modules,
+    attributes, match captures)."""
 
-    def visit(node: ast.AST, in_class: bool) -> None:
+    def __init__(self) -> None:
+        self.bound: list[tuple[int, int, str]] = []
+        self.keep: set[str] = set()
+
+    def bind(self, node: ast.stmt | ast.expr, name: str, in_class: bool) -> None:
+        """A binding of ``name`` at ``node``: a class member keeps its name."""
+        if in_class:
+            self.keep.add(name)
+        else:
+            self.bound.append((node.lineno, node.col_offset, name))
+
+    def visit(self, node: ast.AST, in_class: bool) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.ClassDef):
-                if in_class:
-                    keep.add(child.name)
-                else:
-                    bound.append((child.lineno, child.col_offset, child.name))
-                visit(child, True)
-                continue
-            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-                if not isinstance(child, ast.Lambda):
-                    if in_class:
-                        keep.add(child.name)
-                    else:
-                        bound.append((child.lineno, child.col_offset, child.name))
-                args = child.args
-                for a in (
-                    *args.posonlyargs,
-                    *args.args,
-                    *args.kwonlyargs,
-                    *(x for x in (args.vararg, args.kwarg) if x),
-                ):
-                    bound.append((a.lineno, a.col_offset, a.arg))
-                visit(child, False)
-                continue
-            if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store | ast.Del):
-                if in_class:
-                    keep.add(child.id)
-                else:
-                    bound.append((child.lineno, child.col_offset, child.id))
-            elif isinstance(child, ast.ExceptHandler) and child.name:
-                bound.append((child.lineno, child.col_offset, child.name))
-            elif isinstance(child, ast.alias):
-                keep.add((child.asname or child.name).split(".")[0])
-            elif isinstance(child, ast.Attribute):
-                keep.add(child.attr)
-            elif isinstance(child, ast.MatchAs | ast.MatchStar) and child.name:
-                keep.add(child.name)
-            elif isinstance(child, ast.MatchMapping) and child.rest:
-                keep.add(child.rest)
-            elif isinstance(child, ast.MatchClass):
-                keep.update(child.kwd_attrs)
-            visit(child, in_class)
+                self.bind(child, child.name, in_class)
+                self.visit(child, True)
+            elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                self.function(child, in_class)
+            else:
+                self.leaf(child, in_class)
+                self.visit(child, in_class)
 
-    visit(tree, False)
-    return bound, keep
+    def function(
+        self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, in_class: bool
+    ) -> None:
+        """A function binds its name (a lambda none) and its parameters, in a scope that is
+        not a class body."""
+        if not isinstance(node, ast.Lambda):
+            self.bind(node, node.name, in_class)
+        args = node.args
+        for a in (
+            *args.posonlyargs,
+            *args.args,
+            *args.kwonlyargs,
+            *(x for x in (args.vararg, args.kwarg) if x),
+        ):
+            self.bound.append((a.lineno, a.col_offset, a.arg))
+        self.visit(node, False)
+
+    def leaf(self, child: ast.AST, in_class: bool) -> None:
+        """What one node other than a class or function binds or keeps."""
+        if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store | ast.Del):
+            self.bind(child, child.id, in_class)
+        elif isinstance(child, ast.ExceptHandler) and child.name:
+            self.bound.append((child.lineno, child.col_offset, child.name))
+        elif isinstance(child, ast.alias):
+            self.keep.add((child.asname or child.name).split(".")[0])
+        elif isinstance(child, ast.Attribute):
+            self.keep.add(child.attr)
+        elif isinstance(child, ast.MatchAs | ast.MatchStar) and child.name:
+            self.keep.add(child.name)
+        elif isinstance(child, ast.MatchMapping) and child.rest:
+            self.keep.add(child.rest)
+        elif isinstance(child, ast.MatchClass):
+            self.keep.update(child.kwd_attrs)
+
+
+def _bound(tree: ast.AST) -> tuple[list[tuple[int, int, str]], set[str]]:
+    """(position, name) of every binding outside class bodies, and the names that must stay."""
+    walk = _Bindings()
+    walk.visit(tree, False)
+    return walk.bound, walk.keep
 
 
 def _unbound_globals(code: str) -> set[str]:
@@ -114,6 +130,35 @@ def _local_callees(tree: ast.AST) -> set[str]:
     return {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
 
 
+def _keyword_names(tree: ast.AST) -> set[str]:
+    """Keyword argument names of calls to functions the code does not define: renaming them
+    would break the call."""
+    callees = _local_callees(tree)
+    keep: set[str] = set()
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        if not (isinstance(call.func, ast.Name) and call.func.id in callees):
+            keep.update(k.arg for k in call.keywords if k.arg)
+    return keep
+
+
+def _fresh_names(
+    candidates: Sequence[str], used: set[str], entry_point: str | None
+) -> dict[str, str]:
+    """``entry_point`` -> ``f`` (or ``f0``, ``f1``, ... where taken), every other candidate ->
+    ``v0``, ``v1``, ... in order, skipping the names in ``used``."""
+    mapping: dict[str, str] = {}
+    if entry_point is not None and entry_point in candidates:
+        spellings = itertools.chain([ENTRY], (f"{ENTRY}{i}" for i in itertools.count()))
+        mapping[entry_point] = next(n for n in spellings if n not in used)
+    fresh = (f"v{i}" for i in itertools.count())
+    for name in candidates:
+        if name not in mapping:
+            mapping[name] = next(
+                n for n in fresh if n not in used and n != mapping.get(entry_point or "")
+            )
+    return mapping
+
+
 def renaming(code: str, entry_point: str | None) -> dict[str, str]:
     """The old -> new name mapping :func:`neutral_names` applies (``{}`` for code that does not
     parse)."""
@@ -122,26 +167,11 @@ def renaming(code: str, entry_point: str | None) -> dict[str, str]:
     except SyntaxError:
         return {}
     bound, keep = _bound(tree)
-    keep |= _unbound_globals(code)
-    callees = _local_callees(tree)
-    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
-        local = isinstance(call.func, ast.Name) and call.func.id in callees
-        if not local:
-            keep.update(k.arg for k in call.keywords if k.arg)
+    keep |= _unbound_globals(code) | _keyword_names(tree)
     candidates = [name for *_, name in sorted(bound)]
     candidates = list(dict.fromkeys(n for n in candidates if n not in keep))
     used = {tok.string for tok in _tokens(code) if tok.type == tokenize.NAME} - set(candidates)
-    mapping = {}
-    if entry_point in candidates:
-        spellings = itertools.chain([ENTRY], (f"{ENTRY}{i}" for i in itertools.count()))
-        mapping[entry_point] = next(n for n in spellings if n not in used)
-    fresh = (f"v{i}" for i in itertools.count())
-    for name in candidates:
-        if name not in mapping:
-            mapping[name] = next(
-                n for n in fresh if n not in used and n != mapping.get(entry_point)
-            )
-    return mapping
+    return _fresh_names(candidates, used, entry_point)
 
 
 def _tokens(code: str) -> list[tokenize.TokenInfo]:
@@ -171,7 +201,7 @@ def _sites(tree: ast.AST, lines: Sequence[str], mapping: Mapping[str, str]) -> I
             if node.name in mapping:
                 keyword = "class" if isinstance(node, ast.ClassDef) else "def"
                 yield after(node.lineno, node.col_offset, rf"\b{keyword}\s+", node.name)
-        elif isinstance(node, ast.ExceptHandler) and node.name in mapping:
+        elif isinstance(node, ast.ExceptHandler) and node.name and node.name in mapping:
             yield after(node.lineno, node.col_offset, r"\bas\s+", node.name)
         elif isinstance(node, ast.Global | ast.Nonlocal):
             for name in node.names:
@@ -213,7 +243,7 @@ def neutral_names(code: str, entry_point: str | None) -> str:
 class _Neutral:
     """What both wrappers share: the wrapped embedder and each snippet's entry point."""
 
-    def __init__(self, inner, entry_points: Mapping[str, str]):
+    def __init__(self, inner, entry_points: Mapping[str, str | None]):
         # ``inner`` by that name: the hosted cost guard and report fields look through a view
         self.inner = inner
         self.name = inner.name
@@ -243,7 +273,7 @@ class NeutralLexical(_Neutral):
     """A lexical scorer sees only texts (no ids): the documents are renamed up front instead,
     by :func:`neutral_view` giving it the renamed pool through ``documents``."""
 
-    def __init__(self, inner, entry_points: Mapping[str, str], documents: Mapping[str, str]):
+    def __init__(self, inner, entry_points: Mapping[str, str | None], documents: Mapping[str, str]):
         super().__init__(inner, entry_points)
         self._renamed = dict(documents)  # original text -> renamed text
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -53,7 +54,9 @@ def normalize(vectors: np.ndarray) -> np.ndarray:
     return (vectors / np.where(norms == 0, 1, norms)).astype(np.float32, copy=False)
 
 
-def merge(idx_a, score_a, idx_b, score_b, k: int):
+def merge(
+    idx_a: np.ndarray, score_a: np.ndarray, idx_b: np.ndarray, score_b: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Best ``k`` of two candidate sets per row, by (score desc, position asc)."""
     idx = np.concatenate([idx_a, idx_b], axis=1)
     score = np.concatenate([score_a, score_b], axis=1)
@@ -61,7 +64,7 @@ def merge(idx_a, score_a, idx_b, score_b, k: int):
     return np.take_along_axis(idx, order, axis=1), np.take_along_axis(score, order, axis=1)
 
 
-def block_top(block: np.ndarray, offset: int, k: int):
+def block_top(block: np.ndarray, offset: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Top ``k`` of one block, exact under the tie rule.
 
     A partition finds each row's k-th best score; every entry at least that good (ties
@@ -101,7 +104,9 @@ class Watch:
         watch = watch or [[] for _ in range(n)]
         self.shape = [len(w) for w in watch]
         self.rows = np.repeat(np.arange(n), self.shape).astype(np.int64)
-        self.cols = np.concatenate([np.asarray(w, np.int64) for w in watch] or [np.zeros(0)])
+        self.cols = np.concatenate(
+            [np.asarray(w, np.int64) for w in watch] or [np.zeros(0, np.int64)]
+        )
         self.cols = self.cols.astype(np.int64)
         self.scores = np.full(len(self.cols), np.nan, dtype=np.float32)
 
@@ -123,7 +128,7 @@ def rank_dense(
     chunk: int = 65536, watch: Sequence[Sequence[int]] | None = None,
 ) -> Ranking:  # fmt: skip
     q = normalize(np.asarray(queries, dtype=np.float32))
-    targets = np.asarray(targets, dtype=np.int64)
+    target_pos = np.asarray(targets, dtype=np.int64)
     n = len(q)
 
     def blocks() -> Iterator[tuple[int, np.ndarray]]:
@@ -135,8 +140,8 @@ def rank_dense(
     target_score = np.full(n, np.nan, dtype=np.float32)
     watched = Watch(watch, n)
     for offset, block in blocks():
-        inside = (targets >= offset) & (targets < offset + block.shape[1])
-        target_score[inside] = block[inside, targets[inside] - offset]
+        inside = (target_pos >= offset) & (target_pos < offset + block.shape[1])
+        target_score[inside] = block[inside, target_pos[inside] - offset]
         watched.see(block, offset)
         best_idx, best_score = merge(best_idx, best_score, *block_top(block, offset, k), k)
     if np.isnan(target_score).any():
@@ -144,7 +149,7 @@ def rank_dense(
     total = np.zeros((n, 4), dtype=np.int64)
     last = last_listed(best_score)
     for offset, block in blocks():
-        total += counts(block, offset, targets, target_score, last)
+        total += counts(block, offset, target_pos, target_score, last)
     return Ranking(best_idx, best_score, 1 + total[:, 0], target_score, watched.result(),
                    total[:, 1], total[:, 2], total[:, 3])  # fmt: skip
 
@@ -162,21 +167,21 @@ def rank_rows(
 ) -> Ranking:  # fmt: skip
     """Rank from blocks of complete score rows (consecutive queries, every pool column); the
     scores are rounded like dense ones."""
-    targets = np.asarray(targets, dtype=np.int64)
-    watched = Watch(watch, len(targets))
+    target_pos = np.asarray(targets, dtype=np.int64)
+    watched = Watch(watch, len(target_pos))
     parts = []
     start = 0
     for block in row_blocks:
         block = np.round(np.asarray(block, dtype=np.float32), DECIMALS)
-        t = targets[start : start + len(block)]
+        t = target_pos[start : start + len(block)]
         ts = block[np.arange(len(block)), t]
         watched.see(block, 0, row_offset=start)
         idx, score = block_top(block, 0, k)
         c = counts(block, 0, t, ts, last_listed(score))
         parts.append((idx, score, 1 + c[:, 0], ts, c[:, 1], c[:, 2], c[:, 3]))
         start += len(block)
-    if start != len(targets):
-        raise ValueError(f"scorer returned {start} rows for {len(targets)} queries")
+    if start != len(target_pos):
+        raise ValueError(f"scorer returned {start} rows for {len(target_pos)} queries")
     idx, score, rank, ts, above, ties, tail = (np.concatenate(p) for p in zip(*parts))
     return Ranking(idx, score, rank, ts, watched.result(), above, ties, tail)
 
@@ -197,9 +202,9 @@ def rank_approximate(
     index.hnsw.efSearch = ef_search
     index.add(d)
     scores, idx = index.search(q, k)
-    targets = np.asarray(targets, dtype=np.int64)
-    target_score = np.round(np.einsum("ij,ij->i", q, d[targets]), DECIMALS)
-    hit = idx == targets[:, None]
+    target_pos = np.asarray(targets, dtype=np.int64)
+    target_score = np.round(np.einsum("ij,ij->i", q, d[target_pos]), DECIMALS)
+    hit = idx == target_pos[:, None]
     rank = np.where(hit.any(axis=1), hit.argmax(axis=1) + 1, k + 1)
     scores = np.round(scores, DECIMALS)
     above = (scores > target_score[:, None]).sum(axis=1)
@@ -237,8 +242,10 @@ def retrieve(
     ``encode``) go to :func:`rank_dense`. :class:`.embedders.EmbedderError` when the embedder
     satisfies neither contract."""
     if contract(embedder) is LexicalScorer:
-        return Retrieved(rank_rows(embedder.score(queries, documents), targets, k, watch), None)
-    document_vectors = encode(embedder, documents, document_ids, "document")
-    query_vectors = encode(embedder, queries, query_ids, "query")
+        scorer = cast(LexicalScorer, embedder)  # contract() checked the members
+        return Retrieved(rank_rows(scorer.score(queries, documents), targets, k, watch), None)
+    encoder = cast(DenseEncoder, embedder)
+    document_vectors = encode(encoder, documents, document_ids, "document")
+    query_vectors = encode(encoder, queries, query_ids, "query")
     ranking = rank_dense(query_vectors, document_vectors, targets, k, watch=watch)
     return Retrieved(ranking, document_vectors)

@@ -2,68 +2,31 @@
 
 A failing query item prints :func:`failure_line` by default (one line: what ranked first, the
 canonical's rank), and :func:`failure_text` with ``-v`` or ``--tb=long|short`` and in the report
-and the junit XML (``pytest --embedder NAME``). A rank 1
-that is a wrong implementation lists each failing test with what the snippet returned there
-(``assert f(3) == 4  ->  fail: returned 5``). The rank-1 outcomes come from the corpus, which
-records outcomes only, so the rank-1 snippet's suite is run once more, in the sandbox, when the
-text is built (:func:`rank1_returned`); a value is shown only where that run's outcome is the
-recorded one. The query item runs it with the session's runner (its limits, isolation mode and
-outcome cache: a cache entry written before values were recorded gives the text without them).
+and the junit XML (``pytest --embedder NAME``). A rank 1 that is a wrong implementation lists
+each failing test with what the snippet returned there (``assert f(3) == 4  ->  fail: returned
+5``): those values are given (``ranking/returned.py`` obtains them); nothing here runs code.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 
-from ..corpus.items import BenchmarkItem, defines
+from ..corpus.items import BenchmarkItem
 from ..corpus.store import unified_diff
-from ..execution.sandbox import Limits, SandboxError, SuiteResult, run_suite
-from ..ranking.benchmark import Hit, QueryResult
+from ..records import Hit, QueryResult
 
-__all__ = ["RERUN_LIMITS", "failure_line", "failure_text", "rank1_group", "rank1_returned",
-           "tie_members", "tie_text"]  # fmt: skip
+__all__ = ["failure_line", "failure_text", "rank1_group", "tie_members", "tie_text"]
 
-SuiteRun = Callable[[str, str, Sequence[str]], SuiteResult]  # (code, setup, tests) -> result
-# The re-run for the values: a snippet that timed out before times out again, sooner; a test
-# whose outcome differs under these limits shows no value.
-RERUN_LIMITS = Limits(timeout_s=2.0)
 _DIFF_LINES = 40
 
 
-def _rerun(code: str, setup: str, tests: Sequence[str]) -> SuiteResult:
-    return run_suite(code, setup, tests, RERUN_LIMITS)
-
-
-def rank1_returned(
-    item: BenchmarkItem, r: QueryResult, code: dict[str, str], run: SuiteRun | None = None
-) -> tuple[str, ...]:
-    """What the rank-1 snippet returned (or raised) in each failing test, ``""`` where unknown.
-
-    Runs the rank-1 snippet's suite once with ``run`` (default: a per-process sandbox under
-    :data:`RERUN_LIMITS`); an entry is kept only where the run's outcome equals the recorded
-    ``r.rank1_outcomes`` entry. ``()`` when the snippet's code is unknown, the sandbox cannot
-    start, or the result carries no values.
-    """
-    snippet = code.get(r.top[0].snippet_id)
-    if snippet is None or r.passed:
-        return ()
-    try:
-        result = (run or _rerun)(snippet, item.setup, item.tests)
-    except SandboxError:
-        return ()
-    if not result.returned or len(result.outcomes) != len(r.rank1_outcomes):
-        return ()
-    return tuple(value if outcome == recorded else "" for value, outcome, recorded
-                 in zip(result.returned, result.outcomes, r.rank1_outcomes))  # fmt: skip
-
-
 def failure_text(
-    item: BenchmarkItem, r: QueryResult, code: dict[str, str], run: SuiteRun | None = None
+    item: BenchmarkItem, r: QueryResult, code: Mapping[str, str], returned: Sequence[str] = ()
 ) -> str:
     """Why a query failed: its rank 1 is a wrong implementation, or a tie of right and wrong.
 
-    ``code``: snippet code by id; ``run``: how to run the rank-1 snippet's suite again for the
-    values it returned (see :func:`rank1_returned`).
+    ``code``: snippet code by id; ``returned``: what the rank-1 snippet returned in each test,
+    ``""`` where unknown (:func:`..ranking.returned.rank1_returned`; none: no values shown).
     """
 
     def diff_to(snippet_id: str) -> list[str]:
@@ -83,11 +46,10 @@ def failure_text(
     what = top1.kind + (f" ({top1.operator})" if top1.operator else "")
     if top1.query_id != item.id:
         what += f" of another query, {top1.query_id}"
-    if not defines(code.get(top1.snippet_id, ""), item.entry_point):
+    if not item.lang.defines(code.get(top1.snippet_id, ""), item.entry_point):
         failing = [f"    it does not define {item.entry_point}(), so it fails every test "
                    "(not executed)"]  # fmt: skip
     else:
-        returned = rank1_returned(item, r, code, run)
         failing = [f"    {item.tests[i]}  ->  {o}"
                    + (f": {returned[i]}" if i < len(returned) and returned[i] else "")
                    for i, o in enumerate(r.rank1_outcomes)

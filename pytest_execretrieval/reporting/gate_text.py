@@ -120,7 +120,8 @@ def metric_line(v: MetricVerdict, alpha: float) -> str:
                  f"{POWER:.0%} probability" if v.detectable else no_power(v))  # fmt: skip
     else:
         verdict = "non-inferior" if v.passed else "not shown non-inferior"
-        test = (f"lower end of the {1 - 2 * alpha:.0%} CI {v.ci[0]:+.3f} "
+        low = float("nan") if v.ci is None else v.ci[0]  # a non-inferiority verdict has its CI
+        test = (f"lower end of the {1 - 2 * alpha:.0%} CI {low:+.3f} "
                 f"{'>' if v.passed else '<='} -{v.margin:g}")  # fmt: skip
         power = (f"power: a candidate truly equal to the baseline passes with {POWER:.0%} "
                  f"probability when the margin is at least {v.detectable:.3f}" if v.detectable

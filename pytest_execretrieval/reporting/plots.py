@@ -13,7 +13,7 @@ writes next to them, with fixed names:
 * ``similarity_<model>.png``: equivalent-vs-mutant code-to-code similarity histograms, per
   model that has ``code_similarity`` data (the output and summary.md say why any is missing:
   :func:`similarity_notes`);
-* ``summary.md``: the metrics tables (:func:`pytest_execretrieval.scoring.compare.compare_reports`,
+* ``summary.md``: the metrics tables (:func:`.comparison.compare_reports`,
   markdown), the images and a table of analysis highlights.
 
 matplotlib (the ``plots`` extra) is imported only when plotting, with the Agg canvas.
@@ -29,8 +29,9 @@ from typing import TYPE_CHECKING
 from ..safe_write import atomic_path, write_atomic
 from ..scoring.analyses import DENSITIES, code_similarity_samples, operator_order
 from ..scoring.analyses import analyses as run_analyses
-from ..scoring.compare import ReportError, compare_reports, load_report, report_names
+from ..scoring.compare import ReportError, load_report, report_names
 from ..scoring.metrics import at_k
+from .comparison import compare_reports
 from .report import analyses_markdown, file_stem, or_na
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ def write_plots(reports: Sequence[dict], analyses: Sequence[dict], out_dir: Path
     ax = fig.add_subplot()
     # the cut-offs every report has (an older report may lack a newer one)
     curve = [m for m in at_k("exec") if all(m.name in r["metrics"] for r in reports)]
-    ks = [m.k for m in curve]
+    ks = [m.k for m in curve if m.k is not None]  # every at_k metric has its k
     for name, r in zip(names, reports):
         ys = np.array([r["metrics"][m.name] for m in curve])
         ci = np.array([r["ci95"][m.name] for m in curve])
@@ -130,7 +131,7 @@ def write_plots(reports: Sequence[dict], analyses: Sequence[dict], out_dir: Path
         equivalent, mutant = code_similarity_samples(r)
         if not equivalent or not mutant:
             continue
-        edges = np.histogram_bin_edges(np.concatenate([equivalent, mutant]), bins=20)
+        edges = np.histogram_bin_edges(np.concatenate([equivalent, mutant]), bins=20).tolist()
         fig = Figure(figsize=(6, 4), layout="constrained")
         ax = fig.add_subplot()
         ax.hist(equivalent, bins=edges, alpha=0.6, density=True,

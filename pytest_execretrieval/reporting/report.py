@@ -1,5 +1,6 @@
 """Reports of a benchmark run: JSON (schema_version 2), junit XML per model, summary.md, and the
-terminal table. Plain functions of plain data; no pytest here.
+terminal table. Plain functions of plain data; no pytest here, no execution, no clock: what a
+report records of its circumstances (the sandbox layers in force, when it was made) is passed in.
 
 Schema version 2 (version 1 reports stay readable by :mod:`.compare`): ``metrics`` are tie-aware
 expected values, ``metric_bounds`` their optimistic and pessimistic bounds, ``ties`` counts the
@@ -9,23 +10,21 @@ queries whose rank 1 is a tie, and each ``per_query`` row adds ``rank1_tie``, ``
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
 from tabulate import tabulate
 
-from ..execution.sandbox import isolation_in_force
-from ..ranking.benchmark import BenchmarkRun, Hit, QueryResult
 from ..ranking.retrieval import TIE_POLICY
+from ..records import BenchmarkRun, Hit, HitRow, QueryResult, ReportRow
 from ..safe_write import check_target, write_atomic
 from ..sanitize import escape, xml_text
 from ..scoring.analyses import DENSITIES, analyses
-from ..scoring.compare import report_names, tie_range
+from ..scoring.compare import report_names
 from ..scoring.metrics import (
     HEADLINE,
     METRIC_NAMES,
@@ -35,7 +34,8 @@ from ..scoring.metrics import (
     row_metrics,
 )
 from ..scoring.stats import bootstrap_ci
-from .schema import HitRow, ReportRow
+from .comparison import compare_reports, tie_range
+from .lift_text import lift_lines, lift_markdown
 
 SCHEMA_VERSION = 2
 
@@ -54,29 +54,12 @@ class RecordedTest:
 
 def hit_row(h: Hit) -> HitRow:
     """One ``top`` entry of a ``per_query`` row (``tie_key`` only where it is not the score)."""
-    row = asdict(h)
-    if row["tie_key"] is None:
-        del row["tie_key"]
-    else:
-        row["tie_key"] = list(row["tie_key"])
-    return HitRow(**row)
+    return h.to_json()
 
 
 def report_row(r: QueryResult) -> ReportRow:
-    """One ``per_query`` row of the report JSON."""
-    return {
-        "query_id": r.query_id,
-        "domain": r.domain,
-        "passed": r.passed,
-        "canonical_rank": r.canonical_rank,
-        "canonical_score": r.canonical_score,
-        "rank1_tie": r.rank1_tie,
-        "tail_tie": r.tail_tie,
-        "canonical_tie": r.canonical_tie,
-        "top": [hit_row(h) for h in r.top],
-        "own_distractors": list(r.own_distractors),
-        "code_similarity": r.code_similarity,
-    }
+    """One ``per_query`` row of the report JSON (the rank-1 outcomes are not in reports)."""
+    return r.to_json(rank1_outcomes=False)
 
 
 def metric_summary(per_query: Sequence[ReportRow], seed: int = 0) -> dict:
@@ -99,9 +82,12 @@ def metric_summary(per_query: Sequence[ReportRow], seed: int = 0) -> dict:
 
 
 def build_report(
-    name: str, run: BenchmarkRun, query_ids: Sequence[str], elapsed_s: float, seed: int = 0
-) -> dict:
-    """The report JSON of ``name`` over the queries that ran (``query_ids``)."""
+    name: str, run: BenchmarkRun, query_ids: Sequence[str], elapsed_s: float, seed: int = 0, *,
+    isolation: dict, created_at: str,
+) -> dict:  # fmt: skip
+    """The report JSON of ``name`` over the queries that ran (``query_ids``); ``isolation``:
+    the sandbox layers in force during the run (``execution.sandbox.isolation_in_force``),
+    ``created_at``: when the run ended (ISO 8601, UTC)."""
     per_query = [report_row(run.results[q]) for q in sorted(query_ids)]
     invocation = dict(run.embedder)
     invocation["name"] = name
@@ -118,9 +104,9 @@ def build_report(
         "per_query": per_query,
     }
     report["analyses"] = analyses(report)
-    report["isolation"] = isolation_in_force()  # the sandbox layers in force during the run
+    report["isolation"] = isolation
     report["elapsed_s"] = round(elapsed_s, 3)
-    report["created_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    report["created_at"] = created_at
     return report
 
 
@@ -215,8 +201,8 @@ def junit_xml(
         "errors": str(counts["error"]), "skipped": str(counts["skipped"]),
         "time": f"{sum(r.duration for r in records):.3f}",
     })  # fmt: skip
-    root = ET.Element("testsuites", {k: suite.get(k) for k in ("tests", "failures", "errors",
-                                                               "time")})  # fmt: skip
+    root = ET.Element("testsuites", {k: suite.attrib[k] for k in ("tests", "failures", "errors",
+                                                                  "time")})  # fmt: skip
     root.append(suite)
     ET.indent(root)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
@@ -262,8 +248,6 @@ def final_summary(
     """The session's closing lines: the metrics table, the gates, the reports written."""
     lines = metrics_table(reports).splitlines()
     lines.append(f"(tie-aware expected values; embedding and ranking took {encode_s:.1f} s)")
-    from ..ranking.rerank.pipeline import lift_lines
-
     for name, report in reports.items():
         lines += lift_lines(name, report)
     for name, gate in gates.items():
@@ -368,13 +352,9 @@ def session_summary_markdown(reports: dict[str, dict], gates: dict[str, dict]) -
     """The session's summary.md: metrics with CIs, every pair of models compared, the analyses
     highlights, the pipelines' lifts and the gate decisions (plots come from
     `execretrieval report DIR`)."""
-    from ..scoring.compare import compare_reports
-
     data = list(reports.values())
     text = analyses_markdown(data, [r["analyses"] for r in data], [],
                              compare_reports(data, "markdown", all_pairs=False))  # fmt: skip
-    from ..ranking.rerank.pipeline import lift_markdown
-
     lifts = lift_markdown(reports)
     return text + ("\n" + lifts if lifts else "") + ("\n" + gate_markdown(gates) if gates else "")
 

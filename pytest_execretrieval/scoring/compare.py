@@ -15,7 +15,8 @@ ties), the exact McNemar test; otherwise (tie-expected exec@k, execp@k, nDCG, MR
 randomization (sign-flip) test with :data:`N_PERMUTATIONS` seeded sign vectors, as recommended
 for IR evaluation (Smucker, Allan & Carterette, CIKM 2007).
 
-The upgrade gate built on these comparisons is :mod:`.gate`.
+The upgrade gate built on these comparisons is :mod:`.gate`; their tables are
+``reporting/comparison.py``'s.
 """
 
 from __future__ import annotations
@@ -25,17 +26,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
-from tabulate import tabulate
 
-from ..reporting.schema import ReportRow
-from .metrics import (
-    HEADLINE,
-    METRIC_NAMES,
-    mean_metrics,
-    metric_matrix,
-    metric_spec,
-    row_metrics,
-)
+from ..records import ReportRow
+from .metrics import METRIC_NAMES, mean_metrics, metric_matrix, row_metrics
 from .stats import mcnemar_exact, paired_bootstrap_diff_ci, sign_flip_test
 
 __all__ = [
@@ -44,15 +37,16 @@ __all__ = [
     "ComparisonError",
     "ReportError",
     "beside_first_stage",
-    "compare_reports",
     "comparison_rows",
     "invocation_differences",
     "load_report",
     "paired_comparison",
+    "paired_queries",
+    "paired_test",
     "report_names",
     "same_corpus",
     "shared_metrics",
-    "tie_range",
+    "skipped_line",
 ]
 
 N_RESAMPLES = 5000
@@ -120,7 +114,7 @@ def shared_metrics(reports: Sequence[dict]) -> tuple[tuple[str, ...], dict[str, 
     return shared, skipped
 
 
-def _skipped_line(skipped: Mapping[str, str]) -> str:
+def skipped_line(skipped: Mapping[str, str]) -> str:
     return "Metrics not compared: " + "; ".join(f"{m} ({why})" for m, why in skipped.items())
 
 
@@ -143,7 +137,7 @@ def same_corpus(a: dict, b: dict) -> None:
         )
 
 
-def _paired_queries(a: dict, b: dict) -> tuple[list[ReportRow], list[ReportRow]]:
+def paired_queries(a: dict, b: dict) -> tuple[list[ReportRow], list[ReportRow]]:
     """The two reports' per-query rows, paired by query id (sorted); raises if not comparable."""
     same_corpus(a, b)
     qa, qb = _by_query(a), _by_query(b)
@@ -188,11 +182,11 @@ def paired_comparison(
     resamples, ``seed``); the test is :func:`paired_test`.  Raises :class:`ComparisonError`
     for different corpora, different query ids, zero queries or no metric to compare.
     """
-    qa, qb = _paired_queries(a, b)
+    qa, qb = paired_queries(a, b)
     shared, skipped = shared_metrics([a, b])
     names = tuple(shared if metrics is None else metrics)
     if not names:
-        raise ComparisonError(f"the reports share no metric to compare ({_skipped_line(skipped)})")
+        raise ComparisonError(f"the reports share no metric to compare ({skipped_line(skipped)})")
     compared = comparison_rows(_rows(qa, names), _rows(qb, names), names, seed)
     labels = report_names([a, b])
     return {"a": labels[0], "b": labels[1], "n_queries": len(qa), "seed": seed,
@@ -230,86 +224,6 @@ def invocation_differences(baseline: dict, candidate: dict) -> list[str]:
     a, b = flat(baseline.get("embedder", {})), flat(candidate.get("embedder", {}))
     return [f"{k}: {a.get(k, '(none)')} -> {b.get(k, '(none)')}"
             for k in sorted(a.keys() | b.keys()) if a.get(k) != b.get(k)]  # fmt: skip
-
-
-def tie_range(report: dict, metric: str) -> str:
-    """A metric's pessimistic-optimistic range over tie orders, as text."""
-    b = report.get("metric_bounds", {}).get(metric)
-    return "n/a (schema 1)" if b is None else f"{b['pessimistic']:.3f}-{b['optimistic']:.3f}"
-
-
-def _fmt_ci(value: float, ci: Sequence[float], signed: bool = False, fmt: str = ".3f") -> str:
-    f = "+" + fmt if signed else fmt
-    return f"{value:{f}} [{ci[0]:{f}}, {ci[1]:{f}}]"
-
-
-def compare_reports(
-    reports: list[dict], fmt: str = "plain", seed: int = 0, all_pairs: bool = True
-) -> str:
-    """Side-by-side metrics with 95% CIs, then every pair's paired differences.
-
-    Pipeline reports (with ``first_stage``) stand beside their first stage
-    (:func:`beside_first_stage`); with ``all_pairs=False`` a pipeline is paired with its first
-    stage only (a session with several rerankers would otherwise compare every pipeline with
-    every other).
-
-    The first table has one row per metric that every report carries (:func:`shared_metrics`;
-    the others are named as skipped) and one column per report (mean and the report's own
-    ``ci95``), and the queries whose rank 1 is a tie.  Then, for each pair ``i < j``, the
-    difference ``reports[j] - reports[i]`` of every metric with its paired bootstrap CI and
-    the p-value of :func:`paired_test`, and what differs between their invocations.
-    ``fmt``: ``"plain"`` (terminal) or ``"markdown"`` (GitHub
-    tables, e.g. for a pull-request comment).  Raises :class:`ComparisonError` when any two
-    reports are not comparable or there are none.
-    """
-    if fmt not in ("plain", "markdown"):
-        raise ValueError(f"fmt must be 'plain' or 'markdown', got {fmt!r}")
-    if not reports:
-        raise ComparisonError("no reports to compare")
-    if not reports[0]["per_query"]:
-        raise ComparisonError("reports have zero queries: nothing to compare")
-    reports = beside_first_stage(reports)
-    names = report_names(reports)
-    wanted = [(i, j) for i in range(len(reports)) for j in range(i + 1, len(reports))
-              if all_pairs or reports[j].get("first_stage") == names[i]
-              or not ({"first_stage"} & (reports[i].keys() | reports[j].keys()))]  # fmt: skip
-    shared, skipped = shared_metrics(reports)
-    if not shared:
-        raise ComparisonError(f"the reports share no metric to compare ({_skipped_line(skipped)})")
-    pairs = [(i, j, paired_comparison(reports[i], reports[j], seed=seed, metrics=shared))
-             for i, j in wanted]  # fmt: skip
-    tablefmt = "github" if fmt == "markdown" else "simple"
-    corpus = reports[0]["corpus"]
-    head = (f"Corpus {corpus['sha256'][:16]}: {len(reports[0]['per_query'])} queries. "
-            "Mean [95% CI, query-level bootstrap].")  # fmt: skip
-    rows = [[m, *(_fmt_ci(r["metrics"][m], r["ci95"][m], fmt=metric_spec(m).fmt)
-                  for r in reports)] for m in shared]  # fmt: skip
-    if HEADLINE in shared and any("metric_bounds" in r for r in reports):
-        rows.append([f"{HEADLINE} worst-best tie order",
-                     *(tie_range(r, HEADLINE) for r in reports)])  # fmt: skip
-    side = tabulate(rows, ["metric", *names], tablefmt=tablefmt, disable_numparse=True)
-    ties = ", ".join(f"{n} {r['ties']['rank1']}" for n, r in zip(names, reports) if "ties" in r)
-    if ties:
-        head += f" Queries whose rank 1 is a tie: {ties}."
-    lines = [("## Metrics" if fmt == "markdown" else "Metrics"), "", head, "", side]
-    if skipped:
-        lines += ["", _skipped_line(skipped)]
-    for i, j, cmp in pairs:
-        title = f"{names[j]} - {names[i]} (paired, {cmp['n_queries']} queries)"
-        if reports[j].get("first_stage") == names[i]:
-            title += ": the pipeline's lift over its first stage"
-        rows = []
-        for m, d in cmp["metrics"].items():
-            rows.append([m, _fmt_ci(d["difference"], d["ci95"], signed=True,
-                                    fmt=metric_spec(m).fmt),
-                         f"{d['p_value']:.3g}", d["test"]])  # fmt: skip
-        table = tabulate(rows, ["metric", "difference [95% CI]", "p", "test"],
-                         tablefmt=tablefmt, disable_numparse=True)  # fmt: skip
-        lines += ["", f"### {title}" if fmt == "markdown" else title, "", table]
-        differs = invocation_differences(reports[i], reports[j])
-        if differs:
-            lines += ["", "Invocation differs: " + "; ".join(differs)]
-    return "\n".join(lines) + "\n"
 
 
 def beside_first_stage(reports: Sequence[dict]) -> list[dict]:

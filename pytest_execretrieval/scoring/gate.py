@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..reporting.schema import ReportRow
+from ..records import ReportRow
 from .compare import (
     N_RESAMPLES,
     ComparisonError,
@@ -138,7 +138,7 @@ class MetricVerdict:
         if self.mode == "harm":
             row["p_adjusted"] = self.p_adjusted
         else:
-            row |= {"ci": list(self.ci), "margin": self.margin}
+            row |= {"ci": None if self.ci is None else list(self.ci), "margin": self.margin}
         return row | {"passed": self.passed, "detectable": self.detectable, "mode": self.mode}
 
 
@@ -231,7 +231,7 @@ class Drop:
         by_domain: dict[str, list[int]] = {}
         for i, q in enumerate(qa):
             by_domain.setdefault(q["domain"], []).append(i)
-        domains = sorted(
+        domains: list[dict] = sorted(
             ({"domain": d, "difference": float(np.mean(mb[idx, j] - ma[idx, j])), "n": len(idx),
               "worse": sum(i in set(worse) for i in idx)} for d, idx in by_domain.items()),
             key=lambda row: (row["difference"], row["domain"]),
@@ -342,7 +342,7 @@ class GateDecision:
     @property
     def failed(self) -> list[str]:
         """What failed: the error, metric names, ``<metric> minimum``, the coverage problems."""
-        return ([self.error] * bool(self.error)
+        return (([self.error] if self.error else [])
                 + [m for m, v in self.verdicts.items() if not v.passed]
                 + [f"{m} minimum" for m, f in self.floors.items() if not f.passed]
                 + self.coverage.problems())  # fmt: skip

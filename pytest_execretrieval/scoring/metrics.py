@@ -48,7 +48,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Literal
 
 import numpy as np
@@ -192,7 +191,10 @@ class MetricSpec:
 
 def _at_k(family: str, compute: Callable[[Groups, Span, int], Bounds], k: int,
           **options: Any) -> MetricSpec:  # fmt: skip
-    return MetricSpec(f"{family}@{k}", partial(compute, k=k), k, **options)
+    def at(groups: Groups, span: Span) -> Bounds:
+        return compute(groups, span, k)
+
+    return MetricSpec(f"{family}@{k}", at, k, **options)
 
 
 # The headline metric: what a query's pytest item asserts (strictly: no mixed tie at rank 1),

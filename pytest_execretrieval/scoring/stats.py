@@ -140,7 +140,7 @@ def binom_half_cdf(k: int, n: int) -> float:
     return total / 2**n
 
 
-def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> McNemar:
+def mcnemar_exact(a: Sequence[bool] | np.ndarray, b: Sequence[bool] | np.ndarray) -> McNemar:
     """Exact two-sided McNemar test on paired pass/fail flags.
 
     With ``s = only_a + only_b`` discordant pairs, ``p = min(1, 2 * P(X <= min(only_a, only_b)))``

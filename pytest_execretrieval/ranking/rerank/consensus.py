@@ -52,7 +52,7 @@ import hashlib
 import re
 from collections.abc import Sequence
 
-from ...corpus.items import BenchmarkItem, defines
+from ...corpus.items import BenchmarkItem
 from .base import Reranked, RerankerContext, RerankerError, RerankQuery
 
 SOURCES = ("tests", "hypothesis")
@@ -150,11 +150,12 @@ def _drawn(types: tuple[str, ...], n: int) -> tuple[str, ...]:
 def hypothesis_arguments(entry_point: str, codes: Sequence[str]) -> list[str]:
     """Argument lists drawn for the first of ``codes`` whose ``entry_point`` has supported
     annotations; empty when none has."""
-    from ...mutation.equivalence import annotations
+    # Renamed: ``annotations`` is the ``from __future__`` feature's name in this module.
+    from ...mutation.equivalence import annotations as parameter_types
 
     for code in codes:
         try:
-            types = annotations(code, entry_point)
+            types = parameter_types(code, entry_point)
         except SyntaxError:
             continue
         if types is not None:
@@ -223,10 +224,10 @@ class ExecConsensus:
 
     def rerank(self, first_stage: str, queries: Sequence[RerankQuery]) -> list[Reranked]:
         plans = []
-        suites = []
+        suites: list[tuple[str, str, Sequence[str]]] = []
         for q in queries:
             ep = q.item.entry_point
-            callable_ = [i for i, c in enumerate(q.candidates) if defines(c.code, ep)]
+            callable_ = [i for i, c in enumerate(q.candidates) if q.item.lang.defines(c.code, ep)]
             args = self.inputs(q.item, [q.candidates[i].code for i in callable_])
             plans.append((callable_, args, len(suites)))
             if args and len(callable_) >= 2:

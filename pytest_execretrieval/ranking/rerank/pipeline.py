@@ -21,11 +21,9 @@ scored, the rest is not).
 scores the top ``k`` only); ``passes`` of every hit is the first stage's (same query, same
 snippet).
 
-**Lift** (:func:`lift`): per metric, pipeline minus first stage over the same queries, with the
-paired bootstrap CI and test of :func:`..compare.paired_comparison`; for exec@1 also the exact
-McNemar test on the per-query pass/fail of the pytest items (a tie at rank 1 fails), and the
-same figures per domain and per operator class (queries with an own distractor of that class,
-as in :func:`..analyses.per_operator`).
+The pipeline's lift over its first stage is a comparison of their two reports
+(:func:`pytest_execretrieval.scoring.lift.lift`); its sentences are
+:mod:`pytest_execretrieval.reporting.lift_text`'s.
 """
 
 from __future__ import annotations
@@ -35,14 +33,24 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ...corpus.items import BenchmarkItem, defines
+from ...corpus.items import BenchmarkItem
 from ...corpus.store import Snippet
 from ...execution.runner import SuiteRunner
-from ..benchmark import BenchmarkRun, Hit, QueryResult
+from ...records import (
+    BenchmarkRun,
+    CodeSimilarity,
+    Hit,
+    Invocation,
+    Outcomes,
+    QueryResult,
+    TieGroup,
+    TieSpan,
+)
+from ..benchmark import honest, pair_outcomes
 from ..retrieval import DECIMALS
 from .base import Candidate, Reranked, Reranker, RerankerError, RerankQuery
 
-__all__ = ["PipelineRun", "lift", "lift_lines", "lift_markdown", "pipeline_name", "rerank_run"]
+__all__ = ["PipelineRun", "pipeline_name", "rerank_run"]
 
 
 def pipeline_name(embedder: str, reranker: str) -> str:
@@ -71,12 +79,14 @@ def _group_spans(keys: Sequence) -> list[tuple[int, int]]:
 
 
 # The pipeline's hits, rank-1 tie, tail tie, canonical span and canonical rank of one query.
-Reordered = tuple[list[Hit], dict, dict, dict, int]
+Reordered = tuple[list[Hit], TieGroup, TieGroup, TieSpan, int]
 
 
 def reorder(r: QueryResult, scores: Sequence[float], k: int) -> Reordered:
     """The pipeline's view of one query whose first ``k`` listed hits got ``scores`` (the tie
     groups as in :class:`..benchmark.QueryResult`; ordering and ties: module docstring)."""
+    if r.tail_tie is None or r.canonical_tie is None:
+        raise ValueError(f"{r.query_id}: a first-stage result without its tie groups")
     top = list(r.top)
     k = min(k, len(top))
     rounded = [round(float(s), DECIMALS) for s in scores]
@@ -90,38 +100,33 @@ def reorder(r: QueryResult, scores: Sequence[float], k: int) -> Reordered:
     spans = _group_spans(keys)
     last_first, last_last = spans[-1]
     if k == len(top):  # the whole list was reranked: nothing below ties with it
-        tail = {"size": last_last - last_first + 1,
-                "passing": sum(h.passes for h in hits[last_first:])}  # fmt: skip
+        tail = TieGroup(size=last_last - last_first + 1,
+                        passing=sum(h.passes for h in hits[last_first:]))  # fmt: skip
     else:  # the first stage's tail group, less its members that were reranked
         moved = [h for h in top[:k] if h.score == top[-1].score]
-        tail = {"size": r.tail_tie["size"] - len(moved),
-                "passing": r.tail_tie["passing"] - sum(h.passes for h in moved)}  # fmt: skip
+        tail = TieGroup(size=r.tail_tie["size"] - len(moved),
+                        passing=r.tail_tie["passing"] - sum(h.passes for h in moved))  # fmt: skip
     first_group = hits[: spans[0][1] + 1]
-    rank1 = tail if spans[0] == spans[-1] else {
-        "size": len(first_group), "passing": sum(h.passes for h in first_group)}  # fmt: skip
+    rank1 = tail if spans[0] == spans[-1] else TieGroup(
+        size=len(first_group), passing=sum(h.passes for h in first_group))  # fmt: skip
     canonical = next((p for p, h in enumerate(hits)
                       if h.kind == "canonical" and h.query_id == r.query_id), None)  # fmt: skip
     if canonical is not None and canonical < k:
         a, b = spans[canonical]
         if spans[canonical] == spans[-1]:
             b = a + tail["size"] - 1
-        span = {"first": a + 1, "last": b + 1}
+        span = TieSpan(first=a + 1, last=b + 1)
         rank = canonical + 1
     else:  # below the reranked part: ranks are the first stage's
-        span = {"first": max(r.canonical_tie["first"], k + 1), "last": r.canonical_tie["last"]}
+        span = TieSpan(first=max(r.canonical_tie["first"], k + 1), last=r.canonical_tie["last"])
         rank = r.canonical_rank
     return hits, rank1, tail, span, rank
 
 
-def _outcomes(item: BenchmarkItem, snippet: Snippet, runner: SuiteRunner) -> tuple[str, ...]:
+def _outcomes(item: BenchmarkItem, snippet: Snippet, runner: SuiteRunner) -> Outcomes:
     """The snippet's outcome per test of ``item`` (recorded, not callable, or run, cached)."""
-    if snippet.query_id == item.id:
-        return snippet.outcomes
-    if not defines(snippet.code, item.entry_point):
-        return ("error:NameError",) * len(item.tests)
-    result = runner.run(snippet.code, item.setup, item.tests)
-    honest = result.passed or any(o != "pass" for o in result.outcomes)
-    return result.outcomes if honest else ("error:Sandbox",) * len(result.outcomes)
+    known = pair_outcomes(item, snippet)
+    return known if known is not None else honest(runner.run(snippet.code, item.setup, item.tests))
 
 
 def rerank_run(
@@ -169,13 +174,14 @@ def rerank_run(
                                                             runner)  # fmt: skip
         results[item.id] = QueryResult(
             item.id, item.domain, rank1["passing"] == rank1["size"], rank, r.canonical_score,
-            tuple(hits), tuple(outcomes), r.own_distractors, {}, rank1, tail, span,
+            tuple(hits), tuple(outcomes), r.own_distractors, CodeSimilarity(), rank1, tail, span,
         )  # fmt: skip
     # The first stage's invocation plus the reranker's: a comparison with the first stage
     # shows exactly what the second stage adds.
-    invocation = {**first.embedder, "name": pipeline_name(first_name, name or reranker.name),
-                  "first_stage": first_name, "reranker": reranker.invocation(),
-                  "rerank_k": k}  # fmt: skip
+    invocation: Invocation = {
+        **first.embedder, "name": pipeline_name(first_name, name or reranker.name),
+        "first_stage": first_name, "reranker": reranker.invocation(), "rerank_k": k,
+    }  # fmt: skip
     n = max(1, len(queries))
     info = {
         "reranker": reranker.name, "k": k,
@@ -191,111 +197,3 @@ def rerank_run(
             "first_stage_ms_per_query": 1000 * first.encode_s / n}  # fmt: skip
     return PipelineRun(BenchmarkRun(invocation, first.corpus_sha256, first.n_snippets, results,
                                     seconds), info, cost)  # fmt: skip
-
-
-def _group_figures(qa: list[dict], qb: list[dict], idx: list[int], seed: int) -> dict:
-    from ...scoring.compare import paired_test
-    from ...scoring.metrics import METRIC_NAMES, metric_matrix, row_metrics
-    from ...scoring.stats import mcnemar_exact, paired_bootstrap_diff_ci
-
-    j = METRIC_NAMES.index("exec@1")
-    a = metric_matrix([row_metrics(qa[i]).expected for i in idx])[:, j]
-    b = metric_matrix([row_metrics(qb[i]).expected for i in idx])[:, j]
-    lo, hi = paired_bootstrap_diff_ci(a, b, n_resamples=2000, seed=seed)
-    strict = mcnemar_exact([qa[i]["passed"] for i in idx], [qb[i]["passed"] for i in idx])
-    test = paired_test(a, b, seed)
-    return {
-        "n": len(idx), "before": float(a.mean()), "after": float(b.mean()),
-        "difference": float(b.mean() - a.mean()), "ci95": [float(lo), float(hi)],
-        "p": test["p_value"], "test": test["test"],
-        "mcnemar_passed": {"only_first_stage": strict.only_a, "only_pipeline": strict.only_b,
-                           "p": strict.p_value},
-    }  # fmt: skip
-
-
-def lift(first_stage: dict, pipeline: dict, seed: int = 0) -> dict:
-    """The rank-1 lift of ``pipeline`` over ``first_stage`` (two reports on the same queries).
-
-    ``metrics``: per metric ``{difference, ci95, p, test, before, after}`` (pipeline minus first
-    stage); ``exec@1_mcnemar``: the exact McNemar test on the pytest items' pass/fail
-    (``only_first_stage``, ``only_pipeline``, ``p``); ``by_domain`` and ``by_operator``: the
-    exec@1 figures per domain and per operator class."""
-    from ...scoring.analyses import _classes, _own
-    from ...scoring.compare import _paired_queries, paired_comparison
-    from ...scoring.stats import mcnemar_exact
-
-    cmp = paired_comparison(first_stage, pipeline, seed=seed)
-    qa, qb = _paired_queries(first_stage, pipeline)
-    strict = mcnemar_exact([q["passed"] for q in qa], [q["passed"] for q in qb])
-    domains: dict[str, list[int]] = {}
-    for i, q in enumerate(qa):
-        domains.setdefault(q["domain"], []).append(i)
-    classes = _classes(first_stage)
-    return {
-        "first_stage": cmp["a"],
-        "n_queries": cmp["n_queries"],
-        "metrics": {
-            m: {
-                "difference": c["difference"],
-                "ci95": c["ci95"],
-                "p": c["p_value"],
-                "test": c["test"],
-                "before": c["a"],
-                "after": c["b"],
-            }
-            for m, c in cmp["metrics"].items()
-        },  # fmt: skip
-        "exec@1_mcnemar": {
-            "only_first_stage": strict.only_a,
-            "only_pipeline": strict.only_b,
-            "p": strict.p_value,
-        },  # fmt: skip
-        "by_domain": {d: _group_figures(qa, qb, idx, seed) for d, idx in sorted(domains.items())},
-        "by_operator": {
-            c: _group_figures(qa, qb, idx, seed)
-            for c in classes
-            if (idx := [i for i, q in enumerate(qa) if _own(q, c)])
-        },
-    }
-
-
-def lift_lines(name: str, report: dict) -> list[str]:
-    """One line per pipeline report: exec@1 before -> after, the lift with CI and p values."""
-    lift_ = report.get("lift")
-    if not lift_:
-        return []
-    m = lift_["metrics"]["exec@1"]
-    mc = lift_["exec@1_mcnemar"]
-    info = report.get("rerank", {})
-    fb = info.get("fallback", {}).get("n")
-    fallback = f"; first-stage order kept for {fb} queries" if fb else ""
-    return [f"lift [{name}] over {lift_['first_stage']}: exec@1 {m['before']:.3f} -> "
-            f"{m['after']:.3f}, {m['difference']:+.3f} [{m['ci95'][0]:+.3f}, {m['ci95'][1]:+.3f}] "
-            f"({m['test']} p = {m['p']:.3g}; McNemar on pass/fail {mc['only_first_stage']} vs "
-            f"{mc['only_pipeline']}, p = {mc['p']:.3g}){fallback}"]  # fmt: skip
-
-
-def lift_markdown(reports: Mapping[str, dict]) -> str:
-    """The summary.md section: each pipeline beside its first stage, exec@1 lift overall and
-    per operator class."""
-    pipelines = {n: r for n, r in reports.items() if r.get("lift")}
-    if not pipelines:
-        return ""
-    lines = ["## Reranking: rank-1 lift over the first stage", "",
-             "| pipeline | first stage | exec@1 before | after | lift [95% CI] | p | McNemar p "
-             "| fallbacks |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
-    for name, r in pipelines.items():
-        m, mc, info = r["lift"]["metrics"]["exec@1"], r["lift"]["exec@1_mcnemar"], r["rerank"]
-        lines.append(f"| {name} | {r['first_stage']} | {m['before']:.3f} | {m['after']:.3f} | "
-                     f"{m['difference']:+.3f} [{m['ci95'][0]:+.3f}, {m['ci95'][1]:+.3f}] | "
-                     f"{m['p']:.3g} | {mc['p']:.3g} | {info['fallback']['n']} |")  # fmt: skip
-    for name, r in pipelines.items():
-        rows = r["lift"]["by_operator"]
-        if rows:
-            lines += ["", f"### {name}: exec@1 lift per operator class", "",
-                      "| operator class | queries | before | after | lift [95% CI] | p |",
-                      "|---|---|---|---|---|---|"]  # fmt: skip
-            lines += [f"| {c} | {g['n']} | {g['before']:.3f} | {g['after']:.3f} | "
-                      f"{g['difference']:+.3f} [{g['ci95'][0]:+.3f}, {g['ci95'][1]:+.3f}] | "
-                      f"{g['p']:.3g} |" for c, g in rows.items()]  # fmt: skip
-    return "\n".join(lines) + "\n"

@@ -1,0 +1,329 @@
+"""The records every layer passes: a query's ranking and outcomes, a report row, an invocation,
+a lift. Types and their one JSON form, no behaviour; this module imports nothing of the package
+(it sits below every layer, see docs/architecture.md).
+
+Two kinds, each for a reason:
+
+- **Frozen dataclasses** for what a run produces and hands on (:class:`Hit`, :class:`QueryResult`,
+  :class:`BenchmarkRun`): built once by the ranking, read by scoring, reporting and the pytest
+  items, never changed.
+- **TypedDicts** for what is JSON already (a report's ``per_query`` rows, its ``embedder``
+  record, its ``lift``): a report read back from disk (schema version 1 or 2) is these rows,
+  not objects, and ``execretrieval compare`` reads reports it did not write.
+
+The dataclasses' JSON is the report's: :meth:`QueryResult.to_json` writes exactly a
+:class:`ReportRow` (plus, for the run's own round trip, the rank-1 outcomes), and
+:meth:`QueryResult.from_json` reads it back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NotRequired, TypedDict
+
+__all__ = [
+    "PASS",
+    "BenchmarkRun",
+    "CodeSimilarity",
+    "GroupLift",
+    "Hit",
+    "HitRow",
+    "Invocation",
+    "Lift",
+    "LiftMetric",
+    "McNemarLift",
+    "Outcomes",
+    "OwnDistractorRow",
+    "QueryResult",
+    "ReportRow",
+    "TieGroup",
+    "TieSpan",
+    "passes_all",
+]
+
+# A snippet's outcome per test of a query, in the query's test order: "pass", "fail",
+# "timeout" or "error:<kind>" (the runner's verdicts, execution/_grammar.py).
+Outcomes = tuple[str, ...]
+PASS = "pass"
+
+
+def passes_all(outcomes: Outcomes) -> bool:
+    """Whether a snippet passes every test of the query (items have at least one test)."""
+    return all(o == PASS for o in outcomes)
+
+
+class TieGroup(TypedDict):
+    """A tie group over the whole pool: its size and how many of its snippets pass."""
+
+    size: int
+    passing: int
+
+
+class TieSpan(TypedDict):
+    """The 1-based rank span of the canonical's tie group."""
+
+    first: int
+    last: int
+
+
+class HitRow(TypedDict):
+    """One ``top`` entry: a ranked snippet and whether it passes the query's tests."""
+
+    rank: int
+    snippet_id: str
+    kind: str  # "canonical" | "distractor"
+    operator: str | None  # a distractor's operator class
+    query_id: str  # the item the snippet belongs to
+    score: float
+    passes: bool
+    # Pipelines only: the ordering key whose equality makes a tie (absent: the score is the key).
+    tie_key: NotRequired[list[float]]
+
+
+class OwnDistractorRow(TypedDict):
+    """One of the query's own distractors with its score for the query."""
+
+    snippet_id: str
+    operator: str | None
+    score: float
+    edit_lines: int
+    edit_chars: int
+    kill: str | None  # how the tests kill it: "assertion" | "exception" | "timeout"
+
+
+class CodeSimilarity(TypedDict, total=False):
+    """Cosine similarities canonical -> alternatives and canonical -> own distractors."""
+
+    alternatives: list[float]
+    distractors: list[float]
+
+
+class ReportRow(TypedDict):
+    """One ``per_query`` row: the query's ranking, its tie structure and its own distractors.
+
+    Schema version 2 rows carry every key but ``rank1_outcomes``; version 1 rows lack the
+    ``NotRequired`` ones. ``rank1_outcomes`` is in a run's own JSON only (not in reports)."""
+
+    query_id: str
+    domain: str
+    passed: bool  # every snippet of the rank-1 tie group passes
+    canonical_rank: int | None
+    canonical_score: NotRequired[float]
+    rank1_tie: NotRequired[TieGroup]
+    tail_tie: NotRequired[TieGroup | None]
+    canonical_tie: NotRequired[TieSpan | None]
+    top: list[HitRow]  # ranks 1..10
+    own_distractors: NotRequired[list[OwnDistractorRow]]
+    code_similarity: NotRequired[CodeSimilarity]
+    rank1_outcomes: NotRequired[list[str]]
+
+
+class Invocation(TypedDict, total=False):
+    """The report's ``embedder`` record: everything needed to run the same invocation again.
+
+    An embedder's ``invocation()`` gives the fixed keys first (``embedders.describe``) and may add
+    its own (a revision, a weights hash); a pipeline's adds ``first_stage``, ``reranker`` and
+    ``rerank_k``. Every key that changes the scores is here: it keys the embedding cache."""
+
+    name: str
+    model: str
+    dim: int | None
+    similarity: str
+    query_prefix: str
+    document_prefix: str
+    normalize: bool
+    batch_size: int
+    package_versions: dict[str, str]
+    first_stage: str
+    reranker: dict[str, object]
+    rerank_k: int
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One listed snippet of a query's ranking."""
+
+    rank: int
+    snippet_id: str
+    kind: str
+    operator: str | None
+    query_id: str
+    score: float
+    passes: bool
+    # Pipelines only (see ranking/rerank/pipeline.py): the ordering key whose equality makes a
+    # tie, e.g. (1, reranker score, first-stage score) for a reranked hit; None: the score is it.
+    tie_key: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.tie_key is not None:  # JSON gives a list
+            object.__setattr__(self, "tie_key", tuple(self.tie_key))
+
+    def to_json(self) -> HitRow:
+        """The ``top`` entry (``tie_key`` only where it is not the score)."""
+        row = HitRow(
+            rank=self.rank,
+            snippet_id=self.snippet_id,
+            kind=self.kind,
+            operator=self.operator,
+            query_id=self.query_id,
+            score=self.score,
+            passes=self.passes,
+        )
+        if self.tie_key is not None:
+            row["tie_key"] = list(self.tie_key)
+        return row
+
+    @classmethod
+    def from_json(cls, row: HitRow) -> Hit:
+        tie_key = row.get("tie_key")
+        return cls(
+            row["rank"],
+            row["snippet_id"],
+            row["kind"],
+            row["operator"],
+            row["query_id"],
+            row["score"],
+            row["passes"],
+            None if tie_key is None else tuple(tie_key),
+        )
+
+
+def _untied() -> TieGroup:
+    return TieGroup(size=1, passing=0)
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """A query's ranking: its top 10 with pass flags, the canonical's place and the tie groups
+    (over the whole pool) that the tie-aware metrics read (``scoring.metrics.row_metrics``)."""
+
+    query_id: str
+    domain: str
+    passed: bool  # every snippet of the rank-1 tie group passes the query's tests
+    canonical_rank: int
+    canonical_score: float
+    top: tuple[Hit, ...]
+    rank1_outcomes: Outcomes  # the rank-1 snippet's outcome per test
+    # The query's own distractors with their score for this query, and cosine similarities
+    # canonical -> alternatives and canonical -> own distractors (dense embedders only).
+    own_distractors: tuple[OwnDistractorRow, ...] = ()
+    code_similarity: CodeSimilarity = field(default_factory=lambda: CodeSimilarity())
+    # The tie group at rank 1 (default: a lone failing snippet), at the last listed rank and the
+    # canonical's rank span (None: not known, as in a row written without them).
+    rank1_tie: TieGroup = field(default_factory=_untied)
+    tail_tie: TieGroup | None = None
+    canonical_tie: TieSpan | None = None
+
+    def to_json(self, rank1_outcomes: bool = True) -> ReportRow:
+        """The report's ``per_query`` row (key order as written since schema version 2), with
+        ``rank1_outcomes`` at the end unless ``rank1_outcomes=False`` (the report's row)."""
+        row = ReportRow(
+            query_id=self.query_id,
+            domain=self.domain,
+            passed=self.passed,
+            canonical_rank=self.canonical_rank,
+            canonical_score=self.canonical_score,
+            rank1_tie=self.rank1_tie,
+            tail_tie=self.tail_tie,
+            canonical_tie=self.canonical_tie,
+            top=[h.to_json() for h in self.top],
+            own_distractors=list(self.own_distractors),
+            code_similarity=self.code_similarity,
+        )
+        if rank1_outcomes:
+            row["rank1_outcomes"] = list(self.rank1_outcomes)
+        return row
+
+    @classmethod
+    def from_json(cls, row: ReportRow) -> QueryResult:
+        """A row of :meth:`to_json` (a report row reads back with no rank-1 outcomes)."""
+        rank = row["canonical_rank"]
+        if rank is None:
+            raise ValueError(f"{row['query_id']}: a row without the canonical's rank")
+        return cls(
+            row["query_id"],
+            row["domain"],
+            row["passed"],
+            rank,
+            row.get("canonical_score", 0.0),
+            tuple(Hit.from_json(h) for h in row["top"]),
+            tuple(row.get("rank1_outcomes", ())),
+            tuple(row.get("own_distractors", ())),
+            row.get("code_similarity", CodeSimilarity()),
+            row.get("rank1_tie", _untied()),
+            row.get("tail_tie"),
+            row.get("canonical_tie"),
+        )
+
+
+@dataclass(frozen=True)
+class BenchmarkRun:
+    """One embedder's (or pipeline's) rankings of every query, with what produced them."""
+
+    embedder: Invocation
+    corpus_sha256: str
+    n_snippets: int
+    results: dict[str, QueryResult]  # by query id
+    encode_s: float
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "embedder": self.embedder,
+            "corpus_sha256": self.corpus_sha256,
+            "n_snippets": self.n_snippets,
+            "encode_s": self.encode_s,
+            "results": {q: r.to_json() for q, r in self.results.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> BenchmarkRun:
+        results = {q: QueryResult.from_json(r) for q, r in data["results"].items()}
+        return cls(
+            data["embedder"], data["corpus_sha256"], data["n_snippets"], results, data["encode_s"]
+        )
+
+
+class LiftMetric(TypedDict):
+    """One metric of a lift: pipeline minus first stage, its paired CI and test."""
+
+    difference: float
+    ci95: list[float]
+    p: float
+    test: str
+    before: float
+    after: float
+
+
+class McNemarLift(TypedDict):
+    """The exact McNemar test on the pytest items' pass/fail (a tie at rank 1 fails)."""
+
+    only_first_stage: int
+    only_pipeline: int
+    p: float
+
+
+class GroupLift(TypedDict):
+    """The exec@1 lift over one domain's or operator class's queries."""
+
+    n: int
+    before: float
+    after: float
+    difference: float
+    ci95: list[float]
+    p: float
+    test: str
+    mcnemar_passed: McNemarLift
+
+
+# A pipeline report's ``lift`` (scoring/lift.py computes it); functional form: a key holds "@".
+Lift = TypedDict(
+    "Lift",
+    {
+        "first_stage": str,
+        "n_queries": int,
+        "metrics": dict[str, LiftMetric],
+        "exec@1_mcnemar": McNemarLift,
+        "by_domain": dict[str, GroupLift],
+        "by_operator": dict[str, GroupLift],
+    },
+)
