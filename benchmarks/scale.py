@@ -37,10 +37,12 @@ def one_size(n: int, queries: int) -> dict:
     start = time.perf_counter()
     rank_dense(q, docs, np.zeros(queries, dtype=np.int64), k=10)
     return {
-        "n": n, "seconds": time.perf_counter() - start,
+        "n": n,
+        "seconds": time.perf_counter() - start,
         "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
-        "input_gib": (docs.nbytes + q.nbytes) / 2**30, "rss_before_gib": base / 2**20,
-    }  # fmt: skip
+        "input_gib": (docs.nbytes + q.nbytes) / 2**30,
+        "rss_before_gib": base / 2**20,
+    }
 
 
 def recall(n: int, queries: int) -> dict:
@@ -55,8 +57,12 @@ def recall(n: int, queries: int) -> dict:
     approx = rank_approximate(q, docs, targets, k=10)
     approx_s = time.perf_counter() - start
     hits = [len(set(a) & set(e)) for a, e in zip(approx.indices.tolist(), exact.indices.tolist())]
-    return {"n": n, "recall@10": sum(hits) / (10 * queries), "exact_s": exact_s,
-            "approximate_s (build + search)": approx_s}  # fmt: skip
+    return {
+        "n": n,
+        "recall@10": sum(hits) / (10 * queries),
+        "exact_s": exact_s,
+        "approximate_s (build + search)": approx_s,
+    }
 
 
 def main() -> None:
@@ -81,8 +87,10 @@ def main() -> None:
             check=True,
         )
         r = json.loads(out.stdout)
-        print(f"{n:>10} {args.queries:>8} {r['seconds']:>8.1f} {r['peak_rss_gib']:>13.2f} "
-              f"{r['input_gib']:>11.2f}")  # fmt: skip
+        print(
+            f"{n:>10} {args.queries:>8} {r['seconds']:>8.1f} {r['peak_rss_gib']:>13.2f} "
+            f"{r['input_gib']:>11.2f}"
+        )
     print("target: 1M x 1000 x 384 ranks within 24 GiB")
     try:
         import faiss  # noqa: F401

@@ -77,8 +77,13 @@ def paper_runner(work: list[dict]) -> float:
     start = time.perf_counter()
     for req in work:
         try:
-            subprocess.run([sys.executable, "-I", "-c", PAPER_RUNNER], input=json.dumps(req),
-                           capture_output=True, text=True, timeout=5)  # fmt: skip
+            subprocess.run(
+                [sys.executable, "-I", "-c", PAPER_RUNNER],
+                input=json.dumps(req),
+                capture_output=True,
+                text=True,
+                timeout=5,
+            )
         except subprocess.TimeoutExpired:
             pass
     return time.perf_counter() - start
@@ -101,8 +106,9 @@ def sandbox_only(work: list[dict], processes: int) -> float:
         f.flush()
         start = time.perf_counter()
         argv = [sys.executable, "-c", SANDBOX_ONLY, f.name]
-        procs = [subprocess.Popen([*argv, str(i), str(processes)], cwd=ROOT)
-                 for i in range(processes)]  # fmt: skip
+        procs = [
+            subprocess.Popen([*argv, str(i), str(processes)], cwd=ROOT) for i in range(processes)
+        ]
         if any(proc.wait() for proc in procs):
             sys.exit("a sandbox-only run failed")
         return time.perf_counter() - start
@@ -135,8 +141,20 @@ def xdist_ceiling(n_items: int, work_s: float) -> tuple[float, float]:
         walls = []
         for n in ("0", "2"):
             start = time.perf_counter()
-            argv = [sys.executable, "-m", "pytest", "-q", "-n", n, "--rootdir", tmp, "-c",
-                    os.devnull, *VERIFY_FLAGS, "test_work.py"]  # fmt: skip
+            argv = [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-n",
+                n,
+                "--rootdir",
+                tmp,
+                "-c",
+                os.devnull,
+                *VERIFY_FLAGS,
+                "test_work.py",
+            ]
             if subprocess.run(argv, cwd=tmp, capture_output=True).returncode != 0:
                 sys.exit(f"the xdist ceiling run -n {n} failed")
             walls.append(time.perf_counter() - start)
@@ -190,15 +208,19 @@ def measure(items: Path) -> None:
     one, two = sandbox_only(work, 1), sandbox_only(work, 2)
     suite_s = one / len(work)
     # xdist's own ratio for items of a suite's cost, and how it grows with the work per item.
-    plain = {(n, w): xdist_ceiling(n, w) for n, w in ((n_items, suite_s), (n_items, 0.001),
-                                                      (n_items // 4, 0.010))}  # fmt: skip
+    plain = {
+        (n, w): xdist_ceiling(n, w)
+        for n, w in ((n_items, suite_s), (n_items, 0.001), (n_items // 4, 0.010))
+    }
     print(f"{len(work)} (snippet, own suite) pairs")
     print(f"paper runner (fresh python -I each, sequential): {paper:6.1f} s")
     for n, wall, cpu in (("0", serial, serial_cpu), ("2", parallel, parallel_cpu)):
         print(f"execretrieval verify -n {n}:                       {wall:6.1f} s ({cpu:.1f} CPU-s)")
     print(f"3. paper / verify -n 0 = {paper / serial:5.1f}x   target >= 6x")
-    print(f"4. -n 0 / -n 2         = {serial / parallel:5.2f}x   (target: >= 0.95 of xdist's "
-          "ceiling, benchmarks/xdist_ceiling.py)")  # fmt: skip
+    print(
+        f"4. -n 0 / -n 2         = {serial / parallel:5.2f}x   (target: >= 0.95 of xdist's "
+        "ceiling, benchmarks/xdist_ceiling.py)"
+    )
     print(
         f"   the sandbox alone (no pytest): 1 process {one:.1f} s, 2 processes {two:.1f} s, "
         f"{one / two:.2f}x"

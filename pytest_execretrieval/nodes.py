@@ -154,8 +154,9 @@ class CorpusFreshnessItem(ReportingItem):
         if not (session.corpus_dir / "manifest.json").exists():
             raise VerificationFailure(f"no corpus: run {build}")
         if session.stale:
-            raise VerificationFailure(f"the corpus is stale; run {build}:\n  "
-                                      + "\n  ".join(map(str, session.stale)))  # fmt: skip
+            raise VerificationFailure(
+                f"the corpus is stale; run {build}:\n  " + "\n  ".join(map(str, session.stale))
+            )
 
     def reportinfo(self):
         return self.path, 0, "corpus-freshness gate"
@@ -176,18 +177,23 @@ class QueryItem(ReportingItem):
         r = self.result
         top1 = r.top[0]
         self.user_properties += [
-            ("embedder", self.embedder), ("query_id", r.query_id),
-            ("canonical_rank", r.canonical_rank), ("rank1_kind", top1.kind),
-            ("rank1_operator", top1.operator or ""), ("rank1_score", f"{top1.score:.6f}"),
+            ("embedder", self.embedder),
+            ("query_id", r.query_id),
+            ("canonical_rank", r.canonical_rank),
+            ("rank1_kind", top1.kind),
+            ("rank1_operator", top1.operator or ""),
+            ("rank1_score", f"{top1.score:.6f}"),
             ("canonical_score", f"{r.canonical_score:.6f}"),
             ("rank1_tie", r.rank1_tie.get("size", 1)),
             *junit_properties(report_row(r)),
-        ]  # fmt: skip
+        ]
         if not r.passed:
             session: BenchmarkSession = session_of(self)  # its runner: limits, isolation, cache
-            line = failure_line(self.item, r)  # also the whole text's first line: the junit
-            text = line + "\n" + failure_text(self.item, r, session.code_by_id(),  # message
-                                               session.runner.run)  # fmt: skip
+            # The whole text's first line is also the junit message.
+            line = failure_line(self.item, r)
+            text = (
+                line + "\n" + failure_text(self.item, r, session.code_by_id(), session.runner.run)
+            )
             if not shows_full_failures(self.config):
                 self.add_report_section("call", FAILURE_SECTION, text)
             raise RankOneFailure(text, line)

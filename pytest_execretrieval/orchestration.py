@@ -71,8 +71,10 @@ def load(items_dir: Path, stack: int, *, stale_ok: bool) -> Loaded:
     stale = [r for r in stale_reasons(items_dir, engine(stack), where) if r.item_id not in bad]
     changed = frozenset(r.item_id for r in stale if r.item_id is not None)
     if stale and not stale_ok:
-        raise SetupError(f"the corpus in {items_dir} is stale; run `execretrieval build "
-                         f"{items_dir}`:\n  " + "\n  ".join(map(str, stale)))  # fmt: skip
+        raise SetupError(
+            f"the corpus in {items_dir} is stale; run `execretrieval build "
+            f"{items_dir}`:\n  " + "\n  ".join(map(str, stale))
+        )
     corpus = None
     if (where / "manifest.json").exists():
         try:
@@ -150,10 +152,16 @@ class Ranked:
 
 
 def rank(
-    loaded: Loaded, embedders: Mapping[str, Embedder], rerankers: Mapping[str, Reranker],
-    pipelines: Mapping[str, tuple[str, str]], rerank_k: int, runner: SuiteRunner,
-    cache_dir: Path, code_similarity: bool, runs: MutableMapping[str, BenchmarkRun],
-) -> Ranked:  # fmt: skip
+    loaded: Loaded,
+    embedders: Mapping[str, Embedder],
+    rerankers: Mapping[str, Reranker],
+    pipelines: Mapping[str, tuple[str, str]],
+    rerank_k: int,
+    runner: SuiteRunner,
+    cache_dir: Path,
+    code_similarity: bool,
+    runs: MutableMapping[str, BenchmarkRun],
+) -> Ranked:
     """Rank the pool for every query with each embedder, then every pipeline (``pipelines``:
     name -> (embedder, reranker); fusion needs all first stages first). ``runs`` is filled as
     the work goes (the reranker context reads it); every embedder and reranker is closed."""
@@ -164,8 +172,16 @@ def rank(
         for name, embedder in embedders.items():
             del pending[name]
             try:
-                runs[name] = run_benchmark(loaded.items, loaded.corpus, sha, embedder, runner,
-                                           cache_dir, stderr_progress, code_similarity)  # fmt: skip
+                runs[name] = run_benchmark(
+                    loaded.items,
+                    loaded.corpus,
+                    sha,
+                    embedder,
+                    runner,
+                    cache_dir,
+                    stderr_progress,
+                    code_similarity,
+                )
             except EmbedderError as exc:
                 raise SetupError(f"--embedder {name}: {exc}") from None
             finally:
@@ -174,8 +190,16 @@ def rank(
             ranked.usage[name] = hosted_report_fields(embedder)
         snippets = {s.snippet_id: s for s in loaded.corpus.snippets}
         for pipeline, (first, reranker) in pipelines.items():
-            done = rerank_run(runs[first], first, rerankers[reranker], rerank_k, loaded.items,
-                              snippets, runner, reranker)  # fmt: skip
+            done = rerank_run(
+                runs[first],
+                first,
+                rerankers[reranker],
+                rerank_k,
+                loaded.items,
+                snippets,
+                runner,
+                reranker,
+            )
             runs[pipeline] = done.run
             ranked.rerank_info[pipeline] = done.info
             ranked.rerank_cost[pipeline] = done.cost
@@ -199,9 +223,11 @@ def load_baseline(path: Path, sha: str) -> dict:
         raise SetupError(f"--execretrieval-baseline: {exc}") from None
     if "incomplete" in baseline:
         done = baseline["incomplete"]
-        raise SetupError(f"--execretrieval-baseline {path} is the report of a run cut short "
-                         f"({done['completed']} of {done['selected']} selected queries ran): "
-                         "re-run the baseline model to completion")  # fmt: skip
+        raise SetupError(
+            f"--execretrieval-baseline {path} is the report of a run cut short "
+            f"({done['completed']} of {done['selected']} selected queries ran): "
+            "re-run the baseline model to completion"
+        )
     if baseline["corpus"]["sha256"] != sha:
         raise SetupError(
             f"--execretrieval-baseline {path} was made on corpus "
@@ -217,10 +243,15 @@ def failed_queries(report: dict) -> set[str]:
 
 def write_state(path: Path, runs: Mapping[str, BenchmarkRun], baseline_failed: set[str]) -> None:
     """The runs (and the queries the baseline fails) for xdist workers, which only look up."""
-    write_atomic(path, json.dumps({
-        "runs": {n: r.to_json() for n, r in runs.items()},
-        "baseline_failed": sorted(baseline_failed),
-    }))  # fmt: skip
+    write_atomic(
+        path,
+        json.dumps(
+            {
+                "runs": {n: r.to_json() for n, r in runs.items()},
+                "baseline_failed": sorted(baseline_failed),
+            }
+        ),
+    )
 
 
 def read_state(path: Path) -> tuple[dict[str, BenchmarkRun], set[str]]:
@@ -230,17 +261,24 @@ def read_state(path: Path) -> tuple[dict[str, BenchmarkRun], set[str]]:
 
 
 def build_reports(
-    runs: Mapping[str, BenchmarkRun], ran: Mapping[str, Sequence[str]], elapsed: float,
-    seed: int, usage: Mapping[str, dict], first_stage: Mapping[str, str],
+    runs: Mapping[str, BenchmarkRun],
+    ran: Mapping[str, Sequence[str]],
+    elapsed: float,
+    seed: int,
+    usage: Mapping[str, dict],
+    first_stage: Mapping[str, str],
     rerank_info: Mapping[str, dict],
-) -> dict[str, dict]:  # fmt: skip
+) -> dict[str, dict]:
     """One report per embedder or pipeline that ran queries (``ran``: name -> query ids, in run
     order); a pipeline's report has its ``first_stage``, ``rerank`` and ``lift`` over the first
     stage's report of this session."""
     from .scoring.compare import ComparisonError
 
-    reports = {name: {**build_report(name, runs[name], ids, elapsed, seed), **usage.get(name, {})}
-               for name, ids in ran.items() if ids}  # fmt: skip
+    reports = {
+        name: {**build_report(name, runs[name], ids, elapsed, seed), **usage.get(name, {})}
+        for name, ids in ran.items()
+        if ids
+    }
     for name, report in reports.items():
         if name not in first_stage:
             continue
@@ -257,9 +295,12 @@ def build_reports(
 
 
 def gate_reports(
-    reports: Mapping[str, dict], baseline: dict | None, gate: GateSettings, seed: int,
+    reports: Mapping[str, dict],
+    baseline: dict | None,
+    gate: GateSettings,
+    seed: int,
     collection_errors: Sequence[str] = (),
-) -> dict[str, GateDecision]:  # fmt: skip
+) -> dict[str, GateDecision]:
     """Each report's gate decision (its ``gate`` record is stored in the report), or ``{}`` when
     there is neither a baseline nor a minimum. A selected subset (-k/-m) is gated on the same
     baseline queries; ``collection_errors`` fail every decision; a gate that cannot be computed
@@ -273,10 +314,16 @@ def gate_reports(
     gates = {}
     for name, report in reports.items():
         try:
-            gates[name] = gate_decision(baseline, report, gate.alpha, seed=seed,
-                                        metrics=gate.metrics, margin=gate.margin,
-                                        minimums=gate.minimums,
-                                        collection_errors=collection_errors)  # fmt: skip
+            gates[name] = gate_decision(
+                baseline,
+                report,
+                gate.alpha,
+                seed=seed,
+                metrics=gate.metrics,
+                margin=gate.margin,
+                minimums=gate.minimums,
+                collection_errors=collection_errors,
+            )
         except (ComparisonError, ValueError) as exc:
             n = len(report["per_query"])
             gates[name] = GateDecision(gate.alpha, n, Coverage(n), error=str(exc))
@@ -285,9 +332,11 @@ def gate_reports(
 
 
 def cut_short(
-    reports: Mapping[str, dict], gate: GateSettings, incomplete: Mapping[str, Incomplete],
+    reports: Mapping[str, dict],
+    gate: GateSettings,
+    incomplete: Mapping[str, Incomplete],
     gated: bool,
-) -> dict[str, GateDecision]:  # fmt: skip
+) -> dict[str, GateDecision]:
     """A run that did not complete (``incomplete``: per report, how many of its selected items
     completed, and why): every report says so (its ``incomplete``), and, when the run is gated,
     every gate is INCOMPLETE (never a pass)."""
@@ -298,9 +347,12 @@ def cut_short(
     for name, report in reports.items():
         report["incomplete"] = incomplete[name].to_json()
         if gated:
-            gates[name] = GateDecision(gate.alpha, len(report["per_query"]),
-                                       Coverage(len(report["per_query"])),
-                                       incomplete=incomplete[name])  # fmt: skip
+            gates[name] = GateDecision(
+                gate.alpha,
+                len(report["per_query"]),
+                Coverage(len(report["per_query"])),
+                incomplete=incomplete[name],
+            )
             report["gate"] = gate_json(gates[name])
     return gates
 
@@ -310,8 +362,10 @@ def check_outputs(report_dir: Path | None, cache_dir: Path, names: Sequence[str]
     report files get a name of their own. Raises :class:`SetupError` naming the problem."""
     from .reporting.report import file_stem
 
-    for flag, path in (("--execretrieval-report-dir", report_dir),
-                       ("--execretrieval-cache-dir", cache_dir)):  # fmt: skip
+    for flag, path in (
+        ("--execretrieval-report-dir", report_dir),
+        ("--execretrieval-cache-dir", cache_dir),
+    ):
         if path is not None:
             problem = _unwritable(Path(path))
             if problem:
@@ -323,10 +377,12 @@ def check_outputs(report_dir: Path | None, cache_dir: Path, names: Sequence[str]
         # casefold: on a case-insensitive file system BM25.json and bm25.json are one file
         stem = file_stem(name).casefold()
         if stem in owners:
-            raise SetupError(f"--execretrieval-report-dir: {owners[stem]!r} and {name!r} would "
-                             f"both write {file_stem(name)}.json (report file names keep only "
-                             "letters, digits and ._-); run them in separate sessions or "
-                             "rename one (e.g. another path for an npz: file)")  # fmt: skip
+            raise SetupError(
+                f"--execretrieval-report-dir: {owners[stem]!r} and {name!r} would "
+                f"both write {file_stem(name)}.json (report file names keep only "
+                "letters, digits and ._-); run them in separate sessions or "
+                "rename one (e.g. another path for an npz: file)"
+            )
         owners[stem] = name
         for suffix in (".json", ".xml"):
             target = Path(report_dir) / f"{file_stem(name)}{suffix}"

@@ -554,7 +554,7 @@ def test_code_edits_change_the_fingerprint(old: str, new: str) -> None:
     [
         ("Core classes\n", "The core classes\n"),  # the module docstring
         ('"""Replace ``source[start:end]``', '"""Replace ``text[start:end]``'),  # a docstring
-        ("# fmt: skip", "# formatting left alone"),  # a comment
+        ("# fmt: off", "# formatting left alone"),  # a comment
         (
             "def _off_by_one(node: ast.AST, ctx: SourceContext)",
             "def _off_by_one(\n    node: ast.AST, ctx: SourceContext\n)",

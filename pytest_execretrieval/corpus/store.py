@@ -78,9 +78,12 @@ def sha256(data: str | bytes) -> str:
 
 def unified_diff(canonical: str, code: str) -> str:
     lines = difflib.unified_diff(
-        canonical.splitlines(keepends=True), code.splitlines(keepends=True),
-        "canonical", "snippet", n=1,
-    )  # fmt: skip
+        canonical.splitlines(keepends=True),
+        code.splitlines(keepends=True),
+        "canonical",
+        "snippet",
+        n=1,
+    )
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
@@ -89,10 +92,17 @@ def make_snippet(
 ) -> Snippet:
     failing = tuple(i for i, outcome in enumerate(outcomes) if outcome != "pass")
     return Snippet(
-        snippet_id=sha256(code), query_id=item.id, kind=kind, operator=extra.pop("operator", None),
-        line=extra.pop("line", None), code=code, diff=unified_diff(item.canonical, code),
-        outcomes=outcomes, failing_tests=failing, **extra,
-    )  # fmt: skip
+        snippet_id=sha256(code),
+        query_id=item.id,
+        kind=kind,
+        operator=extra.pop("operator", None),
+        line=extra.pop("line", None),
+        code=code,
+        diff=unified_diff(item.canonical, code),
+        outcomes=outcomes,
+        failing_tests=failing,
+        **extra,
+    )
 
 
 def jsonl(snippets: list[Snippet] | tuple[Snippet, ...]) -> bytes:
@@ -167,9 +177,16 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 STALE_KINDS = (
-    "manifest-missing", "manifest-unreadable", "file-missing", "file-changed", "engine",
-    "item-removed", "item-new", "item-changed", "corpus-unreadable",
-)  # fmt: skip
+    "manifest-missing",
+    "manifest-unreadable",
+    "file-missing",
+    "file-changed",
+    "engine",
+    "item-removed",
+    "item-new",
+    "item-changed",
+    "corpus-unreadable",
+)
 
 
 @dataclass(frozen=True)

@@ -113,8 +113,11 @@ def members(protocol: type) -> tuple[str, ...]:
     names: list[str] = []
     for base in reversed(protocol.__mro__):
         if Protocol in base.__bases__:
-            names += [n for n in (*base.__dict__.get("__annotations__", {}), *vars(base))
-                      if not n.startswith("_")]  # fmt: skip
+            names += [
+                n
+                for n in (*base.__dict__.get("__annotations__", {}), *vars(base))
+                if not n.startswith("_")
+            ]
     return tuple(dict.fromkeys(names))
 
 
@@ -193,17 +196,31 @@ def package_versions(*names: str) -> dict[str, str]:
 
 
 def describe(
-    name: str, model: str, dim: int, *, similarity: str = "cosine", query_prefix: str = "",
-    document_prefix: str = "", normalize: bool = True, batch_size: int = 0,
-    packages: Sequence[str] = (), **extra,
-) -> dict:  # fmt: skip
+    name: str,
+    model: str,
+    dim: int,
+    *,
+    similarity: str = "cosine",
+    query_prefix: str = "",
+    document_prefix: str = "",
+    normalize: bool = True,
+    batch_size: int = 0,
+    packages: Sequence[str] = (),
+    **extra,
+) -> dict:
     """An invocation record with the report's fixed keys first, then embedder-specific ones."""
     return {
-        "name": name, "model": model, "dim": dim, "similarity": similarity,
-        "query_prefix": query_prefix, "document_prefix": document_prefix,
-        "normalize": normalize, "batch_size": batch_size,
-        "package_versions": package_versions("pytest-execretrieval", *packages), **extra,
-    }  # fmt: skip
+        "name": name,
+        "model": model,
+        "dim": dim,
+        "similarity": similarity,
+        "query_prefix": query_prefix,
+        "document_prefix": document_prefix,
+        "normalize": normalize,
+        "batch_size": batch_size,
+        "package_versions": package_versions("pytest-execretrieval", *packages),
+        **extra,
+    }
 
 
 Factory = Callable[[EmbedderOptions], Embedder]

@@ -75,6 +75,8 @@ class FrozenEmbedder(EmbedderBase):
         table = self._load()[role]
         missing = [i for i in ids if i not in table]
         if missing:
-            raise EmbedderError(f"{self.name}: no {role} vector for {len(missing)} ids, "
-                                f"e.g. {missing[:3]} (frozen for another corpus?)")  # fmt: skip
+            raise EmbedderError(
+                f"{self.name}: no {role} vector for {len(missing)} ids, "
+                f"e.g. {missing[:3]} (frozen for another corpus?)"
+            )
         return np.stack([table[i] for i in ids]).astype(np.float32)

@@ -322,8 +322,9 @@ def _fresh_namespaces() -> tuple[types.ModuleType, types.ModuleType]:
     return _module("builtins", **vars(builtins)), _module("__candidate__")
 
 
-def _serve_calls(code: str, compiled: tuple[Any, list], report: _Reporter, streams: tuple,
-                 fresh: tuple) -> None:  # fmt: skip
+def _serve_calls(
+    code: str, compiled: tuple[Any, list], report: _Reporter, streams: tuple, fresh: tuple
+) -> None:
     """Run setup + snippet, then make each test's call of the entry point and send what it
     gave, in test order; the checker decides. ``fresh``: this child's :func:`_fresh_namespaces`.
 
@@ -358,8 +359,9 @@ def _serve_calls(code: str, compiled: tuple[Any, list], report: _Reporter, strea
     report.send({"d": 1})
 
 
-def _make_call(call: tuple[str, Any], namespace: dict[str, Any],
-               from_setup: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+def _make_call(
+    call: tuple[str, Any], namespace: dict[str, Any], from_setup: dict[str, Any]
+) -> dict[str, Any]:
     """One test's call: ``{"v": value}`` (encoded), ``{"u": type}``, ``{"x": name, "mro":
     [...]}`` (the call, or finding the entry point, raised); for ``raises`` (kind ``call``)
     ``{"ok": 0|1, "mro": [...]}``: whether the call returned, and what it raised."""

@@ -245,8 +245,15 @@ _DENY_CHILD = ("fork", "vfork", "pidfd_open", "pidfd_send_signal", "pidfd_getfd"
 _DENY_CHECKER = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
 # The checker may act on itself only (argument 0 is the pid; 0 means the caller): glibc's
 # setrlimit/getrlimit are prlimit64(0, ...); the rest it never calls.
-_SELF_ONLY = ("prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam",
-              "sched_setattr", "migrate_pages", "move_pages")  # fmt: skip
+_SELF_ONLY = (
+    "prlimit64",
+    "sched_setaffinity",
+    "sched_setscheduler",
+    "sched_setparam",
+    "sched_setattr",
+    "migrate_pages",
+    "move_pages",
+)
 # ... and for these the pid is argument 1 (``which, who``).
 _SELF_ONLY_ARG1 = ("setpriority", "ioprio_set")
 ROLES = ("server", "child", "checker")

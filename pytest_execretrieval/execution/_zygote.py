@@ -586,8 +586,11 @@ class _Layers:
             self.active["unprivileged_uid"] = True  # already unprivileged outside
             return
         if not self.active["mount_namespace"] and any(map(_private_ancestor, _python_paths())):
-            self._miss("unprivileged_uid", "the interpreter is under a private directory and "
-                       "there is no mount namespace to expose it")  # fmt: skip
+            self._miss(
+                "unprivileged_uid",
+                "the interpreter is under a private directory and "
+                "there is no mount namespace to expose it",
+            )
             return
         for cap in range(64):  # bounding set: nothing regained by exec (which seccomp denies)
             try:

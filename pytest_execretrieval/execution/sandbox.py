@@ -152,8 +152,9 @@ class SuiteResult:
         for name in ("returned", "values"):
             extra = getattr(self, name)
             if extra and len(extra) != len(self.outcomes):
-                raise ValueError(f"SuiteResult.{name} has {len(extra)} entries for "
-                                 f"{len(self.outcomes)} outcomes")  # fmt: skip
+                raise ValueError(
+                    f"SuiteResult.{name} has {len(extra)} entries for {len(self.outcomes)} outcomes"
+                )
 
     @property
     def unusable(self) -> bool:
@@ -196,8 +197,9 @@ class SuiteResult:
         if not isinstance(values, list):
             raise TypeError("SuiteResult.values must be a list")
         values = [_decode_value(v) for v in values]
-        return cls(tuple(outcomes), passed, d["detail"], d["output"], tuple(returned),
-                   tuple(values))  # fmt: skip
+        return cls(
+            tuple(outcomes), passed, d["detail"], d["output"], tuple(returned), tuple(values)
+        )
 
 
 _VALUE_KINDS = ("value", "raises", "error", "unsupported")
@@ -321,7 +323,7 @@ class Sandbox:
                 _BOOTSTRAP,
                 str(_SERVER_SCRIPT.parent),
                 json.dumps(self._limits_json),
-            ],  # fmt: skip
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -558,8 +560,9 @@ def _to_result(reply: dict[str, Any], n_tests: int) -> SuiteResult:
     # Belt and braces: never trust a `passed` that the outcomes contradict.
     passed = result.passed and all(o == "pass" for o in result.outcomes)
     returned = () if all(o == "pass" for o in result.outcomes) else result.returned
-    return SuiteResult(result.outcomes, passed, result.detail, result.output, returned,
-                       result.values)  # fmt: skip
+    return SuiteResult(
+        result.outcomes, passed, result.detail, result.output, returned, result.values
+    )
 
 
 _SHARED: dict[tuple[Limits, int], Sandbox] = {}

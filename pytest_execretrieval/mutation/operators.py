@@ -203,16 +203,18 @@ def _protected_children(node: ast.AST) -> list[ast.AST]:
 
 Operator = Callable[[ast.AST, SourceContext], Iterator[Edit]]
 
+# fmt: off
 _BINOP_TEXT: dict[type[ast.operator], str] = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.MatMult: "@", ast.Div: "/",
     ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**", ast.LShift: "<<", ast.RShift: ">>",
     ast.BitOr: "|", ast.BitXor: "^", ast.BitAnd: "&",
-}  # fmt: skip
+}
 _BINOP_PREC: dict[type[ast.operator], int] = {
     ast.BitOr: 7, ast.BitXor: 8, ast.BitAnd: 9, ast.LShift: 10, ast.RShift: 10, ast.Add: 11,
     ast.Sub: 11, ast.Mult: 12, ast.MatMult: 12, ast.Div: 12, ast.FloorDiv: 12, ast.Mod: 12,
     ast.Pow: 14,
-}  # fmt: skip
+}
+# fmt: on
 _UNARY_PREC, _ADD_PREC, _POW_PREC, _ATOM_PREC = 13, 11, 14, 16
 
 
@@ -380,11 +382,13 @@ def _off_by_one(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
         yield from _literal_shifts(ctx, node, node)
 
 
+# fmt: off
 _WRONG_BINOP: dict[type[ast.operator], str] = {
     ast.Add: "-", ast.Sub: "+", ast.Mult: "//", ast.FloorDiv: "*", ast.Div: "*",
     ast.Mod: "//", ast.Pow: "*", ast.BitAnd: "|", ast.BitOr: "&", ast.BitXor: "|",
     ast.LShift: ">>", ast.RShift: "<<",
-}  # fmt: skip
+}
+# fmt: on
 
 
 def _wrong_binop(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
@@ -470,10 +474,12 @@ def _remove_guard(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
     yield Edit(first, last, replacement, f"remove `{_short(header)}`")
 
 
+# fmt: off
 _CMP_TEXT: dict[type[ast.cmpop], str] = {
     ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
     ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in",
-}  # fmt: skip
+}
+# fmt: on
 
 
 def _comparison_operator(table: dict[type[ast.cmpop], str]) -> Operator:
@@ -491,10 +497,12 @@ def _comparison_operator(table: dict[type[ast.cmpop], str]) -> Operator:
     return operator
 
 
+# fmt: off
 _WRONG_COMPARISON = {
     ast.Eq: "!=", ast.NotEq: "==", ast.Lt: ">", ast.Gt: "<", ast.LtE: ">=", ast.GtE: "<=",
     ast.In: "not in", ast.NotIn: "in", ast.Is: "is not", ast.IsNot: "is",
-}  # fmt: skip
+}
+# fmt: on
 _BOUNDARY_COMPARISON = {ast.Lt: "<=", ast.LtE: "<", ast.Gt: ">=", ast.GtE: ">"}
 _COMPLEMENT_COMPARISON = {ast.Lt: ">=", ast.GtE: "<", ast.Gt: "<=", ast.LtE: ">"}
 
