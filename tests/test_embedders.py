@@ -104,7 +104,7 @@ def test_registry_names_and_errors():
         get_embedder("npz:")
 
 
-def test_entry_point_plugins_are_registered(monkeypatch):
+def test_entry_point_plugins_are_registered(monkeypatch, tmp_path):
     import importlib.metadata as md
 
     class FakeEP:
@@ -121,6 +121,7 @@ def test_entry_point_plugins_are_registered(monkeypatch):
             [FakeEP()] if group == "pytest_execretrieval.embedders" else real(group=group, **kw)
         ),
     )
+    monkeypatch.syspath_prepend(str(tmp_path))  # a new path: the entry points are looked up again
     assert "team-model" in known_names()
     assert contract(get_embedder("team-model")) is LexicalScorer
 
