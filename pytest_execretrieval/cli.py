@@ -8,7 +8,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import DEFAULT_CACHE_DIR
 from .corpus.items import bundled_items_dir
@@ -70,9 +70,9 @@ def cmd_build(args: argparse.Namespace) -> int:
         return 2
     full = Plan({}, (Rebuild("full", "--full: every item is rebuilt"),))
     reuse = full if args.full else plan(items, out_dir, engine(args.stack))
-    for reason in reuse.reasons:
-        if reason.kind == "records":  # never silently: a corrupt record is rebuilt, and said so
-            print(f"rebuilding: {reason}", file=sys.stderr)
+    for rebuild in reuse.reasons:
+        if rebuild.kind == "records":  # never silently: a corrupt record is rebuilt, and said so
+            print(f"rebuilding: {rebuild}", file=sys.stderr)
     cache = Path(args.cache_dir)
     mutant_limits = Limits(timeout_s=MUTANT_TIMEOUT_S)
     with (
@@ -236,8 +236,10 @@ def cmd_embed(args: argparse.Namespace) -> int:
     try:
         corpus = read_corpus(items_dir, engine())
         items, problems = load_items(items_dir)
-        embedder = get_embedder(args.embedder, EmbedderOptions(cache_dir=args.cache_dir))
-        require_dense(embedder, "freezing vectors")
+        embedder = require_dense(
+            get_embedder(args.embedder, EmbedderOptions(cache_dir=args.cache_dir)),
+            "freezing vectors",
+        )
         embedder.check_usable()
         invocation = embedder.invocation()
         cache = EmbeddingCache(Path(args.cache_dir), invocation)
@@ -353,7 +355,7 @@ def parser() -> argparse.ArgumentParser:
         "list and run embedders, compare reports, plot them.",
     )
     sub = p.add_subparsers(dest="command", required=True)
-    cache = {"default": str(DEFAULT_CACHE_DIR), "help": "cache directory"}
+    cache: dict[str, Any] = {"default": str(DEFAULT_CACHE_DIR), "help": "cache directory"}
 
     b = sub.add_parser("build", help="generate corpus.jsonl, alternatives.jsonl, manifest.json")
     b.add_argument("items_dir", nargs="?")

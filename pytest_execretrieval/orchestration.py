@@ -55,6 +55,14 @@ class Loaded:
     stale: list[StaleReason]  # why the corpus does not match the item files; [] when fresh
     changed: frozenset[str]  # ids of the items whose files changed since the corpus was built
 
+    @property
+    def built(self) -> Corpus:
+        """The corpus, which a benchmark needs (``load(stale_ok=False)`` refuses to go on
+        without one: an unbuilt corpus is stale)."""
+        if self.corpus is None:
+            raise SetupError(f"no corpus in {self.corpus_dir}: run `execretrieval build`")
+        return self.corpus
+
 
 def load(items_dir: Path, stack: int, *, stale_ok: bool) -> Loaded:
     """Good items and the corpus; malformed item files are left to collection to report.
@@ -126,7 +134,7 @@ def identifier_view(
     from .ranking.neutral import neutral_view
 
     entry_points = {item.id: item.entry_point for item in loaded.items}
-    snippets = [*loaded.corpus.snippets, *loaded.corpus.alternatives]
+    snippets = [*loaded.built.snippets, *loaded.built.alternatives]
     return {name: neutral_view(e, snippets, entry_points) for name, e in embedders.items()}
 
 
@@ -174,7 +182,7 @@ def rank(
             try:
                 runs[name] = run_benchmark(
                     loaded.items,
-                    loaded.corpus,
+                    loaded.built,
                     sha,
                     embedder,
                     runner,
@@ -188,7 +196,7 @@ def rank(
                 embedder.close()
             ranked.encode_s += runs[name].encode_s
             ranked.usage[name] = hosted_report_fields(embedder)
-        snippets = {s.snippet_id: s for s in loaded.corpus.snippets}
+        snippets = {s.snippet_id: s for s in loaded.built.snippets}
         for pipeline, (first, reranker) in pipelines.items():
             done = rerank_run(
                 runs[first],

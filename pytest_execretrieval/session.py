@@ -64,7 +64,7 @@ class Session:
         config.option.continue_on_collection_errors = True
         # Item ids are `<domain>/<stem>...`, relative to the items directory: pytest must not
         # re-base them on the invocation directory (`../numbers/x[bm25]` for items elsewhere).
-        config.cwd_relative_nodeid = lambda nodeid: nodeid
+        config.cwd_relative_nodeid = lambda nodeid: nodeid  # type: ignore[method-assign]
         for domain in sorted(p.name for p in self.items_dir.iterdir() if p.is_dir()):
             config.addinivalue_line("markers", f"{domain}: benchmark items of domain {domain}")
 
@@ -194,7 +194,7 @@ class BenchmarkSession(Session):
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if self.is_worker:
-            path = self.config.workerinput.get(WORKER_KEY)
+            path = self.config.workerinput.get(WORKER_KEY)  # type: ignore[attr-defined]  # xdist's
             if path:
                 self.state.runs, self.state.baseline_failed = read_state(Path(path))
             return
@@ -204,16 +204,16 @@ class BenchmarkSession(Session):
         if not loaded.items:
             raise pytest.UsageError(f"no valid benchmark items in {self.items_dir}")
         try:  # every output, embedder and reranker is checked before any work starts
-            self.state.start(loaded, self.runner, self.selected_ids())
+            self.state.start(loaded, self.runner, self.selected_ids(loaded))
         except SetupError as exc:
             raise pytest.UsageError(str(exc)) from None
 
-    def selected_ids(self) -> list[str]:
+    def selected_ids(self, loaded: Loaded) -> list[str]:
         """The ids of the items under the paths given on the command line (all by default)."""
         roots = [Path(a.split("::")[0]).resolve() for a in self.config.args]
         return [
             item.id
-            for item in self.loaded.items
+            for item in loaded.items
             if any(_within(item.path.resolve(), root) for root in roots)
         ]
 
@@ -305,7 +305,9 @@ class BenchmarkSession(Session):
         them (the per-query detail stays in ``-rf``, ``-rx`` under a gate, the junit XML and the
         report)."""
         terminal = config.pluginmanager.get_plugin("terminalreporter")
-        lines = [] if terminal is None or self.is_worker else self.state.closing_lines()
+        if terminal is None or self.is_worker:
+            return
+        lines = self.state.closing_lines()
         if lines:
             terminal.write_sep("=", "ExecRetrieval")
         for line in lines:
@@ -330,7 +332,7 @@ def xfail_reason(state: BenchmarkState, query_id: str, result: QueryResult | Non
 
 def outcome_of(report: pytest.TestReport) -> Outcome:
     """What the run state keeps of a test report (an xfail keeps its failure text)."""
-    outcome = report.outcome
+    outcome: str = report.outcome
     if hasattr(report, "wasxfail"):
         outcome = "xfailed" if report.skipped else "xpassed"
     failed = report.failed or (outcome == "xfailed" and report.longrepr is not None)

@@ -174,7 +174,7 @@ class BenchmarkState:
         """The recorded items of one model, in node id order."""
         out = []
         for nodeid in sorted(self.outcomes):
-            owner, query_id = self.query_of(nodeid)
+            owner, query_id = self.query_of(nodeid) or ("", "")  # recorded: a query's node
             if owner == name:
                 o = self.outcomes[nodeid]
                 outcome = "error" if o.when == "setup" and o.outcome == "failed" else o.outcome
@@ -203,11 +203,12 @@ class BenchmarkState:
 
     def short_models(self, records: dict[str, list[RecordedTest]]) -> dict[str, Incomplete]:
         """The models with a report whose selected items did not all complete."""
-        short = {}
-        for name in self.final_reports if self.incomplete else ():
+        short: dict[str, Incomplete] = {}
+        incomplete = self.incomplete
+        for name in self.final_reports if incomplete else ():
             selected = sum(owner == name for owner, _ in self.selected.values())
-            if len(records[name]) < selected:
-                short[name] = Incomplete(selected, len(records[name]), self.incomplete.why)
+            if incomplete and len(records[name]) < selected:
+                short[name] = Incomplete(selected, len(records[name]), incomplete.why)
         return short
 
     def finish(self, status: int, stopped: Sequence[str] = ()) -> int:
@@ -264,7 +265,7 @@ class BenchmarkState:
         """The last lines of the session: the metrics table, the cost of every reranker, each
         gate's decision with its reasons, then the reports written."""
         if not self.final_reports:
-            return [self.incomplete_line()] if self.incomplete else []
+            return [self.incomplete_line(self.incomplete)] if self.incomplete else []
         cost = [
             f"rerank [{name}]: {c['ms_per_query']:.1f} ms/query ({c['seconds']:.1f} s), first "
             f"stage {c['first_stage_ms_per_query']:.1f} ms/query"
@@ -279,13 +280,12 @@ class BenchmarkState:
         )  # the cost goes above the gates: the verdict stays last
         lines[at:at] = cost
         if self.incomplete:
-            return lines + [self.incomplete_line()]
+            return lines + [self.incomplete_line(self.incomplete)]
         records = {name: self.completed(name) for name in self.names}
         last = ungated_exit_line(records, self.gate_records, self.written)
         return lines + ([last] if last else [])
 
-    def incomplete_line(self) -> str:
-        i = self.incomplete
+    def incomplete_line(self, i: Incomplete) -> str:
         return (
             f"INCOMPLETE: {i.completed} of {i.selected} selected benchmark items ran "
             f"({'; '.join(i.why)}); exit status {self.status}"

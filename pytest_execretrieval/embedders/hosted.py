@@ -63,7 +63,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -370,7 +370,7 @@ class HostedEmbedder(EmbedderBase):
         raise NotImplementedError
 
     @staticmethod
-    def rows(payload: object, key: str, n: int) -> list:
+    def rows(payload: Any, key: str, n: int) -> list:
         """``payload[key]``, checked to be a list of one row per text."""
         rows = payload[key]
         if not isinstance(rows, list):
@@ -467,10 +467,14 @@ class HostedEmbedder(EmbedderBase):
             },
         )
 
+    def _sleep(self, seconds: float) -> None:
+        if self.sleep is not None:  # read at each wait, not once: a test may replace it
+            self.sleep(seconds)
+
     def transport(self) -> Transport:
         if self._transport is None:
             key = self.api_key()
-            sleep = None if self.sleep is None else (lambda s: self.sleep(s))
+            sleep = None if self.sleep is None else self._sleep
             self._transport = Transport(
                 self.http,
                 self.headers(key),
@@ -514,9 +518,11 @@ class HostedEmbedder(EmbedderBase):
         futures = [pool.submit(run, i) for i in range(len(batches))]
         wait(futures, return_when=FIRST_EXCEPTION)
         failed = [
-            f.exception()
+            e
             for f in futures
-            if f.done() and not f.cancelled() and f.exception() is not None
+            if f.done() and not f.cancelled()
+            for e in [f.exception()]
+            if e is not None
         ]
         if failed:
             # Fail fast: the first real failure ends the encode now; requests still waiting to

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -25,7 +26,7 @@ def write_npz(
     path: Path, invocation: dict, vectors: dict[str, tuple[list[str], np.ndarray]]
 ) -> None:
     """``vectors`` maps role -> (ids, matrix)."""
-    arrays = {"invocation": np.array(json.dumps(invocation, sort_keys=True))}
+    arrays: dict[str, Any] = {"invocation": np.array(json.dumps(invocation, sort_keys=True))}
     for role, (ids_key, vectors_key) in ROLE_KEYS.items():
         ids, matrix = vectors[role]
         arrays[ids_key] = np.array(ids, dtype=str)

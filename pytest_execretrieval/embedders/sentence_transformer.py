@@ -12,11 +12,15 @@ import shutil
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..safe_write import write_atomic
 from . import EmbedderBase, EmbedderError, EmbedderOptions, describe
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
 
 DEFAULT_BATCH_SIZE = 64
 PACKAGES = ("sentence-transformers", "torch", "transformers")
@@ -45,7 +49,7 @@ class SentenceTransformerEmbedder(EmbedderBase):
         self.model_id = model
         self._locate = locate  # () -> model directory; may assemble or validate it
         self._dir: Path | None = None
-        self._model = None
+        self._model: SentenceTransformer | None = None
         self._packages = (*PACKAGES, *packages)
         self.batch_size = options.batch_size or DEFAULT_BATCH_SIZE
 
@@ -73,6 +77,8 @@ class SentenceTransformerEmbedder(EmbedderBase):
     def invocation(self) -> dict:
         config = json.loads((self.model_dir / "config.json").read_text())
         weights = weights_file(self.model_dir)
+        if weights is None:
+            raise EmbedderError(f"{self.name}: {self.model_dir} holds no model weights")
         return describe(
             self.name,
             self.model_id,
@@ -186,7 +192,7 @@ def mpnet_parts() -> list[Path]:
         piece = [f for f in dist.files or () if f.name.endswith(f".zip.00{number}")]
         if not piece:
             raise EmbedderError(f"{package} is installed but holds no .zip.00{number} piece")
-        parts.append(Path(dist.locate_file(piece[0])))
+        parts.append(Path(str(dist.locate_file(piece[0]))))
     return parts
 
 

@@ -20,17 +20,17 @@ from typing import Any
 try:
     from . import _grammar
 except ImportError:  # a top-level module in the sandbox, with this directory on sys.path
-    import _grammar  # type: ignore[no-redef]
+    import _grammar  # type: ignore[no-redef, import-not-found]
 
 try:
     from . import _wire
 except ImportError:  # a top-level module in the sandbox, with this directory on sys.path
-    import _wire  # type: ignore[no-redef]
+    import _wire  # type: ignore[no-redef, import-not-found]
 
 try:
     from . import _zygote
 except ImportError:  # a top-level module in the sandbox, with this directory on sys.path
-    import _zygote  # type: ignore[no-redef]
+    import _zygote  # type: ignore[no-redef, import-not-found]
 
 _ZYGOTE_GRACE_S = 25.0  # on top of the suite timeout (the caller allows 30 s): heavy load
 UNSUPPORTED = "error:UnsupportedValue"

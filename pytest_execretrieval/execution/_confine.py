@@ -299,7 +299,8 @@ def seccomp_programs() -> tuple[bytes, bytes, bytes]:
     data = b"".join(chunks)
     if data[:1] == b"E":
         raise LayerUnavailable(errno.ENOSYS, data[1:].decode("utf-8", "replace"))
-    programs, rest = [], data[1:]
+    programs: list[bytes] = []
+    rest = data[1:]
     while data[:1] == b"P" and len(rest) >= 4 and len(programs) < len(ROLES):
         (size,) = struct.unpack_from("=I", rest)
         programs.append(rest[4 : 4 + size])

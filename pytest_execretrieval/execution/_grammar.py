@@ -50,7 +50,7 @@ import datetime as _dt
 import fractions
 import math
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -112,7 +112,7 @@ _containers = {
     "Counter": collections.Counter,
     "OrderedDict": collections.OrderedDict,
 }
-_pure = {
+_pure: dict[str, Callable[..., Any]] = {
     "abs": abs,
     "round": round,
     "len": len,
@@ -209,7 +209,8 @@ def parse_tree(source: str, mode: str = "exec") -> ast.AST:
         raise
     except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, parser limits
         raise GrammarError(f"a test the parser refuses ({type(exc).__name__})") from None
-    stack, nodes = [(tree, 0)], 0
+    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+    nodes = 0
     while stack:
         node, depth = stack.pop()
         nodes += 1
@@ -548,10 +549,10 @@ def evaluate(node: ast.expr) -> Any:
                 raise GrammarError("a starred argument is not in the test grammar")
             args.append(evaluate(a))
         kwargs = {}
-        for k in node.keywords:
-            if k.arg is None:
+        for keyword in node.keywords:
+            if keyword.arg is None:
                 raise GrammarError("a ** argument is not in the test grammar")
-            kwargs[k.arg] = evaluate(k.value)
+            kwargs[keyword.arg] = evaluate(keyword.value)
         _check_call(name, args, kwargs)  # type: ignore[arg-type]
         return _bounded(CALLABLES[name](*args, **kwargs))  # type: ignore[index]
     if isinstance(node, ast.Attribute | ast.Name) and _dotted(node) in CONSTANTS:
@@ -637,6 +638,7 @@ def literal_value(node: ast.expr) -> Any:
     budget, todo = MAX_SIZE, [value]
     while todo:
         item = todo.pop()
+        elements: Iterable[Any]
         if isinstance(item, dict):
             budget -= 2 * len(item)
             elements = [*item.keys(), *item.values()]

@@ -21,17 +21,17 @@ from typing import Any
 try:
     from . import _child
 except ImportError:  # a top-level module in the sandbox, with this directory on sys.path
-    import _child  # type: ignore[no-redef]
+    import _child  # type: ignore[no-redef, import-not-found]
 
 try:
     from . import _grammar
 except ImportError:  # a top-level module in the sandbox, with this directory on sys.path
-    import _grammar  # type: ignore[no-redef]
+    import _grammar  # type: ignore[no-redef, import-not-found]
 
 try:
     from . import _wire
 except ImportError:  # a top-level module in the sandbox, with this directory on sys.path
-    import _wire  # type: ignore[no-redef]
+    import _wire  # type: ignore[no-redef, import-not-found]
 
 # Imported once in the zygote so that forked children get them for free: what algorithmic
 # snippets import most (98% of the import statements in the bundled pool). The list is short on

@@ -539,12 +539,13 @@ def _check_inputs(code: object, setup: object, tests: object) -> tuple[str, ...]
         raise TypeError("code and setup must be str")
     if isinstance(tests, str):
         raise TypeError("tests must be a sequence of test statements, not a single str")
-    tests = tuple(tests)  # type: ignore[arg-type]
-    if not all(isinstance(t, str) for t in tests):
+    given: tuple[object, ...] = tuple(tests)  # type: ignore[arg-type]  # else: TypeError
+    strings = tuple(t for t in given if isinstance(t, str))
+    if len(strings) != len(given):
         raise TypeError("every test must be a str")
-    if not tests:
+    if not strings:
         raise ValueError("tests is empty: a suite without tests proves nothing")
-    return tests
+    return strings
 
 
 def _to_result(reply: dict[str, Any], n_tests: int) -> SuiteResult:

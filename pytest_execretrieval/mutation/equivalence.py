@@ -44,16 +44,17 @@ most ``MAX_SIZE`` elements or leaves, dates in ``DATE_RANGE``, times on whole se
 timedeltas of whole seconds within ``TIMEDELTA_DAYS`` days.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: the function `annotations` below would shadow the
+# future feature's name for a type checker.
 import ast
 import contextlib
 import datetime as dt
 import functools
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..execution.runner import SuiteRunner
 
@@ -250,12 +251,16 @@ def _strategy(node: ast.expr):
             return st.tuples(*(_strategy(a) for a in args))
         if outer == "dict":
             return st.dictionaries(_strategy(args[0]), _strategy(args[1]), max_size=MAX_SIZE)
-        maker = {"list": st.lists, "set": st.sets, "frozenset": st.frozensets}[outer]
-        return maker(_strategy(args[0]), max_size=MAX_SIZE)
+        makers: dict[str | None, Callable[..., Any]] = {
+            "list": st.lists,
+            "set": st.sets,
+            "frozenset": st.frozensets,
+        }
+        return makers[outer](_strategy(args[0]), max_size=MAX_SIZE)
     low, high = DATE_RANGE
     days = dt.timedelta(days=TIMEDELTA_DAYS)
     ints = st.integers(*INT_RANGE)
-    return {
+    draws: dict[str | None, Callable[[], Any]] = {
         "int": lambda: st.integers(*INT_RANGE),
         "float": lambda: st.floats(*FLOAT_RANGE, allow_nan=False).map(lambda x: round(x, 2)),
         "bool": st.booleans,
@@ -284,7 +289,8 @@ def _strategy(node: ast.expr):
         "timedelta": lambda: st.timedeltas(-days, days).map(
             lambda d: dt.timedelta(seconds=round(d.total_seconds()))
         ),
-    }[_name(node)]()
+    }
+    return draws[_name(node)]()
 
 
 def search_tree(values: Sequence[int]) -> tuple | None:
@@ -432,10 +438,10 @@ def _close(a: object, b: object) -> bool:
         return a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
     if type(a) is not type(b):
         return False
-    if isinstance(a, list | tuple):
-        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))  # type: ignore[arg-type]
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)  # type: ignore[attr-defined]
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):  # b: the same type as a
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
     return a == b
 
 
