@@ -592,8 +592,13 @@ def test_fingerprint_is_independent_of_hash_seed() -> None:
     )
     root = Path(__file__).resolve().parents[1]
     outputs = {
-        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                       env={"PYTHONHASHSEED": seed, "PYTHONPATH": str(root)}).stdout
+        subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PYTHONHASHSEED": seed, "PYTHONPATH": str(root)},
+        ).stdout
         for seed in ("0", "1")
-    }  # fmt: skip
+    }
     assert outputs == {code_fingerprint() + "\n"}
