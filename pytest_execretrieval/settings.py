@@ -287,11 +287,6 @@ class Settings:
     limits: Limits
     isolation: str
 
-    @property
-    def active(self) -> bool:
-        """Whether this pytest run is a benchmark or a verification (else the plugin idles)."""
-        return bool(self.embedders) or self.verify
-
 
 def resolve(config) -> Settings:
     """All options, converted and checked; the first bad one raises ``ValueError`` naming its

@@ -417,15 +417,3 @@ class SeccompProgram:
 def load_seccomp(program: bytes) -> None:
     """Install a BPF program from :func:`seccomp_filter` (see :meth:`SeccompProgram.load`)."""
     SeccompProgram(program).load()
-
-
-def seccomp_mode() -> int:
-    """This process's seccomp mode from /proc/self/status (0 none, 2 filter); -1 if unknown."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("Seccomp:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return -1
