@@ -53,8 +53,18 @@ def main() -> None:
     py = sys.executable
     pool = timed([py, "-c", BARE, str(items), "corpus.jsonl"])[0]
     bare = timed([py, "-c", BARE, str(items), "corpus.jsonl,alternatives.jsonl"])
-    cmd = [py, "-m", "pytest", "--embedder=minilm", "--execretrieval-items", str(items),
-           "-q", "-p", "no:cacheprovider", "--execretrieval-cache-dir"]  # fmt: skip
+    cmd = [
+        py,
+        "-m",
+        "pytest",
+        "--embedder=minilm",
+        "--execretrieval-items",
+        str(items),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--execretrieval-cache-dir",
+    ]
     with tempfile.TemporaryDirectory() as cache:
         cold = timed([*cmd, cache])[0]
         warm, warm_out = timed([*cmd, cache])

@@ -31,11 +31,16 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def execretrieval(*args: str) -> tuple[float, str]:
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest_execretrieval.cli", *args],
-                          capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_execretrieval.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     if done.returncode != 0:
-        sys.exit(f"execretrieval {' '.join(args)} failed:\n{done.stdout[-2000:]}"
-                 f"{done.stderr[-2000:]}")  # fmt: skip
+        sys.exit(
+            f"execretrieval {' '.join(args)} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+        )
     return time.perf_counter() - start, done.stdout
 
 
@@ -63,19 +68,25 @@ def main() -> None:
         copy = sample_items(Path(args.items), args.sample, Path(tmp) / "items")
         if not read_records(copy):
             if args.sample is None:
-                sys.exit(f"{args.items} has no build records (run `execretrieval build --full` "
-                         "once), so an incremental build would rebuild every item")  # fmt: skip
+                sys.exit(
+                    f"{args.items} has no build records (run `execretrieval build --full` "
+                    "once), so an incremental build would rebuild every item"
+                )
             seconds, _ = execretrieval("build", str(copy), "--full", "--cache-dir", f"{tmp}/c0")
-            print(f"(no build records in {args.items}: the sample was first built in full, "
-                  f"{seconds:.1f} s, untimed)")  # fmt: skip
+            print(
+                f"(no build records in {args.items}: the sample was first built in full, "
+                f"{seconds:.1f} s, untimed)"
+            )
         other = Path(tmp) / "other"
         if args.full_check:
             sample_items(copy, None, other)
         edited = edit_one_query(copy)
         seconds, out = execretrieval("build", str(copy), "--cache-dir", f"{tmp}/c1")
         n = len(item_paths(copy))
-        print(f"edited the query of {edited}; `execretrieval build` of {n} items: {seconds:.1f} s "
-              "(target <= 30 s on the bundled set)")  # fmt: skip
+        print(
+            f"edited the query of {edited}; `execretrieval build` of {n} items: {seconds:.1f} s "
+            "(target <= 30 s on the bundled set)"
+        )
         print("  " + out.strip().splitlines()[-1])
         if args.full_check:
             edit_one_query(other)

@@ -82,8 +82,10 @@ def main() -> None:
     print(f"{len(records)} suites, wall {wall * k:.2f} ms/suite; CPU ms/suite:")
     for name in procs:
         u, s, cu, cs = ((a - b) * k for a, b in zip(after[name], before[name], strict=True))
-        print(f"  {name:<8} own {u + s:.2f} (user {u:.2f}, sys {s:.2f}); "
-              f"children it reaped {cu + cs:.2f} (user {cu:.2f}, sys {cs:.2f})")  # fmt: skip
+        print(
+            f"  {name:<8} own {u + s:.2f} (user {u:.2f}, sys {s:.2f}); "
+            f"children it reaped {cu + cs:.2f} (user {cu:.2f}, sys {cs:.2f})"
+        )
     total = sum(sum(after[p]) - sum(before[p]) for p in procs) * k
     print(f"  total {total:.2f}")
 

@@ -1,8 +1,7 @@
 """Target 5 of the performance issue: ranking memory stays bounded as the pool grows.
 
 Ranks a synthetic pool (random unit vectors, 384 dims) for 1,000 queries at 10k, 100k and 1M
-snippets, each size in a fresh process, reporting wall time and peak RSS; then compares an
-approximate index (faiss HNSW, same ranking interface) against exact ranking at 100k: recall@10.
+snippets, each size in a fresh process, reporting wall time and peak RSS.
 
 Usage: python benchmarks/scale.py [--sizes 10000,100000,1000000] [--queries 1000]
 """
@@ -37,26 +36,12 @@ def one_size(n: int, queries: int) -> dict:
     start = time.perf_counter()
     rank_dense(q, docs, np.zeros(queries, dtype=np.int64), k=10)
     return {
-        "n": n, "seconds": time.perf_counter() - start,
+        "n": n,
+        "seconds": time.perf_counter() - start,
         "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
-        "input_gib": (docs.nbytes + q.nbytes) / 2**30, "rss_before_gib": base / 2**20,
-    }  # fmt: skip
-
-
-def recall(n: int, queries: int) -> dict:
-    from pytest_execretrieval.ranking.retrieval import rank_approximate, rank_dense
-
-    q, docs = synthetic(n, queries, seed=1)
-    targets = np.zeros(queries, dtype=np.int64)
-    start = time.perf_counter()
-    exact = rank_dense(q, docs, targets, k=10)
-    exact_s = time.perf_counter() - start
-    start = time.perf_counter()
-    approx = rank_approximate(q, docs, targets, k=10)
-    approx_s = time.perf_counter() - start
-    hits = [len(set(a) & set(e)) for a, e in zip(approx.indices.tolist(), exact.indices.tolist())]
-    return {"n": n, "recall@10": sum(hits) / (10 * queries), "exact_s": exact_s,
-            "approximate_s (build + search)": approx_s}  # fmt: skip
+        "input_gib": (docs.nbytes + q.nbytes) / 2**30,
+        "rss_before_gib": base / 2**20,
+    }
 
 
 def main() -> None:
@@ -64,13 +49,9 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--recall", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         print(json.dumps(one_size(args.one, args.queries)))
-        return
-    if args.recall:
-        print(json.dumps(recall(args.recall, args.queries)))
         return
     print(f"{'snippets':>10} {'queries':>8} {'time s':>8} {'peak RSS GiB':>13} {'inputs GiB':>11}")
     for n in map(int, args.sizes.split(",")):
@@ -81,26 +62,11 @@ def main() -> None:
             check=True,
         )
         r = json.loads(out.stdout)
-        print(f"{n:>10} {args.queries:>8} {r['seconds']:>8.1f} {r['peak_rss_gib']:>13.2f} "
-              f"{r['input_gib']:>11.2f}")  # fmt: skip
+        print(
+            f"{n:>10} {args.queries:>8} {r['seconds']:>8.1f} {r['peak_rss_gib']:>13.2f} "
+            f"{r['input_gib']:>11.2f}"
+        )
     print("target: 1M x 1000 x 384 ranks within 24 GiB")
-    try:
-        import faiss  # noqa: F401
-    except ImportError:
-        print("approximate index: pip install faiss-cpu to measure its recall@10")
-        return
-    out = subprocess.run(
-        [sys.executable, __file__, "--recall", "100000", "--queries", str(args.queries)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    r = json.loads(out.stdout)
-    print(
-        f"faiss HNSW at {r['n']} snippets: recall@10 = {r['recall@10']:.4f} "
-        f"(loss {1 - r['recall@10']:.4f}); exact {r['exact_s']:.1f} s, "
-        f"approximate {r['approximate_s (build + search)']:.1f} s"
-    )
 
 
 if __name__ == "__main__":

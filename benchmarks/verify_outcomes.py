@@ -78,8 +78,10 @@ def main() -> int:
     for name, n in census.most_common():
         print(f"  {name:<14} {n}")
     counts = ", ".join(f"{n} {k}s" for k, n in sorted(kinds.items()))
-    print(f"{sum(kinds.values())} snippets ({counts}) in {elapsed:.1f} s: "
-          f"{len(mismatches)} with different outcomes")  # fmt: skip
+    print(
+        f"{sum(kinds.values())} snippets ({counts}) in {elapsed:.1f} s: "
+        f"{len(mismatches)} with different outcomes"
+    )
     return 1 if mismatches else 0
 
 

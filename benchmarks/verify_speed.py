@@ -82,8 +82,13 @@ def paper_runner(work: list[dict]) -> float:
     start = time.perf_counter()
     for req in work:
         try:
-            subprocess.run([sys.executable, "-I", "-c", PAPER_RUNNER], input=json.dumps(req),
-                           capture_output=True, text=True, timeout=5)  # fmt: skip
+            subprocess.run(
+                [sys.executable, "-I", "-c", PAPER_RUNNER],
+                input=json.dumps(req),
+                capture_output=True,
+                text=True,
+                timeout=5,
+            )
         except subprocess.TimeoutExpired:
             pass
     return time.perf_counter() - start
@@ -106,8 +111,9 @@ def sandbox_only(work: list[dict], processes: int) -> float:
         f.flush()
         start = time.perf_counter()
         argv = [sys.executable, "-c", SANDBOX_ONLY, f.name]
-        procs = [subprocess.Popen([*argv, str(i), str(processes)], cwd=ROOT)
-                 for i in range(processes)]  # fmt: skip
+        procs = [
+            subprocess.Popen([*argv, str(i), str(processes)], cwd=ROOT) for i in range(processes)
+        ]
         if any(proc.wait() for proc in procs):
             sys.exit("a sandbox-only run failed")
         return time.perf_counter() - start
@@ -140,8 +146,20 @@ def xdist_ceiling(n_items: int, work_s: float) -> tuple[float, float]:
         walls = []
         for n in ("0", "2"):
             start = time.perf_counter()
-            argv = [sys.executable, "-m", "pytest", "-q", "-n", n, "--rootdir", tmp, "-c",
-                    os.devnull, *VERIFY_FLAGS, "test_work.py"]  # fmt: skip
+            argv = [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-n",
+                n,
+                "--rootdir",
+                tmp,
+                "-c",
+                os.devnull,
+                *VERIFY_FLAGS,
+                "test_work.py",
+            ]
             if subprocess.run(argv, cwd=tmp, capture_output=True).returncode != 0:
                 sys.exit(f"the xdist ceiling run -n {n} failed")
             walls.append(time.perf_counter() - start)

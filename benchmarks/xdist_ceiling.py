@@ -62,13 +62,17 @@ def main() -> None:
             p0, p2 = xdist_ceiling(n_items, cpu)
             speedup, ceiling = v0 / v2, p0 / p2
             ratios.append(speedup / ceiling)
-            print(f"repeat {repeat}: verify -n 0 {v0:.1f} s, -n 2 {v2:.1f} s: {speedup:.2f}x; "
-                  f"{n_items} plain items of {cpu * 1e3:.2f} ms: -n 0 {p0:.1f} s, -n 2 {p2:.1f} s:"
-                  f" {ceiling:.2f}x; ratio {speedup / ceiling:.2f}")  # fmt: skip
+            print(
+                f"repeat {repeat}: verify -n 0 {v0:.1f} s, -n 2 {v2:.1f} s: {speedup:.2f}x; "
+                f"{n_items} plain items of {cpu * 1e3:.2f} ms: -n 0 {p0:.1f} s, -n 2 {p2:.1f} s:"
+                f" {ceiling:.2f}x; ratio {speedup / ceiling:.2f}"
+            )
             # -n 0 is not one core: the zygote forks the next child ahead on the second one
             print(f"  cores busy (CPU-s / wall): verify -n 0 {c0 / v0:.2f}, -n 2 {c2 / v2:.2f}")
-        print(f"verify speed-up / xdist ceiling = {statistics.median(ratios):.2f} (median of "
-              f"{len(ratios)})   target >= 0.95")  # fmt: skip
+        print(
+            f"verify speed-up / xdist ceiling = {statistics.median(ratios):.2f} (median of "
+            f"{len(ratios)})   target >= 0.95"
+        )
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import DEFAULT_CACHE_DIR
 from .corpus.items import bundled_items_dir
@@ -35,7 +35,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         mutation_score_report,
         review_report,
         yield_report,
-    )  # fmt: skip
+    )
     from .corpus.incremental import Plan, Rebuild, digests, plan, yields_jsonl
     from .corpus.items import load_items
     from .corpus.store import corpus_dir, write_corpus
@@ -53,8 +53,11 @@ def cmd_build(args: argparse.Namespace) -> int:
         items, _ = load_items(items_dir)
         bad = check_plan(plan(items, out_dir, engine(args.stack)), items)
         differences = len(reasons) + len(bad)
-        print("corpus is up to date" if not differences else
-              f"{differences} difference(s): run `execretrieval build {items_dir}`")  # fmt: skip
+        print(
+            "corpus is up to date"
+            if not differences
+            else f"{differences} difference(s): run `execretrieval build {items_dir}`"
+        )
         return 1 if reasons or bad else 0
     items, problems = load_items(items_dir)
     if problems:
@@ -67,9 +70,9 @@ def cmd_build(args: argparse.Namespace) -> int:
         return 2
     full = Plan({}, (Rebuild("full", "--full: every item is rebuilt"),))
     reuse = full if args.full else plan(items, out_dir, engine(args.stack))
-    for reason in reuse.reasons:
-        if reason.kind == "records":  # never silently: a corrupt record is rebuilt, and said so
-            print(f"rebuilding: {reason}", file=sys.stderr)
+    for rebuild in reuse.reasons:
+        if rebuild.kind == "records":  # never silently: a corrupt record is rebuilt, and said so
+            print(f"rebuilding: {rebuild}", file=sys.stderr)
     cache = Path(args.cache_dir)
     mutant_limits = Limits(timeout_s=MUTANT_TIMEOUT_S)
     with (
@@ -77,15 +80,19 @@ def cmd_build(args: argparse.Namespace) -> int:
         SuiteRunner(mutant_limits, cache_dir=cache, jobs=args.jobs) as mutant_runner,
     ):
         try:
-            result = build(items, runner, mutant_runner, args.stack, reuse.reusable,
-                           ProgressLine())  # fmt: skip
+            result = build(items, runner, mutant_runner, args.stack, reuse.reusable, ProgressLine())
         except BuildError as exc:  # quotes item text and what snippets returned
             print(escape(str(exc)), file=sys.stderr)
             print("nothing written", file=sys.stderr)
             return 1
         executed = runner.executed + mutant_runner.executed
-    meta = write_corpus(items_dir, result.corpus, out_dir, yields_jsonl(result.records),
-                        digests(result.corpus, result.records))  # fmt: skip
+    meta = write_corpus(
+        items_dir,
+        result.corpus,
+        out_dir,
+        yields_jsonl(result.records),
+        digests(result.corpus, result.records),
+    )
     for line in result.unusable:  # left out of the pool: a rerun may decide them
         print(line, file=sys.stderr)
     print(yield_report(result.yields))
@@ -96,13 +103,20 @@ def cmd_build(args: argparse.Namespace) -> int:
     if args.review:
         print(escape(review_report(items, result.corpus)))
     counts = meta["counts"]
-    print(f"wrote {out_dir}/corpus.jsonl: {counts['queries']} queries, {counts['snippets']} "
-          f"snippets ({counts['distractors']} distractors), {counts['alternatives']} alternatives;"
-          f" corpus sha256 {meta['corpus_sha256'][:16]}")  # fmt: skip
-    moved = f" ({len(result.reselected)} of them because the class balance moved their " \
-        "distractors)" if result.reselected else ""  # fmt: skip
-    print(f"reused {len(items) - len(result.rebuilt)} items, rebuilt {len(result.rebuilt)}"
-          f"{moved}; {executed} suites executed; {time.monotonic() - started:.1f} s")  # fmt: skip
+    print(
+        f"wrote {out_dir}/corpus.jsonl: {counts['queries']} queries, {counts['snippets']} "
+        f"snippets ({counts['distractors']} distractors), {counts['alternatives']} alternatives;"
+        f" corpus sha256 {meta['corpus_sha256'][:16]}"
+    )
+    moved = (
+        f" ({len(result.reselected)} of them because the class balance moved their distractors)"
+        if result.reselected
+        else ""
+    )
+    print(
+        f"reused {len(items) - len(result.rebuilt)} items, rebuilt {len(result.rebuilt)}"
+        f"{moved}; {executed} suites executed; {time.monotonic() - started:.1f} s"
+    )
     return 0
 
 
@@ -115,9 +129,14 @@ def check_plan(planned: Plan, items: list) -> list:
             print(f"{'stale' if reason.kind == 'records' else 'build'}: {reason}")
     every = any(r.item_id is None for r in planned.reasons)
     named = [r.item_id for r in planned.reasons if r.item_id is not None]
-    print(f"a build would reuse {len(items) - len(named) if not every else 0} items and rebuild "
-          + (f"all {len(items)}" if every else f"{len(named)}" + "".join(
-              f"\n  {iid}" for iid in named)))  # fmt: skip
+    print(
+        f"a build would reuse {len(items) - len(named) if not every else 0} items and rebuild "
+        + (
+            f"all {len(items)}"
+            if every
+            else f"{len(named)}" + "".join(f"\n  {iid}" for iid in named)
+        )
+    )
     return [r for r in planned.reasons if r.kind == "records"]
 
 
@@ -186,9 +205,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     for name in LAYERS:
         why = isolation["missing"].get(name)
         print(f"  {name:<{width}} {'in force' if why is None else 'MISSING: ' + why}")
-    print(f"  landlock ABI {isolation['landlock_abi']}, snippets run as uid "
-          f"{isolation['child_uid'] if isolation['child_uid'] is not None else '(unchanged)'}, "
-          f"scratch {_scratch_text(isolation)}; checker: {isolation['checker']}")  # fmt: skip
+    print(
+        f"  landlock ABI {isolation['landlock_abi']}, snippets run as uid "
+        f"{isolation['child_uid'] if isolation['child_uid'] is not None else '(unchanged)'}, "
+        f"scratch {_scratch_text(isolation)}; checker: {isolation['checker']}"
+    )
     print("embedders:")
     cmd_embedders(args)
     return 1 if isolation["missing"] else 0
@@ -215,33 +236,57 @@ def cmd_embed(args: argparse.Namespace) -> int:
     try:
         corpus = read_corpus(items_dir, engine())
         items, problems = load_items(items_dir)
-        embedder = get_embedder(args.embedder, EmbedderOptions(cache_dir=args.cache_dir))
-        require_dense(embedder, "freezing vectors")
+        embedder = require_dense(
+            get_embedder(args.embedder, EmbedderOptions(cache_dir=args.cache_dir)),
+            "freezing vectors",
+        )
         embedder.check_usable()
         invocation = embedder.invocation()
         cache = EmbeddingCache(Path(args.cache_dir), invocation)
         pool = sorted(corpus.snippets, key=lambda s: s.snippet_id)
-        cost_guard(embedder, [
-            ("document", [document_text(s) for s in pool], [s.snippet_id for s in pool]),
-            ("query", [i.query for i in sorted(items, key=lambda i: i.id)],
-             [i.id for i in sorted(items, key=lambda i: i.id)]),
-        ], cache)  # fmt: skip
-        docs = encode_cached(embedder, [document_text(s) for s in pool],
-                             [s.snippet_id for s in pool], "document", cache,
-                             progress=stderr_progress)  # fmt: skip
+        cost_guard(
+            embedder,
+            [
+                ("document", [document_text(s) for s in pool], [s.snippet_id for s in pool]),
+                (
+                    "query",
+                    [i.query for i in sorted(items, key=lambda i: i.id)],
+                    [i.id for i in sorted(items, key=lambda i: i.id)],
+                ),
+            ],
+            cache,
+        )
+        docs = encode_cached(
+            embedder,
+            [document_text(s) for s in pool],
+            [s.snippet_id for s in pool],
+            "document",
+            cache,
+            progress=stderr_progress,
+        )
         items = sorted(items, key=lambda i: i.id)
-        queries = encode_cached(embedder, [i.query for i in items], [i.id for i in items],
-                                "query", cache, progress=stderr_progress)  # fmt: skip
+        queries = encode_cached(
+            embedder,
+            [i.query for i in items],
+            [i.id for i in items],
+            "query",
+            cache,
+            progress=stderr_progress,
+        )
     except (EmbedderError, CorpusError) as exc:
         print(f"execretrieval embed: {exc}", file=sys.stderr)
         return 2
     finally:
         if "embedder" in locals():
             embedder.close()
-    write_npz(Path(args.out), invocation, {
-        "query": ([i.id for i in items], queries),
-        "document": ([s.snippet_id for s in pool], docs),
-    })  # fmt: skip
+    write_npz(
+        Path(args.out),
+        invocation,
+        {
+            "query": ([i.id for i in items], queries),
+            "document": ([s.snippet_id for s in pool], docs),
+        },
+    )
     print(f"wrote {args.out}: {len(items)} queries, {len(pool)} snippets, dim {docs.shape[1]}")
     return 0
 
@@ -311,15 +356,20 @@ def parser() -> argparse.ArgumentParser:
         "list and run embedders, compare reports, plot them.",
     )
     sub = p.add_subparsers(dest="command", required=True)
-    cache = {"default": str(DEFAULT_CACHE_DIR), "help": "cache directory"}
+    cache: dict[str, Any] = {"default": str(DEFAULT_CACHE_DIR), "help": "cache directory"}
 
     b = sub.add_parser("build", help="generate corpus.jsonl, alternatives.jsonl, manifest.json")
     b.add_argument("items_dir", nargs="?")
-    b.add_argument("--check", action="store_true",
-                   help="exit 1, naming what is stale; list what a build rebuilds")  # fmt: skip
-    b.add_argument("--full", action="store_true",
-                   help="rebuild every item (default: reuse the committed records of unchanged "
-                   "items)")  # fmt: skip
+    b.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1, naming what is stale; list what a build rebuilds",
+    )
+    b.add_argument(
+        "--full",
+        action="store_true",
+        help="rebuild every item (default: reuse the committed records of unchanged items)",
+    )
     b.add_argument(
         "--stack",
         type=int,
@@ -345,14 +395,17 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("items_dir", nargs="?")
     v.add_argument("-n", help="pytest-xdist workers (e.g. 2 or auto)")
 
-    sub.add_parser("embedders", help="known embedder names and whether each is usable here") \
-        .add_argument("--cache-dir", **cache)  # fmt: skip
+    sub.add_parser(
+        "embedders", help="known embedder names and whether each is usable here"
+    ).add_argument("--cache-dir", **cache)
     d = sub.add_parser("doctor", help="sandbox isolation layers available here, and embedders")
     d.add_argument("--cache-dir", **cache)
     d.add_argument("--json", action="store_true", help="print the isolation layers as JSON")
 
-    c = sub.add_parser("compare", help="side-by-side metrics, paired differences with CIs and "
-                       "p-values, of report JSONs")  # fmt: skip
+    c = sub.add_parser(
+        "compare",
+        help="side-by-side metrics, paired differences with CIs and p-values, of report JSONs",
+    )
     c.add_argument("reports", nargs="+", metavar="REPORT.json")
     c.add_argument("--format", choices=("plain", "markdown"), default="plain")
     seed = BY_NAME["seed"].default
@@ -380,9 +433,15 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_verify(args, rest)
     if rest:
         parser().error(f"unrecognized arguments: {' '.join(rest)}")
-    commands = {"build": cmd_build, "embedders": cmd_embedders, "embed": cmd_embed,
-                "doctor": cmd_doctor, "compare": cmd_compare, "report": cmd_report,
-                "train": cmd_train}  # fmt: skip
+    commands = {
+        "build": cmd_build,
+        "embedders": cmd_embedders,
+        "embed": cmd_embed,
+        "doctor": cmd_doctor,
+        "compare": cmd_compare,
+        "report": cmd_report,
+        "train": cmd_train,
+    }
     return commands[args.command](args)
 
 

@@ -9,7 +9,10 @@ Nodes only look their results up in the session (:func:`session_of`); no ranking
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import pytest
 
@@ -24,14 +27,16 @@ from .sanitize import escape
 from .scoring.metrics import junit_properties
 
 if TYPE_CHECKING:
+    from _pytest._code.code import TerminalRepr, TracebackStyle
+
     from .session import BenchmarkSession, Session, VerifySession
 
 SESSION_PLUGIN = "execretrieval-session"
 
 
-def session_of(node: pytest.Node) -> Session:
+def session_of(node: pytest.Item | pytest.Collector) -> Session:
     """The benchmark or verification session this node belongs to."""
-    return node.config.pluginmanager.get_plugin(SESSION_PLUGIN)
+    return cast("Session", node.config.pluginmanager.get_plugin(SESSION_PLUGIN))
 
 
 class BenchmarkFailure(Exception):
@@ -79,19 +84,37 @@ class ReportingItem(pytest.Item):
 
     failure_prefix = ""
 
-    def repr_failure(self, excinfo):
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: TracebackStyle | None = None
+    ) -> str | TerminalRepr:
         if isinstance(excinfo.value, RankOneFailure) and not shows_full_failures(self.config):
             return excinfo.value.line
         if isinstance(excinfo.value, BenchmarkFailure):
             return escape(self.failure_prefix + str(excinfo.value))
-        return super().repr_failure(excinfo)
+        return super().repr_failure(excinfo, style)
 
 
-class ItemsDir(pytest.Dir):
-    """The items directory in a verification run: its files, then the two gates."""
+class ItemsDir(pytest.Directory):
+    """The items directory in a verification run: its entries as ``pytest.Dir`` collects them
+    (by name; ``--ignore`` and ``pytest_ignore_collect`` apply), then the two gates.
 
-    def collect(self):
-        yield from super().collect()
+    Built on ``pytest.Directory`` as pytest's ``customdirectory`` example is: ``pytest.Dir`` is
+    final."""
+
+    def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
+        ihook, config = self.ihook, self.config
+        for entry in sorted(os.scandir(self.path), key=lambda e: e.name):
+            path, is_dir = Path(entry.path), entry.is_dir()
+            if not self.session.isinitpath(
+                path, with_parents=is_dir
+            ) and ihook.pytest_ignore_collect(collection_path=path, config=config):
+                continue
+            if is_dir:
+                collector = ihook.pytest_collect_directory(path=path, parent=self)
+                if collector is not None:
+                    yield collector
+            elif entry.is_file():
+                yield from ihook.pytest_collect_file(file_path=path, parent=self)
         yield CorpusFreshnessItem.from_parent(self, name="corpus-freshness")
         yield NameCollisionItem.from_parent(self, name="name-collision")
 
@@ -104,7 +127,9 @@ class ItemFile(pytest.File):
         item = session.items.get(self.path.resolve()) or load_item(self.path)
         yield from session.item_nodes(self, item)
 
-    def repr_failure(self, excinfo):
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: TracebackStyle | None = None
+    ) -> str | TerminalRepr:  # a collector's failure has no style of its own
         if isinstance(excinfo.value, (ItemError, CorpusError)):
             return escape(str(excinfo.value))
         return super().repr_failure(excinfo)
@@ -120,7 +145,7 @@ class VerifyItem(ReportingItem):
 
     def runtest(self) -> None:
         c = self.case
-        session: VerifySession = session_of(self)
+        session = cast("VerifySession", session_of(self))
         problem = check(c, session.runner.run(c.code, c.item.setup, c.item.tests))
         if problem:
             raise VerificationFailure(problem)
@@ -133,7 +158,7 @@ class NameCollisionItem(ReportingItem):
     failure_prefix = "name collision gate:\n"
 
     def runtest(self) -> None:
-        session: VerifySession = session_of(self)
+        session = cast("VerifySession", session_of(self))
         items = list(session.items.values())
         found = name_collisions(items, session.runner)
         if found:
@@ -150,13 +175,14 @@ class CorpusFreshnessItem(ReportingItem):
     failure_prefix = "corpus freshness gate: "
 
     def runtest(self) -> None:
-        session: VerifySession = session_of(self)
+        session = cast("VerifySession", session_of(self))
         build = f"`execretrieval build {session.items_dir}`"
         if not session.loaded.built:
             raise VerificationFailure(f"no corpus: run {build}")
         if session.stale:
-            raise VerificationFailure(f"the corpus is stale; run {build}:\n  "
-                                      + "\n  ".join(map(str, session.stale)))  # fmt: skip
+            raise VerificationFailure(
+                f"the corpus is stale; run {build}:\n  " + "\n  ".join(map(str, session.stale))
+            )
 
     def reportinfo(self):
         return self.path, 0, "corpus-freshness gate"
@@ -175,15 +201,20 @@ class QueryItem(ReportingItem):
 
     def runtest(self) -> None:
         r = self.result
+        if r is None:  # only a --collect-only session collects a query without a ranking
+            raise BenchmarkFailure(f"{self.item.id} has no ranking for {self.embedder}")
         top1 = r.top[0]
         self.user_properties += [
-            ("embedder", self.embedder), ("query_id", r.query_id),
-            ("canonical_rank", r.canonical_rank), ("rank1_kind", top1.kind),
-            ("rank1_operator", top1.operator or ""), ("rank1_score", f"{top1.score:.6f}"),
+            ("embedder", self.embedder),
+            ("query_id", r.query_id),
+            ("canonical_rank", r.canonical_rank),
+            ("rank1_kind", top1.kind),
+            ("rank1_operator", top1.operator or ""),
+            ("rank1_score", f"{top1.score:.6f}"),
             ("canonical_score", f"{r.canonical_score:.6f}"),
             ("rank1_tie", r.rank1_tie.get("size", 1)),
             *junit_properties(report_row(r)),
-        ]  # fmt: skip
+        ]
         if not r.passed:
             session: BenchmarkSession = session_of(self)  # its runner: limits, isolation, cache
             line = failure_line(self.item, r)  # also the whole text's first line: the junit

@@ -60,6 +60,14 @@ class Loaded:
     changed: frozenset[str]  # ids of the items whose files changed since the corpus was built
     built: bool = True  # the corpus was ever built (its manifest exists)
 
+    @property
+    def pool(self) -> Corpus:
+        """The corpus, which a benchmark needs (``load(stale_ok=False)`` refuses to go on
+        without one: an unbuilt corpus is stale)."""
+        if self.corpus is None:
+            raise SetupError(f"no corpus in {self.corpus_dir}: run `execretrieval build`")
+        return self.corpus
+
 
 def load(
     items_dir: Path, stack: int, *, stale_ok: bool, item_cache: ItemCache | None = None
@@ -80,8 +88,10 @@ def load(
     stale = [r for r in stale_reasons(items_dir, engine(stack), where) if r.item_id not in bad]
     changed = frozenset(r.item_id for r in stale if r.item_id is not None)
     if stale and not stale_ok:
-        raise SetupError(f"the corpus in {items_dir} is stale; run `execretrieval build "
-                         f"{items_dir}`:\n  " + "\n  ".join(map(str, stale)))  # fmt: skip
+        raise SetupError(
+            f"the corpus in {items_dir} is stale; run `execretrieval build "
+            f"{items_dir}`:\n  " + "\n  ".join(map(str, stale))
+        )
     corpus = None
     if (where / "manifest.json").exists():
         try:
@@ -133,7 +143,7 @@ def identifier_view(
     from .ranking.neutral import neutral_view
 
     entry_points = {item.id: item.entry_point for item in loaded.items}
-    snippets = [*loaded.corpus.snippets, *loaded.corpus.alternatives]
+    snippets = [*loaded.pool.snippets, *loaded.pool.alternatives]
     return {name: neutral_view(e, snippets, entry_points) for name, e in embedders.items()}
 
 
@@ -159,10 +169,16 @@ class Ranked:
 
 
 def rank(
-    loaded: Loaded, embedders: Mapping[str, Embedder], rerankers: Mapping[str, Reranker],
-    pipelines: Mapping[str, tuple[str, str]], rerank_k: int, runner: SuiteRunner,
-    cache_dir: Path, code_similarity: bool, runs: MutableMapping[str, BenchmarkRun],
-) -> Ranked:  # fmt: skip
+    loaded: Loaded,
+    embedders: Mapping[str, Embedder],
+    rerankers: Mapping[str, Reranker],
+    pipelines: Mapping[str, tuple[str, str]],
+    rerank_k: int,
+    runner: SuiteRunner,
+    cache_dir: Path,
+    code_similarity: bool,
+    runs: MutableMapping[str, BenchmarkRun],
+) -> Ranked:
     """Rank the pool for every query with each embedder, then every pipeline (``pipelines``:
     name -> (embedder, reranker); fusion needs all first stages first). ``runs`` is filled as
     the work goes (the reranker context reads it); every embedder and reranker is closed."""
@@ -173,18 +189,34 @@ def rank(
         for name, embedder in embedders.items():
             del pending[name]
             try:
-                runs[name] = run_benchmark(loaded.items, loaded.corpus, sha, embedder, runner,
-                                           cache_dir, stderr_progress, code_similarity)  # fmt: skip
+                runs[name] = run_benchmark(
+                    loaded.items,
+                    loaded.pool,
+                    sha,
+                    embedder,
+                    runner,
+                    cache_dir,
+                    stderr_progress,
+                    code_similarity,
+                )
             except EmbedderError as exc:
                 raise SetupError(f"--embedder {name}: {exc}") from None
             finally:
                 embedder.close()
             ranked.encode_s += runs[name].encode_s
             ranked.usage[name] = hosted_report_fields(embedder)
-        snippets = {s.snippet_id: s for s in loaded.corpus.snippets}
+        snippets = {s.snippet_id: s for s in loaded.pool.snippets}
         for pipeline, (first, reranker) in pipelines.items():
-            done = rerank_run(runs[first], first, rerankers[reranker], rerank_k, loaded.items,
-                              snippets, runner, reranker)  # fmt: skip
+            done = rerank_run(
+                runs[first],
+                first,
+                rerankers[reranker],
+                rerank_k,
+                loaded.items,
+                snippets,
+                runner,
+                reranker,
+            )
             runs[pipeline] = done.run
             ranked.rerank_info[pipeline] = done.info
             ranked.rerank_cost[pipeline] = done.cost
@@ -208,9 +240,11 @@ def load_baseline(path: Path, sha: str) -> dict:
         raise SetupError(f"--execretrieval-baseline: {exc}") from None
     if "incomplete" in baseline:
         done = baseline["incomplete"]
-        raise SetupError(f"--execretrieval-baseline {path} is the report of a run cut short "
-                         f"({done['completed']} of {done['selected']} selected queries ran): "
-                         "re-run the baseline model to completion")  # fmt: skip
+        raise SetupError(
+            f"--execretrieval-baseline {path} is the report of a run cut short "
+            f"({done['completed']} of {done['selected']} selected queries ran): "
+            "re-run the baseline model to completion"
+        )
     if baseline["corpus"]["sha256"] != sha:
         raise SetupError(
             f"--execretrieval-baseline {path} was made on corpus "
@@ -281,10 +315,14 @@ def _item_json(item: BenchmarkItem) -> dict:
 
 
 def build_reports(
-    runs: Mapping[str, BenchmarkRun], ran: Mapping[str, Sequence[str]], elapsed: float,
-    seed: int, usage: Mapping[str, dict], first_stage: Mapping[str, str],
+    runs: Mapping[str, BenchmarkRun],
+    ran: Mapping[str, Sequence[str]],
+    elapsed: float,
+    seed: int,
+    usage: Mapping[str, dict],
+    first_stage: Mapping[str, str],
     rerank_info: Mapping[str, dict],
-) -> dict[str, dict]:  # fmt: skip
+) -> dict[str, dict]:
     """One report per embedder or pipeline that ran queries (``ran``: name -> query ids, in run
     order); a pipeline's report has its ``first_stage``, ``rerank`` and ``lift`` over the first
     stage's report of this session."""
@@ -313,9 +351,12 @@ def build_reports(
 
 
 def gate_reports(
-    reports: Mapping[str, dict], baseline: dict | None, gate: GateSettings, seed: int,
+    reports: Mapping[str, dict],
+    baseline: dict | None,
+    gate: GateSettings,
+    seed: int,
     collection_errors: Sequence[str] = (),
-) -> dict[str, GateDecision]:  # fmt: skip
+) -> dict[str, GateDecision]:
     """Each report's gate decision (its ``gate`` record is stored in the report), or ``{}`` when
     there is neither a baseline nor a minimum. A selected subset (-k/-m) is gated on the same
     baseline queries; ``collection_errors`` fail every decision; a gate that cannot be computed
@@ -329,10 +370,16 @@ def gate_reports(
     gates = {}
     for name, report in reports.items():
         try:
-            gates[name] = gate_decision(baseline, report, gate.alpha, seed=seed,
-                                        metrics=gate.metrics, margin=gate.margin,
-                                        minimums=gate.minimums,
-                                        collection_errors=collection_errors)  # fmt: skip
+            gates[name] = gate_decision(
+                baseline,
+                report,
+                gate.alpha,
+                seed=seed,
+                metrics=gate.metrics,
+                margin=gate.margin,
+                minimums=gate.minimums,
+                collection_errors=collection_errors,
+            )
         except (ComparisonError, ValueError) as exc:
             n = len(report["per_query"])
             gates[name] = GateDecision(gate.alpha, n, Coverage(n), error=str(exc))
@@ -341,9 +388,11 @@ def gate_reports(
 
 
 def cut_short(
-    reports: Mapping[str, dict], gate: GateSettings, incomplete: Mapping[str, Incomplete],
+    reports: Mapping[str, dict],
+    gate: GateSettings,
+    incomplete: Mapping[str, Incomplete],
     gated: bool,
-) -> dict[str, GateDecision]:  # fmt: skip
+) -> dict[str, GateDecision]:
     """A run that did not complete (``incomplete``: per report, how many of its selected items
     completed, and why): every report says so (its ``incomplete``), and, when the run is gated,
     every gate is INCOMPLETE (never a pass)."""
@@ -354,9 +403,12 @@ def cut_short(
     for name, report in reports.items():
         report["incomplete"] = incomplete[name].to_json()
         if gated:
-            gates[name] = GateDecision(gate.alpha, len(report["per_query"]),
-                                       Coverage(len(report["per_query"])),
-                                       incomplete=incomplete[name])  # fmt: skip
+            gates[name] = GateDecision(
+                gate.alpha,
+                len(report["per_query"]),
+                Coverage(len(report["per_query"])),
+                incomplete=incomplete[name],
+            )
             report["gate"] = gate_json(gates[name])
     return gates
 
@@ -366,8 +418,10 @@ def check_outputs(report_dir: Path | None, cache_dir: Path, names: Sequence[str]
     report files get a name of their own. Raises :class:`SetupError` naming the problem."""
     from .reporting.report import file_stem
 
-    for flag, path in (("--execretrieval-report-dir", report_dir),
-                       ("--execretrieval-cache-dir", cache_dir)):  # fmt: skip
+    for flag, path in (
+        ("--execretrieval-report-dir", report_dir),
+        ("--execretrieval-cache-dir", cache_dir),
+    ):
         if path is not None:
             problem = _unwritable(Path(path))
             if problem:
@@ -379,10 +433,12 @@ def check_outputs(report_dir: Path | None, cache_dir: Path, names: Sequence[str]
         # casefold: on a case-insensitive file system BM25.json and bm25.json are one file
         stem = file_stem(name).casefold()
         if stem in owners:
-            raise SetupError(f"--execretrieval-report-dir: {owners[stem]!r} and {name!r} would "
-                             f"both write {file_stem(name)}.json (report file names keep only "
-                             "letters, digits and ._-); run them in separate sessions or "
-                             "rename one (e.g. another path for an npz: file)")  # fmt: skip
+            raise SetupError(
+                f"--execretrieval-report-dir: {owners[stem]!r} and {name!r} would "
+                f"both write {file_stem(name)}.json (report file names keep only "
+                "letters, digits and ._-); run them in separate sessions or "
+                "rename one (e.g. another path for an npz: file)"
+            )
         owners[stem] = name
         for suffix in (".json", ".xml"):
             target = Path(report_dir) / f"{file_stem(name)}{suffix}"

@@ -28,8 +28,11 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     the current directory) come before ``pytest_configure``, and may be the items."""
     known = early_config.known_args_namespace
     dest = settings.dest
-    if not (getattr(known, "execretrieval_embedders", None) or getattr(known, dest("verify"), None)
-            or early_config.getini(dest("verify"))):  # fmt: skip
+    if not (
+        getattr(known, "execretrieval_embedders", None)
+        or getattr(known, dest("verify"), None)
+        or early_config.getini(dest("verify"))
+    ):
         return
     items = getattr(known, dest("items"), None) or early_config.getini(dest("items"))
     from .session import refuse_untrusted
@@ -72,8 +75,9 @@ def _check_paths(config: pytest.Config, items_dir: Path) -> None:
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         return
     here = config.invocation_params.dir
-    outside = [a for a in config.args
-               if not (here / a.split("::")[0]).resolve().is_relative_to(items_dir)]  # fmt: skip
+    outside = [
+        a for a in config.args if not (here / a.split("::")[0]).resolve().is_relative_to(items_dir)
+    ]
     if outside:
         raise pytest.UsageError(
             f"{', '.join(outside)}: not in the items directory {items_dir}; a benchmark or "

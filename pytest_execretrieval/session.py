@@ -72,15 +72,19 @@ class Session:
         config.option.continue_on_collection_errors = True
         # Item ids are `<domain>/<stem>...`, relative to the items directory: pytest must not
         # re-base them on the invocation directory (`../numbers/x[bm25]` for items elsewhere).
-        config.cwd_relative_nodeid = lambda nodeid: nodeid
+        config.cwd_relative_nodeid = lambda nodeid: nodeid  # type: ignore[method-assign]
         for domain in sorted(p.name for p in self.items_dir.iterdir() if p.is_dir()):
             config.addinivalue_line("markers", f"{domain}: benchmark items of domain {domain}")
 
     @property
     def runner(self) -> SuiteRunner:
         if self._runner is None:
-            self._runner = SuiteRunner(self.settings.limits, self.outcome_cache_dir(), jobs=1,
-                                       isolation=self.settings.isolation)  # fmt: skip
+            self._runner = SuiteRunner(
+                self.settings.limits,
+                self.outcome_cache_dir(),
+                jobs=1,
+                isolation=self.settings.isolation,
+            )
         return self._runner
 
     def outcome_cache_dir(self) -> Path | None:
@@ -189,8 +193,9 @@ class VerifySession(Session):
         # A changed item's recorded distractors belong to its old version: not checked.
         stale = self.loaded is not None and item.id in self.loaded.changed
         for case in item_cases(item, () if stale else self.distractors(item.id)):
-            yield VerifyItem.from_parent(parent, name=case.name, nodeid=f"{item.id}::{case.name}",
-                                         case=case)  # fmt: skip
+            yield VerifyItem.from_parent(
+                parent, name=case.name, nodeid=f"{item.id}::{case.name}", case=case
+            )
 
     def distractors(self, query_id: str) -> list[Snippet]:
         """The corpus distractors of one item (indexed once per process)."""
@@ -233,16 +238,19 @@ class BenchmarkSession(Session):
         if not loaded.items:
             raise pytest.UsageError(f"no valid benchmark items in {self.items_dir}")
         try:  # every output, embedder and reranker is checked before any work starts
-            self.state.start(loaded, self.runner, self.selected_ids())
+            self.state.start(loaded, self.runner, self.selected_ids(loaded))
         except SetupError as exc:
             raise pytest.UsageError(str(exc)) from None
         self.item_cache.save()
 
-    def selected_ids(self) -> list[str]:
+    def selected_ids(self, loaded: Loaded) -> list[str]:
         """The ids of the items under the paths given on the command line (all by default)."""
         roots = [Path(a.split("::")[0]).resolve() for a in self.config.args]
-        return [item.id for item in self.loaded.items
-                if any(_within(item.path.resolve(), root) for root in roots)]  # fmt: skip
+        return [
+            item.id
+            for item in loaded.items
+            if any(_within(item.path.resolve(), root) for root in roots)
+        ]
 
     def handoff(self) -> Handoff:
         return Handoff(self.loaded, self.state.runs, frozenset(self.state.baseline_failed))
@@ -258,17 +266,25 @@ class BenchmarkSession(Session):
             run = state.runs.get(name)
             result = run.results.get(item.id) if run else None
             if result is None and not state.collect_only:
-                raise CorpusError(f"{item.id} has no ranking: the corpus lacks its canonical; "
-                                  f"run `execretrieval build {self.items_dir}`")  # fmt: skip
-            query = QueryItem.from_parent(parent, name=f"{item.id}[{name}]",
-                                          nodeid=f"{item.id}[{name}]", item=item, embedder=name,
-                                          result=result)  # fmt: skip
+                raise CorpusError(
+                    f"{item.id} has no ranking: the corpus lacks its canonical; "
+                    f"run `execretrieval build {self.items_dir}`"
+                )
+            query = QueryItem.from_parent(
+                parent,
+                name=f"{item.id}[{name}]",
+                nodeid=f"{item.id}[{name}]",
+                item=item,
+                embedder=name,
+                result=result,
+            )
             if self.rerunfailures:  # deterministic: a re-run would only count the query twice
                 query.add_marker(pytest.mark.flaky(reruns=0))
             reason = xfail_reason(state, item.id, result)
             if reason:
-                query.add_marker(pytest.mark.xfail(reason=reason, raises=RankOneFailure,
-                                                   strict=False))  # fmt: skip
+                query.add_marker(
+                    pytest.mark.xfail(reason=reason, raises=RankOneFailure, strict=False)
+                )
             yield query
 
     @property
@@ -331,7 +347,9 @@ class BenchmarkSession(Session):
         them (the per-query detail stays in ``-rf``, ``-rx`` under a gate, the junit XML and the
         report)."""
         terminal = config.pluginmanager.get_plugin("terminalreporter")
-        lines = [] if terminal is None or self.is_worker else self.state.closing_lines()
+        if terminal is None or self.is_worker:
+            return
+        lines = self.state.closing_lines()
         if lines:
             terminal.write_sep("=", "ExecRetrieval")
         for line in lines:
@@ -356,13 +374,18 @@ def xfail_reason(state: BenchmarkState, query_id: str, result: QueryResult | Non
 
 def outcome_of(report: pytest.TestReport) -> Outcome:
     """What the run state keeps of a test report (an xfail keeps its failure text)."""
-    outcome = report.outcome
+    outcome: str = report.outcome
     if hasattr(report, "wasxfail"):
         outcome = "xfailed" if report.skipped else "xpassed"
     failed = report.failed or (outcome == "xfailed" and report.longrepr is not None)
-    return Outcome(report.nodeid, report.when, outcome, report.duration,
-                   failure_message(report) if failed else "",
-                   tuple((k, v) for k, v in report.user_properties if k != "embedder"))  # fmt: skip
+    return Outcome(
+        report.nodeid,
+        report.when,
+        outcome,
+        report.duration,
+        failure_message(report) if failed else "",
+        tuple((k, v) for k, v in report.user_properties if k != "embedder"),
+    )
 
 
 def stop_reasons(session: pytest.Session) -> list[str]:
@@ -393,10 +416,14 @@ def publish_gates(config: pytest.Config, gates: dict[str, dict], items_dir: Path
         for when in ("setup", "call", "teardown"):
             failed = when == "call" and not gate["passed"]
             report = pytest.TestReport(
-                nodeid, (where, None, nodeid), {"execretrieval": 1},
-                "failed" if failed else "passed", text if failed else None, when,
+                nodeid,
+                (where, None, nodeid),
+                {"execretrieval": 1},
+                "failed" if failed else "passed",
+                text if failed else None,
+                when,
                 user_properties=[("decision", gate.get("decision", ""))],
-            )  # fmt: skip
+            )
             hook(report=report)
             if terminal is not None and when == "call":
                 category = config.hook.pytest_report_teststatus(report=report, config=config)[0]

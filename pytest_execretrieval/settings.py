@@ -116,22 +116,31 @@ def add_options(parser) -> None:
     """Register every option and ini key on a pytest parser."""
     group = parser.getgroup("execretrieval", "execution-verified code retrieval benchmark")
     group.addoption(
-        "--embedder", action="append", dest="execretrieval_embedders", default=None,
-        metavar="NAME", help="benchmark this embedder (repeatable); see `execretrieval embedders`",
-    )  # fmt: skip
+        "--embedder",
+        action="append",
+        dest="execretrieval_embedders",
+        default=None,
+        metavar="NAME",
+        help="benchmark this embedder (repeatable); see `execretrieval embedders`",
+    )
     for o in OPTIONS:
         flag = f"--execretrieval-{o.name}"
         if o.repeatable:
-            group.addoption(flag, action="append", dest=dest(o.name), default=None,
-                            metavar="VALUE", help=o.help)  # fmt: skip
+            group.addoption(
+                flag, action="append", dest=dest(o.name), default=None, metavar="VALUE", help=o.help
+            )
             parser.addini(dest(o.name), o.help, type="linelist", default=[])
         elif o.type is bool:
-            group.addoption(flag, action="store_true", dest=dest(o.name), default=None,
-                            help=o.help)  # fmt: skip
+            group.addoption(flag, action="store_true", dest=dest(o.name), default=None, help=o.help)
             parser.addini(dest(o.name), o.help, type="bool", default=o.default)
         else:
-            group.addoption(flag, dest=dest(o.name), default=None, metavar="VALUE",
-                            help=f"{o.help} (default: {o.default})")  # fmt: skip
+            group.addoption(
+                flag,
+                dest=dest(o.name),
+                default=None,
+                metavar="VALUE",
+                help=f"{o.help} (default: {o.default})",
+            )
             parser.addini(dest(o.name), o.help, default=None)
 
 
@@ -150,8 +159,9 @@ def setting(config, name: str):
     try:
         converted = option.type(value)
     except ValueError:
-        raise ValueError(f"--execretrieval-{name}: {value!r} is not a valid "
-                         f"{option.type.__name__}") from None  # fmt: skip
+        raise ValueError(
+            f"--execretrieval-{name}: {value!r} is not a valid {option.type.__name__}"
+        ) from None
     if option.type is Path:
         ini_value = config.getoption(dest(name)) is None
         return (config.rootpath / converted) if ini_value else converted
@@ -197,8 +207,10 @@ def _gate_settings(config) -> GateSettings:
     explicit = setting(config, "gate-metric")
     bad = [m for m in explicit if m not in GATE_METRICS]
     if bad:
-        raise ValueError(f"--execretrieval-gate-metric: unknown metric(s) {bad}; choose from "
-                         f"{', '.join(GATE_METRICS)}")  # fmt: skip
+        raise ValueError(
+            f"--execretrieval-gate-metric: unknown metric(s) {bad}; choose from "
+            f"{', '.join(GATE_METRICS)}"
+        )
     alpha = setting(config, "alpha")
     if not 0.0 < alpha < 0.5:
         raise ValueError(f"--execretrieval-alpha: {alpha} is not in (0, 0.5)")
@@ -212,15 +224,17 @@ def _gate_settings(config) -> GateSettings:
             try:
                 delta = common = float(text)
             except ValueError:
-                raise ValueError(f"--execretrieval-margin: {text!r} is neither a number nor "
-                                 "METRIC=DELTA") from None  # fmt: skip
+                raise ValueError(
+                    f"--execretrieval-margin: {text!r} is neither a number nor METRIC=DELTA"
+                ) from None
         if delta < 0:
             raise ValueError(f"--execretrieval-margin: {text!r}: a margin is >= 0")
     metrics = tuple(dict.fromkeys((*(explicit or DEFAULT_GATE_METRICS), *margin)))
     if common is not None:
         margin = {m: margin.get(m, common) for m in metrics}
-    minimums = dict(_metric_value(t, "--execretrieval-min", GATE_METRICS)
-                    for t in setting(config, "min"))  # fmt: skip
+    minimums = dict(
+        _metric_value(t, "--execretrieval-min", GATE_METRICS) for t in setting(config, "min")
+    )
     if setting(config, "min-exec1") is not None:
         minimums.setdefault("exec@1", setting(config, "min-exec1"))
     return GateSettings(metrics, margin or None, minimums, alpha)
@@ -239,9 +253,11 @@ def _gate_options_need_a_baseline(config) -> None:
     on their own and stay allowed)."""
     stray = [f"--execretrieval-{name}" for name in GATE_OPTIONS if explicitly_set(config, name)]
     if stray:
-        raise ValueError(f"{', '.join(stray)} without --execretrieval-baseline: these options "
-                         "set how the gate compares with a baseline report; add "
-                         "--execretrieval-baseline FILE (or drop them)")  # fmt: skip
+        raise ValueError(
+            f"{', '.join(stray)} without --execretrieval-baseline: these options "
+            "set how the gate compares with a baseline report; add "
+            "--execretrieval-baseline FILE (or drop them)"
+        )
 
 
 MAX_STACK = 4  # `execretrieval build --stack K` builds K = 2..4
@@ -271,11 +287,6 @@ class Settings:
     limits: Limits
     isolation: str
 
-    @property
-    def active(self) -> bool:
-        """Whether this pytest run is a benchmark or a verification (else the plugin idles)."""
-        return bool(self.embedders) or self.verify
-
 
 def resolve(config) -> Settings:
     """All options, converted and checked; the first bad one raises ``ValueError`` naming its
@@ -292,22 +303,26 @@ def resolve(config) -> Settings:
     from .ranking.neutral import IDENTIFIER_VIEWS
 
     if not 1 <= rerank_k <= TOP_K:
-        raise ValueError(f"--execretrieval-rerank-k: {rerank_k} is not in 1..{TOP_K} (the first "
-                         f"stage lists its top {TOP_K})")  # fmt: skip
+        raise ValueError(
+            f"--execretrieval-rerank-k: {rerank_k} is not in 1..{TOP_K} (the first "
+            f"stage lists its top {TOP_K})"
+        )
     stack = setting(config, "stack")
     if not 1 <= stack <= MAX_STACK:
         raise ValueError(f"--execretrieval-stack: {stack} is not in 1..{MAX_STACK}")
     isolation = setting(config, "isolation")
     if isolation not in ISOLATION_MODES:
-        raise ValueError(f"--execretrieval-isolation: {isolation!r} is not one of "
-                         f"{ISOLATION_MODES}")  # fmt: skip
+        raise ValueError(
+            f"--execretrieval-isolation: {isolation!r} is not one of {ISOLATION_MODES}"
+        )
     gate = _gate_settings(config)
     if embedders and setting(config, "baseline") is None:
         _gate_options_need_a_baseline(config)
     identifiers = setting(config, "identifiers")
     if identifiers not in IDENTIFIER_VIEWS:
-        raise ValueError(f"--execretrieval-identifiers: {identifiers!r} is not one of "
-                         f"{IDENTIFIER_VIEWS}")  # fmt: skip
+        raise ValueError(
+            f"--execretrieval-identifiers: {identifiers!r} is not one of {IDENTIFIER_VIEWS}"
+        )
     batch_size, max_tokens = setting(config, "batch-size"), setting(config, "max-tokens")
     for flag, value in (("batch-size", batch_size), ("max-tokens", max_tokens)):
         if value is not None and value < 1:
@@ -351,5 +366,7 @@ def _limits(config) -> Limits:
             output_bytes=setting(config, "output-kb") * 1024,
         )
     except ValueError as exc:  # Limits names its field; say which flag sets it
-        raise ValueError(f"sandbox limits (--execretrieval-timeout, -memory-mb, -file-size-mb, "
-                         f"-max-processes, -output-kb): {exc}") from None  # fmt: skip
+        raise ValueError(
+            f"sandbox limits (--execretrieval-timeout, -memory-mb, -file-size-mb, "
+            f"-max-processes, -output-kb): {exc}"
+        ) from None

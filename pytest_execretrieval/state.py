@@ -108,8 +108,12 @@ class BenchmarkState:
         s = self.settings
         check_outputs(s.report_dir, s.cache_dir, self.names)
         extra = {} if s.max_tokens is None else {"max_tokens": s.max_tokens}  # the cost guard
-        options = EmbedderOptions(batch_size=s.batch_size, trust_remote_code=s.trust_remote_code,
-                                  cache_dir=str(s.cache_dir), extra=extra)  # fmt: skip
+        options = EmbedderOptions(
+            batch_size=s.batch_size,
+            trust_remote_code=s.trust_remote_code,
+            cache_dir=str(s.cache_dir),
+            extra=extra,
+        )
         context = RerankerContext(runner, Path(s.cache_dir), s.embedders, self.runs)
         embedders = open_embedders(s.embedders, options)
         if not s.allow_training_items:
@@ -158,12 +162,15 @@ class BenchmarkState:
         """The recorded items of one model, in node id order."""
         out = []
         for nodeid in sorted(self.outcomes):
-            owner, query_id = self.query_of(nodeid)
+            owner, query_id = self.query_of(nodeid) or ("", "")  # recorded: a query's node
             if owner == name:
                 o = self.outcomes[nodeid]
                 outcome = "error" if o.when == "setup" and o.outcome == "failed" else o.outcome
-                out.append(RecordedTest(nodeid, query_id, outcome, o.duration, o.message,
-                                        list(o.properties)))  # fmt: skip
+                out.append(
+                    RecordedTest(
+                        nodeid, query_id, outcome, o.duration, o.message, list(o.properties)
+                    )
+                )
         return out
 
     def cut_short(self, status: int, stopped: Sequence[str]) -> Incomplete | None:
@@ -184,11 +191,12 @@ class BenchmarkState:
 
     def short_models(self, records: dict[str, list[RecordedTest]]) -> dict[str, Incomplete]:
         """The models with a report whose selected items did not all complete."""
-        short = {}
-        for name in self.final_reports if self.incomplete else ():
+        short: dict[str, Incomplete] = {}
+        incomplete = self.incomplete
+        for name in self.final_reports if incomplete else ():
             selected = sum(owner == name for owner, _ in self.selected.values())
-            if len(records[name]) < selected:
-                short[name] = Incomplete(selected, len(records[name]), self.incomplete.why)
+            if incomplete and len(records[name]) < selected:
+                short[name] = Incomplete(selected, len(records[name]), incomplete.why)
         return short
 
     def finish(self, status: int, stopped: Sequence[str] = ()) -> int:
@@ -202,19 +210,24 @@ class BenchmarkState:
         records = {name: self.completed(name) for name in self.names}
         ran = {name: [r.query_id for r in rs] for name, rs in records.items()}
         self.final_reports = build_reports(
-            self.runs, ran, time.perf_counter() - self.started, s.seed, self.ranked.usage,
-            {name: first for name, (first, _) in self.pipelines.items()}, self.ranked.rerank_info,
-        )  # fmt: skip
+            self.runs,
+            ran,
+            time.perf_counter() - self.started,
+            s.seed,
+            self.ranked.usage,
+            {name: first for name, (first, _) in self.pipelines.items()},
+            self.ranked.rerank_info,
+        )
         self.incomplete = self.cut_short(status, stopped)
         short = self.short_models(records)
         complete = {n: r for n, r in self.final_reports.items() if n not in short}
-        gates = gate_reports(complete, self.baseline, s.gate, s.seed,
-                             list(self.collection_errors))  # fmt: skip
+        gates = gate_reports(complete, self.baseline, s.gate, s.seed, list(self.collection_errors))
         gates |= cut_short({n: self.final_reports[n] for n in short}, s.gate, short, self.gated)
         self.gates = {n: gates[n] for n in self.final_reports if n in gates}
         if s.report_dir and self.final_reports:
-            self.written = write_reports(s.report_dir, self.final_reports, records,
-                                         self.gate_records)  # fmt: skip
+            self.written = write_reports(
+                s.report_dir, self.final_reports, records, self.gate_records
+            )
         self.status = self.exit_status(status)
         return self.status
 
@@ -238,19 +251,22 @@ class BenchmarkState:
         """The last lines of the session: the metrics table, the cost of every reranker, each
         gate's decision with its reasons, then the reports written."""
         if not self.final_reports:
-            return [self.incomplete_line()] if self.incomplete else []
-        cost = [f"rerank [{name}]: {c['ms_per_query']:.1f} ms/query ({c['seconds']:.1f} s), first "
-                f"stage {c['first_stage_ms_per_query']:.1f} ms/query"
-                for name, c in self.ranked.rerank_cost.items()
-                if name in self.final_reports]  # fmt: skip
-        lines = final_summary(self.final_reports, self.gate_records, self.written,
-                              self.ranked.encode_s)  # fmt: skip
+            return [self.incomplete_line(self.incomplete)] if self.incomplete else []
+        cost = [
+            f"rerank [{name}]: {c['ms_per_query']:.1f} ms/query ({c['seconds']:.1f} s), first "
+            f"stage {c['first_stage_ms_per_query']:.1f} ms/query"
+            for name, c in self.ranked.rerank_cost.items()
+            if name in self.final_reports
+        ]
+        lines = final_summary(
+            self.final_reports, self.gate_records, self.written, self.ranked.encode_s
+        )
         at = next(
             (i for i, x in enumerate(lines) if x.startswith(("gate [", "reports: "))), len(lines)
         )  # the cost goes above the gates: the verdict stays last
         lines[at:at] = [*cost, self.executed_line()]
         if self.incomplete:
-            return lines + [self.incomplete_line()]
+            return lines + [self.incomplete_line(self.incomplete)]
         records = {name: self.completed(name) for name in self.names}
         last = ungated_exit_line(records, self.gate_records, self.written)
         return lines + ([last] if last else [])

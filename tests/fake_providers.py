@@ -32,12 +32,21 @@ MODELS = {  # provider -> model -> (default dimension, allowed dimensions or Non
 MAX_INPUTS = {"gemini": 100, "openai": 2048, "voyage": 1000, "mistral": 128}
 GEMINI_TASKS = {"CODE_RETRIEVAL_QUERY", "RETRIEVAL_DOCUMENT"}
 GEMINI_2_PREFIXES = ("task: code retrieval | query: ", "title: none | text: ")
-INPUT_LIMITS = {"gemini-embedding-2": 8192, "gemini-embedding-001": 2048,
-                "text-embedding-3-large": 8192, "text-embedding-3-small": 8192,
-                "voyage-code-3": 32_000, "codestral-embed": 8192}  # fmt: skip
+INPUT_LIMITS = {
+    "gemini-embedding-2": 8192,
+    "gemini-embedding-001": 2048,
+    "text-embedding-3-large": 8192,
+    "text-embedding-3-small": 8192,
+    "voyage-code-3": 32_000,
+    "codestral-embed": 8192,
+}
 REQUEST_LIMITS = {"openai": 300_000, "voyage": 120_000, "mistral": 16_384}
-DIM_FIELD = {"gemini": "outputDimensionality", "openai": "dimensions", "voyage": "output_dimension",
-             "mistral": "output_dimension"}  # fmt: skip
+DIM_FIELD = {
+    "gemini": "outputDimensionality",
+    "openai": "dimensions",
+    "voyage": "output_dimension",
+    "mistral": "output_dimension",
+}
 
 
 try:
@@ -58,16 +67,29 @@ def fake_tokens(provider: str, text: str) -> int:
 
 def gemini_quota_body(window: str, retry_delay: str | None) -> bytes:
     """A Gemini 429: QuotaFailure naming a per-minute or per-day quota, and RetryInfo."""
-    details = [{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [{
-        "quotaMetric": "generativelanguage.googleapis.com/embed_content_requests",
-        "quotaId": f"EmbedContentRequestsPer{window}PerProjectPerModel",
-        "quotaDimensions": {"location": "global", "model": "gemini-embedding-001"},
-        "quotaValue": "100"}]}]  # fmt: skip
+    details = [
+        {
+            "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+            "violations": [
+                {
+                    "quotaMetric": "generativelanguage.googleapis.com/embed_content_requests",
+                    "quotaId": f"EmbedContentRequestsPer{window}PerProjectPerModel",
+                    "quotaDimensions": {"location": "global", "model": "gemini-embedding-001"},
+                    "quotaValue": "100",
+                }
+            ],
+        }
+    ]
     if retry_delay is not None:
-        details.append({"@type": "type.googleapis.com/google.rpc.RetryInfo",
-                        "retryDelay": retry_delay})  # fmt: skip
-    error = {"code": 429, "status": "RESOURCE_EXHAUSTED", "details": details,
-             "message": "You exceeded your current quota."}  # fmt: skip
+        details.append(
+            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": retry_delay}
+        )
+    error = {
+        "code": 429,
+        "status": "RESOURCE_EXHAUSTED",
+        "details": details,
+        "message": "You exceeded your current quota.",
+    }
     return json.dumps({"error": error}).encode()
 
 
@@ -137,8 +159,7 @@ class FakeProvider:
         self.server.daemon_threads = True
         self.server.block_on_close = False
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,),
-                                       daemon=True)  # fmt: skip
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
 
     def start(self) -> FakeProvider:
         self.thread.start()
@@ -155,8 +176,9 @@ class FakeProvider:
         return [s for s in self.seen if s.status == 200]
 
     # -- the protocol ------------------------------------------------------------------------
-    def check(self, path: str, headers: dict[str, str], body: object
-              ) -> tuple[list[str], list[str], int]:  # fmt: skip
+    def check(
+        self, path: str, headers: dict[str, str], body: object
+    ) -> tuple[list[str], list[str], int]:
         """Problems with the request (empty when it follows the documentation), texts, dim."""
         problems: list[str] = []
         headers = {k.lower(): v for k, v in headers.items()}
@@ -222,8 +244,9 @@ class FakeProvider:
         if model not in MODELS[self.provider]:
             return [*problems, f"unknown model {model!r}"], texts, 0
         default, choices = MODELS[self.provider][model]
-        if requested is not None and (not isinstance(requested, int)
-                                      or (choices and requested not in choices)):  # fmt: skip
+        if requested is not None and (
+            not isinstance(requested, int) or (choices and requested not in choices)
+        ):
             problems.append(f"dimension {requested!r} not accepted")
         return problems, texts, requested or default
 
@@ -299,12 +322,17 @@ class FakeProvider:
         if self.provider == "gemini":
             payload = {"embeddings": [{"values": v} for v in vectors]}
         else:
-            data = [{"object": "embedding", "index": i, "embedding": v}
-                    for i, v in enumerate(vectors)]  # fmt: skip
+            data = [
+                {"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)
+            ]
             if kind == "order":
                 data[0]["index"] = data[-1]["index"]
-            payload = {"object": "list", "data": data[::-1], "model": body.get("model"),
-                       "usage": {"prompt_tokens": 1, "total_tokens": 1}}  # fmt: skip
+            payload = {
+                "object": "list",
+                "data": data[::-1],
+                "model": body.get("model"),
+                "usage": {"prompt_tokens": 1, "total_tokens": 1},
+            }
         return 200, {}, json.dumps(payload).encode()
 
     def token_fault(self, body: object, texts: list[str]) -> tuple | None:
@@ -317,9 +345,12 @@ class FakeProvider:
         limit = INPUT_LIMITS.get(model, 0)
         over = [n for n in counts if n > limit]
         if over and self.provider == "openai":
-            return ("toolong", f"This model's maximum context length is {limit} tokens, however "
-                    f"you requested {over[0]} tokens ({over[0]} in your prompt; 0 for the "
-                    "completion). Please reduce your prompt; or completion length.")  # fmt: skip
+            return (
+                "toolong",
+                f"This model's maximum context length is {limit} tokens, however "
+                f"you requested {over[0]} tokens ({over[0]} in your prompt; 0 for the "
+                "completion). Please reduce your prompt; or completion length.",
+            )
         if over:  # called with self.lock held
             self.over_limit += [t[:40] for t, n in zip(texts, counts) if n > limit]
         total, most = sum(counts), self.request_limit or REQUEST_LIMITS.get(self.provider, 0)

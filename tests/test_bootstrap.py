@@ -32,9 +32,13 @@ def bootstrap(tmp_path: Path, *args: str, env: dict | None = None) -> subprocess
     (tmp_path / "scripts").mkdir(exist_ok=True)
     shutil.copy(ROOT / "scripts" / "bootstrap", tmp_path / "scripts" / "bootstrap")
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    return subprocess.run(["bash", str(tmp_path / "scripts" / "bootstrap"), *args],
-                          capture_output=True, text=True, timeout=60,
-                          env={**os.environ, **(env or {})})  # fmt: skip
+    return subprocess.run(
+        ["bash", str(tmp_path / "scripts" / "bootstrap"), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+    )
 
 
 @pytest.mark.parametrize("mode", ["test", "local"])

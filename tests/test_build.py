@@ -39,8 +39,10 @@ def items(tmp_path) -> Path:
 @pytest.fixture(scope="module")
 def runners(tmp_path_factory):
     cache = tmp_path_factory.mktemp("cache")
-    with SuiteRunner(cache_dir=cache) as runner, \
-            SuiteRunner(Limits(timeout_s=1.0), cache_dir=cache) as mutant_runner:  # fmt: skip
+    with (
+        SuiteRunner(cache_dir=cache) as runner,
+        SuiteRunner(Limits(timeout_s=1.0), cache_dir=cache) as mutant_runner,
+    ):
         yield runner, mutant_runner
 
 
@@ -108,6 +110,7 @@ def result(*outcomes: str, passed: bool | None = None) -> SuiteResult:
     return SuiteResult(outcomes=outcomes, passed=ok, detail="", output="")
 
 
+# fmt: off
 @pytest.mark.parametrize("outcomes, kind", [
     (("pass", "pass"), None),
     (("pass", "fail"), "assertion"),
@@ -118,7 +121,8 @@ def result(*outcomes: str, passed: bool | None = None) -> SuiteResult:
     (("error:EarlyExit", "timeout"), "timeout"),
     (("error:SandboxLost", "error:SandboxLost"), "unusable"),
     (("error:ProtocolError", "error:ProtocolError"), "unusable"),
-])  # fmt: skip
+])
+# fmt: on
 def test_kill_classification(outcomes, kind):
     assert kill_kind(result(*outcomes)) == kind
 
@@ -134,15 +138,26 @@ def test_left_behind_child_is_a_kill_even_with_passing_outcomes():
 
 
 def killed(position: int, operator: str, kill: str = "assertion") -> Killed:
-    mutant = Mutant(operator=operator, line=position, code=f"# {position}", description="",
-                    lines_changed=1, chars_changed=1)  # fmt: skip
+    mutant = Mutant(
+        operator=operator,
+        line=position,
+        code=f"# {position}",
+        description="",
+        lines_changed=1,
+        chars_changed=1,
+    )
     return Killed(position, mutant, result("fail"), kill)
 
 
 def test_selection_prefers_new_core_classes_then_wrong_outputs_then_rare_classes():
-    candidates = [killed(0, "off_by_one"), killed(1, "off_by_one"), killed(2, "negate_condition"),
-                  killed(3, "wrong_operator", "timeout"), killed(4, "wrong_comparison"),
-                  killed(5, "wrong_comparison", "exception")]  # fmt: skip
+    candidates = [
+        killed(0, "off_by_one"),
+        killed(1, "off_by_one"),
+        killed(2, "negate_condition"),
+        killed(3, "wrong_operator", "timeout"),
+        killed(4, "wrong_comparison"),
+        killed(5, "wrong_comparison", "exception"),
+    ]
     totals = Counter({"off_by_one": 10})
     chosen = select_distractors(candidates, totals)
     assert [k.position for k in chosen] == [4, 0, 2, 1]  # never the timeout (3)
@@ -152,8 +167,11 @@ def test_selection_prefers_new_core_classes_then_wrong_outputs_then_rare_classes
 def test_selection_balances_classes_across_the_corpus():
     totals: Counter = Counter()
     for _ in range(6):  # each item offers three classes, one slot each
-        select_distractors([killed(0, "off_by_one"), killed(1, "swap_arguments"),
-                            killed(2, "wrong_operator")], totals, limit=1)  # fmt: skip
+        select_distractors(
+            [killed(0, "off_by_one"), killed(1, "swap_arguments"), killed(2, "wrong_operator")],
+            totals,
+            limit=1,
+        )
     assert set(totals.values()) == {2}
 
 
@@ -235,14 +253,18 @@ def test_survivors_are_written_with_their_evidence(items, tmp_path, capsys):
 def test_mutation_score_counts_only_survivors_shown_different():
     from pytest_execretrieval.corpus.build import ItemYield, Survivor, mutation_score_report
 
-    yields = [ItemYield("a/x", 9, {"off_by_one": 6}, {}), ItemYield("b/y", 5, {"off_by_one": 2,
-              "wrong_operator": 1}, {})]  # fmt: skip
+    yields = [
+        ItemYield("a/x", 9, {"off_by_one": 6}, {}),
+        ItemYield("b/y", 5, {"off_by_one": 2, "wrong_operator": 1}, {}),
+    ]
     differs = {"inputs": 50, "differing": 3, "out_of_domain": 0, "witness": "(1,)"}
     agrees = {"inputs": 50, "differing": 0, "out_of_domain": 0}
-    survivors = [Survivor("a/x", "off_by_one", 1, "", differs),
-                 Survivor("a/x", "off_by_one", 2, "", differs),
-                 Survivor("a/x", "wrong_operator", 3, "", agrees),
-                 Survivor("b/y", "wrong_operator", 1, "", None)]  # fmt: skip
+    survivors = [
+        Survivor("a/x", "off_by_one", 1, "", differs),
+        Survivor("a/x", "off_by_one", 2, "", differs),
+        Survivor("a/x", "wrong_operator", 3, "", agrees),
+        Survivor("b/y", "wrong_operator", 1, "", None),
+    ]
     text = mutation_score_report(yields, survivors)
     assert "  all                       81.82%  killed     9  shown different    2" in text
     assert "  a/x" not in text and "  a                         75.00%  killed     6" in text
@@ -292,11 +314,22 @@ def test_cli_build_streams_its_progress_into_a_pipe(items, tmp_path):
     import sys
     import time
 
-    command = [sys.executable, "-m", "pytest_execretrieval.cli", "build", str(items), "--full",
-               "-j", "1", "--cache-dir", str(tmp_path / "cold")]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "pytest_execretrieval.cli",
+        "build",
+        str(items),
+        "--full",
+        "-j",
+        "1",
+        "--cache-dir",
+        str(tmp_path / "cold"),
+    ]
     started = time.monotonic()
-    with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          text=True) as build_process:  # fmt: skip
+    with subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    ) as build_process:
         arrivals = [(time.monotonic() - started, line) for line in build_process.stderr]
     assert build_process.returncode == 0
     progress = [(t, line) for t, line in arrivals if line.startswith("  build ")]

@@ -61,8 +61,11 @@ def test_items_follow_the_guide(items):
             ]
             assert not docstrings, f"{item.id}: docstring"
             assert not [n for n in ast.walk(tree) if isinstance(n, ast.Assert)], item.id
-            comments = [t for t in tokenize.generate_tokens(io.StringIO(code).readline)
-                        if t.type == tokenize.COMMENT]  # fmt: skip
+            comments = [
+                t
+                for t in tokenize.generate_tokens(io.StringIO(code).readline)
+                if t.type == tokenize.COMMENT
+            ]
             assert not comments, f"{item.id}: comment"
 
 
@@ -103,8 +106,14 @@ def test_corpus_is_fresh_and_yields_hold():
     for part in (DOMAINS[:4], DOMAINS[4:7], DOMAINS[7:]):
         ops = Counter(r["operator"] for r in distractors if r["query_id"].split("/")[0] in part)
         total = sum(ops.values())
-        for op in ("off_by_one", "wrong_operator", "swap_arguments", "remove_edge_case_check",
-                   "wrong_comparison", "off_by_one_boundary"):  # fmt: skip
+        for op in (
+            "off_by_one",
+            "wrong_operator",
+            "swap_arguments",
+            "remove_edge_case_check",
+            "wrong_comparison",
+            "off_by_one_boundary",
+        ):
             assert ops[op] / total >= 0.08, (part, op, ops[op] / total)
 
 
@@ -112,12 +121,27 @@ def test_every_bundled_snippet_verifies():
     """The whole verification run: each canonical and alternative passes, each distractor fails
     at least one test, no two items are the same function, the corpus is fresh."""
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "--execretrieval-verify", "-q", "-n", "0",
-         "-p", "no:cacheprovider"], cwd=ITEMS.parent, capture_output=True, text=True, timeout=1800,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--execretrieval-verify",
+            "-q",
+            "-n",
+            "0",
+            "-p",
+            "no:cacheprovider",
+        ],
+        cwd=ITEMS.parent,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert done.returncode == 0, done.stdout[-5000:]
-    snippets = sum(len((ITEMS / name).read_text().splitlines())
-                   for name in ("corpus.jsonl", "alternatives.jsonl"))  # fmt: skip
+    snippets = sum(
+        len((ITEMS / name).read_text().splitlines())
+        for name in ("corpus.jsonl", "alternatives.jsonl")
+    )
     assert f"{snippets + 2} passed" in done.stdout  # + the name-collision and freshness gates
 
 
@@ -144,8 +168,13 @@ def float_literal(node: ast.AST) -> bool:
 
 def rounded(node: ast.AST) -> bool:
     """Whether ``node`` rounds to stated digits somewhere (``round(x, n)``)."""
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "round"
-               and len(n.args) == 2 for n in ast.walk(node))  # fmt: skip
+    return any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Name)
+        and n.func.id == "round"
+        and len(n.args) == 2
+        for n in ast.walk(node)
+    )
 
 
 def equality_operands(test: str) -> list[tuple[ast.expr, ast.expr]]:
@@ -161,10 +190,12 @@ def equality_operands(test: str) -> list[tuple[ast.expr, ast.expr]]:
 
 
 def float_equality_failures(items) -> list[str]:
-    return [f"{item.id}: tests[{i}] compares a float literal with ==/!=: {test}"
-            for item in items for i, test in enumerate(item.tests)
-            if any(float_literal(a) or float_literal(b)
-                   for a, b in equality_operands(test))]  # fmt: skip
+    return [
+        f"{item.id}: tests[{i}] compares a float literal with ==/!=: {test}"
+        for item in items
+        for i, test in enumerate(item.tests)
+        if any(float_literal(a) or float_literal(b) for a, b in equality_operands(test))
+    ]
 
 
 def canonical_probes(items) -> dict[str, SuiteResult]:
@@ -213,15 +244,22 @@ def exception_failures(items) -> list[str]:
     for item in items:
         for i, test in enumerate(item.tests):
             for node in ast.walk(ast.parse(test)):
-                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                        and node.func.id == "raises" and node.args):  # fmt: skip
-                    kinds = node.args[0].elts if isinstance(node.args[0], ast.Tuple) else \
-                        [node.args[0]]  # fmt: skip
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Name)
+                    and node.func.id == "raises"
+                    and node.args
+                ):
+                    kinds = (
+                        node.args[0].elts if isinstance(node.args[0], ast.Tuple) else [node.args[0]]
+                    )
                     for kind in kinds:
                         name = ast.unparse(kind).rpartition(".")[2]
                         if name not in named_exceptions(item.query):
-                            failures.append(f"{item.id}: tests[{i}] expects {name}, which the "
-                                            f"query does not name")  # fmt: skip
+                            failures.append(
+                                f"{item.id}: tests[{i}] expects {name}, which the "
+                                f"query does not name"
+                            )
     return failures
 
 
@@ -236,8 +274,10 @@ def annotation_failures(items) -> list[str]:
             params = annotations(code, item.entry_point)
             returns = ast.unparse(node.returns) if node is not None and node.returns else ""
             if params is None or not supported(returns):
-                failures.append(f"{item.id}: {label}: entry point not fully annotated (parameters "
-                                "and return) with types of the equivalence grammar")  # fmt: skip
+                failures.append(
+                    f"{item.id}: {label}: entry point not fully annotated (parameters "
+                    "and return) with types of the equivalence grammar"
+                )
                 continue
             if expected is None:
                 expected = (params, returns)
@@ -257,9 +297,12 @@ def uses_unicode_digits(code: str) -> bool:
 
 
 def feeds_non_ascii_digits(test: str) -> bool:
-    return any(isinstance(n, ast.Constant) and isinstance(n.value, str)
-               and any(ch.isnumeric() and not ch.isascii() for ch in n.value)
-               for n in ast.walk(ast.parse(test)))  # fmt: skip
+    return any(
+        isinstance(n, ast.Constant)
+        and isinstance(n.value, str)
+        and any(ch.isnumeric() and not ch.isascii() for ch in n.value)
+        for n in ast.walk(ast.parse(test))
+    )
 
 
 def ascii_digit_failures(items) -> list[str]:
@@ -272,12 +315,16 @@ def ascii_digit_failures(items) -> list[str]:
         if not users:
             continue
         if not any(feeds_non_ascii_digits(t) for t in item.tests):
-            failures.append(f"{item.id}: uses isdigit/isdecimal/isnumeric/\\d but no test feeds "
-                            "non-ASCII digits")  # fmt: skip
+            failures.append(
+                f"{item.id}: uses isdigit/isdecimal/isnumeric/\\d but no test feeds "
+                "non-ASCII digits"
+            )
         for label, code in users:
             if not any(guard in code for guard in ASCII_GUARDS):
-                failures.append(f"{item.id}: {label}: isdigit/isdecimal/isnumeric/\\d without an "
-                                "ASCII guard (isascii(), re.ASCII or (?a))")  # fmt: skip
+                failures.append(
+                    f"{item.id}: {label}: isdigit/isdecimal/isnumeric/\\d without an "
+                    "ASCII guard (isascii(), re.ASCII or (?a))"
+                )
     return failures
 
 
@@ -287,10 +334,13 @@ def alternative_evidence_failures(items) -> list[str]:
     reviewer reads each witness against the query; see docs/items-guide.md)."""
     path = ITEMS / "alternatives.jsonl"
     rows = {r["snippet_id"]: r for r in map(json.loads, path.read_text().splitlines())}
-    return [f"{item.id}: alternatives[{i}]: no differential evidence recorded in "
-            "alternatives.jsonl (run `execretrieval build`)"
-            for item in items for i, code in enumerate(item.alternatives)
-            if not (rows.get(sha256(code)) or {}).get("equivalence")]  # fmt: skip
+    return [
+        f"{item.id}: alternatives[{i}]: no differential evidence recorded in "
+        "alternatives.jsonl (run `execretrieval build`)"
+        for item in items
+        for i, code in enumerate(item.alternatives)
+        if not (rows.get(sha256(code)) or {}).get("equivalence")
+    ]
 
 
 SECOND_PASS_RULES = {
@@ -318,6 +368,7 @@ def test_no_float_result_compared_with_equality(items, probes):
     assert not failures, f"{len(failures)} failure(s):\n" + "\n".join(failures)
 
 
+# fmt: off
 @pytest.mark.parametrize("test, flagged", [
     ("assert f(1) == 0.5", True),
     ("assert f(1) != -2.0", True),
@@ -329,19 +380,22 @@ def test_no_float_result_compared_with_equality(items, probes):
     ("assert [round(x, 1) for x in f(1)] == [0.5]", False),
     ("assert math.isclose(f(1), 0.57)", False),
     ("assert f(1) < 0.5", False),
-])  # fmt: skip
+])
+# fmt: on
 def test_float_equality_rule_reads_the_test_ast(test, flagged):
     item = type("I", (), {"id": "d/x", "tests": (test,)})
     assert bool(float_equality_failures([item])) is flagged
 
 
+# fmt: off
 @pytest.mark.parametrize("code, uses", [
     ("def f(s):\n    return s.isdigit()\n", True),
     ("def f(s):\n    return s.isascii() and s.isdecimal()\n", True),
     ("import re\ndef f(s):\n    return re.fullmatch(r'\\d+', s)\n", True),
     ("def f(s):\n    return all(c in '0123456789' for c in s)\n", False),
     ("import re\ndef f(s):\n    return re.fullmatch(r'[0-9]+', s)\n", False),
-])  # fmt: skip
+])
+# fmt: on
 def test_unicode_digit_uses_are_found(code, uses):
     assert uses_unicode_digits(code) is uses
 

@@ -159,8 +159,8 @@ def test_non_inferiority_margin() -> None:
 
 def test_minimums() -> None:
     base, cand = make_report([1] * 40), make_report([1] * 38 + [None] * 2)  # 0.95, p = 0.5
-    assert gated(base, cand, min_exec1=0.9)["passed"]
-    low = gated(base, cand, min_exec1=0.97)
+    assert gated(base, cand, minimums={"exec@1": 0.9})["passed"]
+    low = gated(base, cand, minimums={"exec@1": 0.97})
     assert not low["passed"] and "failed: exec@1 minimum" in low["reason"]
     assert any("below the required minimum 0.970" in x for x in low["explanation"])
     only = gated(None, cand, minimums={"exec@1": 0.95, "exec@10": 0.95})
@@ -174,7 +174,7 @@ def test_gate_refuses_vacuous_decisions() -> None:
     with pytest.raises(ComparisonError, match="zero queries"):
         gated(empty, empty)
     with pytest.raises(ComparisonError, match="zero queries"):
-        gated(None, empty, min_exec1=0.0)
+        gated(None, empty, minimums={"exec@1": 0.0})
     with pytest.raises(ComparisonError, match="baseline report or a minimum"):
         gated(None, make_report([1]))
     with pytest.raises(ValueError, match="alpha"):

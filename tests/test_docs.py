@@ -18,8 +18,9 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def test_every_option_is_in_the_readme_options_table():
-    rows = [line for line in (ROOT / "README.md").read_text().splitlines()
-            if line.startswith("| `")]  # fmt: skip
+    rows = [
+        line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("| `")
+    ]
     documented = {m.group(1) for row in rows for m in re.finditer(r"--(execretrieval-[\w-]+)", row)}
     assert "execretrieval-code-similarity" in documented
     missing = [o.name for o in OPTIONS if f"execretrieval-{o.name}" not in documented]
@@ -39,8 +40,11 @@ def test_relative_links_resolve_inside_the_repository():
 
 
 def test_no_doc_points_outside_the_repository():
-    outside = [f"{doc.name}: {m.group(0)}" for doc in DOCS
-               for m in re.finditer(r"\.\./shared\b|/work/\w+", doc.read_text())]  # fmt: skip
+    outside = [
+        f"{doc.name}: {m.group(0)}"
+        for doc in DOCS
+        for m in re.finditer(r"\.\./shared\b|/work/\w+", doc.read_text())
+    ]
     assert outside == []
 
 
@@ -73,21 +77,31 @@ def test_readme_pool_figures_are_the_bundled_corpus():
     sha = manifest["corpus_sha256"][:16]
     assert f"corpus `{sha}`, after the items' second pass" in readme_words()
     text = re.sub(r"(\d),(\d{3})\b", r"\1\2", readme_words())  # 4,997 -> 4997
-    assert (f"pool of {counts['snippets']} snippets: {counts['queries']} canonicals + "
-            f"{counts['distractors']} killed single-edit distractors") in text  # fmt: skip
-    assert (f"Bundled set: {counts['queries']} queries, {counts['snippets']} pool snippets, "
-            f"{counts['alternatives']} alternatives") in text  # fmt: skip
+    assert (
+        f"pool of {counts['snippets']} snippets: {counts['queries']} canonicals + "
+        f"{counts['distractors']} killed single-edit distractors"
+    ) in text
+    assert (
+        f"Bundled set: {counts['queries']} queries, {counts['snippets']} pool snippets, "
+        f"{counts['alternatives']} alternatives"
+    ) in text
     small = sorted(d for d, n in per_domain.items() if n == 85)
     large = sorted(d for d, n in per_domain.items() if n == 110)
     assert len(small) + len(large) == len(per_domain)
-    layout = re.search(r"The bundled benchmark \(`items/`, shipped in the wheel\): (\d+) items, "
-                       r"85 each in ([\w, ]+) and 110 each in ([\w, ]+); (\d+) alternatives; "
-                       r"(\d+) distractors", text)  # fmt: skip
+    layout = re.search(
+        r"The bundled benchmark \(`items/`, shipped in the wheel\): (\d+) items, "
+        r"85 each in ([\w, ]+) and 110 each in ([\w, ]+); (\d+) alternatives; "
+        r"(\d+) distractors",
+        text,
+    )
     assert layout, "the Layout section's figures"
     listed = [sorted(x.strip() for x in layout.group(i).split(",")) for i in (2, 3)]
     assert listed == [small, large]
     assert [int(layout.group(i)) for i in (1, 4, 5)] == [
-        counts["queries"], counts["alternatives"], counts["distractors"]]  # fmt: skip
+        counts["queries"],
+        counts["alternatives"],
+        counts["distractors"],
+    ]
 
 
 def test_readme_cost_guard_figures_are_the_bundled_benchmarks(monkeypatch):
@@ -101,15 +115,19 @@ def test_readme_cost_guard_figures_are_the_bundled_benchmarks(monkeypatch):
     bundled = bundled_items_dir()
     pool = sorted(read_corpus(bundled).snippets, key=lambda s: s.snippet_id)
     items = sorted(load_items(bundled)[0], key=lambda i: i.id)
-    work = [("document", [document_text(s) for s in pool], [s.snippet_id for s in pool]),
-            ("query", [i.query for i in items], [i.id for i in items])]  # fmt: skip
+    work = [
+        ("document", [document_text(s) for s in pool], [s.snippet_id for s in pool]),
+        ("query", [i.query for i in items], [i.id for i in items]),
+    ]
     options = EmbedderOptions(cache_dir="unused")
     gemini = plan_run(get_embedder("gemini-2", options), work, None)
     openai = plan_run(get_embedder("openai-3-small", options), work, None)
     text = readme_words()
     assert f"`{gemini.summary()}`" in text
-    assert f"(`openai-3-small`: {openai.requests} requests, ~{openai.estimated_tokens:,} " \
-           "tokens by cl100k_base)" in text  # fmt: skip
+    assert (
+        f"(`openai-3-small`: {openai.requests} requests, ~{openai.estimated_tokens:,} "
+        "tokens by cl100k_base)" in text
+    )
     utf8 = sum(len(t.encode()) for _, texts, _ in work for t in texts)
     assert (
         f"on the bundled corpus it counts {utf8:,} where cl100k_base counts "

@@ -19,7 +19,7 @@ from pytest_execretrieval.embedders import (
     get_embedder,
     known_names,
     usability,
-)  # fmt: skip
+)
 from pytest_execretrieval.embedders.bm25 import tokenize
 from pytest_execretrieval.embedders.cache import EmbeddingCache, encode_cached
 from pytest_execretrieval.embedders.npz import write_npz
@@ -28,12 +28,14 @@ DATA = Path(__file__).parent / "data" / "items"
 TEXTS = ["def add(a, b):\n    return a + b\n", "reverse a string", "sort numbers ascending"]
 
 
+# fmt: off
 @pytest.mark.parametrize("text, tokens", [
     ("parseHTTPResponse_v2", ["parse", "http", "response", "v", "2"]),
     ("snake_case_name", ["snake", "case", "name"]),
     ("x1y22", ["x", "1", "y", "22"]),
     ("if a <= b: return", ["if", "a", "b", "return"]),
-])  # fmt: skip
+])
+# fmt: on
 def test_code_aware_tokenizer(text, tokens):
     assert tokenize(text) == tokens
 
@@ -67,8 +69,9 @@ def test_minilm_is_real_and_described(minilm):
 
 def test_st_path_loads_a_local_directory(minilm):
     local = get_embedder(f"st:{minilm.model_dir}")
-    assert np.allclose(local.encode(TEXTS[:1], "query", ["x"]),
-                       minilm.encode(TEXTS[:1], "query", ["x"]), atol=1e-6)  # fmt: skip
+    assert np.allclose(
+        local.encode(TEXTS[:1], "query", ["x"]), minilm.encode(TEXTS[:1], "query", ["x"]), atol=1e-6
+    )
     with pytest.raises(EmbedderError, match="no such model directory"):
         get_embedder("st:/nonexistent/model")
 
@@ -104,7 +107,7 @@ def test_registry_names_and_errors():
         get_embedder("npz:")
 
 
-def test_entry_point_plugins_are_registered(monkeypatch):
+def test_entry_point_plugins_are_registered(monkeypatch, tmp_path):
     import importlib.metadata as md
 
     class FakeEP:
@@ -121,14 +124,18 @@ def test_entry_point_plugins_are_registered(monkeypatch):
             [FakeEP()] if group == "pytest_execretrieval.embedders" else real(group=group, **kw)
         ),
     )
+    monkeypatch.syspath_prepend(str(tmp_path))  # a new path: the entry points are looked up again
     assert "team-model" in known_names()
     assert contract(get_embedder("team-model")) is LexicalScorer
 
 
 def test_npz_validation(tmp_path):
     good = tmp_path / "good.npz"
-    write_npz(good, {"name": "x"}, {"query": (["q1"], np.ones((1, 4))),
-                                    "document": (["d1", "d2"], np.eye(2, 4))})  # fmt: skip
+    write_npz(
+        good,
+        {"name": "x"},
+        {"query": (["q1"], np.ones((1, 4))), "document": (["d1", "d2"], np.eye(2, 4))},
+    )
     frozen = get_embedder(f"npz:{good}")
     frozen.check_usable()
     assert frozen.encode(["ignored"], "document", ["d2"]).tolist() == [[0, 1, 0, 0]]
@@ -202,8 +209,12 @@ def test_cache_key_separates_invocations_and_roles(tmp_path):
 
 
 def test_embedders_command_lists_usability():
-    out = subprocess.run([sys.executable, "-m", "pytest_execretrieval.cli", "embedders"],
-                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest_execretrieval.cli", "embedders"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "minilm" in out and "usable" in out and "bm25" in out
 
 

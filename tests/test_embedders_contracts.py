@@ -27,7 +27,7 @@ from pytest_execretrieval.embedders import (
     members,
     require_dense,
     usability,
-)  # fmt: skip
+)
 from pytest_execretrieval.ranking.benchmark import rank_pool
 from pytest_execretrieval.ranking.retrieval import retrieve
 
@@ -103,19 +103,38 @@ def test_a_name_must_be_a_non_empty_string():
 
 def test_retrieve_ranks_dense_and_lexical_alike():
     queries = ["add two numbers", "reverse a list", "count the vowels", "sum of squares"]
-    documents = ["def add(a, b): return a + b", "def rev(xs): return xs[::-1]",
-                 "def vowels(s): return sum(c in 'aeiou' for c in s)", "add numbers two",
-                 "a list reversed", "squares sum of"]  # fmt: skip
-    args = (queries, ["q1", "q2", "q3", "q4"], documents, [f"d{i}" for i in range(6)],
-            [0, 1, 2, 5], 3, [[3], [4], [], [0]])  # fmt: skip
+    documents = [
+        "def add(a, b): return a + b",
+        "def rev(xs): return xs[::-1]",
+        "def vowels(s): return sum(c in 'aeiou' for c in s)",
+        "add numbers two",
+        "a list reversed",
+        "squares sum of",
+    ]
+    args = (
+        queries,
+        ["q1", "q2", "q3", "q4"],
+        documents,
+        [f"d{i}" for i in range(6)],
+        [0, 1, 2, 5],
+        3,
+        [[3], [4], [], [0]],
+    )
     dense = fake_embedders.FakeDense(None)
     by_vectors = retrieve(dense, *args)
     by_rows = retrieve(fake_embedders.FakeLexical(None), *args)
     assert dense.encoded == [("document", 6), ("query", 4)]
     assert by_vectors.document_vectors.shape == (6, fake_embedders.DIM)
     assert by_rows.document_vectors is None
-    for field in ("indices", "scores", "target_rank", "target_score", "target_above",
-                  "target_ties", "tail_ties"):  # fmt: skip
+    for field in (
+        "indices",
+        "scores",
+        "target_rank",
+        "target_score",
+        "target_above",
+        "target_ties",
+        "tail_ties",
+    ):
         assert np.array_equal(getattr(by_vectors.ranking, field), getattr(by_rows.ranking, field))
     assert by_vectors.ranking.watched == by_rows.ranking.watched
     assert by_vectors.ranking.target_rank.tolist() != [1, 1, 1, 1]  # not trivially equal
@@ -128,8 +147,12 @@ def test_rank_pool_caches_dense_vectors_only(tmp_path):
     corpus = read_corpus(DATA, engine())
     pool = sorted(corpus.snippets, key=lambda s: s.snippet_id)
     position = {s.snippet_id: i for i, s in enumerate(pool)}
-    targets = [position[s.snippet_id] for item in items for s in pool
-               if s.query_id == item.id and s.kind == "canonical"]  # fmt: skip
+    targets = [
+        position[s.snippet_id]
+        for item in items
+        for s in pool
+        if s.query_id == item.id and s.kind == "canonical"
+    ]
     watch = [[] for _ in items]
     alternatives = sorted(corpus.alternatives, key=lambda s: s.snippet_id)
     assert alternatives, "the test data needs alternatives for the code-similarity check"
@@ -144,44 +167,74 @@ def test_rank_pool_caches_dense_vectors_only(tmp_path):
     assert again.encoded == []  # everything came from the cache
 
 
-def test_pytest_runs_dense_and_lexical_plugins_to_the_same_report(pytester, items, tmp_path,
-                                                                   monkeypatch):  # fmt: skip
+def test_pytest_runs_dense_and_lexical_plugins_to_the_same_report(
+    pytester, items, tmp_path, monkeypatch
+):
     """End to end: both fakes registered through installed entry points, one session."""
     site = fake_embedders.install(tmp_path / "site")
     path = [str(site), str(Path(fake_embedders.__file__).parent), os.environ.get("PYTHONPATH")]
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in path if p))
     result = pytester.runpytest_subprocess(
-        "--embedder", "fake-dense", "--embedder", "fake-lexical", "--execretrieval-items",
-        str(items), "--execretrieval-cache-dir", str(pytester.path / "cache"),
-        "--execretrieval-code-similarity", "--execretrieval-report-dir=reports",
-        "-p", "no:randomly",
-    )  # fmt: skip
+        "--embedder",
+        "fake-dense",
+        "--embedder",
+        "fake-lexical",
+        "--execretrieval-items",
+        str(items),
+        "--execretrieval-cache-dir",
+        str(pytester.path / "cache"),
+        "--execretrieval-code-similarity",
+        "--execretrieval-report-dir=reports",
+        "-p",
+        "no:randomly",
+    )
     assert result.ret in (0, 1), result.stderr.str()
-    dense, lexical = (json.loads((pytester.path / "reports" / f"{n}.json").read_text())
-                      for n in ("fake-dense", "fake-lexical"))  # fmt: skip
+    dense, lexical = (
+        json.loads((pytester.path / "reports" / f"{n}.json").read_text())
+        for n in ("fake-dense", "fake-lexical")
+    )
     assert dense["metrics"] == lexical["metrics"]
     strip = [{k: v for k, v in q.items() if k != "code_similarity"} for q in dense["per_query"]]
-    assert strip == [{k: v for k, v in q.items() if k != "code_similarity"}
-                     for q in lexical["per_query"]]  # fmt: skip
+    assert strip == [
+        {k: v for k, v in q.items() if k != "code_similarity"} for q in lexical["per_query"]
+    ]
     assert any(q["code_similarity"]["alternatives"] for q in dense["per_query"])
-    assert not any(q.get("code_similarity", {}).get("alternatives")
-                   for q in lexical["per_query"])  # fmt: skip
+    assert not any(q.get("code_similarity", {}).get("alternatives") for q in lexical["per_query"])
 
     refused = pytester.runpytest_subprocess(
-        "--embedder", "fake-half", "--execretrieval-items", str(items),
-        "--execretrieval-cache-dir", str(pytester.path / "cache"),
-    )  # fmt: skip
+        "--embedder",
+        "fake-half",
+        "--execretrieval-items",
+        str(items),
+        "--execretrieval-cache-dir",
+        str(pytester.path / "cache"),
+    )
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
-    refused.stderr.fnmatch_lines([
-        "*--embedder fake-half: embedder 'fake-half': *Half satisfies neither embedder contract*"
-        "lacks close(), encode()*"
-    ])  # fmt: skip
+    refused.stderr.fnmatch_lines(
+        [
+            "*--embedder fake-half: embedder 'fake-half': *Half satisfies neither embedder "
+            "contract*lacks close(), encode()*"
+        ]
+    )
 
 
 def test_embed_command_refuses_a_lexical_scorer(tmp_path, capsys):
     out = tmp_path / "bm25.npz"
-    assert cli.main(["embed", str(DATA), "--embedder", "bm25", "--out", str(out),
-                     "--cache-dir", str(tmp_path / "cache")]) == 2  # fmt: skip
+    assert (
+        cli.main(
+            [
+                "embed",
+                str(DATA),
+                "--embedder",
+                "bm25",
+                "--out",
+                str(out),
+                "--cache-dir",
+                str(tmp_path / "cache"),
+            ]
+        )
+        == 2
+    )
     assert "freezing vectors needs a dense encoder, and 'bm25' is a lexical scorer" in (
         capsys.readouterr().err
     )

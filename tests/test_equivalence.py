@@ -33,18 +33,21 @@ def runner(tmp_path_factory):
         yield r
 
 
+# fmt: off
 @pytest.mark.parametrize("text", [
     "int", "float", "bool", "str", "bytes", "None", "Fraction", "date", "datetime.date",
     "timedelta", "list[int]", "set[str]", "frozenset[int]", "dict[str, list[int]]",
     "tuple[int, ...]", "tuple[str, int, bool]", "tuple[()]", "int | None", "'date'",
     '"list[date] | set[date]"', "BinaryTree | None", "NaryTree", "SearchTree",
     "Callable[[int], bool]", "Callable[[int], int] | None",
-])  # fmt: skip
+])
+# fmt: on
 def test_grammar_accepts(text):
     assert supported(text)
     draw_inputs((text,), 5)
 
 
+# fmt: off
 @pytest.mark.parametrize("text, why", [
     ("list", "not a supported type"),
     ("list[int, int]", "takes 1 type argument"),
@@ -55,7 +58,8 @@ def test_grammar_accepts(text):
     ("deque[int]", "not a supported container"),
     ("__import__('os').system('true')", "not a supported type"),
     ("list[", "does not parse"),
-])  # fmt: skip
+])
+# fmt: on
 def test_grammar_rejects_with_the_reason(text, why):
     assert not supported(text)
     with pytest.raises(UnsupportedAnnotation, match=why):
@@ -90,8 +94,14 @@ def test_trees_and_callables_have_their_shapes():
 
 
 def test_stable_repr_sorts_sets_and_evaluates_back():
-    value = ({"b", "a"}, frozenset({3}), [dt.date(2024, 2, 29)], (1,), {"k": Fraction(1, 3)},
-             AtLeast(4))  # fmt: skip
+    value = (
+        {"b", "a"},
+        frozenset({3}),
+        [dt.date(2024, 2, 29)],
+        (1,),
+        {"k": Fraction(1, 3)},
+        AtLeast(4),
+    )
     text = stable_repr(value)
     assert text.startswith("(set(('a', 'b')), frozenset((3,)), [datetime.date(2024, 2, 29)]")
     space = {"datetime": dt, "Fraction": Fraction, "AtLeast": AtLeast}
@@ -125,8 +135,14 @@ def test_an_exception_the_query_names_is_behaviour(runner):
     canonical = "def f(n: int) -> int:\n    if n < 0:\n        raise ValueError(n)\n    return n\n"
     lenient = "def f(n: int) -> int:\n    return max(n, 0)\n"
     wrong_type = canonical.replace("ValueError", "TypeError")
-    named = evidence(canonical, "f", "", [lenient, wrong_type], runner,
-                     "Identity; raises ValueError for negative n.")  # fmt: skip
+    named = evidence(
+        canonical,
+        "f",
+        "",
+        [lenient, wrong_type],
+        runner,
+        "Identity; raises ValueError for negative n.",
+    )
     assert all(e.out_of_domain == 0 and e.differing > 0 for e in named)
     assert named[0].witness is not None and int(named[0].witness.strip("(,)")) < 0
     unnamed = evidence(canonical, "f", "", [lenient], runner, "Identity for n >= 0.")[0]
@@ -171,9 +187,19 @@ def test_probe_arguments_read_back_as_the_drawn_values():
     from pytest_execretrieval.execution import _grammar
     from pytest_execretrieval.mutation.equivalence import argument_source, probes
 
-    types = ("list[int]", "'date'", "dict[str, float]", "set[str]", "Fraction", "bytes",
-             "'timedelta'", "'datetime'", "'time'", "'BinaryTree | None'",
-             "frozenset[int]")  # fmt: skip
+    types = (
+        "list[int]",
+        "'date'",
+        "dict[str, float]",
+        "set[str]",
+        "Fraction",
+        "bytes",
+        "'timedelta'",
+        "'datetime'",
+        "'time'",
+        "'BinaryTree | None'",
+        "frozenset[int]",
+    )
     for args in draw_inputs(types, 20):
         call = _grammar.parse_test(probes("f", [args])[0], probe=True).call
         name, values, kwargs = _grammar.build_arguments(_grammar.parse_call(call.source))
@@ -213,8 +239,9 @@ def test_drawn_inputs_are_the_same_from_a_checkout_and_from_a_wheel():
     import sys
 
     def draws(mode: str) -> str:
-        run = subprocess.run([sys.executable, "-c", _DRAW, mode], capture_output=True,
-                             text=True, check=True)  # fmt: skip
+        run = subprocess.run(
+            [sys.executable, "-c", _DRAW, mode], capture_output=True, text=True, check=True
+        )
         return run.stdout
 
     assert draws("checkout") == draws("wheel")

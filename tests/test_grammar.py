@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from pytest_execretrieval.execution import _grammar as g
 
 
+# fmt: off
 @pytest.mark.parametrize("source, form, op, steps, call", [
     ("assert f(1) == [1, 2]", g.COMPARE, "==", (), "f(1)"),
     ("assert f(x=1) != 2", g.COMPARE, "!=", (), "f(x=1)"),
@@ -41,13 +42,15 @@ from pytest_execretrieval.execution import _grammar as g
      "f(date(2024, 1, 1))"),
     ("assert f(lambda x: x >= 3, key=len) == 3", g.COMPARE, "==", (),
      "f(lambda x: x >= 3, key=len)"),
-])  # fmt: skip
+])
+# fmt: on
 def test_forms(source, form, op, steps, call):
     test = g.parse_test(source)
     assert (test.form, test.op, test.call.function, test.call.source) == (form, op, "f", call)
     assert tuple("[]" if kind == "index" else step for kind, step in test.steps) == steps
 
 
+# fmt: off
 @pytest.mark.parametrize("source, why", [
     ("x = 1", "an assignment is not in the test grammar"),
     ("assert f(1) == 1 and f(2) == 2", "'and'/'or' is not in the test grammar"),
@@ -73,7 +76,8 @@ def test_forms(source, form, op, steps, call):
     ("assert f(lambda *a: 1) == 1", "a lambda argument takes plain positional parameters"),
     ("assert f([lambda x: x]) == 1", "a lambda is not in the test grammar's literals"),
     ("assert f(f'{1}') == 1", "an f-string is not in the test grammar's literals"),
-])  # fmt: skip
+])
+# fmt: on
 def test_outside_the_grammar_is_named(source, why):
     with pytest.raises(g.GrammarError) as excinfo:
         g.check_test(g.parse_test(source))
@@ -91,6 +95,7 @@ def test_syntax_errors_stay_syntax_errors():
         g.parse_test("assert f(1) ==")
 
 
+# fmt: off
 @pytest.mark.parametrize("literal, value", [
     ("-(2 ** 31) + 1", -(2**31) + 1),
     ("[1, (2, 3), {4: 'x'}, {5}]", [1, (2, 3), {4: "x"}, {5}]),
@@ -108,7 +113,8 @@ def test_syntax_errors_stay_syntax_errors():
     ("'ab' * 3", "ababab"),
     ("1j * 1j", -1 + 0j),
     ("range(0, 10, 2)", range(0, 10, 2)),
-])  # fmt: skip
+])
+# fmt: on
 def test_literals_evaluate_as_python_does(literal, value):
     got = g.evaluate(ast.parse(literal, mode="eval").body)
     assert got == value and type(got) is type(value)
@@ -118,6 +124,7 @@ def test_nan_is_a_literal_too():
     assert math.isnan(g.evaluate(ast.parse("float('nan')", mode="eval").body))
 
 
+# fmt: off
 @pytest.mark.parametrize("literal, why", [
     ("2 ** 10 ** 9", "a power past"),
     ("10 ** 100000", "a power past"),
@@ -130,7 +137,8 @@ def test_nan_is_a_literal_too():
     ("Fraction('1e999999999')", "Fraction() of the text"),
     ("round(5, -10 ** 9)", "round() to more than"),
     ("[[0] * 60000] * 60000", "a literal of more than"),
-])  # fmt: skip
+])
+# fmt: on
 def test_literals_past_the_bounds_are_refused_at_once(literal, why):
     start = time.process_time()  # CPU time: the machine may be busy with other work
     with pytest.raises(g.GrammarError, match=re.escape(why)):
@@ -178,9 +186,20 @@ _leaves = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False, width=32).map(repr),
     st.text(max_size=5).map(repr),
     st.binary(max_size=5).map(repr),
-    st.sampled_from(["True", "False", "None", "date(2024, 1, 31)", "timedelta(hours=3)",
-                     "Fraction(3, 4)", "math.pi", "frozenset({1, 2})", "range(5)"]),
-)  # fmt: skip
+    st.sampled_from(
+        [
+            "True",
+            "False",
+            "None",
+            "date(2024, 1, 31)",
+            "timedelta(hours=3)",
+            "Fraction(3, 4)",
+            "math.pi",
+            "frozenset({1, 2})",
+            "range(5)",
+        ]
+    ),
+)
 _OPS = ["+", "-", "*", "/", "//", "%", "**", "<<", ">>", "&", "|", "^"]
 
 
@@ -191,8 +210,9 @@ def _compound(inner):
         st.tuples(inner, st.sampled_from(_OPS), inner).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
         st.tuples(st.sampled_from(["-", "+", "~", "not "]), inner).map(lambda t: f"({t[0]}{t[1]})"),
         st.tuples(st.sampled_from(["list", "tuple", "sorted", "len", "abs", "str"]), inner).map(
-            lambda t: f"{t[0]}({t[1]})"),
-    )  # fmt: skip
+            lambda t: f"{t[0]}({t[1]})"
+        ),
+    )
 
 
 _NAMESPACE = {"date": dt.date, "timedelta": dt.timedelta, "Fraction": Fraction, "math": math}

@@ -49,10 +49,16 @@ from pytest_execretrieval.embedders.hosted_http import (
 
 SPEC = {s.name: s for s in SPECS}
 KEY_VARS = {v for s in SPECS for v in s.api.key_vars}
-ENV = ("EXECRETRIEVAL_EMBED_DIMENSIONS", "EXECRETRIEVAL_HTTP_CONCURRENCY", "EXECRETRIEVAL_RPM",
-       "EXECRETRIEVAL_HTTP_MAX_ATTEMPTS", "EXECRETRIEVAL_HTTP_TIMEOUT_S",
-       "EXECRETRIEVAL_HTTP_BACKOFF_S", "EXECRETRIEVAL_HTTP_MAX_DELAY_S",
-       *(s.api.base_env for s in SPECS))  # fmt: skip
+ENV = (
+    "EXECRETRIEVAL_EMBED_DIMENSIONS",
+    "EXECRETRIEVAL_HTTP_CONCURRENCY",
+    "EXECRETRIEVAL_RPM",
+    "EXECRETRIEVAL_HTTP_MAX_ATTEMPTS",
+    "EXECRETRIEVAL_HTTP_TIMEOUT_S",
+    "EXECRETRIEVAL_HTTP_BACKOFF_S",
+    "EXECRETRIEVAL_HTTP_MAX_DELAY_S",
+    *(s.api.base_env for s in SPECS),
+)
 QUERIES = ["Count the vowels in a string.", "Reverse the words of a sentence.", "Sum a list."]
 DOCS = ["def f(s):\n    return sum(c in 'aeiou' for c in s)", "def g(s):\n    return s[::-1]"]
 
@@ -83,8 +89,9 @@ def fake(monkeypatch):
 
 
 def make(name: str, batch_size: int | None = None, **extra):
-    embedder = get_embedder(name, EmbedderOptions(batch_size=batch_size,
-                                                  extra={"concurrency": 2, **extra}))  # fmt: skip
+    embedder = get_embedder(
+        name, EmbedderOptions(batch_size=batch_size, extra={"concurrency": 2, **extra})
+    )
     embedder.sleeps = []
     embedder.sleep = embedder.sleeps.append  # no real waiting between retries
     return embedder
@@ -104,8 +111,14 @@ def raised(call) -> str:
 
 # -- registry, invocation, configuration -------------------------------------------------------
 def test_registry_and_cheap_import():
-    assert set(FACTORIES) == {"gemini-2", "gemini-001", "openai-3-large", "openai-3-small",
-                              "voyage-code-3", "codestral-embed"}  # fmt: skip
+    assert set(FACTORIES) == {
+        "gemini-2",
+        "gemini-001",
+        "openai-3-large",
+        "openai-3-small",
+        "voyage-code-3",
+        "codestral-embed",
+    }
     code = "import sys, pytest_execretrieval.embedders.hosted; print('httpx' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -166,10 +179,12 @@ def test_dimensions_and_settings(monkeypatch):
     options = EmbedderOptions(batch_size=5000, extra={"dimensions": 256})
     embedder = get_embedder("openai-3-small", options)
     assert embedder.dim == 256 and embedder.batch_size == 2048  # clamped to the provider's limit
-    assert "768" in raised(lambda: get_embedder("voyage-code-3", EmbedderOptions(
-        extra={"dimensions": 768})))  # fmt: skip
-    assert "outside" in raised(lambda: get_embedder("openai-3-small", EmbedderOptions(
-        extra={"dimensions": 3072})))  # fmt: skip
+    assert "768" in raised(
+        lambda: get_embedder("voyage-code-3", EmbedderOptions(extra={"dimensions": 768}))
+    )
+    assert "outside" in raised(
+        lambda: get_embedder("openai-3-small", EmbedderOptions(extra={"dimensions": 3072}))
+    )
     monkeypatch.setenv("EXECRETRIEVAL_EMBED_DIMENSIONS", "lots")
     assert "EXECRETRIEVAL_EMBED_DIMENSIONS" in raised(lambda: get_embedder("gemini-2"))
     monkeypatch.setenv("EXECRETRIEVAL_HTTP_CONCURRENCY", "0")
@@ -229,7 +244,11 @@ def test_batches_keep_order_under_concurrency(fake):
 def test_split_batches_by_count_and_characters():
     assert split_batches(["a"] * 5, 2) == [range(2), range(2, 4), range(4, 5)]
     assert split_batches(["aaaa", "bb", "cc", "dddddd", "e"], 10, 5) == [
-        range(1), range(1, 3), range(3, 4), range(4, 5)]  # fmt: skip
+        range(1),
+        range(1, 3),
+        range(3, 4),
+        range(4, 5),
+    ]
     assert split_batches([], 3) == []
 
 
@@ -339,15 +358,23 @@ def test_rate_limit_spaces_requests(fake):
 
 
 # -- validation of answers -------------------------------------------------------------------------
-FAULTS = {"malformed": "not JSON", "count": "2 embeddings for 3 texts", "nan": "non-finite",
-          "zero": "zero-norm", "dim": "expected dimension 128, got 129", "ragged": "malformed",
-          "order": "indices"}  # fmt: skip
+FAULTS = {
+    "malformed": "not JSON",
+    "count": "2 embeddings for 3 texts",
+    "nan": "non-finite",
+    "zero": "zero-norm",
+    "dim": "expected dimension 128, got 129",
+    "ragged": "malformed",
+    "order": "indices",
+}
 
 
+# fmt: off
 @pytest.mark.parametrize(("name", "fault"), [
     *(("gemini-2", f) for f in sorted(FAULTS) if f != "order"),  # Gemini answers have no index
     *(("openai-3-small", f) for f in sorted(FAULTS)),
-])  # fmt: skip
+])
+# fmt: on
 def test_bad_answers_name_provider_and_request(fake, name, fault):
     server = fake(name, faults=[fault])
     embedder = make(name, dimensions=128)
@@ -438,12 +465,17 @@ ITEMS = {  # name -> (query, canonical, tests)
     ),
     "repeat_chars": (
         "Repeat every character of a string n times in place: 'ab' with 2 gives 'aabb'.",
-        ("def repeat_chars(text, n):\n    out = []\n    for ch in text:\n"
-         "        out.append(ch * n)\n    return ''.join(out)\n"),
-        ['repeat_chars("ab", 2) == "aabb"', 'repeat_chars("", 3) == ""',
-         'repeat_chars("q", 0) == ""'],
+        (
+            "def repeat_chars(text, n):\n    out = []\n    for ch in text:\n"
+            "        out.append(ch * n)\n    return ''.join(out)\n"
+        ),
+        [
+            'repeat_chars("ab", 2) == "aabb"',
+            'repeat_chars("", 3) == ""',
+            'repeat_chars("q", 0) == ""',
+        ],
     ),
-}  # fmt: skip
+}
 
 
 def write_items(root: Path) -> Path:
@@ -472,10 +504,19 @@ def test_pytest_run_export_and_replay(fake, pytester, monkeypatch):
     assert cli.main(["build", str(items), "--cache-dir", str(cache), "-j", "2"]) == 0
     server = fake("gemini-2")
     monkeypatch.setenv("EXECRETRIEVAL_EMBED_DIMENSIONS", "128")
-    common = ("--execretrieval-items", str(items), "--execretrieval-cache-dir", str(cache),
-              "-p", "no:randomly", "-p", "no:cacheprovider")  # fmt: skip
-    live = pytester.runpytest_subprocess("--embedder", "gemini-2", *common,
-                                         "--execretrieval-report-dir", "live")  # fmt: skip
+    common = (
+        "--execretrieval-items",
+        str(items),
+        "--execretrieval-cache-dir",
+        str(cache),
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:cacheprovider",
+    )
+    live = pytester.runpytest_subprocess(
+        "--embedder", "gemini-2", *common, "--execretrieval-report-dir", "live"
+    )
     assert live.ret in (0, 1), live.stdout.str() + live.stderr.str()
     assert server.violations == [] and server.answered
     live_report = pytester.path / "live" / "gemini-2.json"
@@ -486,10 +527,24 @@ def test_pytest_run_export_and_replay(fake, pytester, monkeypatch):
     assert KEY not in live.stdout.str() + live.stderr.str()
 
     out = pytester.path / "frozen.npz"
-    assert cli.main(["embed", str(items), "--embedder", "gemini-2", "--out", str(out),
-                     "--cache-dir", str(cache)]) == 0  # fmt: skip
-    replay = pytester.runpytest_subprocess("--embedder", f"npz:{out}", *common,
-                                           "--execretrieval-report-dir", "replay")  # fmt: skip
+    assert (
+        cli.main(
+            [
+                "embed",
+                str(items),
+                "--embedder",
+                "gemini-2",
+                "--out",
+                str(out),
+                "--cache-dir",
+                str(cache),
+            ]
+        )
+        == 0
+    )
+    replay = pytester.runpytest_subprocess(
+        "--embedder", f"npz:{out}", *common, "--execretrieval-report-dir", "replay"
+    )
     assert replay.ret == live.ret
     (frozen,) = (pytester.path / "replay").glob("npz*.json")
     assert len(per_query(live_report)) == 3
@@ -606,6 +661,7 @@ def test_one_text_the_provider_calls_too_long_is_named(fake):
     assert "q-odd" in message and "too long" in message and "8,192-token" in message
 
 
+# fmt: off
 @pytest.mark.parametrize("message", [
     "This model's maximum context length is 8192 tokens, however you requested 9000 tokens",
     "Requested 310000 tokens, max 300000 tokens per request",
@@ -613,7 +669,8 @@ def test_one_text_the_provider_calls_too_long_is_named(fake):
     "Too many tokens in batch. Max is 16384 got 20000",
     "Too many inputs in request, split into more batches.",
     "* BatchEmbedContentsRequest.requests: at most 100 requests can be in one batch",
-])  # fmt: skip
+])
+# fmt: on
 def test_the_providers_too_long_answers_split_the_batch(fake, message):
     server = fake("openai-3-small", faults=[("toolong", message)])
     embedder = make("openai-3-small", dimensions=16)
@@ -631,8 +688,11 @@ def test_openai_counts_with_the_published_cl100k_tokenizer():
     assert counter.count(counter.cut(LONG, 100)) <= 100 and LONG.startswith(counter.cut(LONG, 100))
     assert get_embedder("openai-3-small").invocation()["input_limit"]["counter"] == counter.name
     assert get_embedder("gemini-2").invocation()["input_limit"] == {
-        "tokens": 8192, "margin": INPUT_MARGIN, "counter": BYTES.name,
-        "policy": "truncate, reported"}  # fmt: skip
+        "tokens": 8192,
+        "margin": INPUT_MARGIN,
+        "counter": BYTES.name,
+        "policy": "truncate, reported",
+    }
 
 
 # 3. fail fast
@@ -655,12 +715,14 @@ def test_a_fatal_error_cancels_the_requests_in_flight(fake):
 
 
 # 4. retry rules
+# fmt: off
 @pytest.mark.parametrize(("fault", "sleeps"), [
     (("status", 409), None),
     (("status", 429, {"retry-after-ms": "2500"}), [2.5]),
     (("status", 400, {"x-should-retry": "true"}), None),
     (("status", 503, {"Retry-After": "0"}), None),
-])  # fmt: skip
+])
+# fmt: on
 def test_retried_as_the_official_sdks_do(fake, fault, sleeps):
     server = fake("openai-3-small", faults=[fault])
     embedder = make("openai-3-small", dimensions=16)
@@ -669,13 +731,15 @@ def test_retried_as_the_official_sdks_do(fake, fault, sleeps):
     assert embedder.sleeps == sleeps if sleeps else 0.5 <= embedder.sleeps[0] <= 1
 
 
+# fmt: off
 @pytest.mark.parametrize(("fault", "why"), [
     (("status", 501), "not retried"),
     (("status", 505), "not retried"),
     (("status", 503, {"x-should-retry": "false"}), "x-should-retry: false"),
     (("status", 429, {"Retry-After": "600"}), "asks to wait 600 s"),
     (("retryinfo", "300s"), "asks to wait 300 s"),
-])  # fmt: skip
+])
+# fmt: on
 def test_not_retried(fake, fault, why):
     name = "gemini-2" if fault[0] == "retryinfo" else "voyage-code-3"
     server = fake(name, faults=[fault])
@@ -693,8 +757,9 @@ def test_attempts_are_bounded_and_backoff_never_overflows():
 # 5. no secret in logs
 def test_base_url_password_never_reaches_the_http_log(fake, monkeypatch, caplog):
     server = fake("gemini-2")
-    monkeypatch.setenv("EXECRETRIEVAL_GEMINI_BASE_URL",
-                       server.url.replace("://", "://admin:pw-Secret-42@"))  # fmt: skip
+    monkeypatch.setenv(
+        "EXECRETRIEVAL_GEMINI_BASE_URL", server.url.replace("://", "://admin:pw-Secret-42@")
+    )
     embedder = make("gemini-2", dimensions=128)
     with caplog.at_level(logging.DEBUG):
         embedder.encode(QUERIES, "query", ["a", "b", "c"])
@@ -707,8 +772,9 @@ def test_base_url_password_never_reaches_the_http_log(fake, monkeypatch, caplog)
 
 # 6. documented ranges
 def test_gemini_dimensions_and_voyage_atlas_keys(monkeypatch):
-    assert "128..3072" in raised(lambda: get_embedder("gemini-2", EmbedderOptions(
-        extra={"dimensions": 64})))  # fmt: skip
+    assert "128..3072" in raised(
+        lambda: get_embedder("gemini-2", EmbedderOptions(extra={"dimensions": 64}))
+    )
     assert get_embedder("gemini-001", EmbedderOptions(extra={"dimensions": 128})).dim == 128
     monkeypatch.setenv("VOYAGE_API_KEY", "al-atlas-key")
     assert get_embedder("voyage-code-3").invocation()["api_base"] == "https://ai.mongodb.com"
@@ -729,8 +795,9 @@ def test_cost_guard_counts_after_the_cache_and_refuses_above_the_budget(fake, tm
     encode_cached(embedder, texts[:10], ids[:10], "document", cache)
     server.seen = []
     out = io.StringIO()
-    plan = cost_guard(embedder, [("document", texts, ids), ("query", QUERIES, ["a", "b", "c"])],
-                      cache, out)  # fmt: skip
+    plan = cost_guard(
+        embedder, [("document", texts, ids), ("query", QUERIES, ["a", "b", "c"])], cache, out
+    )
     tokens = sum(cl100k().count(t) for t in texts[10:] + QUERIES)
     assert (plan.texts, plan.cached, plan.requests, plan.estimated_tokens) == (23, 10, 4, tokens)
     assert f"23 texts in 4 requests, ~{tokens} estimated tokens" in out.getvalue()
@@ -766,18 +833,29 @@ def test_pytest_run_outlasts_retry_info_429s_and_reports_usage(fake, pytester):
     cache = pytester.path / "cache"
     assert cli.main(["build", str(items), "--cache-dir", str(cache), "-j", "2"]) == 0
     server = fake("gemini-2", quota_window_s=2.0)  # 429 + RetryInfo for the first 2 s
-    common = ("--execretrieval-items", str(items), "--execretrieval-cache-dir", str(cache),
-              "-p", "no:randomly", "-p", "no:cacheprovider")  # fmt: skip
-    over = pytester.runpytest_subprocess("--embedder", "gemini-2", *common,
-                                         "--execretrieval-max-tokens", "10")  # fmt: skip
+    common = (
+        "--execretrieval-items",
+        str(items),
+        "--execretrieval-cache-dir",
+        str(cache),
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:cacheprovider",
+    )
+    over = pytester.runpytest_subprocess(
+        "--embedder", "gemini-2", *common, "--execretrieval-max-tokens", "10"
+    )
     assert over.ret == pytest.ExitCode.USAGE_ERROR and server.seen == []
     assert "--execretrieval-max-tokens 10" in over.stderr.str()
-    run = pytester.runpytest_subprocess("--embedder", "gemini-2", *common,
-                                        "--execretrieval-report-dir", "out")  # fmt: skip
+    run = pytester.runpytest_subprocess(
+        "--embedder", "gemini-2", *common, "--execretrieval-report-dir", "out"
+    )
     assert run.ret in (0, 1), run.stdout.str() + run.stderr.str()
     assert "cost guard [gemini-2]: 10 texts in 2 requests" in run.stderr.str() + run.stdout.str()
     assert any(s.status == 429 for s in server.seen) and len(server.answered) == 2
     report = json.loads((pytester.path / "out" / "gemini-2.json").read_text())
     assert report["requests"] == len(server.seen) and report["truncated"] == []
-    assert report["estimated_tokens"] == sum(len(t.encode()) for s in server.answered
-                                             for t in s.texts)  # fmt: skip
+    assert report["estimated_tokens"] == sum(
+        len(t.encode()) for s in server.answered for t in s.texts
+    )

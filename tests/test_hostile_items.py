@@ -182,12 +182,23 @@ def test_a_long_expression_is_an_item_problem_of_the_build_and_the_build_goes_on
     root = good_items(tmp_path / "items")
     innocent = load_items(root)[0][0]
     code = "def count_vowels(s):\n    return " + " + ".join(["len(s)"] * 1200) + "\n"
-    hostile = BenchmarkItem(**{**innocent.__dict__, "id": "strings/long", "canonical": code,
-                               "path": root / "strings" / "long.toml"})  # fmt: skip
-    broken = BenchmarkItem(**{**innocent.__dict__, "id": "strings/zzz_broken",
-                              "canonical": innocent.canonical.replace("aeiou", "aeio") + "\n",
-                              "tests": ("assert count_vowels('u') == 1",),
-                              "path": root / "strings" / "zzz_broken.toml"})  # fmt: skip
+    hostile = BenchmarkItem(
+        **{
+            **innocent.__dict__,
+            "id": "strings/long",
+            "canonical": code,
+            "path": root / "strings" / "long.toml",
+        }
+    )
+    broken = BenchmarkItem(
+        **{
+            **innocent.__dict__,
+            "id": "strings/zzz_broken",
+            "canonical": innocent.canonical.replace("aeiou", "aeio") + "\n",
+            "tests": ("assert count_vowels('u') == 1",),
+            "path": root / "strings" / "zzz_broken.toml",
+        }
+    )
     with SuiteRunner(jobs=1) as runner, pytest.raises(BuildError) as raised:
         build([innocent, hostile, broken], runner, runner)
     message = str(raised.value)
@@ -217,9 +228,14 @@ def verify_run(pytester, items: Path, *args: str):
     # `--execretrieval-items=DIR`, one argument: pytest looks for its ini file next to every
     # argument that names a path, and would take the items' own pytest.ini (see the README).
     result = pytester.runpytest_subprocess(
-        "--execretrieval-verify", f"--execretrieval-items={items}", "-rA", "-p", "no:randomly",
-        f"--junitxml={junit}", *args,
-    )  # fmt: skip
+        "--execretrieval-verify",
+        f"--execretrieval-items={items}",
+        "-rA",
+        "-p",
+        "no:randomly",
+        f"--junitxml={junit}",
+        *args,
+    )
     return result, junit
 
 
@@ -248,14 +264,23 @@ def test_a_conftest_in_the_items_is_not_imported_from_inside_either(
     marker = tmp_path / "conftest-ran"
     (items / "conftest.py").write_text(CONFTEST.format(marker=str(marker)))
     monkeypatch.chdir(items)
-    result = pytester.run(sys.executable, "-m", "pytest", "--execretrieval-verify", "-p",
-                          "no:randomly", f"--execretrieval-items={items}")  # fmt: skip
+    result = pytester.run(
+        sys.executable,
+        "-m",
+        "pytest",
+        "--execretrieval-verify",
+        "-p",
+        "no:randomly",
+        f"--execretrieval-items={items}",
+    )
     assert not marker.exists()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
 
 
+# fmt: off
 @pytest.mark.parametrize("name", ["pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml",
-                                  "helper.py", "evil.pth"])  # fmt: skip
+                                  "helper.py", "evil.pth"])
+# fmt: on
 def test_code_or_configuration_in_the_items_directory_is_refused(pytester, items, name):
     (items / name).write_text("[pytest]\n")
     result, _ = verify_run(pytester, items)
@@ -293,10 +318,16 @@ def test_corpus_writes_are_not_redirected(tmp_path, outside):
 
 def bench_reports(pytester, items: Path, reports: Path):
     return pytester.runpytest_subprocess(
-        "--embedder", "bm25", "--execretrieval-items", str(items), "-p", "no:randomly",
-        "--execretrieval-cache-dir", str(pytester.path / "cache"),
+        "--embedder",
+        "bm25",
+        "--execretrieval-items",
+        str(items),
+        "-p",
+        "no:randomly",
+        "--execretrieval-cache-dir",
+        str(pytester.path / "cache"),
         f"--execretrieval-report-dir={reports}",
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.parametrize("planted", ["bm25.json.tmp", "bm25.xml", "summary.md"])
@@ -399,9 +430,14 @@ def test_returned_type_names_never_reach_the_terminal_raw(pytester, items):
 
 
 def test_the_junit_writer_never_sees_a_control_character():
-    record = RecordedTest("strings/x[bm25]", "strings/x", "failed", 0.1,
-                          f"rank 1 fails: returned <{BANNER}{OSC52}>\n\x00\ufffe\ud800",
-                          [("rank1_operator", OSC52)])  # fmt: skip
+    record = RecordedTest(
+        "strings/x[bm25]",
+        "strings/x",
+        "failed",
+        0.1,
+        f"rank 1 fails: returned <{BANNER}{OSC52}>\n\x00\ufffe\ud800",
+        [("rank1_operator", OSC52)],
+    )
     xml = junit_xml(f"bm25{OSC52}", [record])
     root = ET.fromstring(xml)
     failure = root.find("testsuite/testcase/failure")
@@ -428,13 +464,15 @@ def test_a_committed_key_and_signed_entry_do_not_forge_a_pass(tmp_path, capsys):
     (root / ".hmac-key").write_bytes(committed)  # where today's main keeps the key
     entries = OutcomeCache(root)
     key = entries.key(item.canonical, item.setup, item.tests)
-    body = json.dumps(SuiteResult(("pass", "pass"), True, "", "").to_json(),
-                      sort_keys=True).encode()  # fmt: skip
+    body = json.dumps(
+        SuiteResult(("pass", "pass"), True, "", "").to_json(), sort_keys=True
+    ).encode()
     tag = hmac.new(committed, key.encode() + b"\n" + body, "sha256").hexdigest()
     entry = entries.path_for(key)
     entry.parent.mkdir()
-    entry.write_bytes(b"execretrieval-outcome2 " + key.encode() + b" " + tag.encode() + b"\n"
-                      + body)  # fmt: skip
+    entry.write_bytes(
+        b"execretrieval-outcome2 " + key.encode() + b" " + tag.encode() + b"\n" + body
+    )
     with pytest.warns(UserWarning, match="hmac-key"):
         code = cli(["build", str(items_root), "--cache-dir", str(cache_dir), "-j", "1"])
     err = capsys.readouterr().err

@@ -29,8 +29,10 @@ DROPPED = '  "assert last_index_of([5, 6, 7], 6) == 1",\n'
 
 @contextmanager
 def runners(cache: Path):
-    with SuiteRunner(cache_dir=cache) as runner, \
-            SuiteRunner(Limits(timeout_s=1.0), cache_dir=cache) as mutant_runner:  # fmt: skip
+    with (
+        SuiteRunner(cache_dir=cache) as runner,
+        SuiteRunner(Limits(timeout_s=1.0), cache_dir=cache) as mutant_runner,
+    ):
         yield runner, mutant_runner
 
 
@@ -77,8 +79,10 @@ def test_incremental_build_is_byte_identical_to_a_full_build(built, tmp_path, ca
     assert files(where(built)) == files(where(other))
     assert "yields.jsonl" in files(where(built))
     # stacked candidates draw on a different balance: there the edit moves no other item
-    expected = {1: "reused 2 items, rebuilt 2 (1 of them because the class balance moved",
-                2: "reused 3 items, rebuilt 1;"}  # fmt: skip
+    expected = {
+        1: "reused 2 items, rebuilt 2 (1 of them because the class balance moved",
+        2: "reused 3 items, rebuilt 1;",
+    }
     assert expected[stack] in out
 
 
@@ -142,8 +146,9 @@ def test_a_record_consistent_with_the_manifest_is_still_checked_against_its_item
     write_rows(built / "corpus.jsonl", corpus)
     iid = victim["query_id"]
     own = [Snippet.from_json(r) for r in corpus if r["query_id"] == iid]
-    alternatives = [Snippet.from_json(r) for r in rows(built / "alternatives.jsonl")
-                    if r["query_id"] == iid]  # fmt: skip
+    alternatives = [
+        Snippet.from_json(r) for r in rows(built / "alternatives.jsonl") if r["query_id"] == iid
+    ]
     record = ItemRecord.from_json(next(r for r in rows(built / YIELDS) if r["item_id"] == iid))
     meta = json.loads((built / MANIFEST).read_text())
     meta["records"][iid] = digest(own, alternatives, record)

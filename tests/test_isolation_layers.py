@@ -133,7 +133,7 @@ def test_the_pytest_option_rejects_unknown_modes():
             "no:cacheprovider",
             "--co",
             "-q",
-        ],  # fmt: skip
+        ],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -36,13 +36,22 @@ def problems(tmp_path: Path, **changes) -> list[str]:
 
 
 def test_good_item_loads(tmp_path):
-    item = load_item(write(tmp_path, {**GOOD, "setup": "import math", "alternatives": [
-        "def reverse_words(s):\n    return ' '.join(s.split()[::-1])\n"]}))  # fmt: skip
+    item = load_item(
+        write(
+            tmp_path,
+            {
+                **GOOD,
+                "setup": "import math",
+                "alternatives": ["def reverse_words(s):\n    return ' '.join(s.split()[::-1])\n"],
+            },
+        )
+    )
     assert item.id == "strings/reverse"
     assert item.tests == tuple(GOOD["tests"])
     assert item.setup == "import math" and len(item.alternatives) == 1
 
 
+# fmt: off
 @pytest.mark.parametrize(
     "changes, expected",
     [
@@ -98,7 +107,8 @@ def test_good_item_loads(tmp_path):
         ({"tests": ["import builtins\nbuiltins.isinstance = lambda *a: True"]},
          "tests[0]: a test is exactly one statement"),
     ],
-)  # fmt: skip
+)
+# fmt: on
 def test_each_malformation_is_named(tmp_path, changes, expected):
     found = problems(tmp_path, **changes)
     assert any(p.startswith(expected) for p in found), found
@@ -128,12 +138,21 @@ texts = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Cf", "Zl", "Zp"
 
 
 @settings(max_examples=40, deadline=None)
-@given(name=names, query=texts.filter(str.strip), value=st.integers(-10**6, 10**6),
-       with_alt=st.booleans())  # fmt: skip
+@given(
+    name=names,
+    query=texts.filter(str.strip),
+    value=st.integers(-(10**6), 10**6),
+    with_alt=st.booleans(),
+)
 def test_any_generated_item_round_trips(tmp_path_factory, name, query, value, with_alt):
     code = f"def {name}(x):\n    return x + {value!r}\n"
-    data = {"domain": "math_number_theory", "query": query, "entry_point": name,
-            "canonical": code, "tests": [f"assert {name}(0) == {value!r}"]}  # fmt: skip
+    data = {
+        "domain": "math_number_theory",
+        "query": query,
+        "entry_point": name,
+        "canonical": code,
+        "tests": [f"assert {name}(0) == {value!r}"],
+    }
     if with_alt:
         data["alternatives"] = [f"def {name}(x):\n    return {value!r} + x\n"]
     root = tmp_path_factory.mktemp("items")

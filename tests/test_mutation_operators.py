@@ -554,7 +554,7 @@ def test_code_edits_change_the_fingerprint(old: str, new: str) -> None:
     [
         ("Core classes\n", "The core classes\n"),  # the module docstring
         ('"""Replace ``source[start:end]``', '"""Replace ``text[start:end]``'),  # a docstring
-        ("# fmt: skip", "# formatting left alone"),  # a comment
+        ("# fmt: off", "# formatting left alone"),  # a comment
         (
             "def _off_by_one(node: ast.AST, ctx: SourceContext)",
             "def _off_by_one(\n    node: ast.AST, ctx: SourceContext\n)",
@@ -592,8 +592,13 @@ def test_fingerprint_is_independent_of_hash_seed() -> None:
     )
     root = Path(__file__).resolve().parents[1]
     outputs = {
-        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                       env={"PYTHONHASHSEED": seed, "PYTHONPATH": str(root)}).stdout
+        subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PYTHONHASHSEED": seed, "PYTHONPATH": str(root)},
+        ).stdout
         for seed in ("0", "1")
-    }  # fmt: skip
+    }
     assert outputs == {code_fingerprint() + "\n"}

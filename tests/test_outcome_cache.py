@@ -135,8 +135,11 @@ def test_entries_with_and_without_returned_values_load(tmp_path):
     assert cache.get(CODE, SETUP, TESTS) == failing
     path, key = entry(cache), cache.key(CODE, SETUP, TESTS)
     body = b'{"detail": "", "outcomes": ["fail", "pass"], "output": "", "passed": false}'
-    path.write_bytes(b" ".join([b"execretrieval-outcome2", key.encode(),
-                                cache.tag(key, body).encode()]) + b"\n" + body)  # fmt: skip
+    path.write_bytes(
+        b" ".join([b"execretrieval-outcome2", key.encode(), cache.tag(key, body).encode()])
+        + b"\n"
+        + body
+    )
     assert cache.get(CODE, SETUP, TESTS) == SuiteResult(("fail", "pass"), False, "", "")
 
 
@@ -152,8 +155,9 @@ def test_entries_forged_without_the_key_are_rejected(tmp_path, tag):
         forged = outcome_cache._sha256(body)
     else:  # a well-formed tag under a key of the forger's choosing
         forged = hmac.new(os.urandom(32), key.encode() + b"\n" + body, "sha256").hexdigest()
-    path.write_bytes(b" ".join([b"execretrieval-outcome2", key.encode(), forged.encode()])
-                     + b"\n" + body)  # fmt: skip
+    path.write_bytes(
+        b" ".join([b"execretrieval-outcome2", key.encode(), forged.encode()]) + b"\n" + body
+    )
     assert cache.get(CODE, SETUP, TESTS) is None
     assert not path.exists()
 
@@ -189,8 +193,9 @@ def test_a_key_committed_to_the_cache_directory_is_ignored_and_named(tmp_path):
     tag = hmac.new(committed, key.encode() + b"\n" + body, "sha256").hexdigest()
     path = entry(cache)
     path.parent.mkdir()
-    path.write_bytes(b" ".join([b"execretrieval-outcome2", key.encode(), tag.encode()])
-                     + b"\n" + body)  # fmt: skip
+    path.write_bytes(
+        b" ".join([b"execretrieval-outcome2", key.encode(), tag.encode()]) + b"\n" + body
+    )
     with pytest.warns(UserWarning, match=r"ignoring .*\.hmac-key"):
         assert cache.get(CODE, SETUP, TESTS) is None
     assert not path.exists()

@@ -11,6 +11,7 @@ from pytest_execretrieval.corpus.items import BenchmarkItem
 from pytest_execretrieval.execution.runner import SuiteRunner
 from pytest_execretrieval.ranking.benchmark import BenchmarkRun, Hit, QueryResult
 from pytest_execretrieval.ranking.rerank import (
+    REGISTRY,
     Candidate,
     Reranked,
     RerankerContext,
@@ -272,8 +273,7 @@ def test_entry_point_rerankers_are_found(monkeypatch):
         def close(self) -> None:
             pass
 
-    monkeypatch.setattr("pytest_execretrieval.ranking.rerank.plugin_factories",
-                        lambda: {"mine": lambda context: Mine()})  # fmt: skip
+    monkeypatch.setattr(REGISTRY, "plugins", lambda: {"mine": lambda context: Mine()})
     assert get_reranker("mine").name == "mine"
 
 

@@ -452,8 +452,11 @@ def test_writes_inside_the_temp_dir_work(sb):
         "import shutil, tempfile\nd = tempfile.mkdtemp()\nshutil.rmtree(d)",
         "import os\nwith open(os.devnull, 'w') as fh:\n    fh.write('x')",
     ]
-    r = sb.run("".join(attack(t).replace("attack", f"t{i}") for i, t in enumerate(tests)), "",
-               [f"t{i}()" for i in range(len(tests))])  # fmt: skip
+    r = sb.run(
+        "".join(attack(t).replace("attack", f"t{i}") for i, t in enumerate(tests)),
+        "",
+        [f"t{i}()" for i in range(len(tests))],
+    )
     assert r.passed, r
 
 

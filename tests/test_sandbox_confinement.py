@@ -133,13 +133,24 @@ def test_the_checker_cannot_signal_prlimit_or_connect():
         with Sandbox(Limits(timeout_s=TIMEOUT)) as sandbox:
             for directory in listener_dirs():
                 with unix_listener(directory) as (path, server):
-                    answer = probe(sandbox, kill=victim.pid, prlimit=os.getpid(),
-                                   setpriority=os.getpid(), connect=path, socketpair=0)  # fmt: skip
+                    answer = probe(
+                        sandbox,
+                        kill=victim.pid,
+                        prlimit=os.getpid(),
+                        setpriority=os.getpid(),
+                        connect=path,
+                        socketpair=0,
+                    )
                     assert no_connection(server), directory
                 assert answer is not None
                 assert all(v != "ok" for v in answer["probe"].values()), answer
-                assert set(answer["probe"]) == {"kill", "prlimit", "setpriority", "connect",
-                                                "socketpair"}  # fmt: skip
+                assert set(answer["probe"]) == {
+                    "kill",
+                    "prlimit",
+                    "setpriority",
+                    "connect",
+                    "socketpair",
+                }
             assert sandbox.run(*BENIGN).passed
         assert victim.poll() is None  # still running
         assert resource.getrlimit(resource.RLIMIT_FSIZE) == before
@@ -221,8 +232,14 @@ def test_the_checker_and_everything_below_it_die_with_the_caller():
         "print(*[sb.server_pid, *descendants(sb.server_pid)], flush=True)\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=60, cwd=ROOT, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        check=False,
+    )
     pids = [int(p) for p in proc.stdout.split()]
     assert len(pids) >= 5, (proc.stdout, proc.stderr)  # anchor, checker, zygote x2, child
     deadline = time.monotonic() + 10
@@ -390,8 +407,10 @@ def test_a_mutant_that_only_breaks_the_protocol_is_not_a_distractor(tmp_path):
     (items / "arrays_lists" / "bump.toml").write_text(BREAKER)
     loaded, problems = load_items(items)
     assert not problems and len(loaded) == 1
-    with SuiteRunner(Limits(timeout_s=TIMEOUT)) as runner, \
-            SuiteRunner(Limits(timeout_s=1.0)) as mutant_runner:  # fmt: skip
+    with (
+        SuiteRunner(Limits(timeout_s=TIMEOUT)) as runner,
+        SuiteRunner(Limits(timeout_s=1.0)) as mutant_runner,
+    ):
         result = build(loaded, runner, mutant_runner)
         distractors = [s for s in result.corpus.snippets if s.kind == "distractor"]
         assert result.unusable, "no mutant broke the protocol: the test proves nothing"

@@ -78,8 +78,16 @@ def test_codec_round_trip_keeps_exact_types(value):
 
 
 def test_codec_special_values():
-    for value in [float("nan"), float("inf"), -0.0, 10**5000, range(1, 9, 2), bytearray(b"ab"),
-                  defaultdict(list, {"a": [1]}), deque([1], maxlen=3)]:  # fmt: skip
+    for value in [
+        float("nan"),
+        float("inf"),
+        -0.0,
+        10**5000,
+        range(1, 9, 2),
+        bytearray(b"ab"),
+        defaultdict(list, {"a": [1]}),
+        deque([1], maxlen=3),
+    ]:
         back = decode(json.loads(json.dumps(encode(value))))
         assert type(back) is type(value)
         assert same(back, value) or value != value or type(value) is defaultdict
@@ -122,11 +130,13 @@ def test_deeply_nested_values_are_unsupported():
         encode(value)
 
 
+# fmt: off
 @pytest.mark.parametrize(
     "garbage",
     [[], ["?"], ["i", 5], ["f", 1.0], ["l", ["x"]], ["d", 1], ["s", ["l"]], ["date", 2024, 13, 1],
      ["defaultdict", "print"], ["timezone", 0, 0, 0, 5], {"a": 1}, 1.5, ["r", 1, 2, 0]],
-)  # fmt: skip
+)
+# fmt: on
 def test_decode_rejects_garbage_with_value_error(garbage):
     with pytest.raises(ValueError):
         decode(garbage)
@@ -219,10 +229,13 @@ RETURNED = [
     ("assert not raises(ValueError, f, 'x')", "fail", "raised ValueError"),
     ("assert len(f(1)) == 1", "error:TypeError", "returned 2"),  # the call's own value
     ("assert f(9) == 'y'", "fail", "returned '" + "y" * 17 + "..." + "y" * 18 + "'"),
-    ("assert box() == 1", "error:UnsupportedValue", "returned a value of unsupported type "
-                                                   "__candidate__.Box"),
+    (
+        "assert box() == 1",
+        "error:UnsupportedValue",
+        "returned a value of unsupported type __candidate__.Box",
+    ),
     ("assert g(1) == 1", "error:NameError", "raised NameError"),
-]  # fmt: skip
+]
 
 
 def test_failing_tests_carry_what_the_snippet_returned(sb):

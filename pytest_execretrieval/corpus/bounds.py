@@ -58,8 +58,10 @@ def read_item_text(path: Path) -> str:
         except FileNotFoundError:
             raise BoundError(f"{what} does not exist") from None
         if stat.S_ISLNK(info.st_mode):
-            raise BoundError(f"{what} is a symlink: item files must be regular files in the "
-                             "items directory itself")  # fmt: skip
+            raise BoundError(
+                f"{what} is a symlink: item files must be regular files in the "
+                "items directory itself"
+            )
     if not stat.S_ISREG(info.st_mode):
         raise BoundError("is not a regular file (a device, FIFO, socket or directory)")
     # O_NOFOLLOW: a symlink swapped in after the lstat is refused; O_NONBLOCK: so is a FIFO.
@@ -69,16 +71,16 @@ def read_item_text(path: Path) -> str:
             raise BoundError("is not a regular file")
         data = fh.read(MAX_ITEM_BYTES + 1)
     if len(data) > MAX_ITEM_BYTES:
-        raise BoundError(f"is larger than the limit of {MAX_ITEM_BYTES // 1024} KiB for an item "
-                         "file")  # fmt: skip
+        raise BoundError(
+            f"is larger than the limit of {MAX_ITEM_BYTES // 1024} KiB for an item file"
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BoundError(f"is not UTF-8 text: {exc}") from None
     depth = toml_depth(text)
     if depth > MAX_TOML_DEPTH:
-        raise BoundError(f"nests arrays or tables {depth} deep, over the limit of "
-                         f"{MAX_TOML_DEPTH}")  # fmt: skip
+        raise BoundError(f"nests arrays or tables {depth} deep, over the limit of {MAX_TOML_DEPTH}")
     return text
 
 
@@ -88,8 +90,13 @@ def name_problems(path: Path) -> list[tuple[str, str]]:
     found = []
     for field, name in (("<folder>", path.parent.name), ("<file name>", path.stem)):
         if not NAME.match(name):
-            found.append((field, f"{one_line(repr(name))} is not a valid name: item and domain "
-                                 "names are made of a-z, 0-9 and _ only"))  # fmt: skip
+            found.append(
+                (
+                    field,
+                    f"{one_line(repr(name))} is not a valid name: item and domain "
+                    "names are made of a-z, 0-9 and _ only",
+                )
+            )
     return found
 
 
@@ -102,21 +109,26 @@ def field_problems(data: dict) -> list[tuple[str, str]]:
     found = []
     for field in ("query", "entry_point", "domain"):
         if isinstance(data.get(field), str) and has_unsafe(data[field]):
-            found.append((field, "holds a control character (shown escaped: "
-                                 f"{one_line(repr(data[field]))[:200]})"))  # fmt: skip
+            found.append(
+                (
+                    field,
+                    "holds a control character (shown escaped: "
+                    f"{one_line(repr(data[field]))[:200]})",
+                )
+            )
     codes = [("canonical", data.get("canonical")), ("setup", data.get("setup"))]
     for key in ("alternatives", "tests"):
         values = data.get(key)
-        codes += [(f"{key}[{i}]", v) for i, v in enumerate(values)] if isinstance(values, list) \
-            else []  # fmt: skip
+        codes += (
+            [(f"{key}[{i}]", v) for i, v in enumerate(values)] if isinstance(values, list) else []
+        )
     for field, code in codes:
         if not isinstance(code, str):
             continue
         reason = code_size_problem(code)
         if field.startswith("tests[") and reason is None:
             if has_unsafe(code):
-                reason = ("holds a control character (shown escaped: "
-                          f"{one_line(repr(code))[:200]})")  # fmt: skip
+                reason = f"holds a control character (shown escaped: {one_line(repr(code))[:200]})"
             else:  # the code fields get the same check where their AST gate parses them
                 reason = parse_problem(code)
         if reason:
@@ -202,8 +214,17 @@ def toml_depth(text: str) -> int:
 # Files pytest or Python would import or read as configuration from a directory it collects:
 # an items directory holds item files and generated corpus files only.
 CODE_SUFFIXES = (".py", ".pyc", ".pyo", ".pyd", ".so", ".pth")
-CONFIG_NAMES = frozenset({"conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg",
-                          "pyproject.toml", "__init__.py"})  # fmt: skip
+CONFIG_NAMES = frozenset(
+    {
+        "conftest.py",
+        "pytest.ini",
+        ".pytest.ini",
+        "tox.ini",
+        "setup.cfg",
+        "pyproject.toml",
+        "__init__.py",
+    }
+)
 
 
 def foreign_files(items_dir: Path) -> list[Path]:
@@ -213,8 +234,11 @@ def foreign_files(items_dir: Path) -> list[Path]:
     found = []
     for folder, dirs, files in os.walk(items_dir):
         dirs.sort()
-        found += [Path(folder) / name for name in files
-                  if name in CONFIG_NAMES or name.endswith(CODE_SUFFIXES)]  # fmt: skip
+        found += [
+            Path(folder) / name
+            for name in files
+            if name in CONFIG_NAMES or name.endswith(CODE_SUFFIXES)
+        ]
     return sorted(found)
 
 
@@ -229,6 +253,9 @@ def conftests_above(items_dir: Path, stops: list[Path]) -> list[Path]:
     for folder in items_dir.parents:
         if any(folder == s or folder in s.parents for s in stops):
             break
-        found += [folder / name for name in ("conftest.py", "__init__.py")
-                  if os.path.lexists(folder / name)]  # fmt: skip
+        found += [
+            folder / name
+            for name in ("conftest.py", "__init__.py")
+            if os.path.lexists(folder / name)
+        ]
     return found

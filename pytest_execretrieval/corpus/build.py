@@ -102,8 +102,11 @@ def failure_summary(item: BenchmarkItem, result: SuiteResult) -> str:
     if result.unusable:
         return f"unusable: its suite proved nothing, twice ({result.detail})"
     returned = result.returned or ("",) * len(result.outcomes)
-    bad = [f"{item.tests[i]!r} -> {o}" + (f": {returned[i]}" if returned[i] else "")
-           for i, o in enumerate(result.outcomes) if o != "pass"]  # fmt: skip
+    bad = [
+        f"{item.tests[i]!r} -> {o}" + (f": {returned[i]}" if returned[i] else "")
+        for i, o in enumerate(result.outcomes)
+        if o != "pass"
+    ]
     return "; ".join(bad) or result.detail
 
 
@@ -152,8 +155,11 @@ class _Phases:
     def tick(self, done: int) -> None:
         if self.progress is not None and self.total:
             executed = sum(r.executed for r in self.runners)
-            self.progress(BuildProgress(self.phase, done, self.total, executed,
-                                        time.monotonic() - self.started))  # fmt: skip
+            self.progress(
+                BuildProgress(
+                    self.phase, done, self.total, executed, time.monotonic() - self.started
+                )
+            )
 
 
 def build(
@@ -179,8 +185,9 @@ def build(
     reuse = dict(reuse or {})
     phases = _Phases(progress, (runner, mutant_runner))
     problems: list[str] = []  # every item's, all reported together
-    runs = run_items([i for i in items if i.id not in reuse], runner, mutant_runner, stack, phases,
-                     problems)  # fmt: skip
+    runs = run_items(
+        [i for i in items if i.id not in reuse], runner, mutant_runner, stack, phases, problems
+    )
     # The selection balances classes over the corpus in item order: run it over every item.
     chosen: dict[str, list[int]] = {}
     moved = []
@@ -205,24 +212,29 @@ def build(
         labels = ["canonical"] + [f"alternatives[{i}]" for i in range(len(item.alternatives))]
         for label, code, result in zip(labels, (item.canonical, *item.alternatives), run.originals):
             if not result.passed:
-                problems.append(f"{item.path}: {label}: fails its tests: "
-                                + failure_summary(item, result))  # fmt: skip
+                problems.append(
+                    f"{item.path}: {label}: fails its tests: " + failure_summary(item, result)
+                )
             kind = "canonical" if label == "canonical" else "alternative"
             snippet = make_snippet(item, kind, code, result.outcomes)
             (fresh_pool if kind == "canonical" else fresh_alternatives).append(snippet)
         by_position = {k.position: k for k in run.killed}
         if not set(chosen[item.id]) <= set(by_position):  # chosen from a record: it lied
-            problems.append(f"{item.path}: its recorded candidates (yields.jsonl) differ from "
-                            "a fresh run; run `execretrieval build --full`")  # fmt: skip
+            problems.append(
+                f"{item.path}: its recorded candidates (yields.jsonl) differ from "
+                "a fresh run; run `execretrieval build --full`"
+            )
             continue
         fresh_pool += [distractor(item, by_position[p]) for p in chosen[item.id]]
     if problems:
         raise BuildError("\n".join(problems))
     built = [item for item in items if item.id in runs]
-    fresh_pool, fresh_alternatives = with_evidence(built, fresh_pool, fresh_alternatives,
-                                                   mutant_runner, phases, problems)  # fmt: skip
-    fresh_survivors = survivor_evidence(built, {i: r.survivors for i, r in runs.items()},
-                                        mutant_runner, phases, problems)  # fmt: skip
+    fresh_pool, fresh_alternatives = with_evidence(
+        built, fresh_pool, fresh_alternatives, mutant_runner, phases, problems
+    )
+    fresh_survivors = survivor_evidence(
+        built, {i: r.survivors for i, r in runs.items()}, mutant_runner, phases, problems
+    )
     if problems:
         raise BuildError("\n".join(problems))
 
@@ -249,12 +261,19 @@ def build(
         survivors += own
         records.append(record)
     by_id = lambda s: s.snippet_id  # noqa: E731
-    corpus = Corpus(tuple(sorted(pool, key=by_id)), tuple(sorted(alternatives, key=by_id)),
-                    engine(stack))  # fmt: skip
+    corpus = Corpus(
+        tuple(sorted(pool, key=by_id)), tuple(sorted(alternatives, key=by_id)), engine(stack)
+    )
     unusable = tuple(line for item in items if item.id in runs for line in runs[item.id].unusable)
-    return BuildResult(corpus, tuple(yields), tuple(survivors), tuple(records),
-                       tuple(i.id for i in built), tuple(i.id for i in moved),
-                       unusable)  # fmt: skip
+    return BuildResult(
+        corpus,
+        tuple(yields),
+        tuple(survivors),
+        tuple(records),
+        tuple(i.id for i in built),
+        tuple(i.id for i in moved),
+        unusable,
+    )
 
 
 def item_record(
@@ -263,8 +282,7 @@ def item_record(
     """The yields row of an item built from scratch."""
     rows = tuple({k: v for k, v in s.to_json().items() if k != "item_id"} for s in survivors)
     killed = count_classes(k.mutant for k in run.killed)
-    return ItemRecord(item_id, len(run.mutants), killed, choosable(run.killed), tuple(chosen),
-                      rows)  # fmt: skip
+    return ItemRecord(item_id, len(run.mutants), killed, choosable(run.killed), tuple(chosen), rows)
 
 
 def run_items(
@@ -289,8 +307,11 @@ def run_items(
     if stack > 1:
         mutants = stacked_candidates(items, mutants, mutant_runner, stack, phases, problems)
         items = [item for item in items if mutants.get(item.id) is not None]
-    originals = [(code, item.setup, item.tests)
-                 for item in items for code in (item.canonical, *item.alternatives)]  # fmt: skip
+    originals = [
+        (code, item.setup, item.tests)
+        for item in items
+        for code in (item.canonical, *item.alternatives)
+    ]
     original_results = iter(runner.run_many(originals))
     candidates = [(m.code, item.setup, item.tests) for item in items for m in mutants[item.id]]
     mutant_results = mutant_runner.imap(candidates)
@@ -303,8 +324,10 @@ def run_items(
             result = next(mutant_results)
             kind = kill_kind(result)
             if kind == UNUSABLE:
-                unusable.append(f"{item.path}: {mutant.operator} mutant at line {mutant.line} "
-                                f"is unusable: {result.detail}")  # fmt: skip
+                unusable.append(
+                    f"{item.path}: {mutant.operator} mutant at line {mutant.line} "
+                    f"is unusable: {result.detail}"
+                )
             elif kind:
                 killed.append(Killed(position, mutant, result, kind))
             else:
@@ -330,8 +353,16 @@ def survivor_evidence(
     for done, item in enumerate(items, 1):
         own = survivors.get(item.id, [])
         found = _evidence(item, [m.code for m in own], runner, problems)
-        out += [Survivor(item.id, m.operator, m.line, unified_diff(item.canonical, m.code),
-                         e.to_json() if e else None) for m, e in zip(own, found)]  # fmt: skip
+        out += [
+            Survivor(
+                item.id,
+                m.operator,
+                m.line,
+                unified_diff(item.canonical, m.code),
+                e.to_json() if e else None,
+            )
+            for m, e in zip(own, found)
+        ]
         phases.tick(done)
     return tuple(out)
 
@@ -364,8 +395,9 @@ def with_evidence(
     return [attach(s) for s in pool], [attach(s) for s in alternatives]
 
 
-def _evidence(item: BenchmarkItem, codes: list[str], runner: SuiteRunner,
-              problems: list[str] | None) -> list:  # fmt: skip
+def _evidence(
+    item: BenchmarkItem, codes: list[str], runner: SuiteRunner, problems: list[str] | None
+) -> list:
     """The evidence of ``codes`` against ``item``'s canonical; ``[]`` after a problem."""
     work = (item.canonical, item.entry_point, item.setup, codes, runner, item.query)
     if problems is None:
@@ -377,11 +409,13 @@ def evidence_report(corpus: Corpus) -> str:
     distractors = [s for s in corpus.snippets if s.equivalence]
     alternatives = [s for s in corpus.alternatives if s.equivalence]
     if not distractors and not alternatives:
-        return ("equivalence evidence: none (no item's entry point is fully annotated, so no "
-                "inputs can be drawn to compare distractors and alternatives with the canonical; "
-                "see 'Typed' in docs/items-guide.md)")  # fmt: skip
-    shown = sum(s.equivalence["differing"] > 0 for s in distractors)
-    agree = sum(s.equivalence["differing"] == 0 for s in alternatives)
+        return (
+            "equivalence evidence: none (no item's entry point is fully annotated, so no "
+            "inputs can be drawn to compare distractors and alternatives with the canonical; "
+            "see 'Typed' in docs/items-guide.md)"
+        )
+    shown = sum(s.equivalence["differing"] > 0 for s in distractors if s.equivalence)
+    agree = sum(s.equivalence["differing"] == 0 for s in alternatives if s.equivalence)
     return (
         f"equivalence evidence (annotated items): {shown}/{len(distractors)} distractors "
         f"differ from the canonical on drawn inputs; {agree}/{len(alternatives)} "
@@ -421,13 +455,23 @@ def mutation_score_report(yields: Sequence[ItemYield], survivors: Sequence[Survi
         "per domain:",
     ]
     for domain in sorted({d for d, _ in killed} | {d for d, _ in shown}):
-        lines.append(line(domain, sum(n for (d, _), n in killed.items() if d == domain),
-                          sum(n for (d, _), n in shown.items() if d == domain)))  # fmt: skip
+        lines.append(
+            line(
+                domain,
+                sum(n for (d, _), n in killed.items() if d == domain),
+                sum(n for (d, _), n in shown.items() if d == domain),
+            )
+        )
     lines.append("per operator class:")
     ops = in_class_order(Counter({op: 1 for _, op in (*killed, *shown)}))
     for op in ops:
-        lines.append(line(op, sum(n for (_, o), n in killed.items() if o == op),
-                          sum(n for (_, o), n in shown.items() if o == op)))  # fmt: skip
+        lines.append(
+            line(
+                op,
+                sum(n for (_, o), n in killed.items() if o == op),
+                sum(n for (_, o), n in shown.items() if o == op),
+            )
+        )
     return "\n".join(lines)
 
 
@@ -441,19 +485,25 @@ def review_report(items: Sequence[BenchmarkItem], corpus: Corpus) -> str:
         if s.kind == "distractor" and len(s.failing_tests) == 1:
             single.setdefault(s.query_id, []).append(s)
     count = sum(map(len, single.values()))
-    lines = [f"review: {count} distractors killed by a single test in {len(single)} items; "
-             "check that each query states the behaviour its test pins"]  # fmt: skip
+    lines = [
+        f"review: {count} distractors killed by a single test in {len(single)} items; "
+        "check that each query states the behaviour its test pins"
+    ]
     for query_id in sorted(single):
         item = by_id[query_id]
         lines += ["", f"{query_id} ({item.path})", f"  query: {item.query}"]
         for s in sorted(single[query_id], key=lambda s: (s.line or 0, s.snippet_id)):
-            edited = [ln.rstrip("\n") for ln in s.diff.splitlines()
-                      if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]  # fmt: skip
+            edited = [
+                ln.rstrip("\n")
+                for ln in s.diff.splitlines()
+                if ln[:1] in "+-" and not ln.startswith(("+++", "---"))
+            ]
             index = s.failing_tests[0]
             lines.append(f"  - {s.operator} at line {s.line} ({s.snippet_id[:12]}):")
             lines += [f"      {ln}" for ln in edited]
-            lines.append(f"      killed only by tests[{index}] ({s.outcomes[index]}): "
-                         f"{item.tests[index]}")  # fmt: skip
+            lines.append(
+                f"      killed only by tests[{index}] ({s.outcomes[index]}): {item.tests[index]}"
+            )
     return "\n".join(lines)
 
 
@@ -473,11 +523,21 @@ def stacked_candidates(
     phases.start("stacking", len(items))
     out = {}
     for done, item in enumerate(items, 1):
-        killed = [Killed(i, m, r, kill_kind(r)) for i, m in enumerate(singles[item.id])
-                  for r in [next(results)] if kill_kind(r) not in (None, UNUSABLE)]  # fmt: skip
+        killed = [
+            Killed(i, m, r, kind)
+            for i, m in enumerate(singles[item.id])
+            for r in [next(results)]
+            for kind in [kill_kind(r)]
+            if kind is not None and kind != UNUSABLE
+        ]
         preferred = select_distractors(killed, Counter(), limit=len(killed))
-        work = (item.canonical, item.entry_point, k, [c.mutant for c in preferred],
-                STACK_CANDIDATES)  # fmt: skip
+        work = (
+            item.canonical,
+            item.entry_point,
+            k,
+            [c.mutant for c in preferred],
+            STACK_CANDIDATES,
+        )
         if problems is None:
             out[item.id] = stack_mutants(*work)
         else:
@@ -489,9 +549,16 @@ def stacked_candidates(
 def distractor(item: BenchmarkItem, killed: Killed) -> Snippet:
     m: Mutant = killed.mutant
     return make_snippet(
-        item, "distractor", m.code, killed.result.outcomes, operator=m.operator, line=m.line,
-        kill=killed.kill, edit_lines=m.lines_changed, edit_chars=m.chars_changed,
-    )  # fmt: skip
+        item,
+        "distractor",
+        m.code,
+        killed.result.outcomes,
+        operator=m.operator,
+        line=m.line,
+        kill=killed.kill,
+        edit_lines=m.lines_changed,
+        edit_chars=m.chars_changed,
+    )
 
 
 def count_classes(mutants) -> dict[str, int]:
@@ -517,15 +584,18 @@ def yield_report(yields: Sequence[ItemYield], minimum: int = MAX_DISTRACTORS) ->
         lines += [f"  {iid}" for iid in weak]
     short = [y.item_id for y in yields if sum(y.selected.values()) < minimum]
     if short:  # killed, but only by timeouts, which are never chosen
-        lines.append(f"items with fewer than {minimum} distractors chosen ({len(short)}; "
-                     "timeout kills are not chosen):")  # fmt: skip
+        lines.append(
+            f"items with fewer than {minimum} distractors chosen ({len(short)}; "
+            "timeout kills are not chosen):"
+        )
         lines += [f"  {iid}" for iid in short]
-    shares = Counter()
+    shares: Counter[str] = Counter()
     for y in yields:
         shares.update(y.selected)
     total = sum(shares.values())
     if total:
         lines.append(f"distractors: {total}; share per operator class:")
-        lines += [f"  {op:<24} {n:>5}  {n / total:6.1%}"
-                  for op, n in in_class_order(shares).items()]  # fmt: skip
+        lines += [
+            f"  {op:<24} {n:>5}  {n / total:6.1%}" for op, n in in_class_order(shares).items()
+        ]
     return "\n".join(lines)

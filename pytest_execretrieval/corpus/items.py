@@ -25,10 +25,17 @@ from .bounds import BoundError, ast_depth_problem, field_problems, name_problems
 REQUIRED = {"domain": str, "query": str, "entry_point": str, "canonical": str, "tests": list}
 OPTIONAL = {"setup": str, "alternatives": list, "language": str}
 DOMAINS = (
-    "strings", "parsing_validation", "date_time", "bit_manipulation", "arrays_lists",
-    "sorting_searching", "data_structures", "math_number_theory", "graphs_trees",
+    "strings",
+    "parsing_validation",
+    "date_time",
+    "bit_manipulation",
+    "arrays_lists",
+    "sorting_searching",
+    "data_structures",
+    "math_number_theory",
+    "graphs_trees",
     "dynamic_programming",
-)  # fmt: skip
+)
 
 
 @dataclass(frozen=True)
@@ -99,8 +106,9 @@ def load_item(path: Path) -> BenchmarkItem:
     except BoundError as exc:
         raise ItemError([*problems, ItemProblem(path, "<file>", str(exc))]) from None
     except (OSError, tomllib.TOMLDecodeError, RecursionError) as exc:
-        raise ItemError([*problems, ItemProblem(path, "<file>", f"not valid TOML: {exc}")]) \
-            from None  # fmt: skip
+        raise ItemError(
+            [*problems, ItemProblem(path, "<file>", f"not valid TOML: {exc}")]
+        ) from None
 
     for key in sorted(set(data) - set(REQUIRED) - set(OPTIONAL)):
         problem(key, "unknown key (allowed: " + ", ".join([*REQUIRED, *OPTIONAL]) + ")")
@@ -128,8 +136,11 @@ def load_item(path: Path) -> BenchmarkItem:
     if not entry_point.isidentifier():
         problem("entry_point", f"{entry_point!r} is not a Python identifier")
     elif entry_point in _grammar.RESERVED:
-        problem("entry_point", f"{entry_point!r} is a name the test grammar gives a meaning of its "
-                               "own (" + ", ".join(sorted(_grammar.RESERVED)) + ")")  # fmt: skip
+        problem(
+            "entry_point",
+            f"{entry_point!r} is a name the test grammar gives a meaning of its "
+            "own (" + ", ".join(sorted(_grammar.RESERVED)) + ")",
+        )
     if not data["query"].strip():
         problem("query", "is empty")
     if not data["tests"]:
@@ -143,9 +154,9 @@ def load_item(path: Path) -> BenchmarkItem:
     for reason in setup_problems(data.get("setup", ""), entry_point):
         problem("setup", reason)
     for i, test in enumerate(data["tests"]):
-        reason = grammar_problem(test, entry_point)
-        if reason:
-            problem(f"tests[{i}]", reason)
+        bad = grammar_problem(test, entry_point)
+        if bad:
+            problem(f"tests[{i}]", bad)
     if problems:
         raise ItemError(problems)
 
@@ -180,8 +191,9 @@ def load_items(root: Path, cache=None) -> tuple[list[BenchmarkItem], list[ItemPr
         except ItemError as exc:
             problems.extend(exc.problems)
         except Exception as exc:  # any failure on one file is that file's problem, no more
-            problems.append(ItemProblem(path, "<file>", f"cannot be loaded: "
-                                        f"{type(exc).__name__}: {exc}"))  # fmt: skip
+            problems.append(
+                ItemProblem(path, "<file>", f"cannot be loaded: {type(exc).__name__}: {exc}")
+            )
     return items, problems
 
 
@@ -207,8 +219,11 @@ def code_problems(code: str, entry_point: str | None) -> list[str]:
     if deep:
         return [deep]
     imported = imports(tree) if "import" in code else []  # no import statement without it
-    reasons = [f"imports {name!r}, which is not in the standard library" for name in imported
-               if name not in sys.stdlib_module_names and name != "__future__"]  # fmt: skip
+    reasons = [
+        f"imports {name!r}, which is not in the standard library"
+        for name in imported
+        if name not in sys.stdlib_module_names and name != "__future__"
+    ]
     if entry_point is not None and entry_point not in defined_functions(tree):
         reasons.append(f"does not define function {entry_point!r} at module level")
     return reasons
@@ -224,8 +239,10 @@ def setup_problems(setup: str, entry_point: str) -> list[str]:
     reasons = []
     for node in tree.body:
         if not isinstance(node, ast.Import | ast.ImportFrom):
-            reasons.append(f"line {node.lineno}: only import statements are allowed in setup, "
-                           f"found {type(node).__name__.lower()}")  # fmt: skip
+            reasons.append(
+                f"line {node.lineno}: only import statements are allowed in setup, "
+                f"found {type(node).__name__.lower()}"
+            )
             continue
         if isinstance(node, ast.ImportFrom) and (node.level or not node.module):
             reasons.append(f"line {node.lineno}: a relative import is not allowed in setup")
@@ -234,10 +251,15 @@ def setup_problems(setup: str, entry_point: str) -> list[str]:
         if "*" in bound:
             reasons.append(f"line {node.lineno}: 'import *' is not allowed in setup")
         if entry_point in bound:
-            reasons.append(f"line {node.lineno}: binds the entry point {entry_point!r}; only the "
-                           "snippet may define it")  # fmt: skip
-    reasons += [f"imports {name!r}, which is not in the standard library" for name in imports(tree)
-                if name not in sys.stdlib_module_names]  # fmt: skip
+            reasons.append(
+                f"line {node.lineno}: binds the entry point {entry_point!r}; only the "
+                "snippet may define it"
+            )
+    reasons += [
+        f"imports {name!r}, which is not in the standard library"
+        for name in imports(tree)
+        if name not in sys.stdlib_module_names
+    ]
     return reasons
 
 
@@ -254,8 +276,10 @@ def grammar_problem(test: str, entry_point: str) -> str | None:
     except Exception as exc:  # noqa: BLE001 - a literal that fails as Python would fail it
         return f"a literal of the test raises {type(exc).__name__}: {exc}"[:300]
     if parsed.call.function != entry_point:
-        return (f"calls {parsed.call.function!r}, not the entry point {entry_point!r}: a test "
-                "calls the entry point")  # fmt: skip
+        return (
+            f"calls {parsed.call.function!r}, not the entry point {entry_point!r}: a test "
+            "calls the entry point"
+        )
     return None
 
 

@@ -13,6 +13,7 @@ import difflib
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -78,9 +79,12 @@ def sha256(data: str | bytes) -> str:
 
 def unified_diff(canonical: str, code: str) -> str:
     lines = difflib.unified_diff(
-        canonical.splitlines(keepends=True), code.splitlines(keepends=True),
-        "canonical", "snippet", n=1,
-    )  # fmt: skip
+        canonical.splitlines(keepends=True),
+        code.splitlines(keepends=True),
+        "canonical",
+        "snippet",
+        n=1,
+    )
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
@@ -89,13 +93,20 @@ def make_snippet(
 ) -> Snippet:
     failing = tuple(i for i, outcome in enumerate(outcomes) if outcome != "pass")
     return Snippet(
-        snippet_id=sha256(code), query_id=item.id, kind=kind, operator=extra.pop("operator", None),
-        line=extra.pop("line", None), code=code, diff=unified_diff(item.canonical, code),
-        outcomes=outcomes, failing_tests=failing, **extra,
-    )  # fmt: skip
+        snippet_id=sha256(code),
+        query_id=item.id,
+        kind=kind,
+        operator=extra.pop("operator", None),
+        line=extra.pop("line", None),
+        code=code,
+        diff=unified_diff(item.canonical, code),
+        outcomes=outcomes,
+        failing_tests=failing,
+        **extra,
+    )
 
 
-def jsonl(snippets: list[Snippet] | tuple[Snippet, ...]) -> bytes:
+def jsonl(snippets: Sequence[Snippet]) -> bytes:
     rows = sorted(snippets, key=lambda s: s.snippet_id)
     text = "".join(
         json.dumps(s.to_json(), ensure_ascii=False, sort_keys=False) + "\n" for s in rows
@@ -167,9 +178,16 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 STALE_KINDS = (
-    "manifest-missing", "manifest-unreadable", "file-missing", "file-changed", "engine",
-    "item-removed", "item-new", "item-changed", "corpus-unreadable",
-)  # fmt: skip
+    "manifest-missing",
+    "manifest-unreadable",
+    "file-missing",
+    "file-changed",
+    "engine",
+    "item-removed",
+    "item-new",
+    "item-changed",
+    "corpus-unreadable",
+)
 
 
 @dataclass(frozen=True)

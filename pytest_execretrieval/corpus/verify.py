@@ -43,8 +43,10 @@ def item_cases(item: BenchmarkItem, distractors: Sequence[Snippet] = ()) -> list
     """The per-snippet checks of one item: canonical, alternatives, then its distractors."""
     out = [Case("canonical", item, item.canonical, True)]
     out += [Case(f"alternative[{i}]", item, code, True) for i, code in enumerate(item.alternatives)]
-    out += [Case(f"distractor[{s.operator}@L{s.line}:{s.snippet_id[:8]}]", item, s.code, False, s)
-            for s in distractors]  # fmt: skip
+    out += [
+        Case(f"distractor[{s.operator}@L{s.line}:{s.snippet_id[:8]}]", item, s.code, False, s)
+        for s in distractors
+    ]
     return out
 
 
@@ -53,20 +55,27 @@ def check(case: Case, result: SuiteResult) -> str | None:
     that must pass shows what the snippet returned there: ``-> fail: returned 5``). An
     unusable suite (:attr:`SuiteResult.unusable`) holds for no kind: it proves nothing."""
     if result.unusable:
-        return (f"{case.item.id}: {case.name} is unusable: its suite proved nothing, twice "
-                f"({result.detail})")  # fmt: skip
+        return (
+            f"{case.item.id}: {case.name} is unusable: its suite proved nothing, twice "
+            f"({result.detail})"
+        )
     if case.must_pass and not result.passed:
         returned = result.returned or ("",) * len(result.outcomes)
-        failing = [f"  {case.item.tests[i]}\n      -> {o}"
-                   + (f": {returned[i]}" if returned[i] else "")
-                   for i, o in enumerate(result.outcomes) if o != "pass"]  # fmt: skip
+        failing = [
+            f"  {case.item.tests[i]}\n      -> {o}" + (f": {returned[i]}" if returned[i] else "")
+            for i, o in enumerate(result.outcomes)
+            if o != "pass"
+        ]
         why = f" ({result.detail})" if result.detail else ""
-        return (f"{case.item.id}: {case.name} must pass every test but does not{why}:\n"
-                + "\n".join(failing))  # fmt: skip
+        return f"{case.item.id}: {case.name} must pass every test but does not{why}:\n" + "\n".join(
+            failing
+        )
     if not case.must_pass and result.passed:
         diff = case.snippet.diff if case.snippet else ""
-        return (f"{case.item.id}: {case.name} passes every test, so it is not a distractor "
-                f"(an equivalent mutant or weak tests):\n{diff}")  # fmt: skip
+        return (
+            f"{case.item.id}: {case.name} passes every test, so it is not a distractor "
+            f"(an equivalent mutant or weak tests):\n{diff}"
+        )
     return None
 
 
@@ -75,15 +84,25 @@ def name_collisions(items: Sequence[BenchmarkItem], runner: SuiteRunner) -> list
     by_name: dict[str, list[BenchmarkItem]] = defaultdict(list)
     for item in items:
         by_name[item.entry_point].append(item)
-    pairs = [(a, b) for group in by_name.values() if len(group) > 1
-             for a in group for b in group if a is not b]  # fmt: skip
+    pairs = [
+        (a, b)
+        for group in by_name.values()
+        if len(group) > 1
+        for a in group
+        for b in group
+        if a is not b
+    ]
     pairs.sort(key=lambda p: (p[0].id, p[1].id))
     results = runner.run_many([(a.canonical, b.setup, b.tests) for a, b in pairs])
-    return [f"{a.id}'s canonical passes every test of {b.id} (both define {a.entry_point!r}): "
-            "the two items are the same function" if r.passed else
-            f"{a.id}'s canonical against the tests of {b.id} is unusable: the suite proved "
-            f"nothing, twice ({r.detail})" for (a, b), r in zip(pairs, results)
-            if r.passed or r.unusable]  # fmt: skip
+    return [
+        f"{a.id}'s canonical passes every test of {b.id} (both define {a.entry_point!r}): "
+        "the two items are the same function"
+        if r.passed
+        else f"{a.id}'s canonical against the tests of {b.id} is unusable: the suite proved "
+        f"nothing, twice ({r.detail})"
+        for (a, b), r in zip(pairs, results)
+        if r.passed or r.unusable
+    ]
 
 
 def shared_names(items: Sequence[BenchmarkItem]) -> dict[str, list[str]]:

@@ -30,6 +30,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from ..registry import Registry
+
 ENTRY_POINT_GROUP = "pytest_execretrieval.embedders"
 ROLES = ("query", "document")
 
@@ -113,8 +115,11 @@ def members(protocol: type) -> tuple[str, ...]:
     names: list[str] = []
     for base in reversed(protocol.__mro__):
         if Protocol in base.__bases__:
-            names += [n for n in (*base.__dict__.get("__annotations__", {}), *vars(base))
-                      if not n.startswith("_")]  # fmt: skip
+            names += [
+                n
+                for n in (*base.__dict__.get("__annotations__", {}), *vars(base))
+                if not n.startswith("_")
+            ]
     return tuple(dict.fromkeys(names))
 
 
@@ -193,17 +198,31 @@ def package_versions(*names: str) -> dict[str, str]:
 
 
 def describe(
-    name: str, model: str, dim: int, *, similarity: str = "cosine", query_prefix: str = "",
-    document_prefix: str = "", normalize: bool = True, batch_size: int = 0,
-    packages: Sequence[str] = (), **extra,
-) -> dict:  # fmt: skip
+    name: str,
+    model: str,
+    dim: int,
+    *,
+    similarity: str = "cosine",
+    query_prefix: str = "",
+    document_prefix: str = "",
+    normalize: bool = True,
+    batch_size: int = 0,
+    packages: Sequence[str] = (),
+    **extra,
+) -> dict:
     """An invocation record with the report's fixed keys first, then embedder-specific ones."""
     return {
-        "name": name, "model": model, "dim": dim, "similarity": similarity,
-        "query_prefix": query_prefix, "document_prefix": document_prefix,
-        "normalize": normalize, "batch_size": batch_size,
-        "package_versions": package_versions("pytest-execretrieval", *packages), **extra,
-    }  # fmt: skip
+        "name": name,
+        "model": model,
+        "dim": dim,
+        "similarity": similarity,
+        "query_prefix": query_prefix,
+        "document_prefix": document_prefix,
+        "normalize": normalize,
+        "batch_size": batch_size,
+        "package_versions": package_versions("pytest-execretrieval", *packages),
+        **extra,
+    }
 
 
 Factory = Callable[[EmbedderOptions], Embedder]
@@ -224,14 +243,10 @@ BUILTIN: dict[str, Factory] = {
     "mpnet": _lazy(".sentence_transformer", "mpnet"),
     "e5-small": _lazy(".e5", "E5Small"),
 }
-PREFIXED: dict[str, Callable[[EmbedderOptions, str], Embedder]] = {
-    "st": lambda options, path: _lazy(".sentence_transformer", "local_model", path)(options),
-    "npz": lambda options, path: _lazy(".npz", "FrozenEmbedder", path)(options),
+PREFIXED: dict[str, Callable[[str, EmbedderOptions], Embedder]] = {
+    "st": lambda path, options: _lazy(".sentence_transformer", "local_model", path)(options),
+    "npz": lambda path, options: _lazy(".npz", "FrozenEmbedder", path)(options),
 }
-
-
-def plugin_factories() -> dict[str, Factory]:
-    return {ep.name: ep.load() for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
 
 
 def extra_factories() -> dict[str, Factory]:
@@ -243,37 +258,31 @@ def extra_factories() -> dict[str, Factory]:
     return dict(hosted.FACTORIES)
 
 
+REGISTRY: Registry[EmbedderOptions, Embedder] = Registry(
+    "embedder",
+    ENTRY_POINT_GROUP,
+    EmbedderError,
+    BUILTIN,
+    PREFIXED,
+    spelled=("st:PATH", "npz:PATH"),
+    argument="a path",
+    extra=extra_factories,
+)
+
+
 def known_names() -> list[str]:
-    return [*BUILTIN, *extra_factories(), *plugin_factories(), "st:PATH", "npz:PATH"]
+    return REGISTRY.known_names()
 
 
 def get_embedder(name: str, options: EmbedderOptions = EmbedderOptions()) -> Embedder:
     """The embedder called ``name``, checked against the contracts (:func:`contract`);
     :class:`EmbedderError` when unknown, not installed here, or satisfying neither contract."""
-    embedder = _make(name, options)
+    embedder = REGISTRY.make(name, options)  # a plug-in's factory may return anything
     try:
         contract(embedder)
     except EmbedderError as exc:
         raise EmbedderError(f"embedder {name!r}: {exc}") from None
     return embedder
-
-
-def _make(name: str, options: EmbedderOptions) -> object:
-    prefix, sep, arg = name.partition(":")
-    if sep and prefix in PREFIXED:
-        if not arg:
-            raise EmbedderError(f"embedder {name!r} needs a path after {prefix + ':'!r}")
-        return PREFIXED[prefix](options, arg)
-    factories = {**BUILTIN, **extra_factories(), **plugin_factories()}
-    if name not in factories:
-        raise EmbedderError(
-            f"unknown embedder {name!r}; known: {', '.join(known_names())} "
-            f"(or register one in the entry-point group {ENTRY_POINT_GROUP!r})"
-        )
-    try:
-        return factories[name](options)
-    except ImportError as exc:
-        raise EmbedderError(f"embedder {name!r} is not installed here: {exc}") from None
 
 
 def usability(name: str, options: EmbedderOptions = EmbedderOptions()) -> str | None:

@@ -27,9 +27,16 @@ class BM25Embedder(EmbedderBase):
 
     def invocation(self) -> dict:
         return describe(
-            self.name, "bm25s-lucene", 0, similarity="bm25", normalize=False,
-            packages=["bm25s"], k1=K1, b=B, tokenizer="code-aware: snake_case, camelCase, digits",
-        )  # fmt: skip
+            self.name,
+            "bm25s-lucene",
+            0,
+            similarity="bm25",
+            normalize=False,
+            packages=["bm25s"],
+            k1=K1,
+            b=B,
+            tokenizer="code-aware: snake_case, camelCase, digits",
+        )
 
     def check_usable(self) -> None:
         try:
@@ -48,6 +55,8 @@ class BM25Embedder(EmbedderBase):
         retriever.index([tokenize(d) or ["<empty>"] for d in documents], show_progress=False)
         tokens = [tokenize(q) for q in queries]
         for start in range(0, len(tokens), chunk):
-            rows = [retriever.get_scores(t) if t else np.zeros(len(documents), np.float32)
-                    for t in tokens[start:start + chunk]]  # fmt: skip
+            rows = [
+                retriever.get_scores(t) if t else np.zeros(len(documents), np.float32)
+                for t in tokens[start : start + chunk]
+            ]
             yield np.asarray(rows, dtype=np.float32).reshape(-1, len(documents))

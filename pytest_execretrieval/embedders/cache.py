@@ -55,8 +55,9 @@ class EmbeddingCache:
         folder = self.dir / role
         meta = self.dir / "invocation.json"
         if not meta.exists():
-            write_atomic(meta, json.dumps(self.invocation, indent=1, sort_keys=True),
-                         root=self.root)  # fmt: skip
+            write_atomic(
+                meta, json.dumps(self.invocation, indent=1, sort_keys=True), root=self.root
+            )
         name = hashlib.sha256("".join(keys).encode()).hexdigest()[:24]
         with atomic_path(folder / f"{name}.npz", suffix=".npz", root=self.root) as tmp:
             np.savez(tmp, keys=np.array(list(keys), dtype=str), vectors=vectors)
@@ -65,15 +66,18 @@ class EmbeddingCache:
 def stderr_progress(role: str, done: int, total: int, rate: float) -> None:
     end = "\n" if done == total else ""
     noun = "queries" if role == "query" else "documents"
-    print(f"\r  encoding {noun}: {done}/{total} ({rate:.1f}/s)", end=end, file=sys.stderr,
-          flush=True)  # fmt: skip
+    print(
+        f"\r  encoding {noun}: {done}/{total} ({rate:.1f}/s)", end=end, file=sys.stderr, flush=True
+    )
 
 
 def missing_rows(keys: Sequence[str], known: Container[str], texts: Sequence[str]) -> list[int]:
     """Rows to encode: one per distinct key not in ``known``, longest text first (as
     sentence-transformers orders one call: batches of similar length pad least)."""
-    return sorted({k: i for i, k in enumerate(keys) if k not in known}.values(),
-                  key=lambda i: (-len(texts[i]), i))  # fmt: skip
+    return sorted(
+        {k: i for i, k in enumerate(keys) if k not in known}.values(),
+        key=lambda i: (-len(texts[i]), i),
+    )
 
 
 def encode_cached(

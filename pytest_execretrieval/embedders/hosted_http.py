@@ -121,11 +121,13 @@ def http_settings(extra: Mapping, environ: Mapping[str, str] = os.environ) -> Ht
             continue
         least = 0 if field == "requests_per_minute" else (1 if kind is int else 1e-9)
         if value < least:
-            raise EmbedderError(f"{key} (extra[{key!r}] or ${env}) must be at least {least}, "
-                                f"got {value}")  # fmt: skip
+            raise EmbedderError(
+                f"{key} (extra[{key!r}] or ${env}) must be at least {least}, got {value}"
+            )
         if field in UPPER and value > UPPER[field]:
-            raise EmbedderError(f"{key} (extra[{key!r}] or ${env}) must be at most "
-                                f"{UPPER[field]}, got {value}")  # fmt: skip
+            raise EmbedderError(
+                f"{key} (extra[{key!r}] or ${env}) must be at most {UPPER[field]}, got {value}"
+            )
         values[field] = value
     return HttpSettings(**values)
 
@@ -212,8 +214,12 @@ def backoff_delay(attempt: int, rng: random.Random, base: float, cap: float) -> 
 class RateLimiter:
     """Spaces request starts at least ``60 / rpm`` seconds apart, across threads."""
 
-    def __init__(self, rpm: float, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep):  # fmt: skip
+    def __init__(
+        self,
+        rpm: float,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         self.interval = 60.0 / rpm if rpm > 0 else 0.0
         self.clock, self.sleep = clock, sleep
         self._next = -math.inf
@@ -272,10 +278,15 @@ class Transport:
     HTTP requests made (every attempt)."""
 
     def __init__(
-        self, settings: HttpSettings, headers: Mapping[str, str], secrets: Iterable[str],
-        sleep: Callable[[float], None] | None = None, rng: random.Random | None = None,
-        clock: Callable[[], float] = time.time, auth: tuple[str, str] | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        settings: HttpSettings,
+        headers: Mapping[str, str],
+        secrets: Iterable[str],
+        sleep: Callable[[float], None] | None = None,
+        rng: random.Random | None = None,
+        clock: Callable[[], float] = time.time,
+        auth: tuple[str, str] | None = None,
+    ) -> None:
         self.httpx = import_httpx()
         self.settings = settings
         self.secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
@@ -283,9 +294,10 @@ class Transport:
         self.rng = rng or random.Random(0)
         self.limiter = RateLimiter(settings.requests_per_minute, sleep=sleep or time.sleep)
         self.client = self.httpx.Client(
-            timeout=settings.timeout_s, headers=dict(headers),
+            timeout=settings.timeout_s,
+            headers=dict(headers),
             auth=self.httpx.BasicAuth(*auth) if auth else None,
-        )  # fmt: skip
+        )
         self.sent = 0
         self._count = threading.Lock()
         self.log_filter = RedactingFilter(self.secrets)
@@ -339,16 +351,22 @@ class Transport:
                     try:
                         return response.json()
                     except ValueError:
-                        raise self.fail(f"{label}: HTTP {status} but the body is not JSON: "
-                                        f"{self.body(response)}") from None  # fmt: skip
+                        raise self.fail(
+                            f"{label}: HTTP {status} but the body is not JSON: "
+                            f"{self.body(response)}"
+                        ) from None
                 hint = self.check_failure(response, label, attempt)
                 last = f"HTTP {status}: {self.body(response)}"
             if attempt < s.max_attempts:
-                wait = hint if hint else backoff_delay(attempt, self.rng, s.backoff_s,
-                                                       s.max_delay_s)  # fmt: skip
+                wait = (
+                    hint if hint else backoff_delay(attempt, self.rng, s.backoff_s, s.max_delay_s)
+                )
                 self.pause(min(wait, s.max_delay_s), cancel, label)
-        raise self.fail(f"{label}: failed {s.max_attempts} time(s) (max_attempts "
-                        f"{s.max_attempts}); last: {last}", EmbedderError)  # fmt: skip
+        raise self.fail(
+            f"{label}: failed {s.max_attempts} time(s) (max_attempts "
+            f"{s.max_attempts}); last: {last}",
+            EmbedderError,
+        )
 
     def check_failure(self, response, label: str, attempt: int) -> float | None:
         """Raise for an answer that must not be retried; else the server's wait hint."""
@@ -362,9 +380,11 @@ class Transport:
             raise self.fail(f"{label}: {last} (too long)", TooLong)
         quota = daily_quota(payload) if status == 429 else None
         if quota:
-            raise self.fail(f"{label}: {last}: the daily quota {quota} is used up; retrying "
-                            "cannot help before it resets (tomorrow, Pacific time for Gemini), "
-                            "or raise the quota")  # fmt: skip
+            raise self.fail(
+                f"{label}: {last}: the daily quota {quota} is used up; retrying "
+                "cannot help before it resets (tomorrow, Pacific time for Gemini), "
+                "or raise the quota"
+            )
         if not should_retry(status, headers):
             reason = "x-should-retry: false" if should_retry(status, {}) else "not retried"
             raise self.fail(f"{label}: {last} ({reason})")

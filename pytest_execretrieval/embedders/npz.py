@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -25,7 +26,7 @@ def write_npz(
     path: Path, invocation: dict, vectors: dict[str, tuple[list[str], np.ndarray]]
 ) -> None:
     """``vectors`` maps role -> (ids, matrix)."""
-    arrays = {"invocation": np.array(json.dumps(invocation, sort_keys=True))}
+    arrays: dict[str, Any] = {"invocation": np.array(json.dumps(invocation, sort_keys=True))}
     for role, (ids_key, vectors_key) in ROLE_KEYS.items():
         ids, matrix = vectors[role]
         arrays[ids_key] = np.array(ids, dtype=str)
@@ -75,6 +76,8 @@ class FrozenEmbedder(EmbedderBase):
         table = self._load()[role]
         missing = [i for i in ids if i not in table]
         if missing:
-            raise EmbedderError(f"{self.name}: no {role} vector for {len(missing)} ids, "
-                                f"e.g. {missing[:3]} (frozen for another corpus?)")  # fmt: skip
+            raise EmbedderError(
+                f"{self.name}: no {role} vector for {len(missing)} ids, "
+                f"e.g. {missing[:3]} (frozen for another corpus?)"
+            )
         return np.stack([table[i] for i in ids]).astype(np.float32)

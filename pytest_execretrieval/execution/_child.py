@@ -11,7 +11,7 @@ event}``.
 
 from __future__ import annotations
 
-import _signal
+import _signal  # type: ignore[import-not-found]  # typeshed has no stub of the C module
 import builtins
 import os
 import resource
@@ -26,12 +26,12 @@ if TYPE_CHECKING:
 try:
     from . import _grammar
 except ImportError:  # a top-level module in the sandbox, with this directory on sys.path
-    import _grammar  # type: ignore[no-redef]
+    import _grammar  # type: ignore[no-redef, import-not-found]
 
 try:
     from . import _wire
 except ImportError:  # a top-level module in the sandbox, with this directory on sys.path
-    import _wire  # type: ignore[no-redef]
+    import _wire  # type: ignore[no-redef, import-not-found]
 
 _CPU_LIMIT_FACTOR = 30
 REPLY_FD = 4  # the child's frames go here
@@ -148,7 +148,8 @@ def _make_guard(root: str, pid: int, report: _Reporter) -> Callable[[str, tuple]
             return None
         return target if target.startswith("/") else None  # pipes, sockets: not files
 
-    def resolve(path: object, dir_fd: object = None) -> str | None:
+    # Audit-hook arguments are whatever the snippet passed: fspath raises on a non-path.
+    def resolve(path: Any, dir_fd: object = None) -> str | None:
         if isinstance(path, int):
             return fd_path(path)
         name = fsdecode(fspath(path))
@@ -164,7 +165,7 @@ def _make_guard(root: str, pid: int, report: _Reporter) -> Callable[[str, tuple]
             return False
         return resolved is None or resolved in (root, "/dev/null") or resolved.startswith(prefix)
 
-    def readable(path: object) -> bool:
+    def readable(path: Any) -> bool:
         # Other processes' /proc entries (environ, mem, cmdline) may hold the caller's secrets.
         # Only the snippet can plant symlinks, and only inside root, so other absolute paths
         # that do not mention /proc need no (costly) resolution.
@@ -311,8 +312,9 @@ def _child_setup(zygote: Any, rlimits: list[tuple[int, tuple[int, int]]], go_r: 
 def _prepare_children(scratch: str) -> None:
     """In the zygote, once: the process state every child needs, which they inherit."""
     os.environ["TMPDIR"] = scratch  # where `tempfile` puts files once the snippet imports it
-    if "tempfile" in sys.modules:
-        sys.modules["tempfile"].tempdir = scratch
+    tempfile: Any = sys.modules.get("tempfile")
+    if tempfile is not None:
+        tempfile.tempdir = scratch
     sys.argv = ["candidate.py"]
     for name in _UNLOAD:  # _confine keeps its own reference to ctypes
         sys.modules.pop(name, None)
@@ -325,8 +327,9 @@ def _fresh_namespaces() -> tuple[types.ModuleType, types.ModuleType]:
     return _module("builtins", **vars(builtins)), _module("__candidate__")
 
 
-def _serve_calls(code: str, compiled: tuple[Any, list], report: _Reporter, streams: tuple,
-                 fresh: tuple) -> None:  # fmt: skip
+def _serve_calls(
+    code: str, compiled: tuple[Any, list], report: _Reporter, streams: tuple, fresh: tuple
+) -> None:
     """Run setup + snippet, then make each test's call of the entry point and send what it
     gave, in test order; the checker decides. ``fresh``: this child's :func:`_fresh_namespaces`.
 
@@ -361,8 +364,9 @@ def _serve_calls(code: str, compiled: tuple[Any, list], report: _Reporter, strea
     report.send({"d": 1})
 
 
-def _make_call(call: tuple[str, Any], namespace: dict[str, Any],
-               from_setup: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+def _make_call(
+    call: tuple[str, Any], namespace: dict[str, Any], from_setup: dict[str, Any]
+) -> dict[str, Any]:
     """One test's call: ``{"v": value}`` (encoded), ``{"u": type}``, ``{"x": name, "mro":
     [...]}`` (the call, or finding the entry point, raised); for ``raises`` (kind ``call``)
     ``{"ok": 0|1, "mro": [...]}``: whether the call returned, and what it raised."""

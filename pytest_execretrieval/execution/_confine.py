@@ -244,8 +244,15 @@ _DENY_CHILD = ("fork", "vfork", "pidfd_open", "pidfd_send_signal", "pidfd_getfd"
 _DENY_CHECKER = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
 # The checker may act on itself only (argument 0 is the pid; 0 means the caller): glibc's
 # setrlimit/getrlimit are prlimit64(0, ...); the rest it never calls.
-_SELF_ONLY = ("prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam",
-              "sched_setattr", "migrate_pages", "move_pages")  # fmt: skip
+_SELF_ONLY = (
+    "prlimit64",
+    "sched_setaffinity",
+    "sched_setscheduler",
+    "sched_setparam",
+    "sched_setattr",
+    "migrate_pages",
+    "move_pages",
+)
 # ... and for these the pid is argument 1 (``which, who``).
 _SELF_ONLY_ARG1 = ("setpriority", "ioprio_set")
 ROLES = ("server", "child", "checker")
@@ -291,7 +298,8 @@ def seccomp_programs() -> tuple[bytes, bytes, bytes]:
     data = b"".join(chunks)
     if data[:1] == b"E":
         raise LayerUnavailable(errno.ENOSYS, data[1:].decode("utf-8", "replace"))
-    programs, rest = [], data[1:]
+    programs: list[bytes] = []
+    rest = data[1:]
     while data[:1] == b"P" and len(rest) >= 4 and len(programs) < len(ROLES):
         (size,) = struct.unpack_from("=I", rest)
         programs.append(rest[4 : 4 + size])
@@ -410,15 +418,3 @@ class SeccompProgram:
 def load_seccomp(program: bytes) -> None:
     """Install a BPF program from :func:`seccomp_filter` (see :meth:`SeccompProgram.load`)."""
     SeccompProgram(program).load()
-
-
-def seccomp_mode() -> int:
-    """This process's seccomp mode from /proc/self/status (0 none, 2 filter); -1 if unknown."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("Seccomp:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return -1

@@ -50,7 +50,7 @@ import datetime as _dt
 import fractions
 import math
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 TYPE_CHECKING = False  # type checkers take it as True; typing is not imported in the sandbox
 if TYPE_CHECKING:
@@ -78,9 +78,15 @@ OPERATORS: dict[type, tuple[str, Callable[[Any, Any], Any]]] = {
 }
 _BY_SPELLING = {spelling: fn for spelling, fn in OPERATORS.values()}
 WRAPPERS: dict[str, Callable[[Any], Any]] = {
-    "len": len, "sorted": sorted, "sum": sum, "abs": abs, "min": min, "max": max,
-    "list": list, "tuple": tuple,
-}  # fmt: skip
+    "len": len,
+    "sorted": sorted,
+    "sum": sum,
+    "abs": abs,
+    "min": min,
+    "max": max,
+    "list": list,
+    "tuple": tuple,
+}
 ISCLOSE_OPTIONS = ("rel_tol", "abs_tol")
 
 
@@ -90,13 +96,33 @@ def _decimal(*args: Any) -> Any:
     return decimal.Decimal(*args)
 
 
-_datetime_types = {"date": _dt.date, "datetime": _dt.datetime, "time": _dt.time,
-                   "timedelta": _dt.timedelta, "timezone": _dt.timezone}  # fmt: skip
-_containers = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset, "dict": dict,
-               "range": range, "deque": collections.deque, "Counter": collections.Counter,
-               "OrderedDict": collections.OrderedDict}  # fmt: skip
-_pure = {"abs": abs, "round": round, "len": len, "min": min, "max": max, "sum": sum,
-         "sorted": sorted}  # fmt: skip
+_datetime_types = {
+    "date": _dt.date,
+    "datetime": _dt.datetime,
+    "time": _dt.time,
+    "timedelta": _dt.timedelta,
+    "timezone": _dt.timezone,
+}
+_containers = {
+    "list": list,
+    "tuple": tuple,
+    "set": set,
+    "frozenset": frozenset,
+    "dict": dict,
+    "range": range,
+    "deque": collections.deque,
+    "Counter": collections.Counter,
+    "OrderedDict": collections.OrderedDict,
+}
+_pure: dict[str, Callable[..., Any]] = {
+    "abs": abs,
+    "round": round,
+    "len": len,
+    "min": min,
+    "max": max,
+    "sum": sum,
+    "sorted": sorted,
+}
 CALLABLES: dict[str, Callable[..., Any]] = {
     **_datetime_types,
     **{f"datetime.{k}": v for k, v in _datetime_types.items()},
@@ -104,22 +130,33 @@ CALLABLES: dict[str, Callable[..., Any]] = {
     "fractions.Fraction": fractions.Fraction,
     "Decimal": _decimal,
     "decimal.Decimal": _decimal,
-    "float": float, "int": int, "complex": complex, "bool": bool, "str": str,
-    "bytes": bytes, "bytearray": bytearray,
+    "float": float,
+    "int": int,
+    "complex": complex,
+    "bool": bool,
+    "str": str,
+    "bytes": bytes,
+    "bytearray": bytearray,
     **_containers,
     **{f"collections.{k}": _containers[k] for k in ("deque", "Counter", "OrderedDict")},
     **_pure,
-}  # fmt: skip
+}
 CONSTANTS: dict[str, Any] = {
-    "math.inf": math.inf, "math.nan": math.nan, "math.pi": math.pi, "math.e": math.e,
-    "math.tau": math.tau, "timezone.utc": _dt.UTC, "datetime.timezone.utc": _dt.UTC,
+    "math.inf": math.inf,
+    "math.nan": math.nan,
+    "math.pi": math.pi,
+    "math.e": math.e,
+    "math.tau": math.tau,
+    "timezone.utc": _dt.UTC,
+    "datetime.timezone.utc": _dt.UTC,
     "datetime.UTC": _dt.UTC,
-}  # fmt: skip
+}
 LAMBDA_CALLABLES = ("abs", "len", "min", "max", "sum", "round", "sorted")
 EXCEPTIONS = frozenset(
-    name for name, v in vars(builtins).items()
+    name
+    for name, v in vars(builtins).items()
     if isinstance(v, type) and issubclass(v, BaseException)
-)  # fmt: skip
+)
 # Names the grammar gives a meaning of its own: an entry point cannot be called so in a test.
 RESERVED = frozenset({*CALLABLES, *WRAPPERS, "raises"}) | frozenset(
     n.partition(".")[0] for n in [*CALLABLES, *CONSTANTS]
@@ -185,7 +222,8 @@ def parse_tree(source: str, mode: str = "exec") -> ast.AST:
         raise
     except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, parser limits
         raise GrammarError(f"a test the parser refuses ({type(exc).__name__})") from None
-    stack, nodes = [(tree, 0)], 0
+    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+    nodes = 0
     while stack:
         node, depth = stack.pop()
         nodes += 1
@@ -206,8 +244,10 @@ def parse_test(source: str, probe: bool = False) -> Test:
     if probe and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
         return Test(PROBE, _call(stmt.value))
     if not isinstance(stmt, ast.Assert):
-        raise GrammarError(f"{_describe(stmt)} is not in the test grammar; a test is an assert "
-                           "statement" + _ALLOWED)  # fmt: skip
+        raise GrammarError(
+            f"{_describe(stmt)} is not in the test grammar; a test is an assert "
+            "statement" + _ALLOWED
+        )
     if stmt.msg is not None:
         raise GrammarError("an assert message is not in the test grammar")
     test, negated = stmt.test, False
@@ -227,10 +267,13 @@ def parse_test(source: str, probe: bool = False) -> Test:
     raise GrammarError(f"{_describe(stmt.test)} is not in the test grammar" + _ALLOWED)
 
 
-_ALLOWED = (" (allowed: assert CALL OP LITERAL, assert CALL is True/False/None, assert [not] "
-            "CALL, assert math.isclose(CALL, LITERAL, ...), assert [not] raises(Exception, f, "
-            "...); CALL is a call of the entry point, maybe subscripted or inside "
-            + "/".join(WRAPPERS) + ")")  # fmt: skip
+_ALLOWED = (
+    " (allowed: assert CALL OP LITERAL, assert CALL is True/False/None, assert [not] "
+    "CALL, assert math.isclose(CALL, LITERAL, ...), assert [not] raises(Exception, f, "
+    "...); CALL is a call of the entry point, maybe subscripted or inside "
+    + "/".join(WRAPPERS)
+    + ")"
+)
 
 
 def _comparison(node: ast.Compare) -> Test:
@@ -240,8 +283,11 @@ def _comparison(node: ast.Compare) -> Test:
     call, steps = _hole(node.left)
     expected = node.comparators[0]
     if spelling in ("is", "is not"):
-        if not (isinstance(expected, ast.Constant) and expected.value in (True, False, None)
-                and type(expected.value) in (bool, type(None))):  # fmt: skip
+        if not (
+            isinstance(expected, ast.Constant)
+            and expected.value in (True, False, None)
+            and type(expected.value) in (bool, type(None))
+        ):
             raise GrammarError(f"'{spelling}' compares with True, False or None only")
     else:
         check_literal(expected)
@@ -256,8 +302,10 @@ def _isclose(node: ast.Call) -> Test:
     options = []
     for kw in node.keywords:
         if kw.arg not in ISCLOSE_OPTIONS:
-            raise GrammarError(f"math.isclose's keyword {kw.arg!r} is not in the test grammar "
-                               f"(allowed: {', '.join(ISCLOSE_OPTIONS)})")  # fmt: skip
+            raise GrammarError(
+                f"math.isclose's keyword {kw.arg!r} is not in the test grammar "
+                f"(allowed: {', '.join(ISCLOSE_OPTIONS)})"
+            )
         check_literal(kw.value)
         options.append((kw.arg, kw.value))
     return Test(ISCLOSE, call, steps, expected=node.args[1], options=tuple(options))
@@ -271,12 +319,15 @@ def _raises(node: ast.Call) -> Test:
     exc = node.args[0]
     names = exc.elts if isinstance(exc, ast.Tuple) else [exc]
     if not names or not all(isinstance(n, ast.Name) and n.id in EXCEPTIONS for n in names):
-        raise GrammarError(f"raises' first argument {ast.unparse(exc)[:60]!r} is not a builtin "
-                           "exception class (or a tuple of them)")  # fmt: skip
+        raise GrammarError(
+            f"raises' first argument {ast.unparse(exc)[:60]!r} is not a builtin "
+            "exception class (or a tuple of them)"
+        )
     fn = node.args[1]
     if not isinstance(fn, ast.Name) or fn.id in RESERVED:
-        raise GrammarError(f"raises' second argument {ast.unparse(fn)[:60]!r} is not the entry "
-                           "point's name")  # fmt: skip
+        raise GrammarError(
+            f"raises' second argument {ast.unparse(fn)[:60]!r} is not the entry point's name"
+        )
     call = _call(ast.Call(fn, node.args[2:], node.keywords))
     return Test(RAISES, call, exceptions=tuple(n.id for n in names))  # type: ignore[attr-defined]
 
@@ -289,8 +340,11 @@ def _hole(node: ast.expr) -> tuple[Call, tuple[tuple[str, Any], ...]]:
             check_literal(node.slice, slices=True)
             steps.append(("index", node.slice))
             node = node.value
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-              and node.func.id in WRAPPERS):  # fmt: skip
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in WRAPPERS
+        ):
             if len(node.args) != 1 or node.keywords or isinstance(node.args[0], ast.Starred):
                 raise GrammarError(f"{node.func.id}() around the call takes just the call")
             steps.append(("apply", node.func.id))
@@ -298,15 +352,19 @@ def _hole(node: ast.expr) -> tuple[Call, tuple[tuple[str, Any], ...]]:
         elif isinstance(node, ast.Call):
             return _call(node), tuple(reversed(steps))
         else:
-            raise GrammarError(f"{_describe(node)} is not in the test grammar where the call of "
-                               "the entry point belongs" + _ALLOWED)  # fmt: skip
+            raise GrammarError(
+                f"{_describe(node)} is not in the test grammar where the call of "
+                "the entry point belongs" + _ALLOWED
+            )
 
 
 def _call(node: ast.Call) -> Call:
     fn = node.func
     if not isinstance(fn, ast.Name):
-        raise GrammarError(f"calling {_describe(fn)} is not in the test grammar; a test calls "
-                           "the entry point by its name")  # fmt: skip
+        raise GrammarError(
+            f"calling {_describe(fn)} is not in the test grammar; a test calls "
+            "the entry point by its name"
+        )
     if fn.id in RESERVED:
         raise GrammarError(f"{fn.id}() is not a call of the entry point" + _ALLOWED)
     for arg in node.args:
@@ -340,17 +398,30 @@ def parse_call(source: str) -> tuple[str, list[ast.expr], list[tuple[str, ast.ex
 
 def _describe(node: ast.AST) -> str:
     names = {
-        ast.Lambda: "a lambda", ast.ListComp: "a list comprehension",
-        ast.GeneratorExp: "a generator expression", ast.SetComp: "a set comprehension",
-        ast.DictComp: "a dict comprehension", ast.BoolOp: "'and'/'or'",
-        ast.IfExp: "a conditional expression", ast.NamedExpr: "an assignment expression",
-        ast.Starred: "a starred expression", ast.Attribute: "an attribute",
-        ast.Name: "a name", ast.Await: "await", ast.Yield: "yield", ast.JoinedStr: "an f-string",
-        ast.Assign: "an assignment", ast.Expr: "an expression statement",
-        ast.Import: "an import", ast.ImportFrom: "an import", ast.UnaryOp: "a unary operator",
-        ast.BinOp: "arithmetic", ast.Call: "a call", ast.Subscript: "a subscript",
+        ast.Lambda: "a lambda",
+        ast.ListComp: "a list comprehension",
+        ast.GeneratorExp: "a generator expression",
+        ast.SetComp: "a set comprehension",
+        ast.DictComp: "a dict comprehension",
+        ast.BoolOp: "'and'/'or'",
+        ast.IfExp: "a conditional expression",
+        ast.NamedExpr: "an assignment expression",
+        ast.Starred: "a starred expression",
+        ast.Attribute: "an attribute",
+        ast.Name: "a name",
+        ast.Await: "await",
+        ast.Yield: "yield",
+        ast.JoinedStr: "an f-string",
+        ast.Assign: "an assignment",
+        ast.Expr: "an expression statement",
+        ast.Import: "an import",
+        ast.ImportFrom: "an import",
+        ast.UnaryOp: "a unary operator",
+        ast.BinOp: "arithmetic",
+        ast.Call: "a call",
+        ast.Subscript: "a subscript",
         ast.Constant: "a constant",
-    }  # fmt: skip
+    }
     what = names.get(type(node), f"a {type(node).__name__} node")
     if isinstance(node, ast.Name | ast.Attribute | ast.Constant):
         what += f" ({_dotted(node) or ast.unparse(node)[:40]})"
@@ -402,10 +473,14 @@ def check_literal(node: ast.expr, slices: bool = False) -> None:
         elif isinstance(n, ast.Attribute | ast.Name) and _dotted(n) in CONSTANTS:
             pass
         else:
-            raise GrammarError(f"{_describe(n)} is not in the test grammar's literals (allowed: "
-                               "constants, lists, tuples, sets, dicts, arithmetic, "
-                               + ", ".join(sorted({k.rpartition('.')[2] for k in CALLABLES}))
-                               + ", " + ", ".join(CONSTANTS) + ")")  # fmt: skip
+            raise GrammarError(
+                f"{_describe(n)} is not in the test grammar's literals (allowed: "
+                "constants, lists, tuples, sets, dicts, arithmetic, "
+                + ", ".join(sorted({k.rpartition(".")[2] for k in CALLABLES}))
+                + ", "
+                + ", ".join(CONSTANTS)
+                + ")"
+            )
 
 
 def check_lambda(node: ast.Lambda) -> None:
@@ -422,8 +497,10 @@ def check_lambda(node: ast.Lambda) -> None:
                 raise GrammarError(f"name {n.id!r} in a lambda argument is not its parameter")
         elif isinstance(n, ast.Call):
             if not (isinstance(n.func, ast.Name) and n.func.id in LAMBDA_CALLABLES):
-                raise GrammarError(f"{_describe(n)} in a lambda argument is not in the grammar "
-                                   f"(allowed: {', '.join(LAMBDA_CALLABLES)})")  # fmt: skip
+                raise GrammarError(
+                    f"{_describe(n)} in a lambda argument is not in the grammar "
+                    f"(allowed: {', '.join(LAMBDA_CALLABLES)})"
+                )
             if n.keywords or any(isinstance(x, ast.Starred) for x in n.args):
                 raise GrammarError("keyword or starred arguments in a lambda argument")
             stack.extend(n.args)
@@ -439,16 +516,18 @@ def check_lambda(node: ast.Lambda) -> None:
             raise GrammarError(f"{_describe(n)} in a lambda argument is not in the test grammar")
 
 
+# fmt: off
 _UNARY: dict[type, Callable[[Any], Any]] = {
     ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert,
     ast.Not: operator.not_,
-}  # fmt: skip
+}
 _BINARY: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
     ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
     ast.Pow: operator.pow, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
     ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
-}  # fmt: skip
+}
+# fmt: on
 
 
 def evaluate(node: ast.expr) -> Any:
@@ -485,17 +564,16 @@ def evaluate(node: ast.expr) -> Any:
                 raise GrammarError("a starred argument is not in the test grammar")
             args.append(evaluate(a))
         kwargs = {}
-        for k in node.keywords:
-            if k.arg is None:
+        for keyword in node.keywords:
+            if keyword.arg is None:
                 raise GrammarError("a ** argument is not in the test grammar")
-            kwargs[k.arg] = evaluate(k.value)
+            kwargs[keyword.arg] = evaluate(keyword.value)
         _check_call(name, args, kwargs)  # type: ignore[arg-type]
         return _bounded(CALLABLES[name](*args, **kwargs))  # type: ignore[index]
     if isinstance(node, ast.Attribute | ast.Name) and _dotted(node) in CONSTANTS:
         return CONSTANTS[_dotted(node)]  # type: ignore[index]
     if isinstance(node, ast.Slice):
-        parts = [None if x is None else evaluate(x)
-                 for x in (node.lower, node.upper, node.step)]  # fmt: skip
+        parts = [None if x is None else evaluate(x) for x in (node.lower, node.upper, node.step)]
         return slice(*parts)
     raise GrammarError(f"{_describe(node)} is not in the test grammar's literals")
 
@@ -531,8 +609,9 @@ def _precheck(op: type, left: Any, right: Any) -> None:
     elif op is ast.Mult:
         for seq, n in ((left, right), (right, left)):
             if isinstance(n, int) and _length(seq) * max(n, 0) > MAX_ELEMENTS:
-                raise GrammarError(f"a sequence longer than {MAX_ELEMENTS} is not in the test "
-                                   "grammar")  # fmt: skip
+                raise GrammarError(
+                    f"a sequence longer than {MAX_ELEMENTS} is not in the test grammar"
+                )
         if _bits(left) + _bits(right) > MAX_INT_BITS:
             raise GrammarError(f"a product past {MAX_INT_BITS} bits is not in the test grammar")
 
@@ -544,8 +623,9 @@ def _check_call(name: str, args: list[Any], kwargs: dict[str, Any]) -> None:
         if isinstance(v, range) and base not in ("range", "len", "bool", "str"):
             if len(v) > MAX_ELEMENTS:
                 raise GrammarError(f"{base}() of a range longer than {MAX_ELEMENTS}")
-    if base in ("bytes", "bytearray") and any(isinstance(v, int) and v > MAX_ELEMENTS
-                                              for v in values):  # fmt: skip
+    if base in ("bytes", "bytearray") and any(
+        isinstance(v, int) and v > MAX_ELEMENTS for v in values
+    ):
         raise GrammarError(f"{base}() longer than {MAX_ELEMENTS}")
     if base == "round" and len(args) > 1 and isinstance(args[1], int) and abs(args[1]) > 1000:
         raise GrammarError("round() to more than 1000 digits")
@@ -573,6 +653,7 @@ def literal_value(node: ast.expr) -> Any:
     budget, todo = MAX_SIZE, [value]
     while todo:
         item = todo.pop()
+        elements: Iterable[Any]
         if isinstance(item, dict):
             budget -= 2 * len(item)
             elements = [*item.keys(), *item.values()]

@@ -80,17 +80,17 @@ if TYPE_CHECKING:
 try:
     from . import _checker
 except ImportError:  # a top-level module in the sandbox, with this directory on sys.path
-    import _checker  # type: ignore[no-redef]
+    import _checker  # type: ignore[no-redef, import-not-found]
 
 try:
     from . import _wire
 except ImportError:  # a top-level module in the sandbox, with this directory on sys.path
-    import _wire  # type: ignore[no-redef]
+    import _wire  # type: ignore[no-redef, import-not-found]
 
 try:
     from . import _zygote
 except ImportError:  # a top-level module in the sandbox, with this directory on sys.path
-    import _zygote  # type: ignore[no-redef]
+    import _zygote  # type: ignore[no-redef, import-not-found]
 
 RUNNER_VERSION = "3"
 _IDLE_POLL_S = 1.0
@@ -164,16 +164,17 @@ def serve() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, here)
     try:
-        import _confine as confine
+        import _confine as confine  # type: ignore[import-not-found]  # from `here`
     finally:
         sys.path.remove(here)
     try:  # before the zygote exists: see seccomp_programs() for why in a helper process
         seccomp: tuple[bytes, ...] | str = confine.seccomp_programs()
     except OSError as exc:
         seccomp = str(exc)
-    text = {"encoding": "utf-8", "errors": "backslashreplace", "line_buffering": True}
-    for stream in (sys.stdin, sys.stdout, sys.stderr):
-        stream.reconfigure(**text)  # the children inherit these streams
+    for stream in (sys.stdin, sys.stdout, sys.stderr):  # the children inherit these streams
+        stream.reconfigure(  # type: ignore[attr-defined]  # a TextIOWrapper: typed as TextIO
+            encoding="utf-8", errors="backslashreplace", line_buffering=True
+        )
     own = _checker._CheckerLayers(confine)
     try:
         own.enter_namespaces()  # from here on, in the anchor's child when there is a PID ns

@@ -375,15 +375,15 @@ def _dec_timezone(r: list[Any], depth: int) -> Any:
 def _dec_datetime(r: list[Any], depth: int) -> Any:
     import datetime as dt
 
-    fields = [_int(v) for v in r[:8]]
-    return dt.datetime(*fields[:7], fold=fields[7], tzinfo=_tz(r[8], depth))
+    f = [_int(v) for v in r[:8]]  # indexed, not unpacked: a short record is an IndexError
+    return dt.datetime(f[0], f[1], f[2], f[3], f[4], f[5], f[6], fold=f[7], tzinfo=_tz(r[8], depth))
 
 
 def _dec_time(r: list[Any], depth: int) -> Any:
     import datetime as dt
 
-    fields = [_int(v) for v in r[:5]]
-    return dt.time(*fields[:4], fold=fields[4], tzinfo=_tz(r[5], depth))
+    f = [_int(v) for v in r[:5]]
+    return dt.time(f[0], f[1], f[2], f[3], fold=f[4], tzinfo=_tz(r[5], depth))
 
 
 def _dec_defaultdict(r: list[Any], depth: int) -> Any:

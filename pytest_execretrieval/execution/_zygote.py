@@ -24,17 +24,17 @@ if TYPE_CHECKING:
 try:
     from . import _child
 except ImportError:  # a top-level module in the sandbox, with this directory on sys.path
-    import _child  # type: ignore[no-redef]
+    import _child  # type: ignore[no-redef, import-not-found]
 
 try:
     from . import _grammar
 except ImportError:  # a top-level module in the sandbox, with this directory on sys.path
-    import _grammar  # type: ignore[no-redef]
+    import _grammar  # type: ignore[no-redef, import-not-found]
 
 try:
     from . import _wire
 except ImportError:  # a top-level module in the sandbox, with this directory on sys.path
-    import _wire  # type: ignore[no-redef]
+    import _wire  # type: ignore[no-redef, import-not-found]
 
 # Imported once in the zygote so that forked children get them for free: what algorithmic
 # snippets import most (98% of the import statements in the bundled pool). The list is short on
@@ -615,8 +615,11 @@ class _Layers:
             self.active["unprivileged_uid"] = True  # already unprivileged outside
             return
         if not self.active["mount_namespace"] and any(map(_private_ancestor, _python_paths())):
-            self._miss("unprivileged_uid", "the interpreter is under a private directory and "
-                       "there is no mount namespace to expose it")  # fmt: skip
+            self._miss(
+                "unprivileged_uid",
+                "the interpreter is under a private directory and "
+                "there is no mount namespace to expose it",
+            )
             return
         for cap in range(64):  # bounding set: nothing regained by exec (which seccomp denies)
             try:

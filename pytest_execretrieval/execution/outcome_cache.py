@@ -173,15 +173,19 @@ def _load_or_create_key(path: Path) -> bytes:
                 secret = fh.read(33)
             if len(secret) == 32:
                 return secret
-            raise ValueError(f"{path} is not a 32-byte key; delete it (the cached outcomes "
-                             "signed with it become misses)")  # fmt: skip
+            raise ValueError(
+                f"{path} is not a 32-byte key; delete it (the cached outcomes "
+                "signed with it become misses)"
+            )
         except FileNotFoundError:
             pass
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         info = os.lstat(path.parent)
         if stat.S_ISLNK(info.st_mode) or info.st_mode & 0o022:
-            raise OSError(f"{path.parent} is a symlink or writable by others: the outcome cache "
-                          "key cannot be kept there; fix its permissions")  # fmt: skip
+            raise OSError(
+                f"{path.parent} is a symlink or writable by others: the outcome cache "
+                "key cannot be kept there; fix its permissions"
+            )
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".key.", suffix=".tmp")
         try:
             os.write(fd, os.urandom(32))

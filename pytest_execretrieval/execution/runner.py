@@ -39,8 +39,11 @@ class SuiteRunner:
         self.limits = limits
         self.isolation = isolation  # Sandbox(isolation=...): "best" or "strict"
         # Outcomes depend on the limits (a timeout at 1 s may pass at 5 s): one cache per limits.
-        self.cache = OutcomeCache(Path(cache_dir) / "outcomes" / limits_key(limits),
-                                  within=Path(cache_dir)) if cache_dir else None  # fmt: skip
+        self.cache = (
+            OutcomeCache(Path(cache_dir) / "outcomes" / limits_key(limits), within=Path(cache_dir))
+            if cache_dir
+            else None
+        )
         self.jobs = max(1, jobs or os.cpu_count() or 1)
         self._local = threading.local()
         self._sandboxes: list[Sandbox] = []

@@ -171,8 +171,9 @@ class SuiteResult:
         for name in ("returned", "values"):
             extra = getattr(self, name)
             if extra and len(extra) != len(self.outcomes):
-                raise ValueError(f"SuiteResult.{name} has {len(extra)} entries for "
-                                 f"{len(self.outcomes)} outcomes")  # fmt: skip
+                raise ValueError(
+                    f"SuiteResult.{name} has {len(extra)} entries for {len(self.outcomes)} outcomes"
+                )
 
     @property
     def unusable(self) -> bool:
@@ -215,8 +216,9 @@ class SuiteResult:
         if not isinstance(values, list):
             raise TypeError("SuiteResult.values must be a list")
         values = [_decode_value(v) for v in values]
-        return cls(tuple(outcomes), passed, d["detail"], d["output"], tuple(returned),
-                   tuple(values))  # fmt: skip
+        return cls(
+            tuple(outcomes), passed, d["detail"], d["output"], tuple(returned), tuple(values)
+        )
 
 
 _VALUE_KINDS = ("value", "raises", "error", "unsupported")
@@ -342,7 +344,7 @@ class Sandbox:
                 _site(),
                 str(_SERVER_SCRIPT.parent),
                 json.dumps(self._limits_json),
-            ],  # fmt: skip
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -558,12 +560,13 @@ def _check_inputs(code: object, setup: object, tests: object) -> tuple[str, ...]
         raise TypeError("code and setup must be str")
     if isinstance(tests, str):
         raise TypeError("tests must be a sequence of test statements, not a single str")
-    tests = tuple(tests)  # type: ignore[arg-type]
-    if not all(isinstance(t, str) for t in tests):
+    given: tuple[object, ...] = tuple(tests)  # type: ignore[arg-type]  # else: TypeError
+    strings = tuple(t for t in given if isinstance(t, str))
+    if len(strings) != len(given):
         raise TypeError("every test must be a str")
-    if not tests:
+    if not strings:
         raise ValueError("tests is empty: a suite without tests proves nothing")
-    return tests
+    return strings
 
 
 def _to_result(reply: dict[str, Any], n_tests: int) -> SuiteResult:
@@ -579,8 +582,9 @@ def _to_result(reply: dict[str, Any], n_tests: int) -> SuiteResult:
     # Belt and braces: never trust a `passed` that the outcomes contradict.
     passed = result.passed and all(o == "pass" for o in result.outcomes)
     returned = () if all(o == "pass" for o in result.outcomes) else result.returned
-    return SuiteResult(result.outcomes, passed, result.detail, result.output, returned,
-                       result.values)  # fmt: skip
+    return SuiteResult(
+        result.outcomes, passed, result.detail, result.output, returned, result.values
+    )
 
 
 _SHARED: dict[tuple[Limits, int], Sandbox] = {}

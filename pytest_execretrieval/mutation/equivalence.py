@@ -44,16 +44,17 @@ most ``MAX_SIZE`` elements or leaves, dates in ``DATE_RANGE``, times on whole se
 timedeltas of whole seconds within ``TIMEDELTA_DAYS`` days.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: the function `annotations` below would shadow the
+# future feature's name for a type checker.
 import ast
 import contextlib
 import datetime as dt
 import functools
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..execution.runner import SuiteRunner
 
@@ -69,8 +70,22 @@ MAX_DENOMINATOR = 12
 DATE_RANGE = (dt.date(1990, 1, 1), dt.date(2040, 12, 31))
 TIMEDELTA_DAYS = 40
 
-SCALARS = ("int", "float", "bool", "str", "bytes", "None", "Fraction", "date", "datetime",
-           "time", "timedelta", "BinaryTree", "NaryTree", "SearchTree")  # fmt: skip
+SCALARS = (
+    "int",
+    "float",
+    "bool",
+    "str",
+    "bytes",
+    "None",
+    "Fraction",
+    "date",
+    "datetime",
+    "time",
+    "timedelta",
+    "BinaryTree",
+    "NaryTree",
+    "SearchTree",
+)
 CONTAINERS = ("list", "set", "frozenset", "dict", "tuple")
 CALLABLES = {"Callable[[int], bool]": "AtLeast", "Callable[[int], int]": "Peak"}
 
@@ -111,8 +126,11 @@ class Evidence:
     witness: str | None = None  # repr of the first differing argument tuple
 
     def to_json(self) -> dict:
-        row = {"inputs": self.inputs, "differing": self.differing,
-               "out_of_domain": self.out_of_domain}  # fmt: skip
+        row = {
+            "inputs": self.inputs,
+            "differing": self.differing,
+            "out_of_domain": self.out_of_domain,
+        }
         return row | ({"witness": self.witness} if self.witness is not None else {})
 
 
@@ -134,17 +152,22 @@ def _name(node: ast.expr) -> str | None:
         return "None"
     if isinstance(node, ast.Name):
         return node.id
-    if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-            and node.value.id == "datetime"):  # fmt: skip
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "datetime"
+    ):
         return node.attr
     return None
 
 
 def _check(node: ast.expr, text: str) -> None:
     def bad(why: str) -> UnsupportedAnnotation:
-        return UnsupportedAnnotation(f"annotation {text!r}: {why}; supported: {', '.join(SCALARS)}"
-                                     ", list/set/frozenset[T], dict[K, V], tuple[T, ...], "
-                                     "tuple[A, B, ...], A | B")  # fmt: skip
+        return UnsupportedAnnotation(
+            f"annotation {text!r}: {why}; supported: {', '.join(SCALARS)}"
+            ", list/set/frozenset[T], dict[K, V], tuple[T, ...], "
+            "tuple[A, B, ...], A | B"
+        )
 
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
         _check(node.left, text)
@@ -228,12 +251,16 @@ def _strategy(node: ast.expr):
             return st.tuples(*(_strategy(a) for a in args))
         if outer == "dict":
             return st.dictionaries(_strategy(args[0]), _strategy(args[1]), max_size=MAX_SIZE)
-        maker = {"list": st.lists, "set": st.sets, "frozenset": st.frozensets}[outer]
-        return maker(_strategy(args[0]), max_size=MAX_SIZE)
+        makers: dict[str | None, Callable[..., Any]] = {
+            "list": st.lists,
+            "set": st.sets,
+            "frozenset": st.frozensets,
+        }
+        return makers[outer](_strategy(args[0]), max_size=MAX_SIZE)
     low, high = DATE_RANGE
     days = dt.timedelta(days=TIMEDELTA_DAYS)
     ints = st.integers(*INT_RANGE)
-    return {
+    draws: dict[str | None, Callable[[], Any]] = {
         "int": lambda: st.integers(*INT_RANGE),
         "float": lambda: st.floats(*FLOAT_RANGE, allow_nan=False).map(lambda x: round(x, 2)),
         "bool": st.booleans,
@@ -244,7 +271,7 @@ def _strategy(node: ast.expr):
         "date": lambda: st.dates(low, high),
         "datetime": lambda: st.datetimes(
             dt.datetime.combine(low, dt.time()), dt.datetime.combine(high, dt.time())
-        ).map(lambda d: d.replace(microsecond=0)),  # fmt: skip
+        ).map(lambda d: d.replace(microsecond=0)),
         "BinaryTree": lambda: st.recursive(
             st.tuples(ints, st.none(), st.none()),
             lambda kids: st.tuples(ints, st.none() | kids, st.none() | kids),
@@ -261,8 +288,9 @@ def _strategy(node: ast.expr):
         "time": lambda: st.times().map(lambda t: t.replace(microsecond=0)),
         "timedelta": lambda: st.timedeltas(-days, days).map(
             lambda d: dt.timedelta(seconds=round(d.total_seconds()))
-        ),  # fmt: skip
-    }[_name(node)]()
+        ),
+    }
+    return draws[_name(node)]()
 
 
 def search_tree(values: Sequence[int]) -> tuple | None:
@@ -291,8 +319,13 @@ def draw_inputs(types: tuple[str, ...], n: int = N_INPUTS) -> tuple[tuple, ...]:
 
     drawn: list[tuple] = []
 
-    @settings(max_examples=n * 3, derandomize=True, database=None, deadline=None,
-              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @settings(
+        max_examples=n * 3,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(st.tuples(*(strategy(t) for t in types)))
     def collect(args):
         if args not in drawn and len(drawn) < n:
@@ -386,8 +419,9 @@ def evidence(
     named = named_exceptions(query)
     if reference.unusable:
         return [None] * len(codes)
-    return [None if r.unusable else compare(reference.values, r.values, inputs, named)
-            for r in results]  # fmt: skip
+    return [
+        None if r.unusable else compare(reference.values, r.values, inputs, named) for r in results
+    ]
 
 
 def _outcome(value: object) -> tuple | None:
@@ -404,15 +438,19 @@ def _close(a: object, b: object) -> bool:
         return a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
     if type(a) is not type(b):
         return False
-    if isinstance(a, list | tuple):
-        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))  # type: ignore[arg-type]
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)  # type: ignore[attr-defined]
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):  # b: the same type as a
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
     return a == b
 
 
-def compare(reference: Sequence[object], candidate: Sequence[object], inputs: Sequence[tuple],
-            named: frozenset[str]) -> Evidence:  # fmt: skip
+def compare(
+    reference: Sequence[object],
+    candidate: Sequence[object],
+    inputs: Sequence[tuple],
+    named: frozenset[str],
+) -> Evidence:
     """Evidence from the probe values of the canonical's and a candidate's suites, per input
     (the module docstring's rules; the values are plain decoded data)."""
     differing, skipped = [], 0

@@ -113,8 +113,10 @@ def table_description() -> list[list]:
     """The live operator table as fingerprinted: ``[name, core, [function names]]`` per class;
     a function's name is its qualified name, prefixed by its module's unless it is defined in
     ``operators`` (so moving the package does not change the fingerprint)."""
-    return [[name, entry.core, [_function_name(f) for f in entry.functions]]
-            for name, entry in operators.OPERATORS.items()]  # fmt: skip
+    return [
+        [name, entry.core, [_function_name(f) for f in entry.functions]]
+        for name, entry in operators.OPERATORS.items()
+    ]
 
 
 def _function_name(function: object) -> str:

@@ -73,6 +73,7 @@ import re
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from typing import TypeGuard
 
 
 @dataclass(frozen=True)
@@ -147,11 +148,12 @@ class SourceContext:
         prefix = self.source[start:end].encode("utf-8")[:col]
         return start + len(prefix.decode("utf-8", errors="replace"))
 
+    # A parsed tree's nodes below the module all have positions; ``ast.AST`` declares none.
     def start(self, node: ast.AST) -> int:
-        return self.offset(node.lineno, node.col_offset)
+        return self.offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]
 
     def end(self, node: ast.AST) -> int:
-        return self.offset(node.end_lineno, node.end_col_offset)
+        return self.offset(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
 
     def text(self, node: ast.AST) -> str:
         return self.source[self.start(node) : self.end(node)]
@@ -203,16 +205,18 @@ def _protected_children(node: ast.AST) -> list[ast.AST]:
 
 Operator = Callable[[ast.AST, SourceContext], Iterator[Edit]]
 
+# fmt: off
 _BINOP_TEXT: dict[type[ast.operator], str] = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.MatMult: "@", ast.Div: "/",
     ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**", ast.LShift: "<<", ast.RShift: ">>",
     ast.BitOr: "|", ast.BitXor: "^", ast.BitAnd: "&",
-}  # fmt: skip
+}
 _BINOP_PREC: dict[type[ast.operator], int] = {
     ast.BitOr: 7, ast.BitXor: 8, ast.BitAnd: 9, ast.LShift: 10, ast.RShift: 10, ast.Add: 11,
     ast.Sub: 11, ast.Mult: 12, ast.MatMult: 12, ast.Div: 12, ast.FloorDiv: 12, ast.Mod: 12,
     ast.Pow: 14,
-}  # fmt: skip
+}
+# fmt: on
 _UNARY_PREC, _ADD_PREC, _POW_PREC, _ATOM_PREC = 13, 11, 14, 16
 
 
@@ -267,7 +271,7 @@ def _edit(
     return Edit(start, end, new, f"`{_short(old)}` -> `{_short(shown)}`")
 
 
-def _int_literal(node: ast.AST) -> int | None:
+def _int_literal(node: ast.AST | None) -> int | None:
     """Value of an int literal ``k`` or ``-k`` (bools excluded), else None."""
     if isinstance(node, ast.Constant) and type(node.value) is int:
         return node.value
@@ -278,7 +282,7 @@ def _int_literal(node: ast.AST) -> int | None:
     return None
 
 
-def _is_term(node: ast.AST) -> bool:
+def _is_term(node: ast.AST | None) -> TypeGuard[ast.BinOp]:
     """``e + c`` or ``e - c`` with an int literal ``c``."""
     return (
         isinstance(node, ast.BinOp)
@@ -287,7 +291,7 @@ def _is_term(node: ast.AST) -> bool:
     )
 
 
-def _is_range_call(node: ast.AST) -> bool:
+def _is_range_call(node: ast.AST) -> TypeGuard[ast.Call]:
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
@@ -334,8 +338,9 @@ def _literal_shifts(ctx: SourceContext, node: ast.AST, context: ast.AST) -> Iter
     value = _int_literal(node)
     assert value is not None
     parent = ctx.parent(node)
-    pow_base = isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Pow)
-    pow_base = pow_base and parent.left is node
+    pow_base = (
+        isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Pow) and parent.left is node
+    )
     for new in (value + 1, value - 1):
         text = f"({new})" if new < 0 and pow_base else str(new)
         yield _edit(ctx, ctx.start(node), ctx.end(node), text, context)
@@ -371,20 +376,22 @@ def _off_by_one(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
     parent = ctx.parent(node)
     if isinstance(node, ast.Constant) and _int_literal(parent) is not None:
         return  # the `k` of `-k`: handled as the literal `-k`
-    term = _is_term(parent) and parent.right is node
-    if id(node) in ctx.bounds or (term and id(parent) in ctx.bounds):
+    term = parent if _is_term(parent) and parent.right is node else None
+    if id(node) in ctx.bounds or (term is not None and id(term) in ctx.bounds):
         return  # owned by off_by_one_boundary
-    if term:
-        yield from _term_shifts(ctx, parent)
+    if term is not None:
+        yield from _term_shifts(ctx, term)
     else:
         yield from _literal_shifts(ctx, node, node)
 
 
+# fmt: off
 _WRONG_BINOP: dict[type[ast.operator], str] = {
     ast.Add: "-", ast.Sub: "+", ast.Mult: "//", ast.FloorDiv: "*", ast.Div: "*",
     ast.Mod: "//", ast.Pow: "*", ast.BitAnd: "|", ast.BitOr: "&", ast.BitXor: "|",
     ast.LShift: ">>", ast.RShift: "<<",
-}  # fmt: skip
+}
+# fmt: on
 
 
 def _wrong_binop(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
@@ -405,9 +412,9 @@ def _wrong_boolop(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
 
 
 def _drop_unary_minus(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
-    unary_minus = isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)
-    if unary_minus and _int_literal(node) is None:
-        yield _drop_prefix_op(ctx, node)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        if _int_literal(node) is None:
+            yield _drop_prefix_op(ctx, node)
 
 
 def _swap_call_args(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
@@ -459,8 +466,10 @@ def _remove_guard(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
         and src.startswith("elif", ctx.start(node))
     ):
         return
-    block = next((v for _, v in ast.iter_fields(parent) if isinstance(v, list) and node in v), None)
-    first, last = ctx.line_start(node.lineno), ctx.line_start(node.end_lineno + 1)
+    fields = ast.iter_fields(parent) if parent is not None else ()
+    block = next((v for _, v in fields if isinstance(v, list) and node in v), None)
+    end_line: int = node.end_lineno  # type: ignore[assignment]  # set: the tree is parsed
+    first, last = ctx.line_start(node.lineno), ctx.line_start(end_line + 1)
     indent, tail = src[first : ctx.start(node)], src[ctx.end(node) : last]
     if block is None or indent.strip() or (tail.strip() and not tail.strip().startswith("#")):
         return
@@ -470,10 +479,12 @@ def _remove_guard(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
     yield Edit(first, last, replacement, f"remove `{_short(header)}`")
 
 
+# fmt: off
 _CMP_TEXT: dict[type[ast.cmpop], str] = {
     ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
     ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in",
-}  # fmt: skip
+}
+# fmt: on
 
 
 def _comparison_operator(table: dict[type[ast.cmpop], str]) -> Operator:
@@ -491,10 +502,12 @@ def _comparison_operator(table: dict[type[ast.cmpop], str]) -> Operator:
     return operator
 
 
+# fmt: off
 _WRONG_COMPARISON = {
     ast.Eq: "!=", ast.NotEq: "==", ast.Lt: ">", ast.Gt: "<", ast.LtE: ">=", ast.GtE: "<=",
     ast.In: "not in", ast.NotIn: "in", ast.Is: "is not", ast.IsNot: "is",
-}  # fmt: skip
+}
+# fmt: on
 _BOUNDARY_COMPARISON = {ast.Lt: "<=", ast.LtE: "<", ast.Gt: ">=", ast.GtE: ">"}
 _COMPLEMENT_COMPARISON = {ast.Lt: ">=", ast.GtE: "<", ast.Gt: "<=", ast.LtE: ">"}
 
@@ -526,14 +539,14 @@ def _negate_condition(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
 
 
 def _swap_min_max(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
-    name = node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) else ""
-    if name in ("min", "max"):
-        new = "max" if name == "min" else "min"
-        yield _edit(ctx, ctx.start(node.func), ctx.end(node.func), new)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        if node.func.id in ("min", "max"):
+            new = "max" if node.func.id == "min" else "min"
+            yield _edit(ctx, ctx.start(node.func), ctx.end(node.func), new)
 
 
 def _flip_sorted(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
-    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
         return
     if node.func.id != "sorted" or not node.args or any(k.arg is None for k in node.keywords):
         return
@@ -586,7 +599,7 @@ CORE_CLASSES: tuple[str, ...] = tuple(name for name, c in OPERATORS.items() if c
 # `fingerprint.code_fingerprint()` in MUTATION_FINGERPRINT (tests/test_mutation_operators.py
 # prints it). Until it is recorded, corpora record "<version>+unrecorded-<fingerprint>".
 MUTATION_VERSION = "4"
-MUTATION_FINGERPRINT = "d1ab73df7194bbb589486851f474489166e52adce4312e0022bde040a7c10032"
+MUTATION_FINGERPRINT = "5c5476568fb091b10896678f6bcf80cf1ab3b92dab0935766ccef5b0f6c98147"
 
 
 # --- candidates ---------------------------------------------------------------------------
@@ -673,8 +686,8 @@ def _common_prefix(a: str, b: str) -> str:
 def defines_name(tree: ast.Module, name: str) -> bool:
     """Whether a module defines ``name`` at top level (def, class or plain assignment)."""
     for stmt in tree.body:
-        definition = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-        if definition and stmt.name == name:
+        definition = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+        if isinstance(stmt, definition) and stmt.name == name:
             return True
         targets = stmt.targets if isinstance(stmt, ast.Assign) else []
         targets = [stmt.target] if isinstance(stmt, ast.AnnAssign) else targets

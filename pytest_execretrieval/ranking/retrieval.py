@@ -186,34 +186,6 @@ def rank_rows(
     return Ranking(idx, score, rank, ts, watched.result(), above, ties, tail)
 
 
-def rank_approximate(
-    queries: np.ndarray, documents: np.ndarray, targets: Sequence[int], k: int = 10,
-    neighbors: int = 32, ef_search: int = 128,
-) -> Ranking:  # fmt: skip
-    """The same interface over an approximate index (faiss HNSW, inner product on normalised
-    vectors) for pools beyond exact scoring. Recall is not guaranteed: a target missing from the
-    approximate top ``k`` gets rank ``k + 1`` (a lower bound on its true rank), and tie counts
-    are those seen inside the returned top ``k`` (lower bounds)."""
-    import faiss  # optional: pip install faiss-cpu
-
-    q = normalize(np.asarray(queries, dtype=np.float32))
-    d = normalize(np.asarray(documents, dtype=np.float32))
-    index = faiss.IndexHNSWFlat(d.shape[1], neighbors, faiss.METRIC_INNER_PRODUCT)
-    index.hnsw.efSearch = ef_search
-    index.add(d)
-    scores, idx = index.search(q, k)
-    target_pos = np.asarray(targets, dtype=np.int64)
-    target_score = np.round(np.einsum("ij,ij->i", q, d[target_pos]), DECIMALS)
-    hit = idx == target_pos[:, None]
-    rank = np.where(hit.any(axis=1), hit.argmax(axis=1) + 1, k + 1)
-    scores = np.round(scores, DECIMALS)
-    above = (scores > target_score[:, None]).sum(axis=1)
-    ties = np.maximum(1, (scores == target_score[:, None]).sum(axis=1))
-    tail = (scores == last_listed(scores)[:, None]).sum(axis=1)
-    return Ranking(idx.astype(np.int64), scores, rank, target_score,
-                   [[] for _ in range(len(q))], above, ties, tail)  # fmt: skip
-
-
 # (encoder, texts, ids, role) -> one vector per text, in order (e.g. through the embedding cache)
 Encode = Callable[[DenseEncoder, Sequence[str], Sequence[str], str], np.ndarray]
 

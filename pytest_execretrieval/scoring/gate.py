@@ -412,7 +412,6 @@ def gate_decision(
     baseline: dict | None,
     candidate: dict,
     alpha: float = 0.05,
-    min_exec1: float | None = None,
     seed: int = 0,
     *,
     metrics: Sequence[str] = DEFAULT_GATE_METRICS,
@@ -425,7 +424,7 @@ def gate_decision(
     ``metrics``: the gated metrics (compared with ``baseline``); ``margin``: ``None`` for harm
     mode, one non-inferiority margin for every gated metric, or ``{metric: delta}`` (metrics
     named there are gated too; the others stay in harm mode); ``minimums``: ``{metric: x}``
-    floors on the candidate (``min_exec1`` = ``{"exec@1": x}``). Without a baseline only the
+    floors on the candidate. Without a baseline only the
     minimums are gated (at least one is then required). The comparison pairs the queries both
     reports cover; ``collection_errors`` (the items a session could not collect) fail it.
 
@@ -434,8 +433,6 @@ def gate_decision(
     or an unknown metric.
     """
     minimums = dict(minimums or {})
-    if min_exec1 is not None:
-        minimums.setdefault("exec@1", min_exec1)
     if isinstance(margin, Mapping):
         metrics = tuple(dict.fromkeys((*metrics, *margin)))
     _check(baseline, candidate, alpha, metrics, minimums)

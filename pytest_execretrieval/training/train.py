@@ -80,7 +80,7 @@ def _loss(name: str, model, base_dir: Path, config: TrainConfig):
     try:
         from sentence_transformers.sentence_transformer import losses
     except ImportError:  # sentence-transformers < 6
-        from sentence_transformers import losses
+        from sentence_transformers import losses  # type: ignore[no-redef, attr-defined]
     if name == "mnrl":
         return losses.MultipleNegativesRankingLoss(model, scale=config.scale)
     if name == "cached-mnrl":
@@ -187,7 +187,9 @@ def fine_tune(
     try:
         from sentence_transformers.sentence_transformer.training_args import BatchSamplers
     except ImportError:  # sentence-transformers < 6
-        from sentence_transformers.training_args import BatchSamplers
+        from sentence_transformers.training_args import (  # type: ignore[no-redef, import-not-found]
+            BatchSamplers,
+        )
 
     import torch
 

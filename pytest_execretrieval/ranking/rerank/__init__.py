@@ -17,10 +17,9 @@ Names: ``exec-consensus`` (= ``exec-consensus:tests``), ``exec-consensus:hypothe
 
 from __future__ import annotations
 
-import importlib
-import importlib.metadata
 from collections.abc import Callable
 
+from ...registry import Registry
 from .base import Candidate, Reranked, Reranker, RerankerContext, RerankerError, RerankQuery
 
 ENTRY_POINT_GROUP = "pytest_execretrieval.rerankers"
@@ -28,6 +27,7 @@ DEFAULT_K = 10
 
 __all__ = [
     "DEFAULT_K",
+    "REGISTRY",
     "ENTRY_POINT_GROUP",
     "Candidate",
     "RerankQuery",
@@ -89,33 +89,20 @@ PREFIXED: dict[str, Callable[[str, RerankerContext], Reranker]] = {
     "rrf": _rrf,
     "ce": _ce,
 }
-
-
-def plugin_factories() -> dict[str, Factory]:
-    return {ep.name: ep.load() for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+REGISTRY: Registry[RerankerContext, Reranker] = Registry(
+    "reranker",
+    ENTRY_POINT_GROUP,
+    RerankerError,
+    BUILTIN,
+    PREFIXED,
+    spelled=("exec-consensus:tests", "exec-consensus:hypothesis", "rrf:A+B", "ce:PATH"),
+)
 
 
 def known_names() -> list[str]:
-    return [*BUILTIN, "exec-consensus:tests", "exec-consensus:hypothesis", "rrf:A+B", "ce:PATH",
-            *plugin_factories()]  # fmt: skip
+    return REGISTRY.known_names()
 
 
 def get_reranker(name: str, context: RerankerContext = RerankerContext()) -> Reranker:
     """The reranker called ``name``; :class:`RerankerError` when unknown or unusable here."""
-    if name in BUILTIN:
-        return BUILTIN[name](context)
-    prefix, sep, arg = name.partition(":")
-    if sep and prefix in PREFIXED:
-        if not arg:
-            raise RerankerError(f"reranker {name!r} needs an argument after {prefix + ':'!r}")
-        return PREFIXED[prefix](arg, context)
-    plugins = plugin_factories()
-    if name not in plugins:
-        raise RerankerError(
-            f"unknown reranker {name!r}; known: {', '.join(known_names())} "
-            f"(or register one in the entry-point group {ENTRY_POINT_GROUP!r})"
-        )
-    try:
-        return plugins[name](context)
-    except ImportError as exc:
-        raise RerankerError(f"reranker {name!r} is not installed here: {exc}") from None
+    return REGISTRY.make(name, context)
