@@ -177,7 +177,7 @@ class CorpusFreshnessItem(ReportingItem):
     def runtest(self) -> None:
         session = cast("VerifySession", session_of(self))
         build = f"`execretrieval build {session.items_dir}`"
-        if not session.loaded.built:
+        if session.loaded is None or not session.loaded.built:
             raise VerificationFailure(f"no corpus: run {build}")
         if session.stale:
             raise VerificationFailure(
@@ -216,7 +216,7 @@ class QueryItem(ReportingItem):
             *junit_properties(report_row(r)),
         ]
         if not r.passed:
-            session: BenchmarkSession = session_of(self)  # its runner: limits, isolation, cache
+            session = cast("BenchmarkSession", session_of(self))  # its runner: limits, isolation
             line = failure_line(self.item, r)  # also the whole text's first line: the junit
             code = session.code_by_id()
             returned = rank1_returned(self.item, r, code, session.runner.run)  # values shown

@@ -101,13 +101,14 @@ class Session:
 
     def receive(self) -> Handoff:
         """A worker's state: its controller's :class:`.orchestration.Handoff`."""
-        handoff = Handoff.from_text(self.config.workerinput[WORKER_KEY], self.items_dir,
-                                    self.settings.stack)  # fmt: skip
+        text = self.config.workerinput[WORKER_KEY]  # type: ignore[attr-defined]  # xdist's
+        handoff = Handoff.from_text(text, self.items_dir, self.settings.stack)
         self.loaded = handoff.loaded
         self.items = {item.path.resolve(): item for item in self.loaded.items}
         return handoff
 
     def handoff(self) -> Handoff:
+        assert self.loaded is not None  # handed off after the controller loaded
         return Handoff(self.loaded, {}, frozenset())
 
     @pytest.hookimpl(optionalhook=True)  # an xdist hook: pytest-xdist may not be installed
@@ -253,6 +254,7 @@ class BenchmarkSession(Session):
         ]
 
     def handoff(self) -> Handoff:
+        assert self.loaded is not None  # handed off after the controller loaded
         return Handoff(self.loaded, self.state.runs, frozenset(self.state.baseline_failed))
 
     @pytest.hookimpl(optionalhook=True)  # xdist: a worker's counts, back in its workeroutput
@@ -323,7 +325,7 @@ class BenchmarkSession(Session):
         their plain implementations, so they see the decision and the gates' test reports."""
         self.close_runner()
         if self.is_worker:
-            self.config.workeroutput[WORKER_KEY] = {"executed": self.executed}
+            self.config.workeroutput[WORKER_KEY] = {"executed": self.executed}  # type: ignore[attr-defined]
         else:
             self.state.executed += self.executed
             session.exitstatus = self.state.finish(session.exitstatus, stop_reasons(session))

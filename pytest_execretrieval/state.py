@@ -279,7 +279,6 @@ class BenchmarkState:
         return (f"sandbox: {n} suite{'s' * (n != 1)} executed (the other outcomes and values from "
                 "the corpus and the outcome cache)")  # fmt: skip
 
-    def incomplete_line(self) -> str:
-        i = self.incomplete
+    def incomplete_line(self, i: Incomplete) -> str:
         return (f"INCOMPLETE: {i.completed} of {i.selected} selected benchmark items ran "
                 f"({'; '.join(i.why)}); exit status {self.status}")  # fmt: skip

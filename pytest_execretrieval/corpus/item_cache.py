@@ -42,7 +42,7 @@ def validator_fingerprint() -> str:
     the Python version."""
     digest = hashlib.sha256(sys.version.encode())
     for module in (items, bounds, _grammar):
-        digest.update(Path(module.__file__).read_bytes())
+        digest.update(Path(str(module.__file__)).read_bytes())
     return digest.hexdigest()
 
 

@@ -172,7 +172,7 @@ def serve() -> None:
     except OSError as exc:
         seccomp = str(exc)
     for stream in (sys.stdin, sys.stdout, sys.stderr):  # the children inherit these streams
-        stream.reconfigure(  # type: ignore[attr-defined]  # a TextIOWrapper: typed as TextIO
+        stream.reconfigure(  # type: ignore[union-attr]  # a TextIOWrapper, typed TextIO
             encoding="utf-8", errors="backslashreplace", line_buffering=True
         )
     own = _checker._CheckerLayers(confine)
