@@ -29,6 +29,8 @@ OPTIONS = (
     Option("verify", bool, False, "verification run: one item per snippet, plus the name gate"),
     Option("items", Path, None, "items directory (default: the bundled benchmark)"),
     Option("stack", int, 1, "benchmark/verify the stacked corpus: K edits per distractor (1-4)"),
+    Option("source", str, "operators", "benchmark/verify the corpus whose candidate mutants come "
+           "from SOURCE: operators (default) or mutmut (DIR/mutmut/, single edits)"),
     Option("report-dir", Path, None, "write <embedder>.json/.xml per model and summary.md here"),
     Option("baseline", Path, None, "gate against this earlier report JSON"),
     Option("alpha", float, 0.05, "significance level of the gate"),
@@ -255,6 +257,7 @@ class Settings:
     verify: bool
     items_dir: Path | None  # None: the bundled benchmark
     stack: int
+    source: str
     report_dir: Path | None
     baseline: Path | None
     gate: GateSettings
@@ -297,6 +300,7 @@ def resolve(config) -> Settings:
     stack = setting(config, "stack")
     if not 1 <= stack <= MAX_STACK:
         raise ValueError(f"--execretrieval-stack: {stack} is not in 1..{MAX_STACK}")
+    source = _source(setting(config, "source"), stack)
     isolation = setting(config, "isolation")
     if isolation not in ISOLATION_MODES:
         raise ValueError(f"--execretrieval-isolation: {isolation!r} is not one of "
@@ -317,6 +321,7 @@ def resolve(config) -> Settings:
         verify=verify,
         items_dir=setting(config, "items"),
         stack=stack,
+        source=source,
         report_dir=setting(config, "report-dir"),
         baseline=setting(config, "baseline"),
         gate=gate,
@@ -333,6 +338,18 @@ def resolve(config) -> Settings:
         limits=_limits(config),
         isolation=isolation,
     )
+
+
+def _source(source: str, stack: int) -> str:
+    """The checked ``--execretrieval-source``: one of the sources, single edits only."""
+    from .corpus.store import SOURCES
+
+    if source not in SOURCES:
+        raise ValueError(f"--execretrieval-source: {source!r} is not one of {SOURCES}")
+    if source != "operators" and stack != 1:
+        raise ValueError(f"--execretrieval-source {source} has single edits only: drop "
+                         f"--execretrieval-stack {stack}")  # fmt: skip
+    return source
 
 
 def _unique(names: tuple[str, ...], what: str) -> None:
