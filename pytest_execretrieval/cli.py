@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from . import DEFAULT_CACHE_DIR
 from .corpus.items import bundled_items_dir
-from .corpus.store import SOURCES, stale_reasons
+from .corpus.store import SOURCES, build_command, stale_reasons
 from .sanitize import escape
 from .settings import BY_NAME, MAX_STACK
 from .training import command as training
@@ -60,7 +60,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         bad = check_plan(plan(items, out_dir, engine_now), items)
         differences = len(reasons) + len(bad)
         print("corpus is up to date" if not differences else
-              f"{differences} difference(s): run `execretrieval build {items_dir}`")  # fmt: skip
+              f"{differences} difference(s): run `"
+              f"{build_command(items_dir, args.stack, args.source)}`")  # fmt: skip
         return 1 if reasons or bad else 0
     items, problems = load_items(items_dir)
     if problems:

@@ -19,6 +19,7 @@ from .corpus.store import (
     Corpus,
     CorpusError,
     StaleReason,
+    build_command,
     corpus_dir,
     corpus_sha256,
     read_corpus,
@@ -75,10 +76,9 @@ def load(items_dir: Path, stack: int, *, stale_ok: bool, source: str = "operator
     stale = [r for r in stale_reasons(items_dir, now, where) if r.item_id not in bad]
     changed = frozenset(r.item_id for r in stale if r.item_id is not None)
     if stale and not stale_ok:
-        options = (f" --stack {stack}" if stack != 1 else "") + (
-            f" --source {source}" if source != "operators" else "")  # fmt: skip
-        raise SetupError(f"the corpus in {where} is stale; run `execretrieval build "
-                         f"{items_dir}{options}`:\n  " + "\n  ".join(map(str, stale)))  # fmt: skip
+        raise SetupError(f"the corpus in {where} is stale; run `"
+                         f"{build_command(items_dir, stack, source)}`:\n  "
+                         + "\n  ".join(map(str, stale)))  # fmt: skip
     corpus = None
     if (where / "manifest.json").exists():
         try:

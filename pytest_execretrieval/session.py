@@ -80,8 +80,9 @@ class Session:
 
     def load(self, stale_ok: bool) -> Loaded:
         try:
-            self.loaded = load(self.items_dir, self.settings.stack, stale_ok=stale_ok,
-                               source=self.settings.source)
+            self.loaded = load(
+                self.items_dir, self.settings.stack, stale_ok=stale_ok, source=self.settings.source
+            )
         except SetupError as exc:
             raise pytest.UsageError(str(exc)) from None
         self.items = {item.path.resolve(): item for item in self.loaded.items}

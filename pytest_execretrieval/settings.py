@@ -29,8 +29,7 @@ OPTIONS = (
     Option("verify", bool, False, "verification run: one item per snippet, plus the name gate"),
     Option("items", Path, None, "items directory (default: the bundled benchmark)"),
     Option("stack", int, 1, "benchmark/verify the stacked corpus: K edits per distractor (1-4)"),
-    Option("source", str, "operators", "benchmark/verify the corpus whose candidate mutants come "
-           "from SOURCE: operators (default) or mutmut (DIR/mutmut/, single edits)"),
+    Option("source", str, "operators", "the corpus of mutant source S: operators or mutmut"),
     Option("report-dir", Path, None, "write <embedder>.json/.xml per model and summary.md here"),
     Option("baseline", Path, None, "gate against this earlier report JSON"),
     Option("alpha", float, 0.05, "significance level of the gate"),

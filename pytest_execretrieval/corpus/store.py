@@ -147,6 +147,13 @@ def corpus_dir(items_dir: Path, stack: int = 1, source: str = "operators") -> Pa
     return Path(items_dir) if stack == 1 else Path(items_dir) / f"stack-{stack}"
 
 
+def build_command(items_dir: Path, stack: int = 1, source: str = "operators") -> str:
+    """The ``execretrieval build`` command line that (re)builds this corpus."""
+    options = (f" --stack {stack}" if stack != 1 else "") + (
+        f" --source {source}" if source != "operators" else "")  # fmt: skip
+    return f"execretrieval build {items_dir}{options}"
+
+
 def write_corpus(
     items_dir: Path,
     corpus: Corpus,
