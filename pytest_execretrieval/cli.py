@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import DEFAULT_CACHE_DIR
 from .corpus.items import bundled_items_dir
-from .corpus.store import stale_reasons
+from .corpus.store import SOURCES, build_command, stale_reasons
 from .sanitize import escape
 from .settings import BY_NAME, MAX_STACK
 from .training import command as training
@@ -45,19 +45,23 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     started = time.monotonic()
     items_dir = Path(args.items_dir or default_items())
-    out_dir = corpus_dir(items_dir, args.stack)
+    if args.source != "operators" and args.stack != 1:
+        return _fail("build", f"--source {args.source} builds single edits only: drop --stack")
+    out_dir = corpus_dir(items_dir, args.stack, args.source)
+    try:
+        engine_now = engine(args.stack, args.source)
+    except BuildError as exc:  # mutmut is not installed
+        return _fail("build", str(exc))
     if args.check:
-        reasons = stale_reasons(items_dir, engine(args.stack), out_dir)
+        reasons = stale_reasons(items_dir, engine_now, out_dir)
         for reason in reasons:
             print(f"stale: {reason}")
         items, _ = load_items(items_dir)
-        bad = check_plan(plan(items, out_dir, engine(args.stack)), items)
+        bad = check_plan(plan(items, out_dir, engine_now), items)
         differences = len(reasons) + len(bad)
-        print(
-            "corpus is up to date"
-            if not differences
-            else f"{differences} difference(s): run `execretrieval build {items_dir}`"
-        )
+        print("corpus is up to date" if not differences else
+              f"{differences} difference(s): run `"
+              f"{build_command(items_dir, args.stack, args.source)}`")  # fmt: skip
         return 1 if reasons or bad else 0
     items, problems = load_items(items_dir)
     if problems:
@@ -69,10 +73,10 @@ def cmd_build(args: argparse.Namespace) -> int:
         print(f"no items in {items_dir}", file=sys.stderr)
         return 2
     full = Plan({}, (Rebuild("full", "--full: every item is rebuilt"),))
-    reuse = full if args.full else plan(items, out_dir, engine(args.stack))
-    for rebuild in reuse.reasons:
-        if rebuild.kind == "records":  # never silently: a corrupt record is rebuilt, and said so
-            print(f"rebuilding: {rebuild}", file=sys.stderr)
+    reuse = full if args.full else plan(items, out_dir, engine_now)
+    for reason in reuse.reasons:
+        if reason.kind == "records":  # never silently: a corrupt record is rebuilt, and said so
+            print(f"rebuilding: {reason}", file=sys.stderr)
     cache = Path(args.cache_dir)
     mutant_limits = Limits(timeout_s=MUTANT_TIMEOUT_S)
     with (
@@ -80,7 +84,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         SuiteRunner(mutant_limits, cache_dir=cache, jobs=args.jobs) as mutant_runner,
     ):
         try:
-            result = build(items, runner, mutant_runner, args.stack, reuse.reusable, ProgressLine())
+            result = build(items, runner, mutant_runner, args.stack, reuse.reusable,
+                           ProgressLine(), args.source)  # fmt: skip
         except BuildError as exc:  # quotes item text and what snippets returned
             print(escape(str(exc)), file=sys.stderr)
             print("nothing written", file=sys.stderr)
@@ -377,6 +382,13 @@ def parser() -> argparse.ArgumentParser:
         choices=range(1, MAX_STACK + 1),
         metavar="K",
         help="K edits per distractor (2-4): a separate corpus in DIR/stack-K/",
+    )
+    b.add_argument(
+        "--source",
+        choices=SOURCES,
+        default=BY_NAME["source"].default,
+        help="where candidate mutants come from: the operator table (default) or mutmut's own "
+        "operators, a separate corpus in DIR/mutmut/",
     )
     b.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     b.add_argument(

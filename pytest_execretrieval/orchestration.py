@@ -21,6 +21,7 @@ from .corpus.store import (
     CorpusError,
     Snippet,
     StaleReason,
+    build_command,
     corpus_dir,
     corpus_sha256,
     read_corpus,
@@ -55,7 +56,7 @@ class Loaded:
 
     items: list[BenchmarkItem]
     corpus: Corpus | None
-    corpus_dir: Path  # where the corpus files are (items_dir, or its stack-K/)
+    corpus_dir: Path  # where the corpus files are (items_dir, or its stack-K/ or mutmut/)
     stale: list[StaleReason]  # why the corpus does not match the item files; [] when fresh
     changed: frozenset[str]  # ids of the items whose files changed since the corpus was built
     built: bool = True  # the corpus was ever built (its manifest exists)
@@ -70,7 +71,12 @@ class Loaded:
 
 
 def load(
-    items_dir: Path, stack: int, *, stale_ok: bool, item_cache: ItemCache | None = None
+    items_dir: Path,
+    stack: int,
+    *,
+    stale_ok: bool,
+    source: str = "operators",
+    item_cache: ItemCache | None = None,
 ) -> Loaded:
     """Good items and the corpus; malformed item files are left to collection to report.
 
@@ -79,19 +85,22 @@ def load(
     ``item_cache``: item files validated in an earlier run are taken from it instead of being
     parsed again (:mod:`.corpus.item_cache`); the caller saves it once the run does any work.
     """
-    from .corpus.build import engine
+    from .corpus.build import BuildError, engine
 
     items, problems = load_items(items_dir, item_cache)
     bad = {item_id(p.path) for p in problems}
-    where = corpus_dir(items_dir, stack)
+    where = corpus_dir(items_dir, stack, source)
+    try:
+        now = engine(stack, source)
+    except BuildError as exc:  # mutmut is not installed
+        raise SetupError(str(exc)) from None
     # A malformed item file is collection's error to report, not a reason to call the corpus stale.
-    stale = [r for r in stale_reasons(items_dir, engine(stack), where) if r.item_id not in bad]
+    stale = [r for r in stale_reasons(items_dir, now, where) if r.item_id not in bad]
     changed = frozenset(r.item_id for r in stale if r.item_id is not None)
     if stale and not stale_ok:
-        raise SetupError(
-            f"the corpus in {items_dir} is stale; run `execretrieval build "
-            f"{items_dir}`:\n  " + "\n  ".join(map(str, stale))
-        )
+        raise SetupError(f"the corpus in {where} is stale; run `"
+                         f"{build_command(items_dir, stack, source)}`:\n  "
+                         + "\n  ".join(map(str, stale)))  # fmt: skip
     corpus = None
     if (where / "manifest.json").exists():
         try:

@@ -29,6 +29,7 @@ OPTIONS = (
     Option("verify", bool, False, "verification run: one item per snippet, plus the name gate"),
     Option("items", Path, None, "items directory (default: the bundled benchmark)"),
     Option("stack", int, 1, "benchmark/verify the stacked corpus: K edits per distractor (1-4)"),
+    Option("source", str, "operators", "the corpus of mutant source S: operators or mutmut"),
     Option("report-dir", Path, None, "write <embedder>.json/.xml per model and summary.md here"),
     Option("baseline", Path, None, "gate against this earlier report JSON"),
     Option("alpha", float, 0.05, "significance level of the gate"),
@@ -271,6 +272,7 @@ class Settings:
     verify: bool
     items_dir: Path | None  # None: the bundled benchmark
     stack: int
+    source: str
     report_dir: Path | None
     baseline: Path | None
     gate: GateSettings
@@ -310,6 +312,7 @@ def resolve(config) -> Settings:
     stack = setting(config, "stack")
     if not 1 <= stack <= MAX_STACK:
         raise ValueError(f"--execretrieval-stack: {stack} is not in 1..{MAX_STACK}")
+    source = _source(setting(config, "source"), stack)
     isolation = setting(config, "isolation")
     if isolation not in ISOLATION_MODES:
         raise ValueError(
@@ -332,6 +335,7 @@ def resolve(config) -> Settings:
         verify=verify,
         items_dir=setting(config, "items"),
         stack=stack,
+        source=source,
         report_dir=setting(config, "report-dir"),
         baseline=setting(config, "baseline"),
         gate=gate,
@@ -348,6 +352,18 @@ def resolve(config) -> Settings:
         limits=_limits(config),
         isolation=isolation,
     )
+
+
+def _source(source: str, stack: int) -> str:
+    """The checked ``--execretrieval-source``: one of the sources, single edits only."""
+    from .corpus.store import SOURCES
+
+    if source not in SOURCES:
+        raise ValueError(f"--execretrieval-source: {source!r} is not one of {SOURCES}")
+    if source != "operators" and stack != 1:
+        raise ValueError(f"--execretrieval-source {source} has single edits only: drop "
+                         f"--execretrieval-stack {stack}")  # fmt: skip
+    return source
 
 
 def _unique(names: tuple[str, ...], what: str) -> None:

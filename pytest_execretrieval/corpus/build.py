@@ -21,14 +21,15 @@ from ..mutation.select import MAX_DISTRACTORS, UNUSABLE, Killed, kill_kind, sele
 from ..mutation.stacking import stack_mutants
 from .incremental import ItemRecord, Reusable, choosable, recorded_killed
 from .items import BenchmarkItem
-from .store import Corpus, Snippet, make_snippet, unified_diff
+from .store import SOURCES, Corpus, Snippet, make_snippet, unified_diff
 
 MUTANT_TIMEOUT_S = 1.0
 
 
-def engine(stack: int = 1) -> dict:
+def engine(stack: int = 1, source: str = "operators") -> dict:
     """What generated a corpus; a change here makes committed corpora stale. The mutation
-    version follows the operator table and selection code (see :mod:`.mutation.fingerprint`)."""
+    version follows the operator table and selection code (see :mod:`.mutation.fingerprint`);
+    a mutmut corpus also records mutmut's, libcst's and the adapter's versions."""
     return {
         "runner": RUNNER_VERSION,
         "mutation": mutation_version(),
@@ -36,7 +37,32 @@ def engine(stack: int = 1) -> dict:
         "distractors_per_item": MAX_DISTRACTORS,
         "stack": stack,
         "evidence": EVIDENCE_VERSION,
-    }
+    } | ({"source": _mutmut_engine()} if source == "mutmut" else {})
+
+
+def _mutmut_engine() -> dict:
+    return _mutmut_source().engine_source()
+
+
+def _mutmut_source():
+    """:mod:`.mutation.mutmut_source`, or a :class:`BuildError` saying how to install mutmut."""
+    try:
+        from ..mutation import mutmut_source
+    except ImportError as exc:
+        raise BuildError(f"--source mutmut needs mutmut: pip install "
+                         f"'pytest-execretrieval[mutmut]' ({exc})") from None  # fmt: skip
+    return mutmut_source
+
+
+def candidate_generator(source: str) -> Callable[[str, str], list[Mutant]] | None:
+    """``(canonical, entry_point) -> candidates`` of a source in :data:`SOURCES` (``None`` for
+    ``operators``: each item's language's own operators); mutmut (and libcst) are imported only
+    when asked for."""
+    if source == "operators":
+        return None
+    if source == "mutmut":
+        return _mutmut_source().generate_mutmut_mutants
+    raise ValueError(f"unknown mutant source {source!r}: one of {SOURCES}")
 
 
 class BuildError(Exception):
@@ -169,6 +195,7 @@ def build(
     stack: int = 1,
     reuse: Mapping[str, Reusable] | None = None,
     progress: Progress | None = None,
+    source: str = "operators",
 ) -> BuildResult:
     """``runner`` runs canonicals and alternatives under the full limits; ``mutant_runner`` runs
     candidates, usually with a shorter timeout (a mutant that loops is killed either way, and
@@ -180,14 +207,16 @@ def build(
 
     ``reuse``: committed records of unchanged items (:func:`.incremental.plan`); those items
     run nothing unless the corpus-wide class balance moves their choice of distractors. The
-    result is the same as without ``reuse``."""
+    result is the same as without ``reuse``.
+
+    ``source``: where the candidates come from (:func:`candidate_generator`)."""
+    generate = candidate_generator(source)
     items = sorted(items, key=lambda item: item.id)
     reuse = dict(reuse or {})
     phases = _Phases(progress, (runner, mutant_runner))
     problems: list[str] = []  # every item's, all reported together
-    runs = run_items(
-        [i for i in items if i.id not in reuse], runner, mutant_runner, stack, phases, problems
-    )
+    runs = run_items([i for i in items if i.id not in reuse], runner, mutant_runner, stack, phases,
+                     problems, generate)  # fmt: skip
     # The selection balances classes over the corpus in item order: run it over every item.
     chosen: dict[str, list[int]] = {}
     moved = []
@@ -199,7 +228,7 @@ def build(
         chosen[item.id] = [k.position for k in select_distractors(killed, class_totals)]
         if item.id in reuse and tuple(chosen[item.id]) != reuse[item.id].record.selected:
             moved.append(item)
-    runs |= run_items(moved, runner, mutant_runner, stack, phases, problems)
+    runs |= run_items(moved, runner, mutant_runner, stack, phases, problems, generate)
     for item in moved:
         del reuse[item.id]
 
@@ -261,9 +290,8 @@ def build(
         survivors += own
         records.append(record)
     by_id = lambda s: s.snippet_id  # noqa: E731
-    corpus = Corpus(
-        tuple(sorted(pool, key=by_id)), tuple(sorted(alternatives, key=by_id)), engine(stack)
-    )
+    corpus = Corpus(tuple(sorted(pool, key=by_id)), tuple(sorted(alternatives, key=by_id)),
+                    engine(stack, source))  # fmt: skip
     unusable = tuple(line for item in items if item.id in runs for line in runs[item.id].unusable)
     return BuildResult(
         corpus,
@@ -292,15 +320,18 @@ def run_items(
     stack: int,
     phases: _Phases,
     problems: list[str],
+    generate: Callable[[str, str], list[Mutant]] | None = None,
 ) -> dict[str, ItemRun]:
-    """Generate and run every candidate of ``items`` (and their canonicals and alternatives);
-    an item whose mutants or stacking fail is left out, its failure in ``problems``."""
+    """Generate (with ``generate``, else each item's language's operators) and run every
+    candidate of ``items`` (and their canonicals and alternatives); an item whose mutants or
+    stacking fail is left out, its failure in ``problems``."""
     if not items:
         return {}
     phases.start("mutants", len(items))
     mutants = {}
     for done, item in enumerate(items, 1):
-        mutants[item.id] = per_item(item, problems, "mutants", item.lang.mutants, item.canonical,
+        work = generate or item.lang.mutants  # default: the item's language's operators
+        mutants[item.id] = per_item(item, problems, "mutants", work, item.canonical,
                                     item.entry_point)  # fmt: skip
         phases.tick(done)
     items = [item for item in items if mutants[item.id] is not None]

@@ -142,10 +142,27 @@ def manifest(
     } | ({"records": records} if records is not None else {})
 
 
-def corpus_dir(items_dir: Path, stack: int = 1) -> Path:
+# Where candidate mutants come from (`execretrieval build --source`, `--execretrieval-source`):
+# the project's operator table (the default corpus) or mutmut's own operators (DIR/mutmut/).
+SOURCES = ("operators", "mutmut")
+
+
+def corpus_dir(items_dir: Path, stack: int = 1, source: str = "operators") -> Path:
     """Where a corpus lives: the items directory itself, ``stack-K/`` inside it for the
-    stacked-mutation corpora (K edits per distractor)."""
+    stacked-mutation corpora (K edits per distractor), ``mutmut/`` for the corpus whose
+    candidates come from mutmut's operators (single edits only)."""
+    if source != "operators":
+        if stack != 1:
+            raise ValueError(f"a {source} corpus has single edits only, not stack {stack}")
+        return Path(items_dir) / source
     return Path(items_dir) if stack == 1 else Path(items_dir) / f"stack-{stack}"
+
+
+def build_command(items_dir: Path, stack: int = 1, source: str = "operators") -> str:
+    """The ``execretrieval build`` command line that (re)builds this corpus."""
+    options = (f" --stack {stack}" if stack != 1 else "") + (
+        f" --source {source}" if source != "operators" else "")  # fmt: skip
+    return f"execretrieval build {items_dir}{options}"
 
 
 def write_corpus(
