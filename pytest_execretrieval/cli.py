@@ -45,13 +45,16 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     started = time.monotonic()
     items_dir = Path(args.items_dir or default_items())
-    out_dir = corpus_dir(items_dir, args.stack)
+    if args.families and args.stack > 1:
+        return _fail("build", "--families builds single-edit distractors; drop --stack")
+    out_dir = corpus_dir(items_dir, args.stack, args.families)
+    current = engine(args.stack, args.families)
     if args.check:
-        reasons = stale_reasons(items_dir, engine(args.stack), out_dir)
+        reasons = stale_reasons(items_dir, current, out_dir)
         for reason in reasons:
             print(f"stale: {reason}")
         items, _ = load_items(items_dir)
-        bad = check_plan(plan(items, out_dir, engine(args.stack)), items)
+        bad = check_plan(plan(items, out_dir, current), items)
         differences = len(reasons) + len(bad)
         print("corpus is up to date" if not differences else
               f"{differences} difference(s): run `execretrieval build {items_dir}`")  # fmt: skip
@@ -66,7 +69,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         print(f"no items in {items_dir}", file=sys.stderr)
         return 2
     full = Plan({}, (Rebuild("full", "--full: every item is rebuilt"),))
-    reuse = full if args.full else plan(items, out_dir, engine(args.stack))
+    reuse = full if args.full else plan(items, out_dir, current)
     for reason in reuse.reasons:
         if reason.kind == "records":  # never silently: a corrupt record is rebuilt, and said so
             print(f"rebuilding: {reason}", file=sys.stderr)
@@ -78,7 +81,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     ):
         try:
             result = build(items, runner, mutant_runner, args.stack, reuse.reusable,
-                           ProgressLine())  # fmt: skip
+                           ProgressLine(), families=args.families)  # fmt: skip
         except BuildError as exc:  # quotes item text and what snippets returned
             print(escape(str(exc)), file=sys.stderr)
             print("nothing written", file=sys.stderr)
@@ -326,6 +329,12 @@ def parser() -> argparse.ArgumentParser:
         choices=range(1, MAX_STACK + 1),
         metavar="K",
         help="K edits per distractor (2-4): a separate corpus in DIR/stack-K/",
+    )
+    b.add_argument(
+        "--families",
+        action="store_true",
+        help="distractors drawn across every operator class, the real-bug families too: a "
+        "separate corpus in DIR/families/",
     )
     b.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     b.add_argument(

@@ -51,13 +51,14 @@ class Loaded:
 
     items: list[BenchmarkItem]
     corpus: Corpus | None
-    corpus_dir: Path  # where the corpus files are (items_dir, or its stack-K/)
+    corpus_dir: Path  # where the corpus files are (items_dir, or its stack-K/ or families/)
     stale: list[StaleReason]  # why the corpus does not match the item files; [] when fresh
     changed: frozenset[str]  # ids of the items whose files changed since the corpus was built
 
 
-def load(items_dir: Path, stack: int, *, stale_ok: bool) -> Loaded:
-    """Good items and the corpus; malformed item files are left to collection to report.
+def load(items_dir: Path, stack: int, *, stale_ok: bool, families: bool = False) -> Loaded:
+    """Good items and the corpus (``families``: the families corpus); malformed item files are
+    left to collection to report.
 
     A benchmark (``stale_ok=False``) refuses a stale or unreadable corpus. Verification goes on:
     it reports the staleness as a failing gate and checks the distractors of unchanged items only.
@@ -66,13 +67,15 @@ def load(items_dir: Path, stack: int, *, stale_ok: bool) -> Loaded:
 
     items, problems = load_items(items_dir)
     bad = {item_id(p.path) for p in problems}
-    where = corpus_dir(items_dir, stack)
+    where = corpus_dir(items_dir, stack, families)
     # A malformed item file is collection's error to report, not a reason to call the corpus stale.
-    stale = [r for r in stale_reasons(items_dir, engine(stack), where) if r.item_id not in bad]
+    current = engine(stack, families)
+    stale = [r for r in stale_reasons(items_dir, current, where) if r.item_id not in bad]
     changed = frozenset(r.item_id for r in stale if r.item_id is not None)
     if stale and not stale_ok:
+        flag = " --families" if families else f" --stack {stack}" if stack > 1 else ""
         raise SetupError(f"the corpus in {items_dir} is stale; run `execretrieval build "
-                         f"{items_dir}`:\n  " + "\n  ".join(map(str, stale)))  # fmt: skip
+                         f"{items_dir}{flag}`:\n  " + "\n  ".join(map(str, stale)))  # fmt: skip
     corpus = None
     if (where / "manifest.json").exists():
         try:

@@ -29,6 +29,13 @@ OPTIONS = (
     Option("verify", bool, False, "verification run: one item per snippet, plus the name gate"),
     Option("items", Path, None, "items directory (default: the bundled benchmark)"),
     Option("stack", int, 1, "benchmark/verify the stacked corpus: K edits per distractor (1-4)"),
+    Option(
+        "families",
+        bool,
+        False,
+        "benchmark/verify the families corpus: distractors drawn across every operator class, "
+        "the real-bug families too",
+    ),
     Option("report-dir", Path, None, "write <embedder>.json/.xml per model and summary.md here"),
     Option("baseline", Path, None, "gate against this earlier report JSON"),
     Option("alpha", float, 0.05, "significance level of the gate"),
@@ -255,6 +262,7 @@ class Settings:
     verify: bool
     items_dir: Path | None  # None: the bundled benchmark
     stack: int
+    families: bool
     report_dir: Path | None
     baseline: Path | None
     gate: GateSettings
@@ -297,6 +305,10 @@ def resolve(config) -> Settings:
     stack = setting(config, "stack")
     if not 1 <= stack <= MAX_STACK:
         raise ValueError(f"--execretrieval-stack: {stack} is not in 1..{MAX_STACK}")
+    families = setting(config, "families")
+    if families and stack > 1:
+        raise ValueError("--execretrieval-families: the families corpus has single-edit "
+                         "distractors; drop --execretrieval-stack")  # fmt: skip
     isolation = setting(config, "isolation")
     if isolation not in ISOLATION_MODES:
         raise ValueError(f"--execretrieval-isolation: {isolation!r} is not one of "
@@ -317,6 +329,7 @@ def resolve(config) -> Settings:
         verify=verify,
         items_dir=setting(config, "items"),
         stack=stack,
+        families=families,
         report_dir=setting(config, "report-dir"),
         baseline=setting(config, "baseline"),
         gate=gate,

@@ -131,9 +131,15 @@ def manifest(
     } | ({"records": records} if records is not None else {})
 
 
-def corpus_dir(items_dir: Path, stack: int = 1) -> Path:
+FAMILIES_DIR = "families"
+
+
+def corpus_dir(items_dir: Path, stack: int = 1, families: bool = False) -> Path:
     """Where a corpus lives: the items directory itself, ``stack-K/`` inside it for the
-    stacked-mutation corpora (K edits per distractor)."""
+    stacked-mutation corpora (K edits per distractor), ``families/`` for the real-bug families
+    corpus (distractors drawn across every operator class)."""
+    if families:
+        return Path(items_dir) / FAMILIES_DIR
     return Path(items_dir) if stack == 1 else Path(items_dir) / f"stack-{stack}"
 
 
