@@ -133,3 +133,11 @@ def test_benchmark_option_selects_the_families_corpus(pytester, items, cache) ->
     assert per_class["realistic_mix"]["classes"]
     summary = (pytester.path / "reports" / "summary.md").read_text()
     assert "| realistic mix |" in summary
+    verify = pytester.runpytest_subprocess(
+        "--execretrieval-verify", "--execretrieval-families", "--execretrieval-items", str(items),
+        "--execretrieval-cache-dir", str(pytester.path / "cache"), "-p", "no:randomly",
+    )  # fmt: skip
+    assert verify.ret == 0
+    n_snippets = meta["counts"]["snippets"] + meta["counts"]["alternatives"]
+    outcomes = verify.parseoutcomes()
+    assert outcomes["passed"] > n_snippets and "failed" not in outcomes  # every snippet, gates
