@@ -105,7 +105,8 @@ from .operators import (
 
 # TSSB-3M pattern each class writes, and the pattern's count in TSSB-3M (the dataset README's
 # "SStuB statistic", rounded to thousands there). The core classes write patterns too; a pattern
-# several classes write is shared between them by the realistic-mix weights (scoring/families.py).
+# several classes write is shared between them by the realistic-mix weights
+# (scoring/analyses.py, `tssb_weights`).
 # None: no SStuB pattern describes the class's edit.
 TSSB_COUNTS: dict[str, int] = {
     "Change Identifier Used": 237_000,
