@@ -47,9 +47,13 @@ def cmd_build(args: argparse.Namespace) -> int:
     items_dir = Path(args.items_dir or default_items())
     if args.source != "operators" and args.stack != 1:
         return _fail("build", f"--source {args.source} builds single edits only: drop --stack")
-    out_dir = corpus_dir(items_dir, args.stack, args.source)
+    if args.families and args.stack > 1:
+        return _fail("build", "--families builds single-edit distractors; drop --stack")
+    if args.families and args.source != "operators":
+        return _fail("build", "--families draws on our operators and families: drop --source")
+    out_dir = corpus_dir(items_dir, args.stack, args.source, args.families)
     try:
-        engine_now = engine(args.stack, args.source)
+        engine_now = engine(args.stack, args.source, args.families)
     except BuildError as exc:  # mutmut is not installed
         return _fail("build", str(exc))
     if args.check:
@@ -61,7 +65,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         differences = len(reasons) + len(bad)
         print("corpus is up to date" if not differences else
               f"{differences} difference(s): run `"
-              f"{build_command(items_dir, args.stack, args.source)}`")  # fmt: skip
+              f"{build_command(items_dir, args.stack, args.source, args.families)}`")  # fmt: skip
         return 1 if reasons or bad else 0
     items, problems = load_items(items_dir)
     if problems:
@@ -85,7 +89,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     ):
         try:
             result = build(items, runner, mutant_runner, args.stack, reuse.reusable,
-                           ProgressLine(), args.source)  # fmt: skip
+                           ProgressLine(), args.source, families=args.families)  # fmt: skip
         except BuildError as exc:  # quotes item text and what snippets returned
             print(escape(str(exc)), file=sys.stderr)
             print("nothing written", file=sys.stderr)
@@ -389,6 +393,12 @@ def parser() -> argparse.ArgumentParser:
         default=BY_NAME["source"].default,
         help="where candidate mutants come from: the operator table (default) or mutmut's own "
         "operators, a separate corpus in DIR/mutmut/",
+    )
+    b.add_argument(
+        "--families",
+        action="store_true",
+        help="distractors drawn across every operator class, the real-bug families too: a "
+        "separate corpus in DIR/families/",
     )
     b.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     b.add_argument(

@@ -56,7 +56,7 @@ class Loaded:
 
     items: list[BenchmarkItem]
     corpus: Corpus | None
-    corpus_dir: Path  # where the corpus files are (items_dir, or its stack-K/ or mutmut/)
+    corpus_dir: Path  # where the corpus files are (items_dir, or its stack-K/, mutmut/, families/)
     stale: list[StaleReason]  # why the corpus does not match the item files; [] when fresh
     changed: frozenset[str]  # ids of the items whose files changed since the corpus was built
     built: bool = True  # the corpus was ever built (its manifest exists)
@@ -76,9 +76,11 @@ def load(
     *,
     stale_ok: bool,
     source: str = "operators",
+    families: bool = False,
     item_cache: ItemCache | None = None,
 ) -> Loaded:
-    """Good items and the corpus; malformed item files are left to collection to report.
+    """Good items and the corpus (``source``, ``families``: which derived corpus); malformed
+    item files are left to collection to report.
 
     A benchmark (``stale_ok=False``) refuses a stale or unreadable corpus. Verification goes on:
     it reports the staleness as a failing gate and checks the distractors of unchanged items only.
@@ -89,9 +91,9 @@ def load(
 
     items, problems = load_items(items_dir, item_cache)
     bad = {item_id(p.path) for p in problems}
-    where = corpus_dir(items_dir, stack, source)
+    where = corpus_dir(items_dir, stack, source, families)
     try:
-        now = engine(stack, source)
+        now = engine(stack, source, families)
     except BuildError as exc:  # mutmut is not installed
         raise SetupError(str(exc)) from None
     # A malformed item file is collection's error to report, not a reason to call the corpus stale.
@@ -99,7 +101,7 @@ def load(
     changed = frozenset(r.item_id for r in stale if r.item_id is not None)
     if stale and not stale_ok:
         raise SetupError(f"the corpus in {where} is stale; run `"
-                         f"{build_command(items_dir, stack, source)}`:\n  "
+                         f"{build_command(items_dir, stack, source, families)}`:\n  "
                          + "\n  ".join(map(str, stale)))  # fmt: skip
     corpus = None
     if (where / "manifest.json").exists():

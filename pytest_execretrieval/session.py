@@ -56,7 +56,9 @@ class Session:
         if not self.items_dir.is_dir():
             raise pytest.UsageError(f"items directory {self.items_dir} does not exist")
         refuse_untrusted(self.items_dir, config)
-        self.corpus_dir = corpus_dir(self.items_dir, settings.stack, settings.source)
+        self.corpus_dir = corpus_dir(
+            self.items_dir, settings.stack, settings.source, settings.families
+        )
         self.is_worker = hasattr(config, "workerinput")
         self.loaded: Loaded | None = None
         # the good items by resolved path, loaded once per process
@@ -93,7 +95,8 @@ class Session:
     def load(self, stale_ok: bool) -> Loaded:
         try:
             self.loaded = load(self.items_dir, self.settings.stack, stale_ok=stale_ok,
-                               source=self.settings.source, item_cache=self.item_cache)  # fmt: skip
+                               source=self.settings.source, families=self.settings.families,
+                               item_cache=self.item_cache)  # fmt: skip
         except SetupError as exc:
             raise pytest.UsageError(str(exc)) from None
         self.items = {item.path.resolve(): item for item in self.loaded.items}

@@ -30,6 +30,13 @@ OPTIONS = (
     Option("items", Path, None, "items directory (default: the bundled benchmark)"),
     Option("stack", int, 1, "benchmark/verify the stacked corpus: K edits per distractor (1-4)"),
     Option("source", str, "operators", "the corpus of mutant source S: operators or mutmut"),
+    Option(
+        "families",
+        bool,
+        False,
+        "benchmark/verify the families corpus: distractors drawn across every operator class, "
+        "the real-bug families too",
+    ),
     Option("report-dir", Path, None, "write <embedder>.json/.xml per model and summary.md here"),
     Option("baseline", Path, None, "gate against this earlier report JSON"),
     Option("alpha", float, 0.05, "significance level of the gate"),
@@ -273,6 +280,7 @@ class Settings:
     items_dir: Path | None  # None: the bundled benchmark
     stack: int
     source: str
+    families: bool
     report_dir: Path | None
     baseline: Path | None
     gate: GateSettings
@@ -313,6 +321,13 @@ def resolve(config) -> Settings:
     if not 1 <= stack <= MAX_STACK:
         raise ValueError(f"--execretrieval-stack: {stack} is not in 1..{MAX_STACK}")
     source = _source(setting(config, "source"), stack)
+    families = setting(config, "families")
+    if families and stack > 1:
+        raise ValueError("--execretrieval-families: the families corpus has single-edit "
+                         "distractors; drop --execretrieval-stack")  # fmt: skip
+    if families and source != "operators":
+        raise ValueError("--execretrieval-families: the families corpus draws on our operators "
+                         "and families; drop --execretrieval-source")  # fmt: skip
     isolation = setting(config, "isolation")
     if isolation not in ISOLATION_MODES:
         raise ValueError(
@@ -336,6 +351,7 @@ def resolve(config) -> Settings:
         items_dir=setting(config, "items"),
         stack=stack,
         source=source,
+        families=families,
         report_dir=setting(config, "report-dir"),
         baseline=setting(config, "baseline"),
         gate=gate,

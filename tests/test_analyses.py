@@ -222,7 +222,7 @@ def test_analyses_sections_and_json() -> None:
     result = an.analyses(REPORT)
     assert set(result) == {"embedder", "n_queries", "per_domain", "per_operator", "deception",
                            "rank1_miss_attribution", "density_ablation", "edit_size",
-                           "code_to_code"}  # fmt: skip
+                           "code_to_code", "per_class"}  # fmt: skip
     assert json.loads(json.dumps(result, allow_nan=False)) == result
     assert an.analyses(REPORT) == result
 

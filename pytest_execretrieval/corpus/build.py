@@ -15,8 +15,9 @@ from dataclasses import asdict, dataclass, replace
 from ..execution.runner import SuiteRunner
 from ..execution.sandbox import RUNNER_VERSION, SuiteResult
 from ..mutation.equivalence import EVIDENCE_VERSION, evidence
-from ..mutation.fingerprint import mutation_version
-from ..mutation.operators import OPERATOR_CLASSES, Mutant
+from ..mutation.families import ALL_CLASSES, ALL_OPERATORS, FAMILY_CANDIDATES_PER_CLASS
+from ..mutation.fingerprint import families_version, mutation_version
+from ..mutation.operators import CORE_CLASSES, Mutant, generate_mutants
 from ..mutation.select import MAX_DISTRACTORS, UNUSABLE, Killed, kill_kind, select_distractors
 from ..mutation.stacking import stack_mutants
 from .incremental import ItemRecord, Reusable, choosable, recorded_killed
@@ -26,10 +27,11 @@ from .store import SOURCES, Corpus, Snippet, make_snippet, unified_diff
 MUTANT_TIMEOUT_S = 1.0
 
 
-def engine(stack: int = 1, source: str = "operators") -> dict:
+def engine(stack: int = 1, source: str = "operators", families: bool = False) -> dict:
     """What generated a corpus; a change here makes committed corpora stale. The mutation
     version follows the operator table and selection code (see :mod:`.mutation.fingerprint`);
-    a mutmut corpus also records mutmut's, libcst's and the adapter's versions."""
+    a mutmut corpus also records mutmut's, libcst's and the adapter's versions, the families
+    corpus the families' version and candidates per class."""
     return {
         "runner": RUNNER_VERSION,
         "mutation": mutation_version(),
@@ -37,8 +39,9 @@ def engine(stack: int = 1, source: str = "operators") -> dict:
         "distractors_per_item": MAX_DISTRACTORS,
         "stack": stack,
         "evidence": EVIDENCE_VERSION,
-    } | ({"source": _mutmut_engine()} if source == "mutmut" else {})
-
+    } | ({"source": _mutmut_engine()} if source == "mutmut" else {}) | (
+        {"families": families_version(), "candidates_per_class": FAMILY_CANDIDATES_PER_CLASS}
+        if families else {})  # fmt: skip
 
 def _mutmut_engine() -> dict:
     return _mutmut_source().engine_source()
@@ -63,6 +66,29 @@ def candidate_generator(source: str) -> Callable[[str, str], list[Mutant]] | Non
     if source == "mutmut":
         return _mutmut_source().generate_mutmut_mutants
     raise ValueError(f"unknown mutant source {source!r}: one of {SOURCES}")
+
+
+def candidate_mutants(
+    item: BenchmarkItem,
+    families: bool = False,
+    generate: Callable[[str, str], list[Mutant]] | None = None,
+) -> list[Mutant]:
+    """An item's single-edit candidates: ``generate``'s (a source's, :func:`candidate_generator`),
+    else the item's language's operators (the default corpus), or, for the families corpus,
+    every class's (:data:`.mutation.families.ALL_OPERATORS`), the first
+    :data:`~.mutation.families.FAMILY_CANDIDATES_PER_CLASS` of each."""
+    if generate is not None:
+        return generate(item.canonical, item.entry_point)
+    if not families:
+        return item.lang.mutants(item.canonical, item.entry_point)
+    return generate_mutants(item.canonical, item.entry_point, ALL_OPERATORS,
+                            FAMILY_CANDIDATES_PER_CLASS)  # fmt: skip
+
+
+def preferred_classes(families: bool = False) -> tuple[str, ...]:
+    """The classes the selection prefers after distinct classes: the core classes, or every
+    class in the families corpus (its distractors are drawn across all classes alike)."""
+    return ALL_CLASSES if families else CORE_CLASSES
 
 
 class BuildError(Exception):
@@ -196,6 +222,7 @@ def build(
     reuse: Mapping[str, Reusable] | None = None,
     progress: Progress | None = None,
     source: str = "operators",
+    families: bool = False,
 ) -> BuildResult:
     """``runner`` runs canonicals and alternatives under the full limits; ``mutant_runner`` runs
     candidates, usually with a shorter timeout (a mutant that loops is killed either way, and
@@ -209,14 +236,18 @@ def build(
     run nothing unless the corpus-wide class balance moves their choice of distractors. The
     result is the same as without ``reuse``.
 
-    ``source``: where the candidates come from (:func:`candidate_generator`)."""
+    ``source``: where the candidates come from (:func:`candidate_generator`); ``families``: the
+    families corpus (:func:`candidate_mutants`, :func:`preferred_classes`); neither with
+    ``stack`` > 1."""
+    if families and stack > 1:
+        raise ValueError("the families corpus has single-edit distractors: stack must be 1")
     generate = candidate_generator(source)
     items = sorted(items, key=lambda item: item.id)
     reuse = dict(reuse or {})
     phases = _Phases(progress, (runner, mutant_runner))
     problems: list[str] = []  # every item's, all reported together
     runs = run_items([i for i in items if i.id not in reuse], runner, mutant_runner, stack, phases,
-                     problems, generate)  # fmt: skip
+                     problems, generate, families)  # fmt: skip
     # The selection balances classes over the corpus in item order: run it over every item.
     chosen: dict[str, list[int]] = {}
     moved = []
@@ -225,10 +256,11 @@ def build(
         if item.id not in runs and item.id not in reuse:
             continue  # its build failed: a problem already
         killed = runs[item.id].killed if item.id in runs else recorded_killed(reuse[item.id].record)
-        chosen[item.id] = [k.position for k in select_distractors(killed, class_totals)]
+        picked = select_distractors(killed, class_totals, core=preferred_classes(families))
+        chosen[item.id] = [k.position for k in picked]
         if item.id in reuse and tuple(chosen[item.id]) != reuse[item.id].record.selected:
             moved.append(item)
-    runs |= run_items(moved, runner, mutant_runner, stack, phases, problems, generate)
+    runs |= run_items(moved, runner, mutant_runner, stack, phases, problems, generate, families)
     for item in moved:
         del reuse[item.id]
 
@@ -291,7 +323,7 @@ def build(
         records.append(record)
     by_id = lambda s: s.snippet_id  # noqa: E731
     corpus = Corpus(tuple(sorted(pool, key=by_id)), tuple(sorted(alternatives, key=by_id)),
-                    engine(stack, source))  # fmt: skip
+                    engine(stack, source, families))  # fmt: skip
     unusable = tuple(line for item in items if item.id in runs for line in runs[item.id].unusable)
     return BuildResult(
         corpus,
@@ -321,6 +353,7 @@ def run_items(
     phases: _Phases,
     problems: list[str],
     generate: Callable[[str, str], list[Mutant]] | None = None,
+    families: bool = False,
 ) -> dict[str, ItemRun]:
     """Generate (with ``generate``, else each item's language's operators) and run every
     candidate of ``items`` (and their canonicals and alternatives); an item whose mutants or
@@ -330,9 +363,8 @@ def run_items(
     phases.start("mutants", len(items))
     mutants = {}
     for done, item in enumerate(items, 1):
-        work = generate or item.lang.mutants  # default: the item's language's operators
-        mutants[item.id] = per_item(item, problems, "mutants", work, item.canonical,
-                                    item.entry_point)  # fmt: skip
+        mutants[item.id] = per_item(item, problems, "mutants", candidate_mutants, item, families,
+                                    generate)  # fmt: skip
         phases.tick(done)
     items = [item for item in items if mutants[item.id] is not None]
     if stack > 1:
@@ -597,8 +629,9 @@ def count_classes(mutants) -> dict[str, int]:
 
 
 def in_class_order(counts: Counter) -> dict[str, int]:
-    """Counts keyed by operator class, in OPERATOR_CLASSES order (stacked "a+b" classes last)."""
-    order = {op: i for i, op in enumerate(OPERATOR_CLASSES)}
+    """Counts keyed by operator class, in table order (the core table, then the families;
+    stacked "a+b" classes last)."""
+    order = {op: i for i, op in enumerate(ALL_CLASSES)}
     return dict(sorted(counts.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
 
 

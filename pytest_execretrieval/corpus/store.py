@@ -145,12 +145,18 @@ def manifest(
 # Where candidate mutants come from (`execretrieval build --source`, `--execretrieval-source`):
 # the project's operator table (the default corpus) or mutmut's own operators (DIR/mutmut/).
 SOURCES = ("operators", "mutmut")
+FAMILIES_DIR = "families"
 
 
-def corpus_dir(items_dir: Path, stack: int = 1, source: str = "operators") -> Path:
+def corpus_dir(
+    items_dir: Path, stack: int = 1, source: str = "operators", families: bool = False
+) -> Path:
     """Where a corpus lives: the items directory itself, ``stack-K/`` inside it for the
     stacked-mutation corpora (K edits per distractor), ``mutmut/`` for the corpus whose
-    candidates come from mutmut's operators (single edits only)."""
+    candidates come from mutmut's operators (single edits only), ``families/`` for the real-bug
+    families corpus (distractors drawn across every operator class)."""
+    if families:
+        return Path(items_dir) / FAMILIES_DIR
     if source != "operators":
         if stack != 1:
             raise ValueError(f"a {source} corpus has single edits only, not stack {stack}")
@@ -158,10 +164,13 @@ def corpus_dir(items_dir: Path, stack: int = 1, source: str = "operators") -> Pa
     return Path(items_dir) if stack == 1 else Path(items_dir) / f"stack-{stack}"
 
 
-def build_command(items_dir: Path, stack: int = 1, source: str = "operators") -> str:
+def build_command(
+    items_dir: Path, stack: int = 1, source: str = "operators", families: bool = False
+) -> str:
     """The ``execretrieval build`` command line that (re)builds this corpus."""
-    options = (f" --stack {stack}" if stack != 1 else "") + (
-        f" --source {source}" if source != "operators" else "")  # fmt: skip
+    options = ((f" --stack {stack}" if stack != 1 else "")
+               + (f" --source {source}" if source != "operators" else "")
+               + (" --families" if families else ""))  # fmt: skip
     return f"execretrieval build {items_dir}{options}"
 
 

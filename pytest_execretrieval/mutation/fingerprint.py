@@ -24,6 +24,11 @@ What the fingerprint covers:
 
 Code these modules import (the sandbox, ``ast`` itself) is not covered: what a verdict means
 has its own version (``RUNNER_VERSION``).
+
+The real-bug families (:mod:`.families`) generate only the ``families`` corpus, so the mutation
+version leaves them out (the default corpus stays fresh when a family changes); the families
+corpus records :func:`families_version` besides it, derived the same way from ``families.py``
+and the live families table against ``families.FAMILIES_FINGERPRINT``.
 """
 
 from __future__ import annotations
@@ -35,10 +40,11 @@ import inspect
 import json
 from types import ModuleType
 
-from . import operators, select, stacking
+from . import families, operators, select, stacking
 
 MODULES: tuple[ModuleType, ...] = (operators, select, stacking)
-RECORDING_NAMES = frozenset({"MUTATION_VERSION", "MUTATION_FINGERPRINT"})
+RECORDING_NAMES = frozenset({"MUTATION_VERSION", "MUTATION_FINGERPRINT", "FAMILIES_VERSION",
+                             "FAMILIES_FINGERPRINT"})  # fmt: skip
 _DOCUMENTED = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
@@ -109,20 +115,20 @@ def _module_fingerprint(module: ModuleType) -> str:
     return source_fingerprint(source)
 
 
-def table_description() -> list[list]:
-    """The live operator table as fingerprinted: ``[name, core, [function names]]`` per class;
-    a function's name is its qualified name, prefixed by its module's unless it is defined in
-    ``operators`` (so moving the package does not change the fingerprint)."""
-    return [
-        [name, entry.core, [_function_name(f) for f in entry.functions]]
-        for name, entry in operators.OPERATORS.items()
-    ]
+def table_description(table: dict | None = None, home: ModuleType = operators) -> list[list]:
+    """The live operator table (default ``operators.OPERATORS``) as fingerprinted: ``[name,
+    core, [function names]]`` per class; a function's name is its qualified name, prefixed by
+    its module's unless it is defined in ``home`` (so moving the package does not change the
+    fingerprint)."""
+    table = operators.OPERATORS if table is None else table
+    return [[name, entry.core, [_function_name(f, home) for f in entry.functions]]
+            for name, entry in table.items()]  # fmt: skip
 
 
-def _function_name(function: object) -> str:
+def _function_name(function: object, home: ModuleType) -> str:
     module = getattr(function, "__module__", None)
     qualname = getattr(function, "__qualname__", repr(type(function)))
-    return qualname if module == operators.__name__ else f"{module}.{qualname}"
+    return qualname if module == home.__name__ else f"{module}.{qualname}"
 
 
 def code_fingerprint() -> str:
@@ -141,3 +147,22 @@ def mutation_version() -> str:
     if fingerprint == operators.MUTATION_FINGERPRINT:
         return operators.MUTATION_VERSION
     return f"{operators.MUTATION_VERSION}+unrecorded-{fingerprint[:12]}"
+
+
+def families_fingerprint() -> str:
+    """sha256 over the fingerprint of ``families.py`` and the live families table."""
+    parts = {
+        "modules": [["families", _module_fingerprint(families)]],
+        "table": table_description(families.FAMILY_OPERATORS, families),
+    }
+    return hashlib.sha256(json.dumps(parts, separators=(",", ":")).encode()).hexdigest()
+
+
+def families_version() -> str:
+    """What a families corpus records besides :func:`mutation_version`: ``FAMILIES_VERSION``
+    while ``families.py`` matches ``FAMILIES_FINGERPRINT``, else
+    ``"<FAMILIES_VERSION>+unrecorded-<first 12 hex>"``."""
+    fingerprint = families_fingerprint()
+    if fingerprint == families.FAMILIES_FINGERPRINT:
+        return families.FAMILIES_VERSION
+    return f"{families.FAMILIES_VERSION}+unrecorded-{fingerprint[:12]}"

@@ -117,6 +117,8 @@ class SourceContext:
         self._parents: dict[int, ast.AST] = {}
         self.bounds: set[int] = set()  # ids of boundary expressions (see _bound_exprs)
         self.nodes: list[ast.AST] = []  # unprotected nodes, pre-order
+        # Facts an operator derives once per source (a function's names, say), by its own key.
+        self.memo: dict[object, object] = {}
         self._index(self.tree)
 
     def _index(self, tree: ast.AST) -> None:
@@ -599,20 +601,22 @@ CORE_CLASSES: tuple[str, ...] = tuple(name for name, c in OPERATORS.items() if c
 # `fingerprint.code_fingerprint()` in MUTATION_FINGERPRINT (tests/test_mutation_operators.py
 # prints it). Until it is recorded, corpora record "<version>+unrecorded-<fingerprint>".
 MUTATION_VERSION = "4"
-MUTATION_FINGERPRINT = "5c5476568fb091b10896678f6bcf80cf1ab3b92dab0935766ccef5b0f6c98147"
+MUTATION_FINGERPRINT = "af7bdb28d1d15781b1173a0bb5d3409708434ad36467956b56ce016b62164be0"
 
 
 # --- candidates ---------------------------------------------------------------------------
 
 
-def generate_edits(source: str) -> list[Edit]:
-    """Every raw single-edit candidate (not yet validated), ordered by position, class, text."""
+def generate_edits(source: str, table: dict[str, OperatorClass] | None = None) -> list[Edit]:
+    """Every raw single-edit candidate (not yet validated) of the classes of ``table`` (default
+    :data:`OPERATORS`), ordered by position, class (table order), text."""
+    table = OPERATORS if table is None else table
     ctx = SourceContext(source)
-    order = {name: i for i, name in enumerate(OPERATOR_CLASSES)}
+    order = {name: i for i, name in enumerate(table)}
     found = [
         replace(edit, operator=name)
         for node in ctx.nodes
-        for name, table_entry in OPERATORS.items()
+        for name, table_entry in table.items()
         for operator in table_entry.functions
         for edit in operator(node, ctx)
     ]
@@ -728,19 +732,35 @@ def build_mutant(source: str, edits: Sequence[Edit]) -> Mutant:
 MAX_CANDIDATES = 1000
 
 
-def generate_mutants(source: str, entry_point: str) -> list[Mutant]:
+def generate_mutants(
+    source: str,
+    entry_point: str,
+    table: dict[str, OperatorClass] | None = None,
+    per_class: int | None = None,
+) -> list[Mutant]:
     """Every valid single-edit mutant of ``source`` among its first :data:`MAX_CANDIDATES`
-    edits, in :func:`generate_edits` order."""
+    tried edits, in :func:`generate_edits` order over ``table`` (default :data:`OPERATORS`).
+
+    ``per_class``: at most that many mutants of each class, the earliest; once a class has them,
+    its further edits are not tried (nor counted against :data:`MAX_CANDIDATES`)."""
     canonical = ast.parse(source)
     if not defines_name(canonical, entry_point):
         raise ValueError(f"source does not define {entry_point!r} at module level")
     seen = {ast.dump(canonical)}
-    mutants = []
-    for edit in generate_edits(source)[:MAX_CANDIDATES]:
+    mutants: list[Mutant] = []
+    per_operator: dict[str, int] = {}
+    tried = 0
+    for edit in generate_edits(source, table):
+        if per_class is not None and per_operator.get(edit.operator, 0) >= per_class:
+            continue
+        if tried == MAX_CANDIDATES:
+            break
+        tried += 1
         code = apply_edits(source, [edit])
         dump = validated_dump(code, entry_point)
         if dump is None or dump in seen or diff_blocks(source, code)[0] != 1:
             continue
         seen.add(dump)
+        per_operator[edit.operator] = per_operator.get(edit.operator, 0) + 1
         mutants.append(build_mutant(source, [edit]))
     return mutants

@@ -17,7 +17,7 @@ A mutant whose suite proved nothing (a lost sandbox or a broken protocol, twice:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from ..execution.sandbox import SuiteResult
@@ -53,22 +53,30 @@ class Killed:
     kill: str
 
 
-def preference(k: Killed, used: Counter, class_totals: Counter) -> tuple:
-    """Sort key of a candidate: smaller is chosen first (see the module docstring)."""
+def preference(
+    k: Killed, used: Counter, class_totals: Counter, core: Collection[str] = CORE_CLASSES
+) -> tuple:
+    """Sort key of a candidate: smaller is chosen first (see the module docstring); ``core``:
+    the classes preferred to the others."""
     op = k.mutant.operator
-    core = all(part in CORE_CLASSES for part in op.split("+"))  # stacked: "a+b"
-    return (used[op], not core, KILL_RANK[k.kill], class_totals[op], k.position)
+    is_core = all(part in core for part in op.split("+"))  # stacked: "a+b"
+    return (used[op], not is_core, KILL_RANK[k.kill], class_totals[op], k.position)
 
 
 def select_distractors(
-    killed: Sequence[Killed], class_totals: Counter, limit: int = MAX_DISTRACTORS
+    killed: Sequence[Killed],
+    class_totals: Counter,
+    limit: int = MAX_DISTRACTORS,
+    core: Collection[str] = CORE_CLASSES,
 ) -> list[Killed]:
-    """Pick up to ``limit`` of ``killed``; updates ``class_totals`` with the choice."""
+    """Pick up to ``limit`` of ``killed``; updates ``class_totals`` with the choice. ``core``:
+    the classes preferred after distinct classes (the families corpus passes every class, so
+    no class is preferred to another)."""
     chosen: list[Killed] = []
     left = [k for k in killed if k.kill not in ("timeout", UNUSABLE)]
     while left and len(chosen) < limit:
         used = Counter(k.mutant.operator for k in chosen)
-        best = min(left, key=lambda k: preference(k, used, class_totals))
+        best = min(left, key=lambda k: preference(k, used, class_totals, core))
         left.remove(best)
         chosen.append(best)
         class_totals[best.mutant.operator] += 1

@@ -23,7 +23,7 @@ from ..ranking.retrieval import TIE_POLICY
 from ..records import BenchmarkRun, Hit, HitRow, QueryResult, ReportRow
 from ..safe_write import check_target, write_atomic
 from ..sanitize import escape, xml_text
-from ..scoring.analyses import DENSITIES, analyses
+from ..scoring.analyses import DENSITIES, analyses, operator_order
 from ..scoring.compare import report_names
 from ..scoring.metrics import (
     HEADLINE,
@@ -345,7 +345,38 @@ def analyses_markdown(
                 )
                 + " |"
             )
+    lines += per_class_markdown(names, analyses)
     return "\n".join(lines) + "\n"
+
+
+def per_class_markdown(names: Sequence[str], analyses: Sequence[dict]) -> list[str]:
+    """The per-class table of summary.md (:func:`.scoring.analyses.per_class`): per operator
+    class and model, the deception rate and exec@1 with only that class's distractors in the
+    pool, then the realistic (TSSB-3M-weighted) and the paper's six-class mixes."""
+    sections = [a.get("per_class") for a in analyses]
+    classes = operator_order(c for p in sections if p for c in p["by_class"])
+    if not classes:
+        return []
+    lines = [
+        "", "Per operator class: deceived pairs / exec@1 with only that class's distractors in "
+        "the pool (queries). Mixes weigh those per-class values: realistic by the TSSB-3M "
+        "frequency of the pattern each class writes (" + next(p for p in sections if p)["source"]
+        + "), paper by the six core classes equally.", "",
+        f"| class | {' | '.join(names)} |", f"|---|{'---|' * len(names)}",
+    ]  # fmt: skip
+    for c in classes:
+        cells = [(p or {}).get("by_class", {}).get(c) for p in sections]
+        lines.append(f"| {c} | " + " | ".join(
+            "n/a" if v is None else
+            f"{or_na(v['deception'])} / {or_na(v['exec@1'])} ({v['n_queries']})" for v in cells
+        ) + " |")  # fmt: skip
+    for mix in ("realistic_mix", "paper_mix"):
+        cells = [(p or {}).get(mix) for p in sections]
+        lines.append(f"| {mix.replace('_', ' ')} | " + " | ".join(
+            "n/a" if v is None else f"{or_na(v['deception'])} / {or_na(v['exec@1'])}"
+            for v in cells
+        ) + " |")  # fmt: skip
+    return lines
 
 
 def session_summary_markdown(reports: dict[str, dict], gates: dict[str, dict]) -> str:

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..mutation.operators import OPERATOR_CLASSES
+from ..mutation.families import ALL_CLASSES, TSSB_COUNTS, TSSB_PATTERNS, TSSB_SOURCE
+from ..mutation.operators import CORE_CLASSES
 from .metrics import METRICS, row_metrics
 from .stats import (
     auc_roc,
@@ -41,14 +42,17 @@ __all__ = [
     "EditBucket",
     "analyses",
     "code_similarity_samples",
+    "class_only_exec1",
     "code_to_code",
     "deception",
     "density_ablation",
     "edit_size",
     "operator_order",
+    "per_class",
     "per_domain",
     "per_operator",
     "rank1_miss_attribution",
+    "tssb_weights",
 ]
 
 DENSITIES: tuple[int, ...] = (0, 1, 2, 3, 4)
@@ -113,8 +117,9 @@ def _exec_rates(queries: Sequence[dict]) -> dict:
 
 
 def operator_order(names: Iterable[str]) -> list[str]:
-    """Operator class names in :data:`OPERATOR_CLASSES` order, unknown names after (sorted)."""
-    known = {name: i for i, name in enumerate(OPERATOR_CLASSES)}
+    """Operator class names in table order (:data:`.mutation.families.ALL_CLASSES`: the core
+    table, then the real-bug families), unknown names after (sorted)."""
+    known = {name: i for i, name in enumerate(ALL_CLASSES)}
     return sorted(set(names), key=lambda n: (n not in known, known.get(n, 0), n))
 
 
@@ -342,6 +347,105 @@ def code_to_code(report: dict, percentile: float = FALSE_HIGH_PERCENTILE) -> dic
     }
 
 
+def class_only_exec1(q: dict, keep: Iterable[str]) -> float | None:
+    """Expected exec@1 of one query if the pool kept only the distractors of the classes in
+    ``keep`` (every query's, not only its own; canonicals all stay), or ``None`` when its top
+    10 cannot tell.
+
+    Exact from the top 10, as the density ablation: removing snippets does not reorder the
+    others, so rank 1 is the best-scoring kept snippet, and with ties (equal scores) the value is
+    the passing share of the kept snippets sharing that score (the tie policy's uniform order).
+    Undetermined: no kept snippet in the top 10, or the top 10 ends inside that tie group (more
+    of it may lie below rank 10)."""
+    keep = set(keep)
+    top = _top(q)
+    kept = [h for h in top if h["kind"] != "distractor" or h["operator"] in keep]
+    if not kept:
+        return None
+    best = kept[0]["score"]
+    if len(top) >= 10 and top[-1]["score"] >= best:
+        return None
+    group = [h for h in kept if h["score"] == best]
+    return sum(bool(h["passes"]) for h in group) / len(group)
+
+
+def _class_only_rates(queries: Sequence[dict], keep: Iterable[str]) -> tuple[float | None, int]:
+    """(mean of :func:`class_only_exec1` over the decided queries, number undecided)."""
+    keep = tuple(keep)
+    values = [class_only_exec1(q, keep) for q in queries]
+    decided = [v for v in values if v is not None]
+    return _rate(sum(decided), len(decided)), len(values) - len(decided)
+
+
+def tssb_weights(classes: Iterable[str]) -> dict[str, float]:
+    """Realistic-mix weight of each class: the TSSB-3M count of the pattern it writes
+    (:data:`.mutation.families.TSSB_PATTERNS`, counts :data:`~.mutation.families.TSSB_COUNTS`,
+    source :data:`~.mutation.families.TSSB_SOURCE`) shared equally among the given classes
+    writing that pattern, normalised to sum 1. Classes without a pattern (or unknown) get no
+    weight and are left out; ``{}`` when none has one."""
+    classes = operator_order(classes)
+    patterns = {c: TSSB_PATTERNS.get(c) for c in classes}
+    sharing = {p: sum(q == p for q in patterns.values()) for p in set(patterns.values()) if p}
+    raw = {c: TSSB_COUNTS[p] / sharing[p] for c, p in patterns.items() if p}
+    total = sum(raw.values())
+    return {c: _r(w / total) for c, w in raw.items()} if total else {}
+
+
+def _mix(values: dict[str, float | None], weights: dict[str, float]) -> float | None:
+    """Weighted mean of ``values`` over the weighted classes that have one (weights
+    renormalised over them)."""
+    pairs = [(weights[c], v) for c, v in values.items() if c in weights and v is not None]
+    total = sum(w for w, _ in pairs)
+    return _r(sum(w * v for w, v in pairs) / total) if total else None
+
+
+def per_class(report: dict) -> dict:
+    """Per operator class ``c`` (of the report's own distractors), over the queries with at
+    least one own distractor of class ``c``:
+
+    * ``n_queries``; ``deception``: the share of (query, own distractor of class ``c``) pairs
+      deceived (score ``>=`` canonical, as :func:`deception`);
+    * ``exec@1``: expected exec@1 with only class ``c``'s distractors in the pool
+      (:func:`class_only_exec1`; ``n_undecided`` queries left out), and ``exec@1_no_distractors``
+      the same with none, so their difference is what class ``c`` costs;
+
+    then the mixes over those per-class values: ``realistic_mix`` weights the classes by their
+    TSSB-3M frequencies (:func:`tssb_weights`, listed in ``weights`` with ``source``), and
+    ``paper_mix`` weighs the six core classes of the ExecRetrieval paper equally (the default
+    corpus's near-uniform shares); each holds ``exec@1``, ``deception`` and ``classes``.
+    """
+    classes = _classes(report)
+    by_class = {}
+    for c in classes:
+        queries = [q for q in report["per_query"] if _own(q, c)]
+        exec1, undecided = _class_only_rates(queries, (c,))
+        none, _ = _class_only_rates(queries, ())
+        by_class[c] = {
+            "n_queries": len(queries),
+            "deception": _deception_summary([(q, _own(q, c)) for q in queries])["pair_rate"],
+            "exec@1": exec1,
+            "exec@1_no_distractors": none,
+            "n_undecided": undecided,
+        }
+    weights = tssb_weights(classes)
+    paper = {c: 1 / len(CORE_CLASSES) for c in classes if c in CORE_CLASSES}
+
+    def mix(w: dict[str, float]) -> dict:
+        return {
+            "exec@1": _mix({c: v["exec@1"] for c, v in by_class.items()}, w),
+            "deception": _mix({c: v["deception"] for c, v in by_class.items()}, w),
+            "classes": [c for c in by_class if c in w],
+        }
+
+    return {
+        "by_class": by_class,
+        "realistic_mix": mix(weights),
+        "paper_mix": mix(paper),
+        "weights": weights,
+        "source": TSSB_SOURCE,
+    }
+
+
 def analyses(report: dict) -> dict:
     """Every analysis of one report, keyed by section (see the module and section docstrings)."""
     return {
@@ -354,4 +458,5 @@ def analyses(report: dict) -> dict:
         "density_ablation": density_ablation(report),
         "edit_size": edit_size(report),
         "code_to_code": code_to_code(report),
+        "per_class": per_class(report),
     }
