@@ -78,9 +78,9 @@ def cmd_build(args: argparse.Namespace) -> int:
         return 2
     full = Plan({}, (Rebuild("full", "--full: every item is rebuilt"),))
     reuse = full if args.full else plan(items, out_dir, engine_now)
-    for reason in reuse.reasons:
-        if reason.kind == "records":  # never silently: a corrupt record is rebuilt, and said so
-            print(f"rebuilding: {reason}", file=sys.stderr)
+    for rebuild in reuse.reasons:
+        if rebuild.kind == "records":  # never silently: a corrupt record is rebuilt, and said so
+            print(f"rebuilding: {rebuild}", file=sys.stderr)
     cache = Path(args.cache_dir)
     mutant_limits = Limits(timeout_s=MUTANT_TIMEOUT_S)
     with (

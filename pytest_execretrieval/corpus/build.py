@@ -80,7 +80,7 @@ def candidate_mutants(
     if generate is not None:
         return generate(item.canonical, item.entry_point)
     if not families:
-        return item.lang.mutants(item.canonical, item.entry_point)
+        return list(item.lang.mutants(item.canonical, item.entry_point))
     return generate_mutants(item.canonical, item.entry_point, ALL_OPERATORS,
                             FAMILY_CANDIDATES_PER_CLASS)  # fmt: skip
 

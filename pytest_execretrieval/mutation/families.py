@@ -89,6 +89,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from typing import cast
 
 from .operators import (
     OPERATORS,
@@ -180,17 +181,18 @@ def _enclosing(node: ast.AST, ctx: SourceContext, kinds: tuple) -> ast.AST | Non
     return parent
 
 
-def _function(node: ast.AST, ctx: SourceContext) -> ast.AST | None:
+def _function(node: ast.AST, ctx: SourceContext) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The innermost ``def`` holding ``node``, when no lambda, class or comprehension is nearer."""
     scope = _enclosing(node, ctx, _SCOPES)
     return scope if isinstance(scope, _FUNCTIONS) else None
 
 
-def _own_nodes(func: ast.AST, ctx: SourceContext) -> list[ast.AST]:
+def _own_nodes(func: ast.FunctionDef | ast.AsyncFunctionDef, ctx: SourceContext) -> list[ast.AST]:
     """The unprotected nodes of ``func``'s body in source order, nested scopes left out."""
     key = ("own-nodes", id(func))
     if key not in ctx.memo:
-        out, stack = [], list(reversed(func.body))
+        out: list[ast.AST] = []
+        stack: list[ast.AST] = list(reversed(func.body))
         while stack:
             node = stack.pop()
             out.append(node)
@@ -201,7 +203,9 @@ def _own_nodes(func: ast.AST, ctx: SourceContext) -> list[ast.AST]:
     return ctx.memo[key]  # type: ignore[return-value]
 
 
-def _bindings(func: ast.AST, ctx: SourceContext) -> tuple[list[str], list[str]]:
+def _bindings(
+    func: ast.FunctionDef | ast.AsyncFunctionDef, ctx: SourceContext
+) -> tuple[list[str], list[str]]:
     """``(parameters, locals)`` of a function, each in order of first appearance."""
     key = ("bindings", id(func))
     if key not in ctx.memo:
@@ -237,7 +241,8 @@ def _called_name(node: ast.AST) -> str | None:
 def _name_span(node: ast.Call, ctx: SourceContext) -> tuple[int, int]:
     """Span of the called name's token (the attribute after the dot for a method)."""
     end = ctx.end(node.func)
-    name = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+    # only for calls `_called_name` names: `node.func` is a Name or an Attribute
+    name = node.func.id if isinstance(node.func, ast.Name) else cast(ast.Attribute, node.func).attr
     return end - len(name), end
 
 
@@ -300,7 +305,7 @@ def _change_identifier(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
             yield _edit(ctx, ctx.start(node), ctx.end(node), other)
 
 
-def _operands(func: ast.AST, ctx: SourceContext) -> list[str]:
+def _operands(func: ast.FunctionDef | ast.AsyncFunctionDef, ctx: SourceContext) -> list[str]:
     key = ("operands", id(func))
     if key not in ctx.memo:
         texts: list[str] = []
@@ -350,7 +355,9 @@ _SPLITS = ("split", "rsplit")
 
 def _more_args(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
     name = _called_name(node)
-    if name is None or any(isinstance(a, ast.Starred) for a in node.args):
+    if name is None or not isinstance(node, ast.Call):
+        return
+    if any(isinstance(a, ast.Starred) for a in node.args):
         return
     if any(k.arg is None for k in node.keywords):
         return
@@ -382,12 +389,14 @@ _WRONG_NAMES: dict[str, str] = {
 
 def _wrong_name(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
     name = _called_name(node)
-    if name in _WRONG_NAMES:
+    if isinstance(node, ast.Call) and name in _WRONG_NAMES:
         start, end = _name_span(node, ctx)
         yield _edit(ctx, start, end, _WRONG_NAMES[name], node)
 
 
-def _attribute_names(scope: ast.AST | None, ctx: SourceContext) -> list[str]:
+def _attribute_names(
+    scope: ast.FunctionDef | ast.AsyncFunctionDef | None, ctx: SourceContext
+) -> list[str]:
     key = ("attributes", id(scope))
     if key not in ctx.memo:
         nodes = ctx.nodes if scope is None else _own_nodes(scope, ctx)
@@ -427,7 +436,7 @@ def _change_number(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
         return  # the `k` of `-k`: handled as the literal `-k`
     value = _int_literal(node)
     if value is not None:
-        new = [value + 2, value - 2, *([2 * value] if abs(value) > 1 else [])]
+        new: list[int | float] = [value + 2, value - 2, *([2 * value] if abs(value) > 1 else [])]
     elif isinstance(node, ast.Constant) and type(node.value) is float:
         x = node.value
         new = [2 * x, x / 2] if x else [1.0]
@@ -437,7 +446,9 @@ def _change_number(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
         yield _edit(ctx, ctx.start(node), ctx.end(node), _literal_text(v, node, ctx))
 
 
-def _comparisons(func: ast.AST, ctx: SourceContext) -> list[ast.Compare]:
+def _comparisons(
+    func: ast.FunctionDef | ast.AsyncFunctionDef, ctx: SourceContext
+) -> list[ast.Compare]:
     return [n for n in _own_nodes(func, ctx) if isinstance(n, ast.Compare)]
 
 
@@ -474,9 +485,9 @@ _LESS_METHOD_ARGS: dict[str, int] = {
 
 def _less_args(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
     name = _called_name(node)
-    if name is None:
+    if name is None or not isinstance(node, ast.Call):
         return
-    drop = [k for k in node.keywords if k.arg is not None]
+    drop: list[ast.AST] = [k for k in node.keywords if k.arg is not None]
     table = _LESS_METHOD_ARGS if _is_method(node) else _LESS_FUNCTION_ARGS
     args = node.args
     if name in table and len(args) == table[name] and not isinstance(args[-1], ast.Starred):
@@ -538,7 +549,7 @@ def _defined_parameters(ctx: SourceContext) -> dict[str, list[str]]:
 
 def _change_keyword(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
     name = _called_name(node)
-    if name is None or not node.keywords:
+    if name is None or not isinstance(node, ast.Call) or not node.keywords:
         return
     if isinstance(node.func, ast.Name) and name in _defined_parameters(ctx):
         names = _defined_parameters(ctx)[name]
@@ -582,6 +593,8 @@ def _drop_raise(node: ast.Raise, ctx: SourceContext) -> Iterator[Edit]:
     parent = ctx.parent(node)
     if isinstance(parent, ast.If) and any(True for _ in _remove_guard(parent, ctx)):
         return  # the guard it ends is remove_edge_case_check's
+    if parent is None or node.end_lineno is None:
+        return  # never so for a parsed `raise`: it has a parent and an end line
     block = next((v for _, v in ast.iter_fields(parent) if isinstance(v, list) and node in v), None)
     src = ctx.source
     first, last = ctx.line_start(node.lineno), ctx.line_start(node.end_lineno + 1)
@@ -650,4 +663,4 @@ FAMILY_CANDIDATES_PER_CLASS = 3
 # version covers): the families corpus records it. Bump it when this module's mutants change;
 # record `fingerprint.families_fingerprint()` in FAMILIES_FINGERPRINT either way.
 FAMILIES_VERSION = "1"
-FAMILIES_FINGERPRINT = "04a434c87898ffd25d1a31fb38ddff1668bbceaa7a9957e44c31345b90fb3a9f"
+FAMILIES_FINGERPRINT = "9fd2e65fe0b6bdb841b5e7b8d6908c7cb2d85f6283d81342f790c4bdb1ca3564"

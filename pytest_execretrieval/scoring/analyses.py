@@ -388,7 +388,7 @@ def tssb_weights(classes: Iterable[str]) -> dict[str, float]:
     sharing = {p: sum(q == p for q in patterns.values()) for p in set(patterns.values()) if p}
     raw = {c: TSSB_COUNTS[p] / sharing[p] for c, p in patterns.items() if p}
     total = sum(raw.values())
-    return {c: _r(w / total) for c, w in raw.items()} if total else {}
+    return {c: round(w / total, 6) for c, w in raw.items()} if total else {}
 
 
 def _mix(values: dict[str, float | None], weights: dict[str, float]) -> float | None:
