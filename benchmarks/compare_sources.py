@@ -69,13 +69,18 @@ def embedder_rows(default_dir: Path, mutmut_dir: Path) -> list[dict]:
         ma = metric_matrix([row_metrics(qa[i]).expected for i in common], ("exec@1",))
         mb = metric_matrix([row_metrics(qb[i]).expected for i in common], ("exec@1",))
         paired = comparison_rows(ma, mb, ("exec@1",))["exec@1"]
-        rows.append({
-            "embedder": path.stem, "queries": len(common),
-            "default": (a["metrics"]["exec@1"], a["ci95"]["exec@1"]),
-            "mutmut": (b["metrics"]["exec@1"], b["ci95"]["exec@1"]),
-            "difference": paired["difference"], "ci95": paired["ci95"],
-            "test": paired["test"], "p": paired["p_value"],
-        })  # fmt: skip
+        rows.append(
+            {
+                "embedder": path.stem,
+                "queries": len(common),
+                "default": (a["metrics"]["exec@1"], a["ci95"]["exec@1"]),
+                "mutmut": (b["metrics"]["exec@1"], b["ci95"]["exec@1"]),
+                "difference": paired["difference"],
+                "ci95": paired["ci95"],
+                "test": paired["test"],
+                "p": paired["p_value"],
+            }
+        )
     return rows
 
 
@@ -92,8 +97,12 @@ def markdown(sources: list[dict], embedders: list[dict]) -> str:
             f"({s['agree_of_evidenced']} survivors with evidence) | "
             f"{s['pool']:,} ({s['distractors']:,}) |"
         )
-    lines += ["", "| embedder | exec@1 default [95% CI] | exec@1 mutmut [95% CI] | mutmut - "
-              "default [95% CI] | paired test |", "|---|---|---|---|---|"]  # fmt: skip
+    lines += [
+        "",
+        "| embedder | exec@1 default [95% CI] | exec@1 mutmut [95% CI] | mutmut - "
+        "default [95% CI] | paired test |",
+        "|---|---|---|---|---|",
+    ]
     for e in embedders:
         (va, ca), (vb, cb) = e["default"], e["mutmut"]
         lines.append(

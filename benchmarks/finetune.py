@@ -242,13 +242,24 @@ def summarize(args) -> str:
     ]
     lines += ["| model | view | " + " | ".join(SHOWN) + " |", "|---|---|" + "---|" * len(SHOWN)]
     stacked = [lab for lab in reports if "-stack" in lab]
-    for label in ("base", "ft", f"base+{RERANK}", f"ft+{RERANK}", "base-neutral", "ft-neutral",
-                  *stacked):  # fmt: skip
+    for label in (
+        "base",
+        "ft",
+        f"base+{RERANK}",
+        f"ft+{RERANK}",
+        "base-neutral",
+        "ft-neutral",
+        *stacked,
+    ):
         if label in reports:
             r = reports[label]
-            view = ("identifier-free" if "neutral" in label
-                    else f"stack-{label.partition('-stack')[2]}" if "-stack" in label
-                    else "original")  # fmt: skip
+            view = (
+                "identifier-free"
+                if "neutral" in label
+                else f"stack-{label.partition('-stack')[2]}"
+                if "-stack" in label
+                else "original"
+            )
             lines.append(
                 f"| {r['embedder']['name']} | {view} | "
                 + " | ".join(ci(r, m) for m in SHOWN)

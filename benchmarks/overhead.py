@@ -81,8 +81,10 @@ def main() -> None:
     print(f"1. overhead cold / bare               = {cold / pool:5.2f}x   target <= 1.10x")
     print(f"   with code similarity, same texts   = {cold_alt / bare[0]:5.2f}x")
     print(f"2. warm speed-up cold / warm          = {cold / warm:5.1f}x   target >= 25x")
-    print(f"   suites the warm run executed       = {executed.group(1) if executed else '?'}"
-          "   (0: every outcome and value from the caches)")  # fmt: skip
+    print(
+        f"   suites the warm run executed       = {executed.group(1) if executed else '?'}"
+        "   (0: every outcome and value from the caches)"
+    )
 
 
 if __name__ == "__main__":

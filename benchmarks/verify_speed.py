@@ -223,8 +223,10 @@ def serial(items: Path, work: list[dict], before: Path | None) -> tuple[float, f
     for what, root in runs:
         wall, cpu, n_items = verify(items, "0", root)
         results.append((wall, cpu, n_items))
-        print(f"execretrieval verify -n 0{what}: {wall:6.1f} s ({cpu:.1f} CPU-s, "
-              f"{cpu / len(work) * 1e3:.2f} ms CPU a pair); {load()}")  # fmt: skip
+        print(
+            f"execretrieval verify -n 0{what}: {wall:6.1f} s ({cpu:.1f} CPU-s, "
+            f"{cpu / len(work) * 1e3:.2f} ms CPU a pair); {load()}"
+        )
     for (what, _), (wall, _, _) in zip(runs, results, strict=True):
         print(f"3. paper / verify -n 0{what} = {paper / wall:5.1f}x   target >= 6x")
     return results[0]
@@ -239,11 +241,15 @@ def measure(items: Path, serial_only: bool = False, before: Path | None = None) 
     one, two = sandbox_only(work, 1), sandbox_only(work, 2)
     suite_s = one / len(work)
     # xdist's own ratio for items of a suite's cost, and how it grows with the work per item.
-    plain = {(n, w): xdist_ceiling(n, w) for n, w in ((n_items, suite_s), (n_items, 0.001),
-                                                      (n_items // 4, 0.010))}  # fmt: skip
+    plain = {
+        (n, w): xdist_ceiling(n, w)
+        for n, w in ((n_items, suite_s), (n_items, 0.001), (n_items // 4, 0.010))
+    }
     print(f"execretrieval verify -n 2: {parallel:6.1f} s ({parallel_cpu:.1f} CPU-s)")
-    print(f"4. -n 0 / -n 2         = {serial_wall / parallel:5.2f}x   (target: >= 0.95 of xdist's "
-          "ceiling, benchmarks/xdist_ceiling.py)")  # fmt: skip
+    print(
+        f"4. -n 0 / -n 2         = {serial_wall / parallel:5.2f}x   (target: >= 0.95 of xdist's "
+        "ceiling, benchmarks/xdist_ceiling.py)"
+    )
     print(
         f"   the sandbox alone (no pytest): 1 process {one:.1f} s, 2 processes {two:.1f} s, "
         f"{one / two:.2f}x"

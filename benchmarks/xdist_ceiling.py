@@ -52,8 +52,10 @@ def main() -> None:
             items = sample_items(items, args.sample, Path(tmp) / "items").resolve()
         work = pairs(items)
         cpu = suite_cpu_s(work)
-        print(f"{len(work)} (snippet, own suite) pairs; the sandbox spends {cpu * 1e3:.2f} ms "
-              "CPU a suite")  # fmt: skip
+        print(
+            f"{len(work)} (snippet, own suite) pairs; the sandbox spends {cpu * 1e3:.2f} ms "
+            "CPU a suite"
+        )
         verify(items, "0")  # untimed: the item cache is warm in every timed run, as it is
         ratios = []  # in every run after the first on the same items
         for repeat in range(1, args.repeats + 1):

@@ -63,9 +63,12 @@ def cmd_build(args: argparse.Namespace) -> int:
         items, _ = load_items(items_dir)
         bad = check_plan(plan(items, out_dir, engine_now), items)
         differences = len(reasons) + len(bad)
-        print("corpus is up to date" if not differences else
-              f"{differences} difference(s): run `"
-              f"{build_command(items_dir, args.stack, args.source, args.families)}`")  # fmt: skip
+        print(
+            "corpus is up to date"
+            if not differences
+            else f"{differences} difference(s): run `"
+            f"{build_command(items_dir, args.stack, args.source, args.families)}`"
+        )
         return 1 if reasons or bad else 0
     items, problems = load_items(items_dir)
     if problems:
@@ -88,8 +91,16 @@ def cmd_build(args: argparse.Namespace) -> int:
         SuiteRunner(mutant_limits, cache_dir=cache, jobs=args.jobs) as mutant_runner,
     ):
         try:
-            result = build(items, runner, mutant_runner, args.stack, reuse.reusable,
-                           ProgressLine(), args.source, families=args.families)  # fmt: skip
+            result = build(
+                items,
+                runner,
+                mutant_runner,
+                args.stack,
+                reuse.reusable,
+                ProgressLine(),
+                args.source,
+                families=args.families,
+            )
         except BuildError as exc:  # quotes item text and what snippets returned
             print(escape(str(exc)), file=sys.stderr)
             print("nothing written", file=sys.stderr)

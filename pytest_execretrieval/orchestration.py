@@ -100,9 +100,11 @@ def load(
     stale = [r for r in stale_reasons(items_dir, now, where) if r.item_id not in bad]
     changed = frozenset(r.item_id for r in stale if r.item_id is not None)
     if stale and not stale_ok:
-        raise SetupError(f"the corpus in {where} is stale; run `"
-                         f"{build_command(items_dir, stack, source, families)}`:\n  "
-                         + "\n  ".join(map(str, stale)))  # fmt: skip
+        raise SetupError(
+            f"the corpus in {where} is stale; run `"
+            f"{build_command(items_dir, stack, source, families)}`:\n  "
+            + "\n  ".join(map(str, stale))
+        )
     corpus = None
     if (where / "manifest.json").exists():
         try:
@@ -285,30 +287,50 @@ class Handoff:
 
     def to_text(self) -> str:
         loaded = self.loaded
-        return json.dumps({
-            "items": [_item_json(item) for item in loaded.items],
-            "pool": [_fields(s) for s in loaded.corpus.snippets] if loaded.corpus else None,
-            "engine": loaded.corpus.engine if loaded.corpus else {},
-            "stale": [asdict(r) for r in loaded.stale], "changed": sorted(loaded.changed),
-            "built": loaded.built, "runs": {n: r.to_json() for n, r in self.runs.items()},
-            "baseline_failed": sorted(self.baseline_failed),
-        }, separators=(",", ":"))  # fmt: skip
+        return json.dumps(
+            {
+                "items": [_item_json(item) for item in loaded.items],
+                "pool": [_fields(s) for s in loaded.corpus.snippets] if loaded.corpus else None,
+                "engine": loaded.corpus.engine if loaded.corpus else {},
+                "stale": [asdict(r) for r in loaded.stale],
+                "changed": sorted(loaded.changed),
+                "built": loaded.built,
+                "runs": {n: r.to_json() for n, r in self.runs.items()},
+                "baseline_failed": sorted(self.baseline_failed),
+            },
+            separators=(",", ":"),
+        )
 
     @classmethod
     def from_text(cls, text: str, items_dir: Path, stack: int) -> Handoff:
         """The controller's state in a worker whose items directory is ``items_dir`` (item
         paths are rebuilt there from the ids: the controller's paths may not exist here)."""
         data = json.loads(text)
-        items = [BenchmarkItem(**{**row, "path": items_dir / row["path"],
-                                  "tests": tuple(row["tests"]),
-                                  "alternatives": tuple(row["alternatives"])})
-                 for row in data["items"]]  # fmt: skip
+        items = [
+            BenchmarkItem(
+                **{
+                    **row,
+                    "path": items_dir / row["path"],
+                    "tests": tuple(row["tests"]),
+                    "alternatives": tuple(row["alternatives"]),
+                }
+            )
+            for row in data["items"]
+        ]
         pool = data["pool"]
-        corpus = None if pool is None else Corpus(
-            tuple(Snippet.from_json(row) for row in pool), (), data["engine"])  # fmt: skip
-        loaded = Loaded(items, corpus, corpus_dir(items_dir, stack),
-                        [StaleReason(**r) for r in data["stale"]], frozenset(data["changed"]),
-                        data["built"])  # fmt: skip
+        corpus = (
+            None
+            if pool is None
+            else Corpus(tuple(Snippet.from_json(row) for row in pool), (), data["engine"])
+        )
+        loaded = Loaded(
+            items,
+            corpus,
+            corpus_dir(items_dir, stack),
+            [StaleReason(**r) for r in data["stale"]],
+            frozenset(data["changed"]),
+            data["built"],
+        )
         runs = {name: BenchmarkRun.from_json(run) for name, run in data["runs"].items()}
         return cls(loaded, runs, frozenset(data["baseline_failed"]))
 
@@ -343,9 +365,16 @@ def build_reports(
     # starts no sandbox): the sandbox layers in force during the run, and when it ended.
     isolation = isolation_in_force()
     created_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    reports = {name: {**build_report(name, runs[name], ids, elapsed, seed, isolation=isolation,
-                                     created_at=created_at), **usage.get(name, {})}
-               for name, ids in ran.items() if ids}  # fmt: skip
+    reports = {
+        name: {
+            **build_report(
+                name, runs[name], ids, elapsed, seed, isolation=isolation, created_at=created_at
+            ),
+            **usage.get(name, {}),
+        }
+        for name, ids in ran.items()
+        if ids
+    }
     for name, report in reports.items():
         if name not in first_stage:
             continue

@@ -94,9 +94,14 @@ class Session:
 
     def load(self, stale_ok: bool) -> Loaded:
         try:
-            self.loaded = load(self.items_dir, self.settings.stack, stale_ok=stale_ok,
-                               source=self.settings.source, families=self.settings.families,
-                               item_cache=self.item_cache)  # fmt: skip
+            self.loaded = load(
+                self.items_dir,
+                self.settings.stack,
+                stale_ok=stale_ok,
+                source=self.settings.source,
+                families=self.settings.families,
+                item_cache=self.item_cache,
+            )
         except SetupError as exc:
             raise pytest.UsageError(str(exc)) from None
         self.items = {item.path.resolve(): item for item in self.loaded.items}
@@ -262,8 +267,9 @@ class BenchmarkSession(Session):
 
     @pytest.hookimpl(optionalhook=True)  # xdist: a worker's counts, back in its workeroutput
     def pytest_testnodedown(self, node, error) -> None:
-        self.state.executed += getattr(node, "workeroutput", {}).get(WORKER_KEY, {}).get(
-            "executed", 0)  # fmt: skip
+        self.state.executed += (
+            getattr(node, "workeroutput", {}).get(WORKER_KEY, {}).get("executed", 0)
+        )
 
     def item_nodes(self, parent: ItemFile, item: BenchmarkItem) -> Iterator[pytest.Item]:
         state = self.state

@@ -323,11 +323,15 @@ def resolve(config) -> Settings:
     source = _source(setting(config, "source"), stack)
     families = setting(config, "families")
     if families and stack > 1:
-        raise ValueError("--execretrieval-families: the families corpus has single-edit "
-                         "distractors; drop --execretrieval-stack")  # fmt: skip
+        raise ValueError(
+            "--execretrieval-families: the families corpus has single-edit "
+            "distractors; drop --execretrieval-stack"
+        )
     if families and source != "operators":
-        raise ValueError("--execretrieval-families: the families corpus draws on our operators "
-                         "and families; drop --execretrieval-source")  # fmt: skip
+        raise ValueError(
+            "--execretrieval-families: the families corpus draws on our operators "
+            "and families; drop --execretrieval-source"
+        )
     isolation = setting(config, "isolation")
     if isolation not in ISOLATION_MODES:
         raise ValueError(
@@ -377,8 +381,10 @@ def _source(source: str, stack: int) -> str:
     if source not in SOURCES:
         raise ValueError(f"--execretrieval-source: {source!r} is not one of {SOURCES}")
     if source != "operators" and stack != 1:
-        raise ValueError(f"--execretrieval-source {source} has single edits only: drop "
-                         f"--execretrieval-stack {stack}")  # fmt: skip
+        raise ValueError(
+            f"--execretrieval-source {source} has single edits only: drop "
+            f"--execretrieval-stack {stack}"
+        )
     return source
 
 

@@ -123,8 +123,17 @@ class BenchmarkState:
         if s.baseline is not None:
             self.baseline = load_baseline(s.baseline, corpus_sha256(loaded.corpus_dir))
             self.baseline_failed = failed_queries(self.baseline)
-        self.ranked = rank(loaded, embedders, rerankers, self.pipelines, s.rerank_k, runner,
-                           s.cache_dir, s.code_similarity, self.runs)  # fmt: skip
+        self.ranked = rank(
+            loaded,
+            embedders,
+            rerankers,
+            self.pipelines,
+            s.rerank_k,
+            runner,
+            s.cache_dir,
+            s.code_similarity,
+            self.runs,
+        )
 
     def query_of(self, nodeid: str) -> tuple[str, str] | None:
         """``(name, query id)`` of a benchmark item's node id ``<query id>[<name>]``."""
@@ -276,9 +285,13 @@ class BenchmarkState:
         0 in a warm run, where every outcome and every value a failure message shows is read
         from the corpus and the outcome cache."""
         n = self.executed
-        return (f"sandbox: {n} suite{'s' * (n != 1)} executed (the other outcomes and values from "
-                "the corpus and the outcome cache)")  # fmt: skip
+        return (
+            f"sandbox: {n} suite{'s' * (n != 1)} executed (the other outcomes and values from "
+            "the corpus and the outcome cache)"
+        )
 
     def incomplete_line(self, i: Incomplete) -> str:
-        return (f"INCOMPLETE: {i.completed} of {i.selected} selected benchmark items ran "
-                f"({'; '.join(i.why)}); exit status {self.status}")  # fmt: skip
+        return (
+            f"INCOMPLETE: {i.completed} of {i.selected} selected benchmark items ran "
+            f"({'; '.join(i.why)}); exit status {self.status}"
+        )

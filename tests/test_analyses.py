@@ -49,25 +49,47 @@ def make_query(
         else:
             raise ValueError(token)
         kind, op, owner, score, passes, sid = hit
-        top.append({"rank": rank, "snippet_id": sid, "kind": kind, "operator": op,
-                    "query_id": owner, "score": score, "passes": passes})  # fmt: skip
+        top.append(
+            {
+                "rank": rank,
+                "snippet_id": sid,
+                "kind": kind,
+                "operator": op,
+                "query_id": owner,
+                "score": score,
+                "passes": passes,
+            }
+        )
     rank = list(ranking).index("C") + 1 if "C" in ranking else 11
     return {
-        "query_id": qid, "domain": domain, "passed": bool(top) and top[0]["passes"],
-        "canonical_rank": rank, "canonical_score": canonical_score, "top": top,
+        "query_id": qid,
+        "domain": domain,
+        "passed": bool(top) and top[0]["passes"],
+        "canonical_rank": rank,
+        "canonical_score": canonical_score,
+        "top": top,
         "own_distractors": [
-            {"snippet_id": f"{qid}-d{j}", "operator": op, "score": score, "edit_lines": 1,
-             "edit_chars": chars, "kill": "assertion"}
+            {
+                "snippet_id": f"{qid}-d{j}",
+                "operator": op,
+                "score": score,
+                "edit_lines": 1,
+                "edit_chars": chars,
+                "kill": "assertion",
+            }
             for j, (op, score, chars) in enumerate(own)
         ],
         "code_similarity": code_similarity or {"alternatives": [], "distractors": []},
-    }  # fmt: skip
+    }
 
 
 def make_report(queries: Sequence[dict], name: str = "toy", sha: str = "ab" * 32) -> dict:
-    return {"schema_version": 1, "embedder": {"name": name},
-            "corpus": {"sha256": sha, "n_queries": len(queries), "n_snippets": 50},
-            "per_query": sorted(queries, key=lambda q: q["query_id"])}  # fmt: skip
+    return {
+        "schema_version": 1,
+        "embedder": {"name": name},
+        "corpus": {"sha256": sha, "n_queries": len(queries), "n_snippets": 50},
+        "per_query": sorted(queries, key=lambda q: q["query_id"]),
+    }
 
 
 # Scores are dyadic so that margins are exact.
@@ -92,7 +114,7 @@ Q3 = make_query(
     code_similarity={"alternatives": [0.6], "distractors": [0.5]},
 )
 Q4 = make_query("q4", ["OD", "O", "OP"], [], domain="strings", canonical_score=0.25)
-REPORT = make_report([Q1, Q2, Q3, Q4])  # fmt: skip
+REPORT = make_report([Q1, Q2, Q3, Q4])
 
 
 def test_per_domain() -> None:
@@ -106,43 +128,73 @@ def test_per_operator() -> None:
     result = an.per_operator(REPORT)
     assert list(result) == ["off_by_one", "wrong_operator", "swap_arguments", "wrong_comparison"]
     assert result["off_by_one"] == {"n": 2, "exec@1": 0.5, "exec@10": 1.0, "rank1_capture": 0.5}
-    assert result["wrong_operator"] == {"n": 1, "exec@1": 0.0, "exec@10": 1.0,
-                                        "rank1_capture": 0.0}  # fmt: skip
+    assert result["wrong_operator"] == {"n": 1, "exec@1": 0.0, "exec@10": 1.0, "rank1_capture": 0.0}
     assert result["swap_arguments"]["rank1_capture"] == 0.0
     assert result["swap_arguments"]["exec@1"] == 1.0
-    assert result["wrong_comparison"] == {"n": 1, "exec@1": 0.0, "exec@10": 1.0,
-                                          "rank1_capture": 0.0}  # fmt: skip
+    assert result["wrong_comparison"] == {
+        "n": 1,
+        "exec@1": 0.0,
+        "exec@10": 1.0,
+        "rank1_capture": 0.0,
+    }
 
 
 def test_deception() -> None:
     result = an.deception(REPORT)
-    assert result["overall"] == {"n_queries": 3, "n_pairs": 5, "pair_rate": 0.4,
-                                 "query_rate": 0.333333, "median_margin": 0.0}  # fmt: skip
+    assert result["overall"] == {
+        "n_queries": 3,
+        "n_pairs": 5,
+        "pair_rate": 0.4,
+        "query_rate": 0.333333,
+        "median_margin": 0.0,
+    }
     by = result["by_operator"]
-    assert by["off_by_one"] == {"n_queries": 2, "n_pairs": 2, "pair_rate": 0.5,
-                                "query_rate": 0.5, "median_margin": 0.0}  # fmt: skip
-    assert by["wrong_operator"] == {"n_queries": 1, "n_pairs": 1, "pair_rate": 0.0,
-                                    "query_rate": 0.0, "median_margin": 0.25}  # fmt: skip
+    assert by["off_by_one"] == {
+        "n_queries": 2,
+        "n_pairs": 2,
+        "pair_rate": 0.5,
+        "query_rate": 0.5,
+        "median_margin": 0.0,
+    }
+    assert by["wrong_operator"] == {
+        "n_queries": 1,
+        "n_pairs": 1,
+        "pair_rate": 0.0,
+        "query_rate": 0.0,
+        "median_margin": 0.25,
+    }
     # a tie counts as a deceived pair but not as "canonical strictly below"
-    assert by["swap_arguments"] == {"n_queries": 1, "n_pairs": 1, "pair_rate": 1.0,
-                                    "query_rate": 0.0, "median_margin": 0.0}  # fmt: skip
+    assert by["swap_arguments"] == {
+        "n_queries": 1,
+        "n_pairs": 1,
+        "pair_rate": 1.0,
+        "query_rate": 0.0,
+        "median_margin": 0.0,
+    }
     assert by["wrong_comparison"]["median_margin"] == 0.25
 
 
 def test_rank1_miss_attribution() -> None:
     assert an.rank1_miss_attribution(REPORT) == {
-        "n_misses": 3, "own_distractor": 1, "other_canonical": 1, "other_distractor": 1,
-        "own_canonical": 0, "own_distractor_share": 0.333333, "by_operator": {"off_by_one": 1},
-    }  # fmt: skip
+        "n_misses": 3,
+        "own_distractor": 1,
+        "other_canonical": 1,
+        "other_distractor": 1,
+        "own_canonical": 0,
+        "own_distractor_share": 0.333333,
+        "by_operator": {"off_by_one": 1},
+    }
 
 
 def test_density_ablation() -> None:
     # q1: D0 (fail) above C, 2 own: d=0 -> 1, d=1 -> 1/2 (D0 kept half the time), d>=2 -> 0;
     # q2: C first -> 1; q3, q4: another query's failing snippet first -> 0.
     assert an.density_ablation(REPORT) == {
-        "d": [0, 1, 2, 3, 4], "expected_exec1": [0.5, 0.375, 0.25, 0.25, 0.25],
-        "n_queries": [4, 4, 4, 4, 4], "n_undecided": [0, 0, 0, 0, 0],
-    }  # fmt: skip
+        "d": [0, 1, 2, 3, 4],
+        "expected_exec1": [0.5, 0.375, 0.25, 0.25, 0.25],
+        "n_queries": [4, 4, 4, 4, 4],
+        "n_undecided": [0, 0, 0, 0, 0],
+    }
 
 
 def test_density_ablation_undecided() -> None:
@@ -209,9 +261,16 @@ def test_no_data_sections() -> None:
     del legacy["own_distractors"], legacy["code_similarity"]
     result = an.analyses(make_report([legacy, Q4]))
     assert result["code_to_code"] is None
-    assert result["deception"] == {"overall": {"n_queries": 0, "n_pairs": 0, "pair_rate": None,
-                                               "query_rate": None, "median_margin": None},
-                                   "by_operator": {}}  # fmt: skip
+    assert result["deception"] == {
+        "overall": {
+            "n_queries": 0,
+            "n_pairs": 0,
+            "pair_rate": None,
+            "query_rate": None,
+            "median_margin": None,
+        },
+        "by_operator": {},
+    }
     assert result["per_operator"] == {}
     assert result["edit_size"]["spearman_rho"] is None
     assert result["density_ablation"]["n_undecided"] == [1] * 5  # legacy row: no own data
@@ -220,9 +279,18 @@ def test_no_data_sections() -> None:
 
 def test_analyses_sections_and_json() -> None:
     result = an.analyses(REPORT)
-    assert set(result) == {"embedder", "n_queries", "per_domain", "per_operator", "deception",
-                           "rank1_miss_attribution", "density_ablation", "edit_size",
-                           "code_to_code", "per_class"}  # fmt: skip
+    assert set(result) == {
+        "embedder",
+        "n_queries",
+        "per_domain",
+        "per_operator",
+        "deception",
+        "rank1_miss_attribution",
+        "density_ablation",
+        "edit_size",
+        "code_to_code",
+        "per_class",
+    }
     assert json.loads(json.dumps(result, allow_nan=False)) == result
     assert an.analyses(REPORT) == result
 
@@ -237,9 +305,19 @@ def test_operator_order() -> None:
 
 # --- properties ----------------------------------------------------------------------------
 
-RATE_KEYS = {"exec@1", "exec@10", "rank1_capture", "pair_rate", "query_rate",
-             "own_distractor_share", "deception_rate", "auc", "false_high_rate", "js_divergence",
-             "expected_exec1"}  # fmt: skip
+RATE_KEYS = {
+    "exec@1",
+    "exec@10",
+    "rank1_capture",
+    "pair_rate",
+    "query_rate",
+    "own_distractor_share",
+    "deception_rate",
+    "auc",
+    "false_high_rate",
+    "js_divergence",
+    "expected_exec1",
+}
 
 
 def _rates(node: object, key: str = "") -> list[float]:
@@ -254,8 +332,10 @@ def _rates(node: object, key: str = "") -> list[float]:
 def queries(draw: st.DrawFn, qid: str) -> dict:
     """A query whose own distractors (0..4) all sit in its top 10."""
     n_own = draw(st.integers(0, 4))
-    own = [(draw(st.sampled_from(CORE_CLASSES)), draw(st.floats(0, 1)), draw(st.integers(1, 20)))
-           for _ in range(n_own)]  # fmt: skip
+    own = [
+        (draw(st.sampled_from(CORE_CLASSES)), draw(st.floats(0, 1)), draw(st.integers(1, 20)))
+        for _ in range(n_own)
+    ]
     n_other = draw(st.integers(0 if n_own else 1, 10 - n_own - 1))
     tokens = [f"D{j}" for j in range(n_own)]
     tokens += [draw(st.sampled_from(["O", "OD", "OP"])) for _ in range(n_other)]
@@ -295,8 +375,10 @@ def test_rates_in_unit_interval(report: dict) -> None:
 def test_density_at_full_keep_equals_exec1(report: dict) -> None:
     # every query has <= 4 own distractors, all in its top 10: d = 4 keeps the actual pool
     dens = an.density_ablation(report)
-    exec1 = [query_metrics([h["passes"] for h in q["top"]], q["canonical_rank"])["exec@1"]
-             for q in report["per_query"]]  # fmt: skip
+    exec1 = [
+        query_metrics([h["passes"] for h in q["top"]], q["canonical_rank"])["exec@1"]
+        for q in report["per_query"]
+    ]
     assert dens["n_undecided"][-1] == 0
     assert dens["expected_exec1"][-1] == pytest.approx(sum(exec1) / len(exec1), abs=1e-6)
     # removing own distractors never hurts exec@1 (they fail)

@@ -197,8 +197,9 @@ def test_every_subpackage_ships_in_the_wheel():
     import tomllib
 
     root = Path(__file__).resolve().parents[1]  # the checkout, wherever the package imports from
-    listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
-                 ["packages"])  # fmt: skip
+    listed = set(
+        tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
 
     def packages(top: Path) -> set[str]:
         return {".".join(p.parent.relative_to(top.parent).parts) for p in top.rglob("__init__.py")}
@@ -231,8 +232,9 @@ def test_every_module_imports_in_a_fresh_interpreter(chunk):
     modules = sorted(module_files())[chunk::2]
 
     def load(module: str) -> tuple[str, int, str]:
-        done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True,
-                              text=True, timeout=300)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=300
+        )
         return module, done.returncode, done.stderr[-2000:]
 
     with ThreadPoolExecutor(2) as pool:

@@ -201,8 +201,10 @@ def float_equality_failures(items) -> list[str]:
 def canonical_probes(items) -> dict[str, SuiteResult]:
     """Per item id, the canonical run in the sandbox on each test's call as a probe (the value
     it returned or the exception class it raised, decoded; item code never runs on the host)."""
-    suites = [(item.canonical, item.setup, [_grammar.parse_test(t).call.source for t in item.tests])
-              for item in items]  # fmt: skip
+    suites = [
+        (item.canonical, item.setup, [_grammar.parse_test(t).call.source for t in item.tests])
+        for item in items
+    ]
     with SuiteRunner(jobs=2) as runner:
         results = runner.run_many(suites)
     return {item.id: result for item, result in zip(items, results)}
@@ -234,8 +236,9 @@ def float_result_failures(items, probes) -> list[str]:
             except Exception:  # a wrapper the value does not take: the test fails elsewhere
                 continue
             if has_float(compared):
-                failures.append(f"{item.id}: tests[{i}] compares a float result with ==/!=: "
-                                f"{source}")  # fmt: skip
+                failures.append(
+                    f"{item.id}: tests[{i}] compares a float result with ==/!=: {source}"
+                )
     return failures
 
 
@@ -475,12 +478,12 @@ def promised_exception_failures(items) -> list[str]:
         tests = [_grammar.parse_test(t) for t in item.tests]
         for name in sorted(named_exceptions(item.query)):
             tested = sum(t.form == _grammar.RAISES and t.op != "not" and name in t.exceptions
-                         for t in tests)  # fmt: skip
+                         for t in tests)
             needed = promised_conditions(item.query, name)
             known = (item.id, name) in PROMISE_READINGS
             if tested < needed and not known:
                 failures.append(f"{item.id}: the query promises {name} under {needed} "
-                                f"condition(s), {tested} raises test(s) exercise it")  # fmt: skip
+                                f"condition(s), {tested} raises test(s) exercise it")
             elif known and tested >= needed:
                 failures.append(f"{item.id}: listed in PROMISE_READINGS but the reading holds")
     return failures
@@ -501,9 +504,9 @@ def canonical_raise_failures(items, probes) -> list[str]:
             expected = tuple(getattr(builtins, name) for name in test.exceptions)
             if not (isinstance(cls, type) and issubclass(cls, expected)):
                 shown = f"raises {what}" if kind in ("raises", "error") else \
-                    f"returns {what!r}" if kind == "value" else kind  # fmt: skip
+                    f"returns {what!r}" if kind == "value" else kind
                 failures.append(f"{item.id}: tests[{i}] expects {'/'.join(test.exceptions)}, the "
-                                f"canonical {shown} on its inputs")  # fmt: skip
+                                f"canonical {shown} on its inputs")
     return failures
 
 
@@ -521,7 +524,7 @@ def text_parses(code: str, entry_point: str) -> list[str]:
     return [ast.unparse(n) for n in ast.walk(ast.parse(code))
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
             and n.func.id in ("int", "float") and n.args
-            and not isinstance(n.args[0], ast.Constant)]  # fmt: skip
+            and not isinstance(n.args[0], ast.Constant)]
 
 
 def says_ascii(query: str) -> bool:
@@ -541,11 +544,11 @@ def text_parse_failures(items) -> list[str]:
             continue
         if not says_ascii(item.query):
             failures.append(f"{item.id}: the canonical parses text ({parses[0]}) and the query "
-                            "does not say ASCII")  # fmt: skip
+                            "does not say ASCII")
         guarded = any(guard in item.canonical for guard in TEXT_ASCII_GUARDS)
         if not guarded and not any(feeds_non_ascii_digits(t) for t in item.tests):
             failures.append(f"{item.id}: the canonical parses text ({parses[0]}) with no ASCII "
-                            "guard and no test feeds non-ASCII digits")  # fmt: skip
+                            "guard and no test feeds non-ASCII digits")
     return failures
 
 
@@ -560,7 +563,7 @@ def call_arguments(source: str) -> list[object]:
 
 
 WHITESPACE_WORDS = re.compile(r"whitespace|space|blank|strip|trim|tab|newline|padding|indent",
-                              re.IGNORECASE)  # fmt: skip
+                              re.IGNORECASE)
 # Items whose tests pass text with surrounding, doubled or non-space whitespace where that
 # whitespace is an ordinary character of the input by the query's own words.
 WHITESPACE_ORDINARY = {
@@ -584,18 +587,18 @@ def pinned_convention_failures(items) -> list[str]:
         for i, source in enumerate(item.tests):
             if feeds_non_ascii_digits(source) and not says_ascii(item.query):
                 failures.append(f"{item.id}: tests[{i}] feeds non-ASCII digits and the query "
-                                "does not say ASCII")  # fmt: skip
+                                "does not say ASCII")
         spaced = [i for i, source in enumerate(item.tests)
                   if any(isinstance(v, str) and (v != v.strip() or "  " in v or "\t" in v
                                                  or "\n" in v)
-                         for v in call_arguments(source))]  # fmt: skip
+                         for v in call_arguments(source))]
         ordinary = item.id in WHITESPACE_ORDINARY
         if spaced and not ordinary and not WHITESPACE_WORDS.search(item.query):
             failures.append(f"{item.id}: tests[{spaced[0]}] passes text with surrounding or "
-                            "repeated whitespace and the query says nothing of it")  # fmt: skip
+                            "repeated whitespace and the query says nothing of it")
         elif ordinary and not spaced:
             failures.append(f"{item.id}: listed in WHITESPACE_ORDINARY but no test passes such "
-                            "text")  # fmt: skip
+                            "text")
     return failures
 
 
@@ -608,7 +611,7 @@ def empty_input_tests(item) -> list[int]:
     for i, source in enumerate(item.tests):
         values = call_arguments(source)
         if not values or not all(isinstance(v, str | bytes | list | tuple | dict | set | frozenset)
-                                 and not v for v in values):  # fmt: skip
+                                 and not v for v in values):
             continue
         test = _grammar.parse_test(source)
         if test.form == _grammar.COMPARE and test.op == "==" and not test.steps:
@@ -697,15 +700,15 @@ def review_list_failures(items) -> list[str]:
                                  and not re.search(r"\bempty\b", i.query, re.IGNORECASE)},
         "RUN_LIMIT_REVIEWED": {i.id for i in items if RUN_WORDS.search(i.query)
                                and RUN_LIMIT.search(i.query)},
-    }  # fmt: skip
+    }
     queries = {i.id: i.query for i in items}
     failures = []
     for name, reviewed in (("EMPTY_INPUT_REVIEWED", EMPTY_INPUT_REVIEWED),
-                           ("RUN_LIMIT_REVIEWED", RUN_LIMIT_REVIEWED)):  # fmt: skip
+                           ("RUN_LIMIT_REVIEWED", RUN_LIMIT_REVIEWED)):
         failures += [f"{i}: not in {name}: review the query against its tests, then list it"
-                     for i in sorted(found[name] - set(reviewed))]  # fmt: skip
+                     for i in sorted(found[name] - set(reviewed))]
         failures += [f"{i}: listed in {name} but no longer found" for i in
-                     sorted(set(reviewed) - found[name])]  # fmt: skip
+                     sorted(set(reviewed) - found[name])]
         for item_id, reason in reviewed.items():
             for quote in re.findall(r"'([^']+)'", reason):
                 if item_id in queries and quote not in queries[item_id]:
@@ -723,7 +726,7 @@ RECITALS = {
         r"(?:^|[:;,.]\s*)(?:\(1\)|1[.)])\s+\w.*?(?:\(2\)|\b2[.)])\s+\w"
         r"|\bstep [1-9]\b",
         re.IGNORECASE,
-    ),  # fmt: skip
+    ),
 }
 # Speed promises a test observes: the suite's wall-clock limit (5 s) fails a slower method.
 SPEED_OBSERVED = {
@@ -745,7 +748,7 @@ def recital_failures(items) -> list[str]:
         if item.id in SPEED_OBSERVED:
             if found != ["speed"]:
                 failures.append(f"{item.id}: listed in SPEED_OBSERVED but the query has "
-                                f"{found or 'no speed promise'}")  # fmt: skip
+                                f"{found or 'no speed promise'}")
             continue
         failures += [f"{item.id}: the query has {kind}" for kind in found]
     return failures
@@ -772,10 +775,10 @@ def test_canonical_raises_what_its_tests_expect(items, probes):
 
 
 def planted(query: str, tests: tuple[str, ...], canonical: str = "def f(n: int) -> int:\n"
-            "    return n\n") -> BenchmarkItem:  # fmt: skip
+            "    return n\n") -> BenchmarkItem:
     """A bad item of the kind a rule exists for, planted where no bundled item is one."""
     return BenchmarkItem(id="d/planted", path=Path("planted.toml"), domain="d", query=query,
-                         entry_point="f", canonical=canonical, tests=tests)  # fmt: skip
+                         entry_point="f", canonical=canonical, tests=tests)
 
 
 @pytest.mark.parametrize("query, exception, conditions", [
@@ -787,7 +790,7 @@ def planted(query: str, tests: tuple[str, ...], canonical: str = "def f(n: int) 
     ("Halve n; malformed text, non-ASCII digits included, raises ValueError.", "ValueError", 1),
     ("Halve n; b == 0 raises ZeroDivisionError and a bad mode ValueError.", "ValueError", 1),
     ("Halve n.", "ValueError", 0),
-])  # fmt: skip
+])
 def test_promised_conditions_reads_each_clause(query, exception, conditions):
     assert promised_conditions(query, exception) == conditions
 
@@ -799,7 +802,7 @@ def test_a_promised_condition_without_its_test_is_flagged():
     untested = planted("Halve n; a zero n raises ZeroDivisionError.", ("assert f(2) == 1",))
     assert promised_exception_failures([one]) == [
         "d/planted: the query promises ValueError under 2 condition(s), 1 raises test(s) "
-        "exercise it"]  # fmt: skip
+        "exercise it"]
     assert promised_exception_failures([two]) == []
     assert len(promised_exception_failures([untested])) == 1
 
@@ -808,13 +811,13 @@ def test_a_canonical_that_does_not_raise_what_its_test_expects_is_flagged():
     """Run in the real sandbox: a canonical returning, raising another class, or raising a
     builtin subclass of the expected class (accepted, as ``raises`` accepts it)."""
     returns = planted("Identity; raises ValueError for negatives.",
-                      ("assert raises(ValueError, f, -1)",))  # fmt: skip
+                      ("assert raises(ValueError, f, -1)",))
     other = planted("Identity; raises ValueError for negatives.",
                     ("assert raises(ValueError, f, -1)",),
-                    "def f(n: int) -> int:\n    raise TypeError(n)\n")  # fmt: skip
+                    "def f(n: int) -> int:\n    raise TypeError(n)\n")
     subclass = planted("Look up; raises LookupError for negatives.",
                        ("assert raises(LookupError, f, -1)",),
-                       "def f(n: int) -> int:\n    return [][n]\n")  # fmt: skip
+                       "def f(n: int) -> int:\n    return [][n]\n")
     probed = canonical_probes([returns])
     assert canonical_raise_failures([returns], probed) == [
         "d/planted: tests[0] expects ValueError, the canonical returns -1 on its inputs"
@@ -848,9 +851,9 @@ def test_a_text_parse_needs_ascii_said_and_guarded_or_tested():
     )
     guarded = planted("Parse an ASCII decimal number.", ("assert f('12') == 12",),
                       "def f(s: str) -> int:\n    if not s.isascii():\n        raise "
-                      "ValueError(s)\n    return int(s)\n")  # fmt: skip
+                      "ValueError(s)\n    return int(s)\n")
     number = planted("Halve n.", ("assert f(2) == 1",), "def f(n: int) -> int:\n"
-                     "    return int(n / 2)\n")  # fmt: skip
+                     "    return int(n / 2)\n")
     assert len(text_parse_failures([bare])) == 2
     assert len(text_parse_failures([said])) == 1
     assert text_parse_failures([tested, guarded, number]) == []
@@ -863,7 +866,7 @@ def test_a_text_parse_needs_ascii_said_and_guarded_or_tested():
     ("Parse a duration.", "assert f('5m') == 300", False),
     ("Parse a duration.", "assert raises(ValueError, f, '\u0665m')", True),
     ("Parse a duration (ASCII digits).", "assert raises(ValueError, f, '\u0665m')", False),
-])  # fmt: skip
+])
 def test_pinned_conventions_need_the_query(query, test, flagged):
     assert bool(pinned_convention_failures([planted(query, (test,))])) is flagged
 
@@ -878,17 +881,17 @@ def test_pinned_conventions_need_the_query(query, test, flagged):
     ("Minutes until all fresh oranges (1) rot where rotten oranges (2) infect neighbours.",
      False),
     ("Ties go to the first list and then the second.", False),
-])  # fmt: skip
+])
 def test_recitals_are_found(query, flagged):
     assert bool(recital_failures([planted(query, ("assert f(1) == 1",))])) is flagged
 
 
 def test_review_lists_catch_an_unreviewed_item():
     empty = planted("Check a list.", ("assert f([]) is True",), "def f(xs: list[int]) -> bool:\n"
-                    "    return not xs\n")  # fmt: skip
+                    "    return not xs\n")
     runs = planted("Remove runs of k equal values.", ("assert f(1) == 1",))
     failures = review_list_failures([empty, runs])
     assert "d/planted: not in EMPTY_INPUT_REVIEWED: review the query against its tests, then " \
-        "list it" in failures  # fmt: skip
+        "list it" in failures
     assert "d/planted: not in RUN_LIMIT_REVIEWED: review the query against its tests, then " \
-        "list it" in failures  # fmt: skip
+        "list it" in failures

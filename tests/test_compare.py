@@ -47,20 +47,39 @@ def make_report(ranks: Sequence[int | None], name: str = "m", sha: str = SHA) ->
     ``None`` or a rank > 10 leaves it out of the top 10."""
     per_query = []
     for i, r in enumerate(ranks):
-        top = [{"rank": k, "snippet_id": f"s{k}", "kind": "canonical" if k == r else "distractor",
-                "operator": None, "query_id": f"q{i:03d}" if k == r else "x", "score": 1 - k / 20,
-                "passes": k == r} for k in range(1, 11)]  # fmt: skip
-        per_query.append({"query_id": f"q{i:03d}", "domain": "d", "passed": r == 1,
-                          "canonical_rank": r if r is not None else 50,
-                          "canonical_score": 0.5, "top": top})  # fmt: skip
-    rows = [query_metrics([h["passes"] for h in q["top"]], q["canonical_rank"])
-            for q in per_query]  # fmt: skip
+        top = [
+            {
+                "rank": k,
+                "snippet_id": f"s{k}",
+                "kind": "canonical" if k == r else "distractor",
+                "operator": None,
+                "query_id": f"q{i:03d}" if k == r else "x",
+                "score": 1 - k / 20,
+                "passes": k == r,
+            }
+            for k in range(1, 11)
+        ]
+        per_query.append(
+            {
+                "query_id": f"q{i:03d}",
+                "domain": "d",
+                "passed": r == 1,
+                "canonical_rank": r if r is not None else 50,
+                "canonical_score": 0.5,
+                "top": top,
+            }
+        )
+    rows = [query_metrics([h["passes"] for h in q["top"]], q["canonical_rank"]) for q in per_query]
     metrics = mean_metrics(metric_matrix(rows)) if rows else dict.fromkeys(METRIC_NAMES, 0.0)
     ci = bootstrap_ci(metric_matrix(rows), n_resamples=200) if rows else [[0.0, 0.0]] * 13
-    return {"schema_version": 1, "embedder": {"name": name},
-            "corpus": {"sha256": sha, "n_queries": len(ranks), "n_snippets": 100},
-            "metrics": metrics, "ci95": {m: list(map(float, c)) for m, c in zip(METRIC_NAMES, ci)},
-            "per_query": per_query}  # fmt: skip
+    return {
+        "schema_version": 1,
+        "embedder": {"name": name},
+        "corpus": {"sha256": sha, "n_queries": len(ranks), "n_snippets": 100},
+        "metrics": metrics,
+        "ci95": {m: list(map(float, c)) for m, c in zip(METRIC_NAMES, ci)},
+        "per_query": per_query,
+    }
 
 
 def gated(*args, **kwargs) -> dict:
@@ -124,8 +143,7 @@ def test_holm_adjusts_across_gated_metrics() -> None:
 
 
 def test_insignificant_drop_passes_and_states_its_power() -> None:
-    gate = gated(make_report([1] * 40), make_report([1] * 38 + [2, 2]),
-                         metrics=("exec@1",))  # fmt: skip
+    gate = gated(make_report([1] * 40), make_report([1] * 38 + [2, 2]), metrics=("exec@1",))
     e1 = gate["metrics"]["exec@1"]
     assert gate["passed"] and e1["p_value"] == pytest.approx(0.5)
     assert e1["difference"] == pytest.approx(-0.05)
@@ -149,11 +167,13 @@ def test_non_inferiority_margin() -> None:
     assert not strict["passed"] and loose["passed"] and loose["mode"] == "non-inferiority"
     lo = loose["metrics"]["exec@1"]["ci"][0]
     assert -0.1 < lo < -0.01  # the 90% CI's lower end decides
-    ref = paired_bootstrap_diff_ci(np.ones(200), np.r_[np.ones(196), np.zeros(4)], 5000, 0,
-                                   confidence=0.9)  # fmt: skip
+    ref = paired_bootstrap_diff_ci(
+        np.ones(200), np.r_[np.ones(196), np.zeros(4)], 5000, 0, confidence=0.9
+    )
     assert lo == pytest.approx(ref[0])
-    per_metric = gated(baseline, candidate, metrics=("exec@1", "mrr"),
-                               margin={"exec@1": 0.1, "mrr": 0.1})  # fmt: skip
+    per_metric = gated(
+        baseline, candidate, metrics=("exec@1", "mrr"), margin={"exec@1": 0.1, "mrr": 0.1}
+    )
     assert per_metric["passed"] and set(per_metric["metrics"]) == {"exec@1", "mrr"}
 
 
@@ -206,15 +226,31 @@ def tied_report(name: str, tie_size: int, passing: int, n: int = 10) -> dict:
     canonical among them when ``passing``), the rest of the top 10 strictly lower."""
     per_query = []
     for i in range(n):
-        top = [{"rank": k, "snippet_id": f"s{k}", "kind": "distractor", "operator": "off_by_one",
-                "query_id": f"q{i:03d}", "score": 0.9 if k <= tie_size else 0.5 - k / 100,
-                "passes": k <= passing} for k in range(1, 11)]  # fmt: skip
-        per_query.append({"query_id": f"q{i:03d}", "domain": "d",
-                          "passed": passing == tie_size, "canonical_rank": 1,
-                          "canonical_score": 0.9, "top": top,
-                          "rank1_tie": {"size": tie_size, "passing": passing},
-                          "tail_tie": {"size": 1, "passing": 0},
-                          "canonical_tie": {"first": 1, "last": tie_size}})  # fmt: skip
+        top = [
+            {
+                "rank": k,
+                "snippet_id": f"s{k}",
+                "kind": "distractor",
+                "operator": "off_by_one",
+                "query_id": f"q{i:03d}",
+                "score": 0.9 if k <= tie_size else 0.5 - k / 100,
+                "passes": k <= passing,
+            }
+            for k in range(1, 11)
+        ]
+        per_query.append(
+            {
+                "query_id": f"q{i:03d}",
+                "domain": "d",
+                "passed": passing == tie_size,
+                "canonical_rank": 1,
+                "canonical_score": 0.9,
+                "top": top,
+                "rank1_tie": {"size": tie_size, "passing": passing},
+                "tail_tie": {"size": 1, "passing": 0},
+                "canonical_tie": {"first": 1, "last": tie_size},
+            }
+        )
     report = make_report([], name)
     report["schema_version"] = 2
     report["per_query"] = per_query
@@ -239,8 +275,11 @@ def test_version_1_and_2_reports_compare_and_ties_count() -> None:
 
 def test_corpus_mismatch() -> None:
     a, b = make_report([1, 2], sha="a" * 64), make_report([1, 2], sha="b" * 64)
-    for call in (lambda: paired_comparison(a, b), lambda: gated(a, b),
-                 lambda: compare_reports([a, b])):  # fmt: skip
+    for call in (
+        lambda: paired_comparison(a, b),
+        lambda: gated(a, b),
+        lambda: compare_reports([a, b]),
+    ):
         with pytest.raises(ComparisonError, match="different corpora") as info:
             call()
         assert "a" * 64 in str(info.value) and "b" * 64 in str(info.value)
@@ -264,8 +303,12 @@ def test_matches_stats_functions_and_pairs_by_id() -> None:
     assert (result["a"], result["b"], result["n_queries"]) == ("a", "b", 30)
 
     def matrix(report: dict) -> np.ndarray:
-        return metric_matrix([query_metrics([h["passes"] for h in q["top"]], q["canonical_rank"])
-                              for q in report["per_query"]])  # fmt: skip
+        return metric_matrix(
+            [
+                query_metrics([h["passes"] for h in q["top"]], q["canonical_rank"])
+                for q in report["per_query"]
+            ]
+        )
 
     ma, mb = matrix(a), matrix(b)
     ci = paired_bootstrap_diff_ci(ma, mb, n_resamples=5000, seed=3)
@@ -278,8 +321,11 @@ def test_matches_stats_functions_and_pairs_by_id() -> None:
         ref = mcnemar_exact(ma[:, j] > 0, mb[:, j] > 0)
         got = result["metrics"][f"exec@{k}"]
         assert got["test"] == "mcnemar"
-        assert (got["only_a"], got["only_b"], got["p_value"]) == (ref.only_a, ref.only_b,
-                                                                 ref.p_value)  # fmt: skip
+        assert (got["only_a"], got["only_b"], got["p_value"]) == (
+            ref.only_a,
+            ref.only_b,
+            ref.p_value,
+        )
     mrr = result["metrics"]["mrr"]
     j = METRIC_NAMES.index("mrr")
     assert mrr["test"] == "sign-flip"
@@ -287,8 +333,11 @@ def test_matches_stats_functions_and_pairs_by_id() -> None:
 
 
 def test_compare_reports_text() -> None:
-    reports = [make_report([1, 2, None, 1], "alpha"), make_report([1, 1, 3, 1], "beta"),
-               make_report([None, 2, 1, 1], "alpha")]  # fmt: skip
+    reports = [
+        make_report([1, 2, None, 1], "alpha"),
+        make_report([1, 1, 3, 1], "beta"),
+        make_report([None, 2, 1, 1], "alpha"),
+    ]
     plain = compare_reports(reports)
     assert "alpha (2)" in plain and "beta" in plain and "mcnemar" in plain
     assert plain.count("(paired, 4 queries)") == 3
@@ -352,8 +401,10 @@ def test_reports_of_different_versions_compare_on_their_shared_metrics(
     for order in (paths, paths[::-1]):
         assert main_compare(order) == 0
         out = capsys.readouterr().out
-        assert ("Metrics not compared: ndcg@3 (not in old); recall@10 (unknown to this version "
-                "of pytest-execretrieval)") in out  # fmt: skip
+        assert (
+            "Metrics not compared: ndcg@3 (not in old); recall@10 (unknown to this version "
+            "of pytest-execretrieval)"
+        ) in out
         rows = [line.split()[0] for line in out.splitlines() if line[:1].isalpha()]
         assert "ndcg@3" not in rows and "recall@10" not in rows
         assert rows.count("ndcg@5") == 2  # the side-by-side table and the differences
@@ -387,14 +438,18 @@ def test_a_per_metric_margin_leaves_the_other_metrics_in_harm_mode() -> None:
     candidate = make_report([1] * 10 + [None] * 30, "cand")
     d = gate_decision(baseline, candidate, margin={"exec@1": 0.05})
     assert {m: v.mode for m, v in d.verdicts.items()} == {
-        "exec@1": "non-inferiority", "exec@5": "harm", "ndcg@10": "harm"}  # fmt: skip
+        "exec@1": "non-inferiority",
+        "exec@5": "harm",
+        "ndcg@10": "harm",
+    }
     assert d.mode == "mixed" and d.decision == "FAIL" and d.failed == ["exec@5", "ndcg@10"]
     assert d.verdicts["exec@1"].passed and d.verdicts["exec@1"].margin == 0.05
     harm_only = gate_decision(baseline, candidate, metrics=("exec@5", "ndcg@10"))
     assert d.verdicts["exec@5"].p_adjusted == harm_only.verdicts["exec@5"].p_adjusted
     assert gate_json(d)["reason"].startswith(
         "FAIL: non-inferiority on exec@1 (margin exec@1 0.05) at alpha 0.05 + harm test on "
-        "exec@5, ndcg@10 at alpha 0.05 (Holm); failed: exec@5, ndcg@10")  # fmt: skip
+        "exec@5, ndcg@10 at alpha 0.05 (Holm); failed: exec@5, ndcg@10"
+    )
 
 
 def test_the_decision_names_what_it_did_not_compare() -> None:
@@ -402,10 +457,13 @@ def test_the_decision_names_what_it_did_not_compare() -> None:
     subset = make_report([1] * 20)  # q000..q019: a selection
     d = gate_decision(baseline, subset, metrics=("exec@1",))
     assert d.passed and d.coverage.selection and d.verdicts["exec@1"].n == 20
-    assert gate_json(d)["reason"] == ("PASS: harm test on exec@1 at alpha 0.05 (Holm) on 20 of "
-                                      "40 queries (selection); nothing failed")  # fmt: skip
-    broken = gate_decision(baseline, subset, metrics=("exec@1",),
-                           collection_errors=("items/strings/x.toml",))  # fmt: skip
+    assert gate_json(d)["reason"] == (
+        "PASS: harm test on exec@1 at alpha 0.05 (Holm) on 20 of "
+        "40 queries (selection); nothing failed"
+    )
+    broken = gate_decision(
+        baseline, subset, metrics=("exec@1",), collection_errors=("items/strings/x.toml",)
+    )
     assert broken.decision == "FAIL" and broken.failed == ["1 collection error(s)"]
     assert not broken.coverage.selection and "of 40 queries; failed" in gate_json(broken)["reason"]
     assert gate_json(broken)["explanation"][0] == (

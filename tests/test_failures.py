@@ -17,10 +17,13 @@ CODE = {"wrong": WRONG, "canonical": ITEM.canonical, "other": "def g():\n    ret
 
 
 def result(top1: str = "wrong", outcomes: tuple[str, ...] = RECORDED) -> QueryResult:
-    hits = (Hit(1, top1, "distractor", "wrong_operator", ITEM.id, 0.9, False),
-            Hit(2, "canonical", "canonical", None, ITEM.id, 0.8, True))  # fmt: skip
-    return QueryResult(ITEM.id, ITEM.domain, False, 2, 0.8, hits, outcomes,
-                       rank1_tie={"size": 1, "passing": 0})  # fmt: skip
+    hits = (
+        Hit(1, top1, "distractor", "wrong_operator", ITEM.id, 0.9, False),
+        Hit(2, "canonical", "canonical", None, ITEM.id, 0.8, True),
+    )
+    return QueryResult(
+        ITEM.id, ITEM.domain, False, 2, 0.8, hits, outcomes, rank1_tie={"size": 1, "passing": 0}
+    )
 
 
 def test_failing_tests_show_what_the_rank1_snippet_returned():

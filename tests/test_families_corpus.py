@@ -99,8 +99,9 @@ def test_an_equivalent_family_mutant_is_a_survivor_never_a_distractor(tmp_path, 
     (tmp_path / "math_number_theory").mkdir()
     (tmp_path / "math_number_theory" / "succ.toml").write_text(ITEM)
     survivors = tmp_path / "survivors.jsonl"
-    assert cli.main(["build", str(tmp_path), "--families", "--survivors", str(survivors),
-                     *cache]) == 0  # fmt: skip
+    assert (
+        cli.main(["build", str(tmp_path), "--families", "--survivors", str(survivors), *cache]) == 0
+    )
     corpus = read_corpus(tmp_path, where=tmp_path / "families")
     dropped = "    return (n) + 1\n", "    return n + 1\n"
     assert not any(s.code.endswith(dropped) for s in corpus.snippets)
@@ -112,9 +113,16 @@ def test_an_equivalent_family_mutant_is_a_survivor_never_a_distractor(tmp_path, 
 def test_benchmark_option_selects_the_families_corpus(pytester, items, cache) -> None:
     def bench(*args: str):
         return pytester.runpytest_subprocess(
-            "--embedder", "bm25", "--execretrieval-items", str(items), "-p", "no:randomly",
-            "--execretrieval-cache-dir", str(pytester.path / "cache"), *args,
-        )  # fmt: skip
+            "--embedder",
+            "bm25",
+            "--execretrieval-items",
+            str(items),
+            "-p",
+            "no:randomly",
+            "--execretrieval-cache-dir",
+            str(pytester.path / "cache"),
+            *args,
+        )
 
     missing = bench("--execretrieval-families")
     assert missing.ret == pytest.ExitCode.USAGE_ERROR
@@ -134,9 +142,15 @@ def test_benchmark_option_selects_the_families_corpus(pytester, items, cache) ->
     summary = (pytester.path / "reports" / "summary.md").read_text()
     assert "| realistic mix |" in summary
     verify = pytester.runpytest_subprocess(
-        "--execretrieval-verify", "--execretrieval-families", "--execretrieval-items", str(items),
-        "--execretrieval-cache-dir", str(pytester.path / "cache"), "-p", "no:randomly",
-    )  # fmt: skip
+        "--execretrieval-verify",
+        "--execretrieval-families",
+        "--execretrieval-items",
+        str(items),
+        "--execretrieval-cache-dir",
+        str(pytester.path / "cache"),
+        "-p",
+        "no:randomly",
+    )
     assert verify.ret == 0
     n_snippets = meta["counts"]["snippets"] + meta["counts"]["alternatives"]
     outcomes = verify.parseoutcomes()

@@ -28,20 +28,27 @@ def suite_and_cases(path: Path):
 def assert_counts_agree(path: Path) -> dict[str, int]:
     """The suite's attributes equal junitparser's count of its cases; returns them."""
     suite, cases = suite_and_cases(path)
-    counted = {kind.__name__.lower(): sum(kind in types for _, types, _ in cases)
-               for kind in (Failure, Error, Skipped)}  # fmt: skip
+    counted = {
+        kind.__name__.lower(): sum(kind in types for _, types, _ in cases)
+        for kind in (Failure, Error, Skipped)
+    }
     declared = {"failure": suite.failures, "error": suite.errors, "skipped": suite.skipped}
     assert declared == counted and suite.tests == len(cases)
     suite.update_statistics()  # junitparser's own recount
     assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (
-        len(cases), counted["failure"], counted["error"], counted["skipped"])  # fmt: skip
+        len(cases),
+        counted["failure"],
+        counted["error"],
+        counted["skipped"],
+    )
     return {"tests": len(cases), **counted}
 
 
 def test_the_schema_rules_are_the_ones_pytest_is_held_to(pytester):
     """The schema accepts pytest's own xunit2 output and rejects test-case properties, as the
     Jenkins schema it follows does (pytest's test-suite validates xunit2 against it)."""
-    pytester.makepyfile(test_x="""
+    pytester.makepyfile(
+        test_x="""
         import pytest
         def test_pass(): pass
         def test_fail(): assert 0
@@ -50,7 +57,8 @@ def test_the_schema_rules_are_the_ones_pytest_is_held_to(pytester):
         @pytest.fixture
         def broken(): raise RuntimeError
         def test_error(broken): pass
-    """)  # fmt: skip
+    """
+    )
     pytester.runpytest("-p", "no:execretrieval", "--junitxml=plain.xml")
     SCHEMA.validate(str(pytester.path / "plain.xml"))
     pytester.makepyfile(test_y="def test_p(record_property):\n    record_property('k', 1)\n")
@@ -65,15 +73,20 @@ def test_junit_is_valid_and_its_counts_are_the_reports(pytester, items):
     report = json.loads((pytester.path / "r" / "bm25.json").read_text())
     counts = assert_counts_agree(xml)
     failing = sum(not q["passed"] for q in report["per_query"])
-    assert counts == {"tests": report["corpus"]["n_queries"], "failure": failing, "error": 0,
-                      "skipped": 0}  # fmt: skip
+    assert counts == {
+        "tests": report["corpus"]["n_queries"],
+        "failure": failing,
+        "error": 0,
+        "skipped": 0,
+    }
     # the whole failure text, not the terminal's one line, is the failure's text; the one line
     # is its message
     _, cases = suite_and_cases(xml)
     failures = [r for _, _, results in cases for r in results]
     assert any("diff canonical -> rank 1:" in r.text for r in failures)
-    assert all(r.message.startswith("rank 1: ") and "canonical at rank" in r.message
-               for r in failures)  # fmt: skip
+    assert all(
+        r.message.startswith("rank 1: ") and "canonical at rank" in r.message for r in failures
+    )
 
 
 def test_baseline_failures_count_as_skipped(pytester, items):
@@ -82,8 +95,13 @@ def test_baseline_failures_count_as_skipped(pytester, items):
     baseline = pytester.path / "base" / "bm25.json"
     failing = sum(not q["passed"] for q in json.loads(baseline.read_text())["per_query"])
     assert failing >= 2
-    bench(pytester, items, "--execretrieval-baseline", str(baseline),
-          "--execretrieval-report-dir=gated")  # fmt: skip
+    bench(
+        pytester,
+        items,
+        "--execretrieval-baseline",
+        str(baseline),
+        "--execretrieval-report-dir=gated",
+    )
     xml = pytester.path / "gated" / "bm25.xml"
     SCHEMA.validate(str(xml))
     assert assert_counts_agree(xml) == {"tests": 5, "failure": 0, "error": 0, "skipped": failing}
@@ -91,8 +109,13 @@ def test_baseline_failures_count_as_skipped(pytester, items):
 
 def test_a_green_gate_leaves_no_failed_case_and_a_red_one_only_its_own(pytester, items):
     baseline = perfect_baseline(pytester, items)  # every query is a regression against it
-    green = bench(pytester, items, "--execretrieval-baseline", str(baseline),
-                  "--execretrieval-report-dir=green")  # fmt: skip
+    green = bench(
+        pytester,
+        items,
+        "--execretrieval-baseline",
+        str(baseline),
+        "--execretrieval-report-dir=green",
+    )
     assert green.ret == 0
     xml = pytester.path / "green" / "bm25.xml"
     SCHEMA.validate(str(xml))
@@ -102,9 +125,17 @@ def test_a_green_gate_leaves_no_failed_case_and_a_red_one_only_its_own(pytester,
         "gate[bm25]": [],
         **{q: [WITHIN_GATE] for q, _, _ in cases if q != "gate[bm25]"},
     }
-    red = bench(pytester, items, "--execretrieval-baseline", str(baseline),
-                "--execretrieval-gate-metric", "exec@1", "--execretrieval-alpha", "0.2",
-                "--execretrieval-report-dir=red")  # fmt: skip
+    red = bench(
+        pytester,
+        items,
+        "--execretrieval-baseline",
+        str(baseline),
+        "--execretrieval-gate-metric",
+        "exec@1",
+        "--execretrieval-alpha",
+        "0.2",
+        "--execretrieval-report-dir=red",
+    )
     assert red.ret == 1
     xml = pytester.path / "red" / "bm25.xml"
     SCHEMA.validate(str(xml))
@@ -112,8 +143,9 @@ def test_a_green_gate_leaves_no_failed_case_and_a_red_one_only_its_own(pytester,
     assert assert_counts_agree(xml) == {"tests": 5, "failure": 1, "error": 0, "skipped": 4}
     _, cases = suite_and_cases(xml)
     assert [types for name, types, _ in cases if name == "gate[bm25]"] == [[Failure]]
-    assert {name: [r.type for r in results] for name, _, results in cases if name != "gate[bm25]"} \
-        == {q: [WITHIN_GATE] for q, _, _ in cases if q != "gate[bm25]"}  # fmt: skip
+    assert {
+        name: [r.type for r in results] for name, _, results in cases if name != "gate[bm25]"
+    } == {q: [WITHIN_GATE] for q, _, _ in cases if q != "gate[bm25]"}
 
 
 def test_summary_keeps_every_model_of_the_report_dir(pytester, items):
@@ -128,7 +160,8 @@ def test_summary_keeps_every_model_of_the_report_dir(pytester, items):
     assert any(line.startswith(f"| {frozen} ") for line in table), summary
     # the earlier model's report is read, not rewritten
     assert (pytester.path / "r" / "bm25.json").read_text() == (
-        pytester.path / "bm25-copy.json").read_text()  # fmt: skip
+        pytester.path / "bm25-copy.json"
+    ).read_text()
 
 
 def make_frozen(pytester, items: Path) -> Path:

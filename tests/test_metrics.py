@@ -37,11 +37,20 @@ from pytest_execretrieval.scoring.metrics import (
 )
 
 EXPECTED_NAMES = (
-    "exec@1", "exec@3", "exec@5", "exec@10",
-    "execp@1", "execp@3", "execp@5", "execp@10",
-    "ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10",
+    "exec@1",
+    "exec@3",
+    "exec@5",
+    "exec@10",
+    "execp@1",
+    "execp@3",
+    "execp@5",
+    "execp@10",
+    "ndcg@1",
+    "ndcg@3",
+    "ndcg@5",
+    "ndcg@10",
     "mrr",
-)  # fmt: skip
+)
 
 
 def test_names_and_cutoffs() -> None:
@@ -88,14 +97,23 @@ def test_gateable_metrics_are_the_documented_ones() -> None:
 def test_session_table_columns() -> None:
     """The terminal table's metric columns, in order (its text is pinned byte for byte)."""
     assert [m.title for m in METRICS if m.table] == [
-        "exec@1 [95% CI]", "exec@5 [95% CI]", "exec@10", "ndcg@10 [95% CI]", "mrr"]  # fmt: skip
+        "exec@1 [95% CI]",
+        "exec@5 [95% CI]",
+        "exec@10",
+        "ndcg@10 [95% CI]",
+        "mrr",
+    ]
 
 
 def test_junit_properties_are_the_marked_metrics_formatted() -> None:
     top = [{"rank": k, "score": 1 - k / 10, "passes": k == 3} for k in range(1, 11)]
     row = {"top": top, "canonical_rank": 3}
-    assert junit_properties(row) == [("exec@1", "0"), ("exec@3", "1"), ("exec@5", "1"),
-                                     ("exec@10", "1")]  # fmt: skip
+    assert junit_properties(row) == [
+        ("exec@1", "0"),
+        ("exec@3", "1"),
+        ("exec@5", "1"),
+        ("exec@10", "1"),
+    ]
     tied = dict(row, canonical_tie={"first": 1, "last": 3}, tail_tie={"size": 1, "passing": 0})
     tied["top"] = [dict(h, score=1.0) if h["rank"] <= 3 else h for h in top]
     assert junit_properties(tied)[0] == ("exec@1", "0.333333")
@@ -343,17 +361,21 @@ def brute_force(members: list[tuple[int, bool, bool]]) -> tuple[dict, dict, dict
         ranked = [m for group in order for m in group]
         rank = next((i + 1 for i, (_, c) in enumerate(ranked) if c), None)
         rows.append(tie_free([p for p, _ in ranked], rank))
-    return ({m: sum(r[m] for r in rows) / len(rows) for m in METRIC_NAMES},
-            {m: max(r[m] for r in rows) for m in METRIC_NAMES},
-            {m: min(r[m] for r in rows) for m in METRIC_NAMES})  # fmt: skip
+    return (
+        {m: sum(r[m] for r in rows) / len(rows) for m in METRIC_NAMES},
+        {m: max(r[m] for r in rows) for m in METRIC_NAMES},
+        {m: min(r[m] for r in rows) for m in METRIC_NAMES},
+    )
 
 
 tied_lists = st.lists(st.tuples(st.integers(1, 4), st.integers(0, 4)), min_size=1, max_size=6)
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(1, 3), st.integers(0, 3)), min_size=1, max_size=5),
-       st.integers(0, 5))  # fmt: skip
+@given(
+    st.lists(st.tuples(st.integers(1, 3), st.integers(0, 3)), min_size=1, max_size=5),
+    st.integers(0, 5),
+)
 def test_tie_aware_equals_brute_force_over_tie_orders(spec, canonical_group) -> None:
     """Expected value = mean over all within-group orders, bounds = their max and min; the
     groups may reach past the top 10 (the list then ends inside the last group)."""
@@ -424,8 +446,9 @@ def test_tie_groups_and_the_tail_beyond_the_list() -> None:
 
 
 def test_row_metrics_reads_both_schema_versions() -> None:
-    top = [{"rank": k, "score": 1.0 if k <= 2 else 1 - k / 10, "passes": k == 2}
-           for k in range(1, 11)]  # fmt: skip
+    top = [
+        {"rank": k, "score": 1.0 if k <= 2 else 1 - k / 10, "passes": k == 2} for k in range(1, 11)
+    ]
     v1 = {"top": top, "canonical_rank": 2}
     assert row_metrics(v1).expected == pytest.approx(tie_free([h["passes"] for h in top], 2))
     v2 = dict(v1, canonical_tie={"first": 1, "last": 2}, tail_tie={"size": 1, "passing": 0})
@@ -488,8 +511,13 @@ def test_at_k_binds_the_cutoff_and_names_the_metric() -> None:
     switch, so the builder is pinned directly: name ``family@k``, ``k``, the options, and a
     ``compute`` taking ``(groups, span)`` with ``k`` bound."""
     spec = _at_k("execp", _execp_at, 3, table="mean", gate=True)
-    assert (spec.name, spec.k, spec.table, spec.gate, spec.junit) == ("execp@3", 3, "mean", True,
-                                                                      False)  # fmt: skip
+    assert (spec.name, spec.k, spec.table, spec.gate, spec.junit) == (
+        "execp@3",
+        3,
+        "mean",
+        True,
+        False,
+    )
     assert spec.compute([(1, 1), (1, 0), (1, 0), (1, 1)], None) == (1 / 3, 1 / 3, 1 / 3)
 
 
@@ -519,8 +547,12 @@ def test_row_metrics_v2_tail_reaching_below_the_list() -> None:
     """Rank 10 (the only pass) ties with three unlisted snippets: one of four places of that
     group is inside the top 10."""
     top = [_hit(k, 1 - k / 20, k == 10) for k in range(1, 11)]
-    row = {"top": top, "canonical_rank": 1, "canonical_tie": {"first": 1, "last": 1},
-           "tail_tie": {"size": 4, "passing": 1}}  # fmt: skip
+    row = {
+        "top": top,
+        "canonical_rank": 1,
+        "canonical_tie": {"first": 1, "last": 1},
+        "tail_tie": {"size": 4, "passing": 1},
+    }
     got = row_metrics(row)
     assert got.expected["exec@10"] == pytest.approx(1 / 4, abs=1e-15)
     assert got.expected["execp@10"] == pytest.approx(1 / 40, abs=1e-15)
@@ -537,8 +569,12 @@ def test_row_metrics_pipeline_ties_on_the_tie_key_not_the_score() -> None:
         _hit(3, 0.5, True, [1, 0.5, 0.6]),
         _hit(4, 0.5, False, [1, 0.5, 0.6]),
     ] + [_hit(k, 0.4 - k / 100, False, [0, 0.4 - k / 100]) for k in range(5, 11)]
-    row = {"top": top, "canonical_rank": 2, "canonical_tie": {"first": 2, "last": 2},
-           "tail_tie": {"size": 1, "passing": 0}}  # fmt: skip
+    row = {
+        "top": top,
+        "canonical_rank": 2,
+        "canonical_tie": {"first": 2, "last": 2},
+        "tail_tie": {"size": 1, "passing": 0},
+    }
     got = row_metrics(row)
     assert got.expected["exec@1"] == 0.0  # not 1/2: rank 1 is alone in its group
     assert got.expected["execp@3"] == pytest.approx((0 + 1 + 1 / 2) / 3, abs=1e-15)

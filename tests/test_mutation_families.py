@@ -48,60 +48,117 @@ def _class_lines(source: str, operator: str) -> set[str]:
 
 CASES = [
     # (class, source, changed lines expected among its mutants, lines it must not produce)
-    ("change_identifier_used",
-     "def f(a, b):\n    t = a + 1\n    u = b\n    return t * u\n",
-     {"t = b + 1", "u = a", "return u * u", "return t * t"}, {"t = t + 1", "u = u"}),
-    ("change_binary_operand",
-     "def f(a, b):\n    if a < b:\n        return a % 3\n    return b\n",
-     {"if 3 < b:", "if a < 3:", "return a % b"}, {"if a < a:"}),
-    ("same_function_more_args",
-     "def f(s, xs):\n    xs.sort()\n    return s.split(',') + s.split() + [round(1.5)]\n",
-     {"xs.sort(reverse=True)", "return s.split(',', 1) + s.split() + [round(1.5)]",
-      "return s.split(',') + s.split(maxsplit=1) + [round(1.5)]",
-      "return s.split(',') + s.split() + [round(1.5, 1)]"}, set()),
-    ("wrong_function_name",
-     "import math\ndef f(xs, s):\n    xs.append(s.lstrip())\n"
-     "    return any(xs) or math.floor(2.5)\n",
-     {"xs.extend(s.lstrip())", "xs.append(s.rstrip())", "return all(xs) or math.floor(2.5)",
-      "return any(xs) or math.ceil(2.5)"}, set()),
-    ("change_attribute_used",
-     "def f(node):\n    return node.left.value + node.right.value\n",
-     {"return node.right.value + node.right.value", "return node.left.left + node.right.value"},
-     set()),
-    ("change_numeric_literal",
-     "def f(a):\n    return a * 10 + 0.5\n",
-     {"return a * 12 + 0.5", "return a * 8 + 0.5", "return a * 20 + 0.5", "return a * 10 + 1.0",
-      "return a * 10 + 0.25"}, {"return a * 11 + 0.5", "return a * 9 + 0.5"}),
-    ("more_specific_if",
-     "def f(a, b):\n    if a > 0:\n        return 1\n    return b == 2\n",
-     {"if a > 0 and b == 2:"}, {"if a > 0 and a > 0:"}),
-    ("same_function_less_args",
-     "def f(d, s):\n    return d.get(s, 0) + round(2.5, 1) + len(sorted(s, key=len))\n",
-     {"return d.get(s) + round(2.5, 1) + len(sorted(s, key=len))",
-      "return d.get(s, 0) + round(2.5) + len(sorted(s, key=len))",
-      "return d.get(s, 0) + round(2.5, 1) + len(sorted(s))"}, set()),
-    ("change_boolean_literal",
-     "def f(a):\n    while True:\n        return a is True\n",
-     {"return a is False"}, {"while False:"}),
-    ("less_specific_if",
-     "def f(a, b):\n    if a > 0 and b > 0:\n        return 1\n    return 0\n",
-     {"if b > 0:", "if a > 0:"}, set()),
-    ("change_keyword_argument_used",
-     "def g(x, lo=0, hi=9):\n    return x\ndef f(a):\n    return g(a, lo=1)\n",
-     {"return g(a, hi=1)"}, {"return g(a, x=1)"}),
-    ("exception_path",
-     "def f(a):\n    try:\n        return int(a)\n"
-     "    except ValueError:\n        raise KeyError(a)\n",
-     {"raise IndexError(a)", "except Exception:", "pass"}, set()),
-    ("type_confusion",
-     "def f(a, b):\n    a //= 2\n    return int(a / b) + float(a + b)\n",
-     {"a /= 2", "return int(a // b) + float(a + b)", "return (a / b) + float(a + b)",
-      "return int(a / b) + (a + b)"}, set()),
-]  # fmt: skip
+    (
+        "change_identifier_used",
+        "def f(a, b):\n    t = a + 1\n    u = b\n    return t * u\n",
+        {"t = b + 1", "u = a", "return u * u", "return t * t"},
+        {"t = t + 1", "u = u"},
+    ),
+    (
+        "change_binary_operand",
+        "def f(a, b):\n    if a < b:\n        return a % 3\n    return b\n",
+        {"if 3 < b:", "if a < 3:", "return a % b"},
+        {"if a < a:"},
+    ),
+    (
+        "same_function_more_args",
+        "def f(s, xs):\n    xs.sort()\n    return s.split(',') + s.split() + [round(1.5)]\n",
+        {
+            "xs.sort(reverse=True)",
+            "return s.split(',', 1) + s.split() + [round(1.5)]",
+            "return s.split(',') + s.split(maxsplit=1) + [round(1.5)]",
+            "return s.split(',') + s.split() + [round(1.5, 1)]",
+        },
+        set(),
+    ),
+    (
+        "wrong_function_name",
+        "import math\ndef f(xs, s):\n    xs.append(s.lstrip())\n"
+        "    return any(xs) or math.floor(2.5)\n",
+        {
+            "xs.extend(s.lstrip())",
+            "xs.append(s.rstrip())",
+            "return all(xs) or math.floor(2.5)",
+            "return any(xs) or math.ceil(2.5)",
+        },
+        set(),
+    ),
+    (
+        "change_attribute_used",
+        "def f(node):\n    return node.left.value + node.right.value\n",
+        {"return node.right.value + node.right.value", "return node.left.left + node.right.value"},
+        set(),
+    ),
+    (
+        "change_numeric_literal",
+        "def f(a):\n    return a * 10 + 0.5\n",
+        {
+            "return a * 12 + 0.5",
+            "return a * 8 + 0.5",
+            "return a * 20 + 0.5",
+            "return a * 10 + 1.0",
+            "return a * 10 + 0.25",
+        },
+        {"return a * 11 + 0.5", "return a * 9 + 0.5"},
+    ),
+    (
+        "more_specific_if",
+        "def f(a, b):\n    if a > 0:\n        return 1\n    return b == 2\n",
+        {"if a > 0 and b == 2:"},
+        {"if a > 0 and a > 0:"},
+    ),
+    (
+        "same_function_less_args",
+        "def f(d, s):\n    return d.get(s, 0) + round(2.5, 1) + len(sorted(s, key=len))\n",
+        {
+            "return d.get(s) + round(2.5, 1) + len(sorted(s, key=len))",
+            "return d.get(s, 0) + round(2.5) + len(sorted(s, key=len))",
+            "return d.get(s, 0) + round(2.5, 1) + len(sorted(s))",
+        },
+        set(),
+    ),
+    (
+        "change_boolean_literal",
+        "def f(a):\n    while True:\n        return a is True\n",
+        {"return a is False"},
+        {"while False:"},
+    ),
+    (
+        "less_specific_if",
+        "def f(a, b):\n    if a > 0 and b > 0:\n        return 1\n    return 0\n",
+        {"if b > 0:", "if a > 0:"},
+        set(),
+    ),
+    (
+        "change_keyword_argument_used",
+        "def g(x, lo=0, hi=9):\n    return x\ndef f(a):\n    return g(a, lo=1)\n",
+        {"return g(a, hi=1)"},
+        {"return g(a, x=1)"},
+    ),
+    (
+        "exception_path",
+        "def f(a):\n    try:\n        return int(a)\n"
+        "    except ValueError:\n        raise KeyError(a)\n",
+        {"raise IndexError(a)", "except Exception:", "pass"},
+        set(),
+    ),
+    (
+        "type_confusion",
+        "def f(a, b):\n    a //= 2\n    return int(a / b) + float(a + b)\n",
+        {
+            "a /= 2",
+            "return int(a // b) + float(a + b)",
+            "return (a / b) + float(a + b)",
+            "return int(a / b) + (a + b)",
+        },
+        set(),
+    ),
+]
 
 
-@pytest.mark.parametrize(("operator", "source", "expected", "absent"), CASES,
-                         ids=[c[0] for c in CASES])  # fmt: skip
+@pytest.mark.parametrize(
+    ("operator", "source", "expected", "absent"), CASES, ids=[c[0] for c in CASES]
+)
 def test_family_class_writes_its_pattern(operator, source, expected, absent) -> None:
     found = _class_lines(source, operator)
     assert expected <= found, f"missing {expected - found}; found {found}"
@@ -117,14 +174,18 @@ def test_every_family_class_has_a_case_and_a_pattern() -> None:
 
 def test_a_raise_ending_a_guard_stays_remove_edge_case_checks() -> None:
     source = "def f(a):\n    if a < 0:\n        raise ValueError(a)\n    return a\n"
-    dropped = [m for m in generate_mutants(source, "f", ALL_OPERATORS) if "pass" in m.code
-               or "raise" not in m.code]  # fmt: skip
+    dropped = [
+        m
+        for m in generate_mutants(source, "f", ALL_OPERATORS)
+        if "pass" in m.code or "raise" not in m.code
+    ]
     assert {m.operator for m in dropped} == {"remove_edge_case_check"}
 
 
 def test_the_default_table_generates_no_family_mutant() -> None:
-    source = CASES[0][1] + "".join(c[1].replace("def f(", f"def f{i}(")
-                                   for i, c in enumerate(CASES))  # fmt: skip
+    source = CASES[0][1] + "".join(
+        c[1].replace("def f(", f"def f{i}(") for i, c in enumerate(CASES)
+    )
     default = generate_mutants(source, "f")
     assert {m.operator for m in default} <= set(OPERATORS)
     everything = generate_mutants(source, "f", ALL_OPERATORS)

@@ -112,9 +112,11 @@ def test_mutants_are_mutmuts_own_operators_inside_functions_only():
 
 def test_mutants_are_deterministic_across_interpreters():
     source = SOURCES["calls_and_branches"]
-    script = ("import sys; from pytest_execretrieval.mutation.mutmut_source import "
-              "generate_mutmut_mutants\nprint(repr(generate_mutmut_mutants(sys.stdin.read(), "
-              "'f')))\n")  # fmt: skip
+    script = (
+        "import sys; from pytest_execretrieval.mutation.mutmut_source import "
+        "generate_mutmut_mutants\nprint(repr(generate_mutmut_mutants(sys.stdin.read(), "
+        "'f')))\n"
+    )
     outputs = {
         subprocess.run(
             [sys.executable, "-c", script],
@@ -123,7 +125,7 @@ def test_mutants_are_deterministic_across_interpreters():
             text=True,
             check=True,
             env={"PYTHONHASHSEED": seed, "PYTHONPATH": str(Path(__file__).parents[1])},
-        ).stdout  # fmt: skip
+        ).stdout
         for seed in ("0", "1", "2")
     }
     assert outputs == {repr(generate_mutmut_mutants(source, "f")) + "\n"}
@@ -143,8 +145,10 @@ def test_version_is_pinned_and_recorded_in_the_engine():
 def mutmut_build(tmp_path_factory):
     cache = tmp_path_factory.mktemp("cache")
     loaded, _ = load_items(DATA)
-    with SuiteRunner(cache_dir=cache) as runner, \
-            SuiteRunner(Limits(timeout_s=1.0), cache_dir=cache) as mutant_runner:  # fmt: skip
+    with (
+        SuiteRunner(cache_dir=cache) as runner,
+        SuiteRunner(Limits(timeout_s=1.0), cache_dir=cache) as mutant_runner,
+    ):
         return loaded, build(loaded, runner, mutant_runner, source="mutmut")
 
 
@@ -186,10 +190,13 @@ def test_cli_builds_a_separate_byte_identical_corpus(tmp_path, capsys):
     assert read_corpus(items, engine(1, "mutmut"), where=where).snippets
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--source", "mutmutt"], "invalid choice: 'mutmutt'"),
-    (["--source", "mutmut", "--stack", "2"], "single edits only"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--source", "mutmutt"], "invalid choice: 'mutmutt'"),
+        (["--source", "mutmut", "--stack", "2"], "single edits only"),
+    ],
+)
 def test_bad_source_is_a_usage_error(tmp_path, capsys, args, message):
     with pytest.raises(SystemExit) as raised:
         status = cli.main(["build", str(tmp_path), *args])
@@ -200,12 +207,25 @@ def test_bad_source_is_a_usage_error(tmp_path, capsys, args, message):
 
 
 def test_benchmark_option_selects_the_mutmut_corpus(pytester, items):
-    assert cli.main(["build", str(items), "--source", "mutmut",
-                     "--cache-dir", str(pytester.path / "c")]) == 0  # fmt: skip
-    flags = ["--embedder", "bm25", "--execretrieval-items", str(items), "-p", "no:randomly",
-             "--execretrieval-cache-dir", str(pytester.path / "cache")]  # fmt: skip
-    result = pytester.runpytest_subprocess(*flags, "--execretrieval-source", "mutmut",
-                                           "--execretrieval-report-dir=reports")  # fmt: skip
+    assert (
+        cli.main(
+            ["build", str(items), "--source", "mutmut", "--cache-dir", str(pytester.path / "c")]
+        )
+        == 0
+    )
+    flags = [
+        "--embedder",
+        "bm25",
+        "--execretrieval-items",
+        str(items),
+        "-p",
+        "no:randomly",
+        "--execretrieval-cache-dir",
+        str(pytester.path / "cache"),
+    ]
+    result = pytester.runpytest_subprocess(
+        *flags, "--execretrieval-source", "mutmut", "--execretrieval-report-dir=reports"
+    )
     assert result.ret in (0, 1)
     report = json.loads((pytester.path / "reports" / "bm25.json").read_text())
     manifest = json.loads((items / "mutmut" / "manifest.json").read_text())

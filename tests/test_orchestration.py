@@ -42,16 +42,19 @@ def test_a_session_without_pytest(items, tmp_path):
     runs: dict = {}
     with SuiteRunner(cache_dir=tmp_path / "cache") as runner:
         embedders = open_embedders(["bm25"], EmbedderOptions(cache_dir=str(tmp_path / "cache")))
-        rerankers = open_rerankers(["exec-consensus"], RerankerContext(runner, tmp_path, ("bm25",),
-                                                                       runs))  # fmt: skip
+        rerankers = open_rerankers(
+            ["exec-consensus"], RerankerContext(runner, tmp_path, ("bm25",), runs)
+        )
         pipelines = {"bm25+exec-consensus": ("bm25", "exec-consensus")}
-        ranked = rank(loaded, embedders, rerankers, pipelines, 5, runner, tmp_path / "cache",
-                      False, runs)  # fmt: skip
+        ranked = rank(
+            loaded, embedders, rerankers, pipelines, 5, runner, tmp_path / "cache", False, runs
+        )
     assert set(runs) == {"bm25", "bm25+exec-consensus"}
     assert set(ranked.rerank_info) == {"bm25+exec-consensus"} and ranked.encode_s >= 0
     ran = {name: sorted(run.results) for name, run in runs.items()}
-    reports = build_reports(runs, ran, 1.0, 0, ranked.usage, {"bm25+exec-consensus": "bm25"},
-                            ranked.rerank_info)  # fmt: skip
+    reports = build_reports(
+        runs, ran, 1.0, 0, ranked.usage, {"bm25+exec-consensus": "bm25"}, ranked.rerank_info
+    )
     assert reports["bm25"]["corpus"]["n_queries"] == 4
     assert reports["bm25+exec-consensus"]["first_stage"] == "bm25"
     assert "lift" in reports["bm25+exec-consensus"]
@@ -66,8 +69,7 @@ def test_a_session_without_pytest(items, tmp_path):
     again = Handoff.from_text(json.loads(json.dumps(text)), elsewhere, 1)
     assert again.baseline_failed == {"strings/x"}
     assert again.runs["bm25"].to_json() == runs["bm25"].to_json()
-    moved = [replace(item, path=elsewhere / item.path.relative_to(items))
-             for item in loaded.items]  # fmt: skip
+    moved = [replace(item, path=elsewhere / item.path.relative_to(items)) for item in loaded.items]
     assert list(again.loaded.items) == moved and again.loaded.built
     assert again.loaded.corpus.snippets == loaded.corpus.snippets
     assert (again.loaded.stale, again.loaded.changed) == (loaded.stale, loaded.changed)
@@ -97,8 +99,9 @@ def test_a_baseline_of_another_corpus_is_refused(items, tmp_path):
     with SuiteRunner(cache_dir=tmp_path / "cache") as runner:
         embedders = open_embedders(["bm25"], EmbedderOptions(cache_dir=str(tmp_path / "cache")))
         ranked = rank(loaded, embedders, {}, {}, 10, runner, tmp_path / "cache", False, runs)
-    report = build_reports(runs, {"bm25": sorted(runs["bm25"].results)}, 1.0, 0, ranked.usage,
-                           {}, {})["bm25"]  # fmt: skip
+    report = build_reports(
+        runs, {"bm25": sorted(runs["bm25"].results)}, 1.0, 0, ranked.usage, {}, {}
+    )["bm25"]
     path = tmp_path / "bm25.json"
     path.write_text(json.dumps(report))
     assert load_baseline(path, report["corpus"]["sha256"])["per_query"]

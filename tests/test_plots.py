@@ -42,16 +42,47 @@ def make_report(name: str, shift: int, similarity: bool, sha: str = SHA) -> dict
     per_query = []
     for i in range(12):
         qid = f"q{i:02d}"
-        own = [{"snippet_id": f"{qid}-d{j}", "operator": op, "score": 0.6 + 0.1 * ((i + j) % 4),
-                "edit_lines": 1, "edit_chars": 1 + 3 * j + i % 5, "kill": "assertion"}
-               for j, op in enumerate(OPS[: 1 + i % 3])]  # fmt: skip
-        canonical = {"snippet_id": f"{qid}-c", "kind": "canonical", "operator": None,
-                     "query_id": qid, "score": 0.75, "passes": True}  # fmt: skip
-        distractors = [{"snippet_id": d["snippet_id"], "kind": "distractor",
-                        "operator": d["operator"], "query_id": qid, "score": d["score"],
-                        "passes": False} for d in own]  # fmt: skip
-        others = [{"snippet_id": f"x{k}", "kind": "canonical", "operator": None, "query_id": "x",
-                   "score": 0.3 - k / 100, "passes": False} for k in range(10)]  # fmt: skip
+        own = [
+            {
+                "snippet_id": f"{qid}-d{j}",
+                "operator": op,
+                "score": 0.6 + 0.1 * ((i + j) % 4),
+                "edit_lines": 1,
+                "edit_chars": 1 + 3 * j + i % 5,
+                "kill": "assertion",
+            }
+            for j, op in enumerate(OPS[: 1 + i % 3])
+        ]
+        canonical = {
+            "snippet_id": f"{qid}-c",
+            "kind": "canonical",
+            "operator": None,
+            "query_id": qid,
+            "score": 0.75,
+            "passes": True,
+        }
+        distractors = [
+            {
+                "snippet_id": d["snippet_id"],
+                "kind": "distractor",
+                "operator": d["operator"],
+                "query_id": qid,
+                "score": d["score"],
+                "passes": False,
+            }
+            for d in own
+        ]
+        others = [
+            {
+                "snippet_id": f"x{k}",
+                "kind": "canonical",
+                "operator": None,
+                "query_id": "x",
+                "score": 0.3 - k / 100,
+                "passes": False,
+            }
+            for k in range(10)
+        ]
         first = [distractors[0], canonical] if (i + shift) % 3 == 0 else [canonical, distractors[0]]
         ranked = (first + distractors[1:] + others)[:10]
         top = [dict(h, rank=r) for r, h in enumerate(ranked, 1)]
@@ -59,20 +90,29 @@ def make_report(name: str, shift: int, similarity: bool, sha: str = SHA) -> dict
             "alternatives": [0.8 + 0.01 * i, 0.7],
             "distractors": [0.75 + 0.02 * j for j in range(len(own))],
         }
-        per_query.append({
-            "query_id": qid, "domain": "math" if i % 2 else "text", "passed": top[0]["passes"],
-            "canonical_rank": 1 + (top[0] is not canonical), "canonical_score": 0.75, "top": top,
-            "own_distractors": own,
-            "code_similarity": sim if similarity else {"alternatives": [], "distractors": []},
-        })  # fmt: skip
+        per_query.append(
+            {
+                "query_id": qid,
+                "domain": "math" if i % 2 else "text",
+                "passed": top[0]["passes"],
+                "canonical_rank": 1 + (top[0] is not canonical),
+                "canonical_score": 0.75,
+                "top": top,
+                "own_distractors": own,
+                "code_similarity": sim if similarity else {"alternatives": [], "distractors": []},
+            }
+        )
     rows = [query_metrics([h["passes"] for h in q["top"]], q["canonical_rank"]) for q in per_query]
     metrics = mean_metrics(metric_matrix(rows))
-    return {"schema_version": 1, "embedder": {"name": name, "similarity": "cosine"},
-            "corpus": {"sha256": sha, "n_queries": 12, "n_snippets": 60},
-            "tie_policy": "score desc, then snippet_id asc", "metrics": metrics,
-            "ci95": {m: [max(0.0, metrics[m] - 0.1), min(1.0, metrics[m] + 0.1)]
-                     for m in METRIC_NAMES},
-            "per_query": per_query}  # fmt: skip
+    return {
+        "schema_version": 1,
+        "embedder": {"name": name, "similarity": "cosine"},
+        "corpus": {"sha256": sha, "n_queries": 12, "n_snippets": 60},
+        "tie_policy": "score desc, then snippet_id asc",
+        "metrics": metrics,
+        "ci95": {m: [max(0.0, metrics[m] - 0.1), min(1.0, metrics[m] + 0.1)] for m in METRIC_NAMES},
+        "per_query": per_query,
+    }
 
 
 def _populate(directory: Path) -> None:
@@ -109,8 +149,9 @@ def test_report_writes_pngs_and_summary(tmp_path: Path, capsys: pytest.CaptureFi
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
 
 
-def test_missing_matplotlib(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                            monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_missing_matplotlib(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     _populate(tmp_path)
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` fail
     assert main_report([str(tmp_path)]) == 2
@@ -136,8 +177,10 @@ def test_without_similarity_data_the_report_says_why_there_are_no_histograms(
     (tmp_path / "a.json").write_text(json.dumps(make_report("a", 0, False)))
     (tmp_path / "b.json").write_text(json.dumps(make_report("b", 1, False)))
     assert main_report([str(tmp_path)]) == 0
-    why = ("no similarity histograms: the reports lack code-similarity data; run with "
-           "--execretrieval-code-similarity")  # fmt: skip
+    why = (
+        "no similarity histograms: the reports lack code-similarity data; run with "
+        "--execretrieval-code-similarity"
+    )
     assert why in capsys.readouterr().out
     assert not list(tmp_path.glob("similarity_*.png"))
     assert "N" + why[1:] + "." in (tmp_path / SUMMARY_MD).read_text()

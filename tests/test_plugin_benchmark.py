@@ -23,9 +23,15 @@ TIMING = ("elapsed_s", "created_at")
 def bench(pytester, items: Path, *args: str, embedders=("bm25",)):
     flags = [f for name in embedders for f in ("--embedder", name)]
     return pytester.runpytest_subprocess(
-        *flags, "--execretrieval-items", str(items),
-        "--execretrieval-cache-dir", str(pytester.path / "cache"), "-p", "no:randomly", *args,
-    )  # fmt: skip
+        *flags,
+        "--execretrieval-items",
+        str(items),
+        "--execretrieval-cache-dir",
+        str(pytester.path / "cache"),
+        "-p",
+        "no:randomly",
+        *args,
+    )
 
 
 def without_timing(path: Path) -> dict:
@@ -39,8 +45,12 @@ def test_one_item_per_query_with_readable_failures(pytester, items):
     result = bench(pytester, items, "-v", "--execretrieval-report-dir=reports")
     out = result.stdout.str()
     assert result.ret in (0, 1)
-    for qid in ("strings/count_vowels", "arrays_lists/window_sums", "arrays_lists/last_index_of",
-                "math_number_theory/clamp_add"):  # fmt: skip
+    for qid in (
+        "strings/count_vowels",
+        "arrays_lists/window_sums",
+        "arrays_lists/last_index_of",
+        "math_number_theory/clamp_add",
+    ):
         assert f"{qid}[bm25]" in out
     assert "embedder" in out and "exec@1" in out and "mrr" in out  # the terminal table
     # pytest's own footer times the items only; the closing lines say what the ranking took
@@ -69,8 +79,13 @@ def test_one_item_per_query_with_readable_failures(pytester, items):
 
 def test_junit_per_model_and_summary(pytester, items):
     npz = "npz:" + str(make_npz(pytester, items))
-    result = bench(pytester, items, "--execretrieval-report-dir=reports",
-                   "--execretrieval-code-similarity", embedders=("bm25", npz))  # fmt: skip
+    result = bench(
+        pytester,
+        items,
+        "--execretrieval-report-dir=reports",
+        "--execretrieval-code-similarity",
+        embedders=("bm25", npz),
+    )
     assert result.ret in (0, 1), result.stdout.str()
     reports = pytester.path / "reports"
     xmls = sorted(p.name for p in reports.glob("*.xml"))
@@ -79,10 +94,19 @@ def test_junit_per_model_and_summary(pytester, items):
     assert suite.get("name") == "bm25" and suite.get("tests") == "4"
     # per-query figures in each case's <system-out> (the schema has no test-case properties),
     # the model's in the suite's <properties>
-    figures = {line.split(": ")[0] for case in suite.iter("testcase")
-               for line in case.find("system-out").text.splitlines()}  # fmt: skip
-    assert {"canonical_rank", "rank1_kind", "rank1_operator", "rank1_tie", "exec@1",
-            "exec@10"} <= figures  # fmt: skip
+    figures = {
+        line.split(": ")[0]
+        for case in suite.iter("testcase")
+        for line in case.find("system-out").text.splitlines()
+    }
+    assert {
+        "canonical_rank",
+        "rank1_kind",
+        "rank1_operator",
+        "rank1_tie",
+        "exec@1",
+        "exec@10",
+    } <= figures
     assert {"corpus_sha256", "metric.exec@1"} <= {p.get("name") for p in suite.iter("property")}
     summary = (reports / "summary.md").read_text()
     assert "# ExecRetrieval report" in summary and "(paired, 4 queries)" in summary
@@ -101,18 +125,28 @@ def make_npz(pytester, items: Path) -> Path:
     qs, _ = load_items(items)
     rng = np.random.default_rng(0)
     path = pytester.path / "frozen.npz"
-    write_npz(path, {"name": "random", "model": "random", "dim": 8}, {
-        "query": ([q.id for q in qs], rng.normal(size=(len(qs), 8))),
-        "document": ([s.snippet_id for s in snippets], rng.normal(size=(len(snippets), 8))),
-    })  # fmt: skip
+    write_npz(
+        path,
+        {"name": "random", "model": "random", "dim": 8},
+        {
+            "query": ([q.id for q in qs], rng.normal(size=(len(qs), 8))),
+            "document": ([s.snippet_id for s in snippets], rng.normal(size=(len(snippets), 8))),
+        },
+    )
     return path
 
 
 def test_report_identical_with_and_without_xdist(pytester, items):
     npz = "npz:" + str(make_npz(pytester, items))
     for flag in ("0", "2"):
-        bench(pytester, items, "-n", flag, f"--execretrieval-report-dir=n{flag}",
-              embedders=("bm25", npz))  # fmt: skip
+        bench(
+            pytester,
+            items,
+            "-n",
+            flag,
+            f"--execretrieval-report-dir=n{flag}",
+            embedders=("bm25", npz),
+        )
     serial = sorted((pytester.path / "n0").glob("*.json"))
     assert len(serial) == 2  # bm25 (with ties) and the frozen matrices
     for path in serial:
@@ -122,8 +156,9 @@ def test_report_identical_with_and_without_xdist(pytester, items):
 
 def test_markers_and_k_select_subsets(pytester, items):
     result = bench(pytester, items, "-m", "arrays_lists", "--execretrieval-report-dir=r")
-    result.assert_outcomes(**{k: v for k, v in result.parseoutcomes().items()
-                              if k in ("passed", "failed")})  # fmt: skip
+    result.assert_outcomes(
+        **{k: v for k, v in result.parseoutcomes().items() if k in ("passed", "failed")}
+    )
     report = json.loads((pytester.path / "r" / "bm25.json").read_text())
     assert {q["domain"] for q in report["per_query"]} == {"arrays_lists"}
     assert report["corpus"]["n_queries"] == 2
@@ -206,8 +241,13 @@ def test_gate_exit_status_is_the_decision(pytester, items):
     baseline = perfect_baseline(pytester, items)
     # 4 queries, each worse at exec@1: exact sign-flip p = 2/16 = 0.125 (tie-expected values are
     # fractional); Holm over the 3 default metrics makes it 0.375 -> PASS at 0.05, exit 0.
-    lenient = bench(pytester, items, "--execretrieval-baseline", str(baseline),
-                    "--execretrieval-report-dir=gated")  # fmt: skip
+    lenient = bench(
+        pytester,
+        items,
+        "--execretrieval-baseline",
+        str(baseline),
+        "--execretrieval-report-dir=gated",
+    )
     out = lenient.stdout.str()
     assert "gate [bm25]: PASS" in out and "sign-flip p = 0.125, Holm-adjusted 0.375" in out
     assert lenient.ret == 0
@@ -216,25 +256,40 @@ def test_gate_exit_status_is_the_decision(pytester, items):
     assert gate["passed"] is True and gate["metrics"]["exec@1"]["p_value"] == 0.125
     assert set(gate["metrics"]) == {"exec@1", "exec@5", "ndcg@10"}
     assert "## Upgrade gate" in (pytester.path / "gated" / "summary.md").read_text()
-    case = [c for c in ET.parse(pytester.path / "gated" / "bm25.xml").iter("testcase")
-            if c.get("name") == "gate[bm25]"]  # fmt: skip
+    case = [
+        c
+        for c in ET.parse(pytester.path / "gated" / "bm25.xml").iter("testcase")
+        if c.get("name") == "gate[bm25]"
+    ]
     assert len(case) == 1 and case[0].find("failure") is None
     assert "exec@1.p_value: " in case[0].find("system-out").text
     assert "exec@1.p_adjusted: " in case[0].find("system-out").text
     assert "power: too few queries (4)" in out
-    strict = bench(pytester, items, "--execretrieval-baseline", str(baseline),
-                   "--execretrieval-gate-metric", "exec@1", "--execretrieval-alpha", "0.2",
-                   "--execretrieval-report-dir=strict")  # fmt: skip
+    strict = bench(
+        pytester,
+        items,
+        "--execretrieval-baseline",
+        str(baseline),
+        "--execretrieval-gate-metric",
+        "exec@1",
+        "--execretrieval-alpha",
+        "0.2",
+        "--execretrieval-report-dir=strict",
+    )
     assert "gate [bm25]: FAIL" in strict.stdout.str() and strict.ret == 1
-    [case] = [c for c in ET.parse(pytester.path / "strict" / "bm25.xml").iter("testcase")
-              if c.get("name") == "gate[bm25]"]  # fmt: skip
+    [case] = [
+        c
+        for c in ET.parse(pytester.path / "strict" / "bm25.xml").iter("testcase")
+        if c.get("name") == "gate[bm25]"
+    ]
     assert "failed: exec@1" in case.find("failure").get("message")
 
 
 def test_verdict_comes_last(pytester, items):
     """CI logs show the end: table, gate decision and report paths after pytest's summary."""
-    result = bench(pytester, items, "--execretrieval-min", "exec@5=0.5",
-                   "--execretrieval-report-dir=r")  # fmt: skip
+    result = bench(
+        pytester, items, "--execretrieval-min", "exec@5=0.5", "--execretrieval-report-dir=r"
+    )
     lines = [x for x in result.stdout.lines if x.strip()]
     stats = max(i for i, x in enumerate(lines) if " in " in x and x.startswith("="))
     tail = lines[stats + 1 :]
@@ -246,31 +301,44 @@ def test_verdict_comes_last(pytester, items):
 
 def test_margin_mode_is_non_inferiority(pytester, items):
     baseline = perfect_baseline(pytester, items)
-    wide = bench(pytester, items, "--execretrieval-baseline", str(baseline),
-                 "--execretrieval-margin", "1.5")  # fmt: skip
+    wide = bench(
+        pytester, items, "--execretrieval-baseline", str(baseline), "--execretrieval-margin", "1.5"
+    )
     assert "gate [bm25]: PASS: non-inferiority" in wide.stdout.str() and wide.ret == 0
-    narrow = bench(pytester, items, "--execretrieval-baseline", str(baseline),
-                   "--execretrieval-margin", "exec@1=0.01")  # fmt: skip
+    narrow = bench(
+        pytester,
+        items,
+        "--execretrieval-baseline",
+        str(baseline),
+        "--execretrieval-margin",
+        "exec@1=0.01",
+    )
     assert "FAIL: non-inferiority on exec@1" in narrow.stdout.str() and narrow.ret == 1
 
 
-@pytest.mark.parametrize("args, message", [
-    (("--execretrieval-gate-metric", "exec@2"), "unknown metric(s) ['exec@2']"),
-    (("--execretrieval-margin", "wide"), "'wide' is neither a number nor METRIC=DELTA"),
-    (("--execretrieval-margin", "0.02"), "--execretrieval-margin without --execretrieval-baseline"),
-    (("--execretrieval-min", "exec@1"), "is not METRIC=VALUE"),
-    (("--execretrieval-alpha", "0.7"), "is not in (0, 0.5)"),
-    # every other setting is resolved in pytest_configure too (once an INTERNALERROR, or an
-    # error only after the whole run)
-    (("--execretrieval-stack", "abc"), "--execretrieval-stack: 'abc' is not a valid int"),
-    (("--execretrieval-stack", "9"), "--execretrieval-stack: 9 is not in 1..4"),
-    (("--execretrieval-seed", "x1"), "--execretrieval-seed: 'x1' is not a valid int"),
-    (("--execretrieval-rerank-k", "0"), "--execretrieval-rerank-k: 0 is not in 1..10"),
-    (("--execretrieval-timeout", "0"), "Limits.timeout_s must be > 0"),
-    (("--execretrieval-isolation", "loose"), "'loose' is not one of ('best', 'strict')"),
-    (("--execretrieval-batch-size", "0"), "--execretrieval-batch-size: 0 is not a positive"),
-    (("--embedder", "bm25"), "an embedder is named twice"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("--execretrieval-gate-metric", "exec@2"), "unknown metric(s) ['exec@2']"),
+        (("--execretrieval-margin", "wide"), "'wide' is neither a number nor METRIC=DELTA"),
+        (
+            ("--execretrieval-margin", "0.02"),
+            "--execretrieval-margin without --execretrieval-baseline",
+        ),
+        (("--execretrieval-min", "exec@1"), "is not METRIC=VALUE"),
+        (("--execretrieval-alpha", "0.7"), "is not in (0, 0.5)"),
+        # every other setting is resolved in pytest_configure too (once an INTERNALERROR, or an
+        # error only after the whole run)
+        (("--execretrieval-stack", "abc"), "--execretrieval-stack: 'abc' is not a valid int"),
+        (("--execretrieval-stack", "9"), "--execretrieval-stack: 9 is not in 1..4"),
+        (("--execretrieval-seed", "x1"), "--execretrieval-seed: 'x1' is not a valid int"),
+        (("--execretrieval-rerank-k", "0"), "--execretrieval-rerank-k: 0 is not in 1..10"),
+        (("--execretrieval-timeout", "0"), "Limits.timeout_s must be > 0"),
+        (("--execretrieval-isolation", "loose"), "'loose' is not one of ('best', 'strict')"),
+        (("--execretrieval-batch-size", "0"), "--execretrieval-batch-size: 0 is not a positive"),
+        (("--embedder", "bm25"), "an embedder is named twice"),
+    ],
+)
 def test_bad_settings_are_usage_errors_before_any_work(pytester, items, args, message):
     result = bench(pytester, items, *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -282,8 +350,9 @@ def test_baseline_failures_are_xfail(pytester, items):
     bench(pytester, items, "--execretrieval-report-dir=base")
     base = json.loads((pytester.path / "base" / "bm25.json").read_text())
     failed = sum(not q["passed"] for q in base["per_query"])
-    again = bench(pytester, items, "--execretrieval-baseline", str(pytester.path / "base" /
-                                                                      "bm25.json"))  # fmt: skip
+    again = bench(
+        pytester, items, "--execretrieval-baseline", str(pytester.path / "base" / "bm25.json")
+    )
     assert again.parseoutcomes().get("xfailed", 0) == failed
     assert again.ret == 0  # identical model: no regression
 
@@ -322,7 +391,7 @@ def test_gate_configured_in_ini_makes_the_plain_command_the_gate(pytester, items
         execretrieval_gate_metric = ["exec@5"]
         execretrieval_margin = ["0.01"]
         execretrieval_report_dir = "ci"
-    """)  # fmt: skip
+    """)
     result = bench(pytester, items)
     assert "gate [bm25]: PASS: non-inferiority on exec@5" in result.stdout.str()
     assert result.ret == 0
@@ -348,11 +417,29 @@ def test_items_outside_the_rootdir_keep_their_ids_and_markers(pytester, items):
     assert cli_main(["build", str(elsewhere), "--cache-dir", str(pytester.path / "cache")]) == 0
     sub = pytester.mkdir("project")
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "--embedder", "bm25", "-v", "-p", "no:randomly",
-         "--execretrieval-items", str(elsewhere), "--execretrieval-cache-dir",
-         str(pytester.path / "cache"), "-W", "error::pytest.PytestUnknownMarkWarning",
-         "-m", "numbers"], cwd=sub, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--embedder",
+            "bm25",
+            "-v",
+            "-p",
+            "no:randomly",
+            "--execretrieval-items",
+            str(elsewhere),
+            "--execretrieval-cache-dir",
+            str(pytester.path / "cache"),
+            "-W",
+            "error::pytest.PytestUnknownMarkWarning",
+            "-m",
+            "numbers",
+        ],
+        cwd=sub,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     out = result.stdout
     assert result.returncode in (0, 1), out + result.stderr
     assert "FAILED numbers/clamp_add[bm25]" in out or "PASSED numbers/clamp_add[bm25]" in out

@@ -49,7 +49,7 @@ def last_line(result) -> str:
         # xdist's controller stops the workers: pytest's own status (interrupted) is kept
         (("-x", "-n", "2"), pytest.ExitCode.INTERRUPTED, "of 4"),
     ],
-)  # fmt: skip
+)
 def test_a_run_cut_short_is_incomplete_and_never_exits_0(pytester, items, args, status, ran):
     result = bench(pytester, items, *args, "--execretrieval-report-dir=r")
     assert result.ret == status
@@ -64,19 +64,29 @@ def test_a_run_cut_short_is_incomplete_and_never_exits_0(pytester, items, args, 
 
 def test_a_session_timeout_makes_the_gate_incomplete(pytester, items):
     baseline = flawless_baseline(pytester, items)
-    result = bench(pytester, items, "--execretrieval-baseline", str(baseline),
-                   "--execretrieval-margin", "2", "--session-timeout", "0.001",
-                   "--execretrieval-report-dir=r")  # fmt: skip
+    result = bench(
+        pytester,
+        items,
+        "--execretrieval-baseline",
+        str(baseline),
+        "--execretrieval-margin",
+        "2",
+        "--session-timeout",
+        "0.001",
+        "--execretrieval-report-dir=r",
+    )
     out = result.stdout.str()
     assert result.ret == EXIT_INCOMPLETE, out
     assert "PASS" not in out
-    assert re.search(r"gate \[bm25\]: INCOMPLETE: 1 of 4 selected queries ran \(session-timeout",
-                     out)  # fmt: skip
+    assert re.search(
+        r"gate \[bm25\]: INCOMPLETE: 1 of 4 selected queries ran \(session-timeout", out
+    )
     report = json.loads((pytester.path / "r" / "bm25.json").read_text())
     assert report["gate"]["decision"] == "INCOMPLETE" and report["gate"]["passed"] is False
     # a report of a run cut short is no baseline
-    again = bench(pytester, items, "--execretrieval-baseline", str(pytester.path / "r" /
-                                                                   "bm25.json"))  # fmt: skip
+    again = bench(
+        pytester, items, "--execretrieval-baseline", str(pytester.path / "r" / "bm25.json")
+    )
     assert again.ret == pytest.ExitCode.USAGE_ERROR
     assert "is the report of a run cut short (1 of 4 selected queries ran)" in again.stderr.str()
 
@@ -85,8 +95,15 @@ def test_under_a_gate_x_does_not_cut_the_run_short(pytester, items):
     """Under a gate a query's outcome is a measurement (xfail when it fails), not a failure
     that -x stops at: the gate decides on every query."""
     baseline = flawless_baseline(pytester, items)
-    result = bench(pytester, items, "-x", "--execretrieval-baseline", str(baseline),
-                   "--execretrieval-margin", "2")  # fmt: skip
+    result = bench(
+        pytester,
+        items,
+        "-x",
+        "--execretrieval-baseline",
+        str(baseline),
+        "--execretrieval-margin",
+        "2",
+    )
     assert result.ret == 0 and "gate [bm25]: PASS: non-inferiority" in result.stdout.str()
     assert result.parseoutcomes() == {"passed": 1, "xfailed": 4}  # the gate is the one pass
 
@@ -120,9 +137,18 @@ def test_every_consumer_agrees_with_the_gate(pytester, items, green):
     query outcomes are measurements (xfail), the gate is the one test that passes or fails."""
     baseline = flawless_baseline(pytester, items)
     margin = "2" if green else "exec@1=0.01"
-    result = bench(pytester, items, "--execretrieval-baseline", str(baseline),
-                   "--execretrieval-margin", margin, "--junitxml=pj.xml", "--json-report",
-                   "--json-report-file=jr.json", "--html=h.html")  # fmt: skip
+    result = bench(
+        pytester,
+        items,
+        "--execretrieval-baseline",
+        str(baseline),
+        "--execretrieval-margin",
+        margin,
+        "--junitxml=pj.xml",
+        "--json-report",
+        "--json-report-file=jr.json",
+        "--html=h.html",
+    )
     assert result.ret == (0 if green else 1)
     suite = ET.parse(pytester.path / "pj.xml").getroot().find("testsuite")
     assert suite.get("failures") == ("0" if green else "1") and suite.get("errors") == "0"
@@ -140,20 +166,29 @@ def test_every_consumer_agrees_with_the_gate(pytester, items, green):
 
 
 def test_colliding_report_names_are_a_usage_error_before_any_work(pytester, items):
-    result = bench(pytester, items, "--execretrieval-report-dir=r",
-                   embedders=("npz:npz/a/b.npz", "npz:npz/a_b.npz"))  # fmt: skip
+    result = bench(
+        pytester,
+        items,
+        "--execretrieval-report-dir=r",
+        embedders=("npz:npz/a/b.npz", "npz:npz/a_b.npz"),
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert ("'npz:npz/a/b.npz' and 'npz:npz/a_b.npz' would both write npz_npz_a_b.npz.json"
-            in result.stderr.str())  # fmt: skip
+    assert (
+        "'npz:npz/a/b.npz' and 'npz:npz/a_b.npz' would both write npz_npz_a_b.npz.json"
+        in result.stderr.str()
+    )
     assert not (pytester.path / "cache").exists() and not (pytester.path / "r").exists()
 
 
-@pytest.mark.parametrize("args", [
-    ("--execretrieval-margin", "0.02"),
-    ("--execretrieval-margin", "exec@1=0.02"),
-    ("--execretrieval-gate-metric", "exec@1"),
-    ("--execretrieval-alpha", "0.1"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--execretrieval-margin", "0.02"),
+        ("--execretrieval-margin", "exec@1=0.02"),
+        ("--execretrieval-gate-metric", "exec@1"),
+        ("--execretrieval-alpha", "0.1"),
+    ],
+)
 def test_gate_options_without_a_baseline_are_a_usage_error(pytester, items, args):
     result = bench(pytester, items, *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -163,8 +198,10 @@ def test_gate_options_without_a_baseline_are_a_usage_error(pytester, items, args
 
 def test_an_unusable_output_path_is_a_usage_error_before_any_work(pytester, items):
     (pytester.path / "README.md").write_text("a file\n")
-    for flag, value in (("--execretrieval-report-dir", "README.md/reports"),
-                        ("--execretrieval-cache-dir", "README.md/cache")):  # fmt: skip
+    for flag, value in (
+        ("--execretrieval-report-dir", "README.md/reports"),
+        ("--execretrieval-cache-dir", "README.md/cache"),
+    ):
         result = bench(pytester, items, f"{flag}={value}")
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         assert f"{flag} {value}: README.md is a file" in result.stderr.str()
@@ -174,44 +211,63 @@ def test_an_unusable_output_path_is_a_usage_error_before_any_work(pytester, item
         locked.chmod(0o555)
         result = bench(pytester, items, "--execretrieval-report-dir=locked/r")
         assert result.ret == pytest.ExitCode.USAGE_ERROR and "is not writable" in (
-            result.stderr.str())  # fmt: skip
+            result.stderr.str()
+        )
 
 
 def test_a_collection_error_beside_a_passing_gate_fails_it_by_name(pytester, items):
     baseline = flawless_baseline(pytester, items)
     path = items / "strings" / "count_vowels.toml"
     path.write_text(path.read_text() + "\nunexpected = 1\n")
-    result = bench(pytester, items, "--execretrieval-baseline", str(baseline),
-                   "--execretrieval-margin", "2")  # fmt: skip
+    result = bench(
+        pytester, items, "--execretrieval-baseline", str(baseline), "--execretrieval-margin", "2"
+    )
     out = result.stdout.str()
     assert result.ret == 1 and "PASS" not in out
     assert (
         "gate [bm25]: FAIL: non-inferiority on exec@1, exec@5, ndcg@10 at alpha 0.05 on 3 "
         "of 4 queries; failed: 1 collection error(s)"
     ) in out
-    assert re.search(r"collection errors \(their queries were not compared\): .*"
-                     r"strings/count_vowels\.toml", out)  # fmt: skip
+    assert re.search(
+        r"collection errors \(their queries were not compared\): .*"
+        r"strings/count_vowels\.toml",
+        out,
+    )
 
 
 def test_a_selection_is_gated_on_the_same_baseline_queries_and_says_so(pytester, items):
     baseline = flawless_baseline(pytester, items)
-    result = bench(pytester, items, "-m", "arrays_lists", "--execretrieval-baseline",
-                   str(baseline), "--execretrieval-margin", "2",
-                   "--execretrieval-report-dir=r")  # fmt: skip
+    result = bench(
+        pytester,
+        items,
+        "-m",
+        "arrays_lists",
+        "--execretrieval-baseline",
+        str(baseline),
+        "--execretrieval-margin",
+        "2",
+        "--execretrieval-report-dir=r",
+    )
     assert result.ret == 0
     assert (
         "gate [bm25]: PASS: non-inferiority on exec@1, exec@5, ndcg@10 at alpha 0.05 on 2 "
         "of 4 queries (selection); nothing failed"
     ) in result.stdout.str()
     coverage = json.loads((pytester.path / "r" / "bm25.json").read_text())["gate"]["coverage"]
-    assert coverage == {"compared": 2, "baseline_queries": 4, "selection": True,
-                        "missing_from_baseline": [], "collection_errors": []}  # fmt: skip
+    assert coverage == {
+        "compared": 2,
+        "baseline_queries": 4,
+        "selection": True,
+        "missing_from_baseline": [],
+        "collection_errors": [],
+    }
     # queries the baseline lacks are named, and fail the gate
     data = json.loads(baseline.read_text())
     data["per_query"] = [q for q in data["per_query"] if q["domain"] != "strings"]
     baseline.write_text(json.dumps(data))
-    lacking = bench(pytester, items, "--execretrieval-baseline", str(baseline),
-                    "--execretrieval-margin", "2")  # fmt: skip
+    lacking = bench(
+        pytester, items, "--execretrieval-baseline", str(baseline), "--execretrieval-margin", "2"
+    )
     assert lacking.ret == 1
     out = lacking.stdout.str()
     assert "failed: 1 queries missing from the baseline" in out
@@ -222,9 +278,17 @@ def test_a_per_metric_margin_leaves_the_other_gated_metrics_gated(pytester, item
     """``M=DELTA`` sets M's margin; the other default metrics stay, harm-tested: BM25 loses
     nDCG@10 on all 4 queries (exact sign-flip p = 1/8, Holm over exec@5 and nDCG@10: 1/4)."""
     baseline = flawless_baseline(pytester, items)
-    result = bench(pytester, items, "--execretrieval-baseline", str(baseline),
-                   "--execretrieval-margin", "exec@1=1.5", "--execretrieval-alpha", "0.3",
-                   "--execretrieval-report-dir=r")  # fmt: skip
+    result = bench(
+        pytester,
+        items,
+        "--execretrieval-baseline",
+        str(baseline),
+        "--execretrieval-margin",
+        "exec@1=1.5",
+        "--execretrieval-alpha",
+        "0.3",
+        "--execretrieval-report-dir=r",
+    )
     out = result.stdout.str()
     assert result.ret == 1
     assert (
@@ -234,7 +298,10 @@ def test_a_per_metric_margin_leaves_the_other_gated_metrics_gated(pytester, item
     gate = json.loads((pytester.path / "r" / "bm25.json").read_text())["gate"]
     assert gate["mode"] == "mixed"
     assert {m: row["mode"] for m, row in gate["metrics"].items()} == {
-        "exec@1": "non-inferiority", "exec@5": "harm", "ndcg@10": "harm"}  # fmt: skip
+        "exec@1": "non-inferiority",
+        "exec@5": "harm",
+        "ndcg@10": "harm",
+    }
     assert gate["metrics"]["exec@1"]["passed"] and gate["metrics"]["ndcg@10"]["p_adjusted"] == 0.25
 
 
@@ -246,10 +313,20 @@ def test_a_crashed_xdist_worker_makes_the_gate_incomplete(pytester, items):
         def pytest_runtest_call(item):  # the worker dies running one benchmark item
             if item.nodeid.startswith("strings/") and hasattr(item.config, "workerinput"):
                 os._exit(1)
-    """)  # fmt: skip
-    result = bench(pytester, items, "-n", "2", "--execretrieval-baseline", str(baseline),
-                   "--execretrieval-margin", "2")  # fmt: skip
+    """)
+    result = bench(
+        pytester,
+        items,
+        "-n",
+        "2",
+        "--execretrieval-baseline",
+        str(baseline),
+        "--execretrieval-margin",
+        "2",
+    )
     out = result.stdout.str()
     assert result.ret == EXIT_INCOMPLETE and "PASS" not in out
-    assert ("gate [bm25]: INCOMPLETE: 3 of 4 selected queries ran (a worker crashed running "
-            "strings/count_vowels[bm25])") in out  # fmt: skip
+    assert (
+        "gate [bm25]: INCOMPLETE: 3 of 4 selected queries ran (a worker crashed running "
+        "strings/count_vowels[bm25])"
+    ) in out

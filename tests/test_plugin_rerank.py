@@ -16,14 +16,26 @@ from pytest_execretrieval.scoring.metrics import METRIC_NAMES
 def bench(pytester, items: Path, *args: str, embedders=("bm25",)):
     flags = [f for name in embedders for f in ("--embedder", name)]
     return pytester.runpytest_subprocess(
-        *flags, "--execretrieval-items", str(items),
-        "--execretrieval-cache-dir", str(pytester.path / "cache"), "-p", "no:randomly", *args,
-    )  # fmt: skip
+        *flags,
+        "--execretrieval-items",
+        str(items),
+        "--execretrieval-cache-dir",
+        str(pytester.path / "cache"),
+        "-p",
+        "no:randomly",
+        *args,
+    )
 
 
 def test_pipeline_items_junit_and_report_with_lift(pytester, items, capsys):
-    result = bench(pytester, items, "-rA", "--execretrieval-rerank", "exec-consensus",
-                   "--execretrieval-report-dir=reports")  # fmt: skip
+    result = bench(
+        pytester,
+        items,
+        "-rA",
+        "--execretrieval-rerank",
+        "exec-consensus",
+        "--execretrieval-report-dir=reports",
+    )
     out = result.stdout.str()
     assert result.ret in (0, 1), out
     for qid in ("strings/count_vowels", "math_number_theory/clamp_add"):
@@ -48,7 +60,9 @@ def test_pipeline_items_junit_and_report_with_lift(pytester, items, capsys):
     mc = lift["exec@1_mcnemar"]
     flips = [(a["passed"], b["passed"]) for a, b in zip(first["per_query"], pipe["per_query"])]
     assert (mc["only_first_stage"], mc["only_pipeline"]) == (
-        sum(a and not b for a, b in flips), sum(b and not a for a, b in flips))  # fmt: skip
+        sum(a and not b for a, b in flips),
+        sum(b and not a for a, b in flips),
+    )
     assert set(lift["by_domain"]) == {q["domain"] for q in first["per_query"]}
     assert lift["by_operator"] and all(g["n"] >= 1 for g in lift["by_operator"].values())
     # Consensus moves passing code up on this data: no query gets worse, some get better.
@@ -57,16 +71,19 @@ def test_pipeline_items_junit_and_report_with_lift(pytester, items, capsys):
         assert [h["rank"] for h in q["top"]] == list(range(1, 11))
         assert all(len(h["tie_key"]) == 3 for h in q["top"])
         assert sorted(h["snippet_id"] for h in q["top"]) == sorted(
-            h["snippet_id"] for h in next(f for f in first["per_query"]
-                                          if f["query_id"] == q["query_id"])["top"])  # fmt: skip
+            h["snippet_id"]
+            for h in next(f for f in first["per_query"] if f["query_id"] == q["query_id"])["top"]
+        )
     suite = ET.parse(reports / "bm25_exec-consensus.xml").getroot().find("testsuite")
     assert suite.get("name") == "bm25+exec-consensus" and suite.get("tests") == "4"
     from pytest_execretrieval.cli import main
 
     pair = [str(reports / "bm25_exec-consensus.json"), str(reports / "bm25.json")]
     assert main(["compare", *pair]) == 0
-    assert "bm25+exec-consensus - bm25 (paired, 4 queries): the pipeline's lift over its first " \
-        "stage" in capsys.readouterr().out  # fmt: skip
+    assert (
+        "bm25+exec-consensus - bm25 (paired, 4 queries): the pipeline's lift over its first "
+        "stage" in capsys.readouterr().out
+    )
     summary = (reports / "summary.md").read_text()
     assert "Reranking: rank-1 lift over the first stage" in summary
     assert "| bm25+exec-consensus | bm25 |" in summary
@@ -77,8 +94,9 @@ def test_a_pipeline_report_is_a_baseline_for_the_gate(pytester, items):
     assert bench(pytester, items, *args).ret in (0, 1)
     baseline = pytester.path / "reports" / "bm25_exec-consensus.json"
     shutil.copy(baseline, pytester.path / "baseline.json")
-    gated = bench(pytester, items, *args, "--execretrieval-baseline",
-                  str(pytester.path / "baseline.json"))  # fmt: skip
+    gated = bench(
+        pytester, items, *args, "--execretrieval-baseline", str(pytester.path / "baseline.json")
+    )
     out = gated.stdout.str()
     assert "gate [bm25+exec-consensus]: PASS" in out
     suite = ET.parse(pytester.path / "reports" / "bm25_exec-consensus.xml").getroot()
@@ -89,16 +107,22 @@ def test_rrf_fuses_two_first_stages_of_the_session(pytester, items):
     from test_plugin_benchmark import make_npz
 
     npz = "npz:" + str(make_npz(pytester, items))
-    result = bench(pytester, items, "--execretrieval-rerank", f"rrf:bm25+{npz}",
-                   "--execretrieval-rerank-k", "5", "--execretrieval-report-dir=reports",
-                   embedders=("bm25", npz))  # fmt: skip
+    result = bench(
+        pytester,
+        items,
+        "--execretrieval-rerank",
+        f"rrf:bm25+{npz}",
+        "--execretrieval-rerank-k",
+        "5",
+        "--execretrieval-report-dir=reports",
+        embedders=("bm25", npz),
+    )
     assert result.ret in (0, 1), result.stdout.str()
     names = sorted(p.name for p in (pytester.path / "reports").glob("*.json"))
     assert len(names) == 4  # two first stages, each with its fused pipeline
     summary = (pytester.path / "reports" / "summary.md").read_text()
     # The two first stages with each other, each pipeline with its own first stage only.
-    assert sum(line.startswith("### ") and "(paired," in line
-               for line in summary.splitlines()) == 3  # fmt: skip
+    assert sum(line.startswith("### ") and "(paired," in line for line in summary.splitlines()) == 3
     reports = [json.loads(p.read_text()) for p in (pytester.path / "reports").glob("*.json")]
     pipes = [r for r in reports if "first_stage" in r]
     assert sorted(p["first_stage"] for p in pipes) == sorted(["bm25", npz])
@@ -113,14 +137,25 @@ def test_rrf_fuses_two_first_stages_of_the_session(pytester, items):
     [
         (("--execretrieval-rerank", "rrf:bm25+minilm"), "add --embedder minilm"),
         (("--execretrieval-rerank", "nope"), "unknown reranker 'nope'"),
-        (("--execretrieval-rerank", "exec-consensus", "--execretrieval-rerank-k", "11"),
-         "is not in 1..10"),
-        (("--execretrieval-rerank", "exec-consensus", "--execretrieval-rerank-k", "ten"),
-         "'ten' is not a valid int"),
-        (("--execretrieval-rerank", "exec-consensus", "--execretrieval-rerank",
-          "exec-consensus"), "named twice"),
+        (
+            ("--execretrieval-rerank", "exec-consensus", "--execretrieval-rerank-k", "11"),
+            "is not in 1..10",
+        ),
+        (
+            ("--execretrieval-rerank", "exec-consensus", "--execretrieval-rerank-k", "ten"),
+            "'ten' is not a valid int",
+        ),
+        (
+            (
+                "--execretrieval-rerank",
+                "exec-consensus",
+                "--execretrieval-rerank",
+                "exec-consensus",
+            ),
+            "named twice",
+        ),
     ],
-)  # fmt: skip
+)
 def test_usage_errors_before_any_work(pytester, items, args, message):
     result = bench(pytester, items, *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -128,8 +163,9 @@ def test_usage_errors_before_any_work(pytester, items, args, message):
 
 
 def test_rerankers_from_the_ini_file(pytester, items):
-    pytester.makeini("[pytest]\nexecretrieval_rerank =\n    exec-consensus:tests\n"
-                     "execretrieval_rerank_k = 3\n")  # fmt: skip
+    pytester.makeini(
+        "[pytest]\nexecretrieval_rerank =\n    exec-consensus:tests\nexecretrieval_rerank_k = 3\n"
+    )
     result = bench(pytester, items, "--execretrieval-report-dir=reports")
     assert result.ret in (0, 1)
     pipe = json.loads((pytester.path / "reports" / "bm25_exec-consensus_tests.json").read_text())
@@ -140,10 +176,14 @@ def test_pipeline_report_identical_with_and_without_xdist(pytester, items):
     pytest.importorskip("xdist")
     args = ("--execretrieval-rerank", "exec-consensus")
     assert bench(pytester, items, *args, "--execretrieval-report-dir=serial", "-n", "0").ret in (
-        0, 1)  # fmt: skip
+        0,
+        1,
+    )
     assert bench(pytester, items, *args, "--execretrieval-report-dir=dist", "-n", "2").ret in (0, 1)
-    serial, dist = (json.loads((pytester.path / d / "bm25_exec-consensus.json").read_text())
-                    for d in ("serial", "dist"))  # fmt: skip
+    serial, dist = (
+        json.loads((pytester.path / d / "bm25_exec-consensus.json").read_text())
+        for d in ("serial", "dist")
+    )
     for data in (serial, dist):
         for key in ("elapsed_s", "created_at"):
             data.pop(key)

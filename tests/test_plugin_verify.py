@@ -20,9 +20,14 @@ def outcomes(result) -> dict[str, str]:
 
 def verify(pytester, items: Path, *args: str):
     return pytester.runpytest_subprocess(
-        "--execretrieval-verify", "--execretrieval-items", str(items), "-rA", "-p", "no:randomly",
+        "--execretrieval-verify",
+        "--execretrieval-items",
+        str(items),
+        "-rA",
+        "-p",
+        "no:randomly",
         *args,
-    )  # fmt: skip
+    )
 
 
 def test_verification_passes_and_names_items_readably(pytester, items):
@@ -63,8 +68,9 @@ def test_distractor_that_passes_is_reported(pytester, items):
     corpus = items / "corpus.jsonl"
     rows = [json.loads(line) for line in corpus.read_text().splitlines()]
     victim = next(r for r in rows if r["kind"] == "distractor")
-    canonical = next(r for r in rows if r["kind"] == "canonical" and
-                     r["query_id"] == victim["query_id"])  # fmt: skip
+    canonical = next(
+        r for r in rows if r["kind"] == "canonical" and r["query_id"] == victim["query_id"]
+    )
     victim["code"] = canonical["code"] + "\n"
     from pytest_execretrieval.corpus.store import sha256
 
@@ -81,8 +87,10 @@ def test_name_collision_gate(pytester, items):
     twin.write_text((items / "strings" / "count_vowels.toml").read_text())
     result = verify(pytester, items)
     assert result.ret == 1
-    assert ("strings/count_vowels's canonical passes every test of strings/count_vowels_again"
-            in result.stdout.str())  # fmt: skip
+    assert (
+        "strings/count_vowels's canonical passes every test of strings/count_vowels_again"
+        in result.stdout.str()
+    )
 
 
 def test_malformed_item_is_one_collection_error(pytester, items):
@@ -95,9 +103,23 @@ def test_malformed_item_is_one_collection_error(pytester, items):
 
 
 def test_cli_verify_wraps_pytest(items):
-    done = subprocess.run([sys.executable, "-m", "pytest_execretrieval.cli", "verify", str(items),
-                           "-n", "2", "-q", "-p", "no:randomly"], cwd=items.parent,
-                          capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest_execretrieval.cli",
+            "verify",
+            str(items),
+            "-n",
+            "2",
+            "-q",
+            "-p",
+            "no:randomly",
+        ],
+        cwd=items.parent,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stdout
     assert "passed" in done.stdout
 
@@ -115,9 +137,17 @@ def test_changed_items_follow_the_reasons_records_not_their_wording(pytester, it
     path = items / "strings" / "count_vowels.toml"
     path.write_text(path.read_text().replace("Count the vowels", "Count vowels"))
     result = pytester.runpytest_inprocess(
-        "--execretrieval-verify", "--execretrieval-items", str(items), "-rA", "-p", "no:randomly",
-        "-n", "0", "-p", "no:cacheprovider",
-    )  # fmt: skip
+        "--execretrieval-verify",
+        "--execretrieval-items",
+        str(items),
+        "-rA",
+        "-p",
+        "no:randomly",
+        "-n",
+        "0",
+        "-p",
+        "no:cacheprovider",
+    )
     found = outcomes(result)
     assert "reworded item-changed" in result.stdout.str()
     assert found["strings/count_vowels::canonical"] == "PASSED"

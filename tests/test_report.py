@@ -15,18 +15,34 @@ def result(query_id: str, canonical_rank: int, tied_top: int = 1) -> QueryResult
     """A query whose canonical (the only passing snippet) sits at ``canonical_rank``; the
     first ``tied_top`` snippets share the top score."""
     hits = tuple(
-        Hit(r, f"{query_id}-s{r}", "canonical" if r == canonical_rank else "distractor",
-            None if r == canonical_rank else "boundary", query_id,
-            1.0 if r <= tied_top else round(1 - r / 20, 6), r == canonical_rank)
+        Hit(
+            r,
+            f"{query_id}-s{r}",
+            "canonical" if r == canonical_rank else "distractor",
+            None if r == canonical_rank else "boundary",
+            query_id,
+            1.0 if r <= tied_top else round(1 - r / 20, 6),
+            r == canonical_rank,
+        )
         for r in range(1, 11)
-    )  # fmt: skip
+    )
     first = 1 if canonical_rank <= tied_top else canonical_rank
     last = tied_top if canonical_rank <= tied_top else canonical_rank
     rank1 = {"size": tied_top, "passing": int(canonical_rank <= tied_top)}
-    return QueryResult(query_id, "strings", canonical_rank == 1 and tied_top == 1,
-                       canonical_rank, hits[canonical_rank - 1].score, hits, ("pass",), (),
-                       {}, rank1, {"size": 1, "passing": 0},
-                       {"first": first, "last": last})  # fmt: skip
+    return QueryResult(
+        query_id,
+        "strings",
+        canonical_rank == 1 and tied_top == 1,
+        canonical_rank,
+        hits[canonical_rank - 1].score,
+        hits,
+        ("pass",),
+        (),
+        {},
+        rank1,
+        {"size": 1, "passing": 0},
+        {"first": first, "last": last},
+    )
 
 
 def keys(typed: type) -> set[str]:
@@ -46,9 +62,17 @@ def test_metrics_table_columns_and_values() -> None:
     data = {"corpus": {"n_queries": 2}, **metric_summary(rows)}
     lines = metrics_table({"m": data}).splitlines()
     headers = [h.strip() for h in lines[0].split("  ") if h.strip()]
-    assert headers == ["embedder", "queries", "exec@1 [95% CI]", "exec@1 tie range",
-                       "rank-1 ties", "exec@5 [95% CI]", "exec@10", "ndcg@10 [95% CI]",
-                       "mrr"]  # fmt: skip
+    assert headers == [
+        "embedder",
+        "queries",
+        "exec@1 [95% CI]",
+        "exec@1 tie range",
+        "rank-1 ties",
+        "exec@5 [95% CI]",
+        "exec@10",
+        "ndcg@10 [95% CI]",
+        "mrr",
+    ]
     exec1 = (1 + 1 / 3) / 2  # the second query's rank 1 is a three-way tie, one passing
     mrr = (1 + (1 + 1 / 2 + 1 / 3) / 3) / 2
     ndcg10 = (1 + (1 + 1 / math.log2(3) + 1 / math.log2(4)) / 3) / 2
@@ -62,15 +86,21 @@ def test_no_collectable_or_clashing_names() -> None:
     """pytest would collect a ``Test*`` class; ``report`` and ``plots`` (which ``report``
     calls) must not define one public name twice."""
     for module in (report, plots):
-        classes = [n for n, obj in inspect.getmembers(module, inspect.isclass)
-                   if obj.__module__ == module.__name__]  # fmt: skip
+        classes = [
+            n
+            for n, obj in inspect.getmembers(module, inspect.isclass)
+            if obj.__module__ == module.__name__
+        ]
         assert not [n for n in classes if n.startswith("Test")], module.__name__
 
     def own(module: object) -> set[str]:
         """The public functions and classes ``module`` defines itself."""
         name = module.__name__
-        return {n for n, obj in vars(module).items()
-                if not n.startswith("_") and getattr(obj, "__module__", None) == name}  # fmt: skip
+        return {
+            n
+            for n, obj in vars(module).items()
+            if not n.startswith("_") and getattr(obj, "__module__", None) == name
+        }
 
     assert not own(report) & own(plots)
     assert {"session_summary_markdown", "analyses_markdown", "RecordedTest"} <= own(report)

@@ -46,9 +46,15 @@ TESTS = (
 
 
 def make_item(tests=TESTS, entry_point="clamp_add", canonical=CANONICAL) -> BenchmarkItem:
-    return BenchmarkItem("math_number_theory/clamp_add", Path("clamp_add.toml"),
-                         "math_number_theory", "Add two integers and clamp the sum to [lo, hi].",
-                         entry_point, canonical, tuple(tests))  # fmt: skip
+    return BenchmarkItem(
+        "math_number_theory/clamp_add",
+        Path("clamp_add.toml"),
+        "math_number_theory",
+        "Add two integers and clamp the sum to [lo, hi].",
+        entry_point,
+        canonical,
+        tuple(tests),
+    )
 
 
 def candidates(*codes: str) -> tuple[Candidate, ...]:
@@ -97,9 +103,15 @@ def test_hypothesis_inputs_come_from_annotations_only():
 
 # -- fingerprints and agreement -----------------------------------------------------------------
 def test_fingerprints_hash_canonical_values_and_reject_anything_else():
-    values = [("value", {3, 1}), ("value", {1, 3}), ("raises", "ValueError"),
-              ("error", "SystemExit"),
-              ("unsupported", "x.Box"), ("raises", "UnsupportedValue"), None]  # fmt: skip
+    values = [
+        ("value", {3, 1}),
+        ("value", {1, 3}),
+        ("raises", "ValueError"),
+        ("error", "SystemExit"),
+        ("unsupported", "x.Box"),
+        ("raises", "UnsupportedValue"),
+        None,
+    ]
     prints = fingerprints(values, 8)
     assert prints[0] == prints[1] is not None and prints[2] not in (None, prints[0])
     assert prints[3] is None and prints[6] is None and prints[7] is None  # missing: no output
@@ -164,8 +176,9 @@ def test_hypothesis_consensus_separates_a_typed_mutant(runner):
     mutant = MUTANT.replace("(a, b, lo, hi)", "(a: int, b: int, lo: int, hi: int)")
     alt = "def clamp_add(a: int, b: int, lo: int, hi: int):\n    return max(lo, min(hi, b + a))\n"
     reranker = get_reranker("exec-consensus:hypothesis", RerankerContext(runner=runner))
-    [answer] = reranker.rerank("x", [RerankQuery(make_item(["assert True"]),
-                                                 candidates(mutant, typed, alt))])  # fmt: skip
+    [answer] = reranker.rerank(
+        "x", [RerankQuery(make_item(["assert True"]), candidates(mutant, typed, alt))]
+    )
     assert answer.fallback is None and answer.detail["inputs"] == HYPOTHESIS_INPUTS
     assert answer.scores[1] == answer.scores[2] > answer.scores[0]
 
@@ -179,19 +192,34 @@ def test_unknown_source_and_missing_runner_are_errors():
 
 # -- the pipeline's order and ties --------------------------------------------------------------
 def hit(rank, score, passes, kind="distractor", sid=None, qid="q/a"):
-    return Hit(rank, sid or f"s{rank}", kind, None if kind == "canonical" else "op", qid, score,
-               passes)  # fmt: skip
+    return Hit(
+        rank, sid or f"s{rank}", kind, None if kind == "canonical" else "op", qid, score, passes
+    )
 
 
 def first_stage(hits, tail, canonical_rank, span) -> QueryResult:
-    return QueryResult("q/a", "strings", hits[0].passes, canonical_rank, 0.5, tuple(hits), (),
-                       rank1_tie={"size": 1, "passing": int(hits[0].passes)}, tail_tie=tail,
-                       canonical_tie=span)  # fmt: skip
+    return QueryResult(
+        "q/a",
+        "strings",
+        hits[0].passes,
+        canonical_rank,
+        0.5,
+        tuple(hits),
+        (),
+        rank1_tie={"size": 1, "passing": int(hits[0].passes)},
+        tail_tie=tail,
+        canonical_tie=span,
+    )
 
 
 def test_reranked_order_breaks_reranker_ties_by_first_stage_and_counts_joint_ties():
-    hits = [hit(1, 0.9, False), hit(2, 0.8, False), hit(3, 0.8, True, "canonical"),
-            hit(4, 0.7, False), *(hit(r, 0.1 * (10 - r), False) for r in range(5, 11))]  # fmt: skip
+    hits = [
+        hit(1, 0.9, False),
+        hit(2, 0.8, False),
+        hit(3, 0.8, True, "canonical"),
+        hit(4, 0.7, False),
+        *(hit(r, 0.1 * (10 - r), False) for r in range(5, 11)),
+    ]
     r = first_stage(hits, {"size": 1, "passing": 0}, 3, {"first": 2, "last": 3})
     # The reranker ties ranks 2 and 3 (which the first stage tied too) above everything else.
     scores = [0.2, 0.7, 0.7, 0.7, *([0.0] * 6)]
@@ -200,8 +228,9 @@ def test_reranked_order_breaks_reranker_ties_by_first_stage_and_counts_joint_tie
     assert rank1 == {"size": 2, "passing": 1}  # s2 and s3 tie in both stages
     assert span == {"first": 1, "last": 2} and rank == 2
     assert tail == {"size": 1, "passing": 0}  # the list was reranked whole: nothing below ties
-    row = report_row(QueryResult("q/a", "strings", False, rank, 0.5, tuple(new), (), (), {},
-                                 rank1, tail, span))  # fmt: skip
+    row = report_row(
+        QueryResult("q/a", "strings", False, rank, 0.5, tuple(new), (), (), {}, rank1, tail, span)
+    )
     assert row["top"][0]["tie_key"] == [1, 0.7, 0.8]
     metrics = row_metrics(row)
     assert metrics.expected["exec@1"] == pytest.approx(0.5)
@@ -267,8 +296,9 @@ def test_entry_point_rerankers_are_found(monkeypatch):
             return {"name": "mine"}
 
         def rerank(self, first_stage, queries):
-            return [Reranked(tuple(float(c.first_stage_rank) for c in q.candidates))
-                    for q in queries]  # fmt: skip
+            return [
+                Reranked(tuple(float(c.first_stage_rank) for c in q.candidates)) for q in queries
+            ]
 
         def close(self) -> None:
             pass
@@ -280,14 +310,27 @@ def test_entry_point_rerankers_are_found(monkeypatch):
 def test_cross_encoder_from_a_local_directory(tmp_path):
     pytest.importorskip("sentence_transformers")
     transformers = pytest.importorskip("transformers")
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *"def return clamp add max min lo hi "
-             "count vowels sum in for a b c s aeiou _ ( ) , : + - '".split()]  # fmt: skip
+    vocab = [
+        "[PAD]",
+        "[UNK]",
+        "[CLS]",
+        "[SEP]",
+        "[MASK]",
+        *"def return clamp add max min lo hi "
+        "count vowels sum in for a b c s aeiou _ ( ) , : + - '".split(),
+    ]
     (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n")
     tokenizer = transformers.BertTokenizer(str(tmp_path / "vocab.txt"))
     config = transformers.BertConfig(
-        vocab_size=len(vocab), hidden_size=8, num_hidden_layers=1, num_attention_heads=1,
-        intermediate_size=16, num_labels=1, max_position_embeddings=128, initializer_range=1.0,
-    )  # fmt: skip
+        vocab_size=len(vocab),
+        hidden_size=8,
+        num_hidden_layers=1,
+        num_attention_heads=1,
+        intermediate_size=16,
+        num_labels=1,
+        max_position_embeddings=128,
+        initializer_range=1.0,
+    )
     model_dir = tmp_path / "ce"
     transformers.set_seed(0)  # random weights, but the same ones on every run
     transformers.BertForSequenceClassification(config).save_pretrained(model_dir)
@@ -309,4 +352,9 @@ def test_compare_puts_each_pipeline_beside_its_first_stage():
 
     given = [report("a+x", "a"), report("b+x", "b"), report("b"), report("a"), report("c+x", "c")]
     assert [r["embedder"]["name"] for r in beside_first_stage(given)] == [
-        "b", "b+x", "a", "a+x", "c+x"]  # fmt: skip
+        "b",
+        "b+x",
+        "a",
+        "a+x",
+        "c+x",
+    ]

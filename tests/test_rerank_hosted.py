@@ -23,13 +23,21 @@ pytest.importorskip("httpx")
 
 KEY = "sk-rerank-KEYSENTINEL-never-shown"
 SPEC = {  # name -> (path, model, key variable, allowed body fields, results field)
-    "voyage-rerank-2.5": ("/v1/rerank", "rerank-2.5", "VOYAGE_API_KEY",
-                          {"query", "documents", "model", "top_k", "return_documents",
-                           "truncation"}, "data"),
-    "cohere-rerank-v3.5": ("/v2/rerank", "rerank-v3.5", "CO_API_KEY",
-                           {"model", "query", "documents", "top_n", "max_tokens_per_doc"},
-                           "results"),
-}  # fmt: skip
+    "voyage-rerank-2.5": (
+        "/v1/rerank",
+        "rerank-2.5",
+        "VOYAGE_API_KEY",
+        {"query", "documents", "model", "top_k", "return_documents", "truncation"},
+        "data",
+    ),
+    "cohere-rerank-v3.5": (
+        "/v2/rerank",
+        "rerank-v3.5",
+        "CO_API_KEY",
+        {"model", "query", "documents", "top_n", "max_tokens_per_doc"},
+        "results",
+    ),
+}
 
 
 def relevance(query: str, document: str) -> float:
@@ -88,18 +96,30 @@ class FakeReranker:
         docs = body.get("documents")
         if not isinstance(body.get("query"), str) or not body["query"]:
             problems.append("query must be a non-empty string")
-        if not isinstance(docs, list) or not 1 <= len(docs) <= 1000 or \
-                not all(isinstance(d, str) for d in docs):  # fmt: skip
+        if (
+            not isinstance(docs, list)
+            or not 1 <= len(docs) <= 1000
+            or not all(isinstance(d, str) for d in docs)
+        ):
             problems.append("documents must be a list of 1..1000 strings")
         if problems:
             self.violations += problems
             return 400, {"detail": "; ".join(problems)}, {}
-        rows = [{"index": i, "relevance_score": relevance(body["query"], d)}
-                for i, d in enumerate(docs)]  # fmt: skip
+        rows = [
+            {"index": i, "relevance_score": relevance(body["query"], d)} for i, d in enumerate(docs)
+        ]
         rows.sort(key=lambda r: -r["relevance_score"])  # documented: best first
         if self.provider == "voyage":
-            return 200, {"object": "list", "data": rows, "model": self.model,
-                         "usage": {"total_tokens": 10}}, {}  # fmt: skip
+            return (
+                200,
+                {
+                    "object": "list",
+                    "data": rows,
+                    "model": self.model,
+                    "usage": {"total_tokens": 10},
+                },
+                {},
+            )
         return 200, {"id": "x", "results": rows, "meta": {"billed_units": {"search_units": 1}}}, {}
 
     def stop(self) -> None:
@@ -108,20 +128,32 @@ class FakeReranker:
 
 
 def item(query: str) -> BenchmarkItem:
-    return BenchmarkItem("strings/q", Path("q.toml"), "strings", query, "f", "def f():\n    pass\n",
-                ("assert f() is None",))  # fmt: skip
+    return BenchmarkItem(
+        "strings/q",
+        Path("q.toml"),
+        "strings",
+        query,
+        "f",
+        "def f():\n    pass\n",
+        ("assert f() is None",),
+    )
 
 
 QUERIES = [
-    RerankQuery(item("count the vowels"), (
-        Candidate("a", "def f(s): return len(s)", 1, 0.9),
-        Candidate("b", "def f(s): # count the vowels\n    return sum(c in 'aeiou' for c in s)", 2,
-                  0.8),
-        Candidate("c", "def f(s): # count\n    return 0", 3, 0.7),
-    )),
-    RerankQuery(item("add two numbers"), (Candidate("d", "def f(a, b): # add\n    return a", 1,
-                                                    0.5),)),
-]  # fmt: skip
+    RerankQuery(
+        item("count the vowels"),
+        (
+            Candidate("a", "def f(s): return len(s)", 1, 0.9),
+            Candidate(
+                "b", "def f(s): # count the vowels\n    return sum(c in 'aeiou' for c in s)", 2, 0.8
+            ),
+            Candidate("c", "def f(s): # count\n    return 0", 3, 0.7),
+        ),
+    ),
+    RerankQuery(
+        item("add two numbers"), (Candidate("d", "def f(a, b): # add\n    return a", 1, 0.5),)
+    ),
+]
 
 
 @pytest.fixture(params=sorted(SPEC))
@@ -149,8 +181,10 @@ def test_documented_request_and_scores_by_index(name, keyed, tmp_path):
     assert fake.violations == []
     assert [a.scores for a in answers] == [(0.0, 1.0, round(1 / 3, 4)), (round(1 / 3, 4),)]
     assert {b["query"] for b in fake.seen} == {"count the vowels", "add two numbers"}
-    assert fake.seen[0]["documents"] in ([c.code for c in QUERIES[0].candidates],
-                                         [c.code for c in QUERIES[1].candidates])  # fmt: skip
+    assert fake.seen[0]["documents"] in (
+        [c.code for c in QUERIES[0].candidates],
+        [c.code for c in QUERIES[1].candidates],
+    )
     invocation = reranker.invocation()
     assert invocation["model"] == SPEC[name][1] and invocation["endpoint"] == SPEC[name][0]
     assert KEY not in json.dumps(invocation)

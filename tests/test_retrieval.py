@@ -10,18 +10,24 @@ from pytest_execretrieval.ranking.retrieval import DECIMALS, normalize, rank_den
 
 
 def brute_force(scores: np.ndarray, targets, k):
-    order = [sorted(range(scores.shape[1]), key=lambda j: (-scores[q, j], j))
-             for q in range(scores.shape[0])]  # fmt: skip
+    order = [
+        sorted(range(scores.shape[1]), key=lambda j: (-scores[q, j], j))
+        for q in range(scores.shape[0])
+    ]
     ranks = [order[q].index(t) + 1 for q, t in enumerate(targets)]
     return np.array([o[:k] for o in order]), np.array(ranks)
 
 
 @settings(max_examples=60, deadline=None)
 @given(
-    n_queries=st.integers(1, 5), n_docs=st.integers(1, 40), dim=st.integers(1, 4),
-    chunk=st.integers(1, 50), k=st.integers(1, 12), seed=st.integers(0, 10**6),
+    n_queries=st.integers(1, 5),
+    n_docs=st.integers(1, 40),
+    dim=st.integers(1, 4),
+    chunk=st.integers(1, 50),
+    k=st.integers(1, 12),
+    seed=st.integers(0, 10**6),
     levels=st.integers(1, 3),
-)  # fmt: skip
+)
 def test_dense_matches_brute_force_with_ties(n_queries, n_docs, dim, chunk, k, seed, levels):
     rng = np.random.default_rng(seed)
     # Few distinct integer vectors -> many exact ties in the scores.

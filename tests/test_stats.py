@@ -690,9 +690,12 @@ def test_sign_flip_exact_matches_scipy(diffs: list[float]) -> None:
         assert got == 1.0
         return
     ref = sps.permutation_test(
-        (d, np.zeros_like(d)), lambda x, y: np.mean(x - y), permutation_type="samples",
-        alternative="two-sided", n_resamples=np.inf,
-    ).pvalue  # fmt: skip
+        (d, np.zeros_like(d)),
+        lambda x, y: np.mean(x - y),
+        permutation_type="samples",
+        alternative="two-sided",
+        n_resamples=np.inf,
+    ).pvalue
     assert got == pytest.approx(min(1.0, ref), abs=1e-9)
 
 
@@ -702,9 +705,13 @@ def test_sign_flip_sampled_agrees_with_scipy_and_is_seeded() -> None:
     got = sign_flip_test(d, n_permutations=20_000, seed=1)
     assert got == sign_flip_test(d, n_permutations=20_000, seed=1)
     ref = sps.permutation_test(
-        (d, np.zeros_like(d)), lambda x, y: np.mean(x - y), permutation_type="samples",
-        alternative="two-sided", n_resamples=20_000, random_state=3,
-    ).pvalue  # fmt: skip
+        (d, np.zeros_like(d)),
+        lambda x, y: np.mean(x - y),
+        permutation_type="samples",
+        alternative="two-sided",
+        n_resamples=20_000,
+        random_state=3,
+    ).pvalue
     assert abs(got - ref) < 0.02  # two Monte Carlo estimates of the same p (about 0.17)
     assert 0 < sign_flip_test(np.full(40, 1.0), n_permutations=999) <= 1 / 1000
 
@@ -943,6 +950,7 @@ def test_power_statement_agrees_with_simulation() -> None:
     diffs = rng.normal(0, 0.3, size=(sims, n))
     delta = detectable_difference(n, 0.09, 0.05, 0.8)
     shifted = diffs - delta
-    rejections = sum(sign_flip_test(d, n_permutations=2000, seed=i) < 0.05
-                     for i, d in enumerate(shifted))  # fmt: skip
+    rejections = sum(
+        sign_flip_test(d, n_permutations=2000, seed=i) < 0.05 for i, d in enumerate(shifted)
+    )
     assert 0.70 <= rejections / sims <= 0.92

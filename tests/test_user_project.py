@@ -22,8 +22,15 @@ def test_markers_are_not_registered_in_a_plain_session(pytester):
 
 def test_markers_are_registered_in_a_benchmark_session(pytester, items):
     result = pytester.runpytest_subprocess(
-        "--embedder", "bm25", "--execretrieval-items", str(items), "--strict-markers",
-        "--execretrieval-cache-dir", str(pytester.path / "cache"), "-m", "strings",
-    )  # fmt: skip
+        "--embedder",
+        "bm25",
+        "--execretrieval-items",
+        str(items),
+        "--strict-markers",
+        "--execretrieval-cache-dir",
+        str(pytester.path / "cache"),
+        "-m",
+        "strings",
+    )
     assert result.ret in (0, 1), result.stdout.str() + result.stderr.str()
     assert "1 failed" in result.stdout.str() or "1 passed" in result.stdout.str()

@@ -38,8 +38,19 @@ def counting(monkeypatch):
 
 def test_a_warm_rerun_executes_nothing_and_shows_the_same_values(pytester, items: Path, counting):
     # -v: the whole failure text (with the values), not the one-line default
-    args = ["--embedder", "bm25", "--execretrieval-items", str(items), "-n", "0", "-v", "-p",
-            "no:randomly", "--execretrieval-cache-dir", str(pytester.path / "cache")]  # fmt: skip
+    args = [
+        "--embedder",
+        "bm25",
+        "--execretrieval-items",
+        str(items),
+        "-n",
+        "0",
+        "-v",
+        "-p",
+        "no:randomly",
+        "--execretrieval-cache-dir",
+        str(pytester.path / "cache"),
+    ]
     cold = pytester.runpytest_inprocess(*args)
     assert cold.ret == 1  # some rank 1 is a wrong implementation: its message shows values
     assert counting.suites >= 1  # the rank-1 suites whose values the messages show

@@ -26,8 +26,14 @@ def without_timing(path: Path) -> dict:
 def elsewhere(tmp_path_factory, items: Path) -> list[str]:
     """Two workers started in another directory, with a copy of the items of their own there
     (xdist rsyncs it, and passes them the copy's path)."""
-    return ["--dist", "load", "--tx", f"2*popen//chdir={tmp_path_factory.mktemp('workers')}",
-            "--rsyncdir", str(items)]  # fmt: skip
+    return [
+        "--dist",
+        "load",
+        "--tx",
+        f"2*popen//chdir={tmp_path_factory.mktemp('workers')}",
+        "--rsyncdir",
+        str(items),
+    ]
 
 
 def executed(result) -> int:
@@ -40,8 +46,16 @@ def executed(result) -> int:
 def test_benchmark_workers_elsewhere_write_the_reports_of_one_process(
     pytester, items, tmp_path_factory
 ):
-    args = ["--embedder", "bm25", "--execretrieval-items", str(items), "-p", "no:randomly",
-            "--execretrieval-cache-dir=cache", "-v"]  # fmt: skip
+    args = [
+        "--embedder",
+        "bm25",
+        "--execretrieval-items",
+        str(items),
+        "-p",
+        "no:randomly",
+        "--execretrieval-cache-dir=cache",
+        "-v",
+    ]
     serial = pytester.runpytest_subprocess(*args, "-n", "0", "--execretrieval-report-dir=n0")
     assert serial.ret == 1 and executed(serial) > 0  # the rank-1 suites the messages show
     workers = elsewhere(tmp_path_factory, items)
@@ -65,15 +79,22 @@ def test_verification_workers_elsewhere_give_the_outcomes_of_one_process(
     pytester, items, tmp_path_factory
 ):
     def outcomes(result) -> dict[str, str]:
-        return {n: o for o, n in re.findall(r"^(PASSED|FAILED|ERROR) (\S+)", result.stdout.str(),
-                                             re.M)}  # fmt: skip
+        return {
+            n: o for o, n in re.findall(r"^(PASSED|FAILED|ERROR) (\S+)", result.stdout.str(), re.M)
+        }
 
     # A changed item: the freshness gate fails and the item's recorded distractors are left
     # out, which the workers learn from their controller.
     path = items / "strings" / "count_vowels.toml"
     path.write_text(path.read_text().replace("Count the vowels", "Count vowels"))
-    args = ["--execretrieval-verify", "--execretrieval-items", str(items), "-rA", "-p",
-            "no:randomly"]  # fmt: skip
+    args = [
+        "--execretrieval-verify",
+        "--execretrieval-items",
+        str(items),
+        "-rA",
+        "-p",
+        "no:randomly",
+    ]
     serial = pytester.runpytest_subprocess(*args, "-n", "0")
     remote = pytester.runpytest_subprocess(*args, *elsewhere(tmp_path_factory, items))
     assert serial.ret == remote.ret == 1, remote.stdout.str()

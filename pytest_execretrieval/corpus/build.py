@@ -32,16 +32,23 @@ def engine(stack: int = 1, source: str = "operators", families: bool = False) ->
     version follows the operator table and selection code (see :mod:`.mutation.fingerprint`);
     a mutmut corpus also records mutmut's, libcst's and the adapter's versions, the families
     corpus the families' version and candidates per class."""
-    return {
-        "runner": RUNNER_VERSION,
-        "mutation": mutation_version(),
-        "mutant_timeout_s": MUTANT_TIMEOUT_S,
-        "distractors_per_item": MAX_DISTRACTORS,
-        "stack": stack,
-        "evidence": EVIDENCE_VERSION,
-    } | ({"source": _mutmut_engine()} if source == "mutmut" else {}) | (
-        {"families": families_version(), "candidates_per_class": FAMILY_CANDIDATES_PER_CLASS}
-        if families else {})  # fmt: skip
+    return (
+        {
+            "runner": RUNNER_VERSION,
+            "mutation": mutation_version(),
+            "mutant_timeout_s": MUTANT_TIMEOUT_S,
+            "distractors_per_item": MAX_DISTRACTORS,
+            "stack": stack,
+            "evidence": EVIDENCE_VERSION,
+        }
+        | ({"source": _mutmut_engine()} if source == "mutmut" else {})
+        | (
+            {"families": families_version(), "candidates_per_class": FAMILY_CANDIDATES_PER_CLASS}
+            if families
+            else {}
+        )
+    )
+
 
 def _mutmut_engine() -> dict:
     return _mutmut_source().engine_source()
@@ -52,8 +59,9 @@ def _mutmut_source():
     try:
         from ..mutation import mutmut_source
     except ImportError as exc:
-        raise BuildError(f"--source mutmut needs mutmut: pip install "
-                         f"'pytest-execretrieval[mutmut]' ({exc})") from None  # fmt: skip
+        raise BuildError(
+            f"--source mutmut needs mutmut: pip install 'pytest-execretrieval[mutmut]' ({exc})"
+        ) from None
     return mutmut_source
 
 
@@ -81,8 +89,9 @@ def candidate_mutants(
         return generate(item.canonical, item.entry_point)
     if not families:
         return list(item.lang.mutants(item.canonical, item.entry_point))
-    return generate_mutants(item.canonical, item.entry_point, ALL_OPERATORS,
-                            FAMILY_CANDIDATES_PER_CLASS)  # fmt: skip
+    return generate_mutants(
+        item.canonical, item.entry_point, ALL_OPERATORS, FAMILY_CANDIDATES_PER_CLASS
+    )
 
 
 def preferred_classes(families: bool = False) -> tuple[str, ...]:
@@ -246,8 +255,16 @@ def build(
     reuse = dict(reuse or {})
     phases = _Phases(progress, (runner, mutant_runner))
     problems: list[str] = []  # every item's, all reported together
-    runs = run_items([i for i in items if i.id not in reuse], runner, mutant_runner, stack, phases,
-                     problems, generate, families)  # fmt: skip
+    runs = run_items(
+        [i for i in items if i.id not in reuse],
+        runner,
+        mutant_runner,
+        stack,
+        phases,
+        problems,
+        generate,
+        families,
+    )
     # The selection balances classes over the corpus in item order: run it over every item.
     chosen: dict[str, list[int]] = {}
     moved = []
@@ -322,8 +339,11 @@ def build(
         survivors += own
         records.append(record)
     by_id = lambda s: s.snippet_id  # noqa: E731
-    corpus = Corpus(tuple(sorted(pool, key=by_id)), tuple(sorted(alternatives, key=by_id)),
-                    engine(stack, source, families))  # fmt: skip
+    corpus = Corpus(
+        tuple(sorted(pool, key=by_id)),
+        tuple(sorted(alternatives, key=by_id)),
+        engine(stack, source, families),
+    )
     unusable = tuple(line for item in items if item.id in runs for line in runs[item.id].unusable)
     return BuildResult(
         corpus,
@@ -363,8 +383,9 @@ def run_items(
     phases.start("mutants", len(items))
     mutants = {}
     for done, item in enumerate(items, 1):
-        mutants[item.id] = per_item(item, problems, "mutants", candidate_mutants, item, families,
-                                    generate)  # fmt: skip
+        mutants[item.id] = per_item(
+            item, problems, "mutants", candidate_mutants, item, families, generate
+        )
         phases.tick(done)
     items = [item for item in items if mutants[item.id] is not None]
     if stack > 1:

@@ -80,8 +80,11 @@ class ItemCache:
         if entry is None or sha is None or sha != entry[0]:
             return None
         self.seen[name] = entry
-        fields = {**entry[1], "tests": tuple(entry[1]["tests"]),
-                  "alternatives": tuple(entry[1]["alternatives"])}  # fmt: skip
+        fields = {
+            **entry[1],
+            "tests": tuple(entry[1]["tests"]),
+            "alternatives": tuple(entry[1]["alternatives"]),
+        }
         return BenchmarkItem(path=path, **fields)
 
     def put(self, path: Path, item: BenchmarkItem) -> None:

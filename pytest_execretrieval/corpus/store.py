@@ -168,9 +168,11 @@ def build_command(
     items_dir: Path, stack: int = 1, source: str = "operators", families: bool = False
 ) -> str:
     """The ``execretrieval build`` command line that (re)builds this corpus."""
-    options = ((f" --stack {stack}" if stack != 1 else "")
-               + (f" --source {source}" if source != "operators" else "")
-               + (" --families" if families else ""))  # fmt: skip
+    options = (
+        (f" --stack {stack}" if stack != 1 else "")
+        + (f" --source {source}" if source != "operators" else "")
+        + (" --families" if families else "")
+    )
     return f"execretrieval build {items_dir}{options}"
 
 

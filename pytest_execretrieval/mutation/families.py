@@ -170,8 +170,15 @@ _REPLACE_LIMIT = 3  # replacement texts per site for the classes that draw them 
 # --- the function of a node, and what it binds ---------------------------------------------
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_SCOPES = (*_FUNCTIONS, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp, ast.DictComp,
-           ast.GeneratorExp)  # fmt: skip
+_SCOPES = (
+    *_FUNCTIONS,
+    ast.Lambda,
+    ast.ClassDef,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+)
 
 
 def _enclosing(node: ast.AST, ctx: SourceContext, kinds: tuple) -> ast.AST | None:
@@ -212,8 +219,12 @@ def _bindings(
         a = func.args
         params = [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
         params += [p.arg for p in (a.vararg, a.kwarg) if p is not None]
-        declared = {n for s in _own_nodes(func, ctx) if isinstance(s, (ast.Global, ast.Nonlocal))
-                    for n in s.names}  # fmt: skip
+        declared = {
+            n
+            for s in _own_nodes(func, ctx)
+            if isinstance(s, (ast.Global, ast.Nonlocal))
+            for n in s.names
+        }
         local: list[str] = []
         for node in _own_nodes(func, ctx):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
@@ -342,14 +353,25 @@ def _change_operand(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
 
 # name -> (positional arguments the call must have, argument added); methods and functions apart
 _MORE_METHOD_ARGS: dict[str, tuple[int, str]] = {
-    "sort": (0, "reverse=True"), "split": (1, "1"), "rsplit": (1, "1"),
-    "replace": (2, "1"), "find": (1, "1"), "rfind": (1, "1"), "index": (1, "1"),
-    "count": (1, "1"), "pop": (0, "0"), "strip": (0, '" "'), "lstrip": (0, '" "'),
+    "sort": (0, "reverse=True"),
+    "split": (1, "1"),
+    "rsplit": (1, "1"),
+    "replace": (2, "1"),
+    "find": (1, "1"),
+    "rfind": (1, "1"),
+    "index": (1, "1"),
+    "count": (1, "1"),
+    "pop": (0, "0"),
+    "strip": (0, '" "'),
+    "lstrip": (0, '" "'),
     "rstrip": (0, '" "'),
-}  # fmt: skip
+}
 _MORE_FUNCTION_ARGS: dict[str, tuple[int, str]] = {
-    "round": (1, "1"), "enumerate": (1, "1"), "range": (2, "2"), "int": (1, "16"),
-}  # fmt: skip
+    "round": (1, "1"),
+    "enumerate": (1, "1"),
+    "range": (2, "2"),
+    "int": (1, "16"),
+}
 _SPLITS = ("split", "rsplit")
 
 
@@ -375,16 +397,43 @@ def _more_args(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
 
 
 _WRONG_NAMES: dict[str, str] = {
-    "any": "all", "all": "any", "append": "extend", "extend": "append",
-    "startswith": "endswith", "endswith": "startswith", "lstrip": "rstrip", "rstrip": "lstrip",
-    "find": "rfind", "rfind": "find", "index": "rindex", "rindex": "index", "floor": "ceil",
-    "ceil": "floor", "upper": "lower", "lower": "upper", "isupper": "islower",
-    "islower": "isupper", "split": "rsplit", "rsplit": "split", "ljust": "rjust",
-    "rjust": "ljust", "keys": "values", "values": "keys", "remove": "discard",
-    "discard": "remove", "bisect_left": "bisect_right", "bisect_right": "bisect_left",
-    "insort_left": "insort_right", "insort_right": "insort_left", "appendleft": "append",
-    "popleft": "pop", "isdigit": "isalnum", "isalpha": "isalnum", "sum": "len", "len": "sum",
-}  # fmt: skip
+    "any": "all",
+    "all": "any",
+    "append": "extend",
+    "extend": "append",
+    "startswith": "endswith",
+    "endswith": "startswith",
+    "lstrip": "rstrip",
+    "rstrip": "lstrip",
+    "find": "rfind",
+    "rfind": "find",
+    "index": "rindex",
+    "rindex": "index",
+    "floor": "ceil",
+    "ceil": "floor",
+    "upper": "lower",
+    "lower": "upper",
+    "isupper": "islower",
+    "islower": "isupper",
+    "split": "rsplit",
+    "rsplit": "split",
+    "ljust": "rjust",
+    "rjust": "ljust",
+    "keys": "values",
+    "values": "keys",
+    "remove": "discard",
+    "discard": "remove",
+    "bisect_left": "bisect_right",
+    "bisect_right": "bisect_left",
+    "insort_left": "insort_right",
+    "insort_right": "insort_left",
+    "appendleft": "append",
+    "popleft": "pop",
+    "isdigit": "isalnum",
+    "isalpha": "isalnum",
+    "sum": "len",
+    "len": "sum",
+}
 
 
 def _wrong_name(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
@@ -473,14 +522,32 @@ def _more_specific(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
 
 
 _LESS_FUNCTION_ARGS: dict[str, int] = {
-    "round": 2, "int": 2, "range": 3, "enumerate": 2, "pow": 3, "sum": 2, "next": 2,
+    "round": 2,
+    "int": 2,
+    "range": 3,
+    "enumerate": 2,
+    "pow": 3,
+    "sum": 2,
+    "next": 2,
     "getattr": 3,
-}  # fmt: skip
+}
 _LESS_METHOD_ARGS: dict[str, int] = {
-    "split": 1, "rsplit": 1, "strip": 1, "lstrip": 1, "rstrip": 1, "pop": 1, "get": 2,
-    "setdefault": 2, "replace": 3, "find": 2, "rfind": 2, "index": 2, "count": 2,
-    "startswith": 2, "endswith": 2,
-}  # fmt: skip
+    "split": 1,
+    "rsplit": 1,
+    "strip": 1,
+    "lstrip": 1,
+    "rstrip": 1,
+    "pop": 1,
+    "get": 2,
+    "setdefault": 2,
+    "replace": 3,
+    "find": 2,
+    "rfind": 2,
+    "index": 2,
+    "count": 2,
+    "startswith": 2,
+    "endswith": 2,
+}
 
 
 def _less_args(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
@@ -523,15 +590,21 @@ def _less_specific(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
 
 
 _DATETIME_FIELDS = ("year", "month", "day", "hour", "minute", "second", "microsecond")
-_TIMEDELTA_FIELDS = ("days", "seconds", "microseconds", "milliseconds", "minutes", "hours",
-                     "weeks")  # fmt: skip
+_TIMEDELTA_FIELDS = ("days", "seconds", "microseconds", "milliseconds", "minutes", "hours", "weeks")
 # Keyword parameters of library callables, by the name called (`f(...)` or `x.f(...)`).
 _LIBRARY_KEYWORDS: dict[str, tuple[str, ...]] = {
-    "print": ("sep", "end"), "min": ("key", "default"), "max": ("key", "default"),
-    "sorted": ("key", "reverse"), "sort": ("key", "reverse"), "split": ("sep", "maxsplit"),
-    "rsplit": ("sep", "maxsplit"), "replace": _DATETIME_FIELDS, "date": _DATETIME_FIELDS[:3],
-    "datetime": _DATETIME_FIELDS, "timedelta": _TIMEDELTA_FIELDS,
-}  # fmt: skip
+    "print": ("sep", "end"),
+    "min": ("key", "default"),
+    "max": ("key", "default"),
+    "sorted": ("key", "reverse"),
+    "sort": ("key", "reverse"),
+    "split": ("sep", "maxsplit"),
+    "rsplit": ("sep", "maxsplit"),
+    "replace": _DATETIME_FIELDS,
+    "date": _DATETIME_FIELDS[:3],
+    "datetime": _DATETIME_FIELDS,
+    "timedelta": _TIMEDELTA_FIELDS,
+}
 
 
 def _defined_parameters(ctx: SourceContext) -> dict[str, list[str]]:
@@ -569,10 +642,14 @@ def _change_keyword(node: ast.AST, ctx: SourceContext) -> Iterator[Edit]:
 
 
 _OTHER_EXCEPTION: dict[str, str] = {
-    "ValueError": "TypeError", "TypeError": "ValueError", "KeyError": "IndexError",
-    "IndexError": "KeyError", "ZeroDivisionError": "ValueError", "OverflowError": "ValueError",
+    "ValueError": "TypeError",
+    "TypeError": "ValueError",
+    "KeyError": "IndexError",
+    "IndexError": "KeyError",
+    "ZeroDivisionError": "ValueError",
+    "OverflowError": "ValueError",
     "RuntimeError": "ValueError",
-}  # fmt: skip
+}
 _WIDEST = ("Exception", "BaseException")
 
 

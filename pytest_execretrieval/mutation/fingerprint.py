@@ -43,8 +43,9 @@ from types import ModuleType
 from . import families, operators, select, stacking
 
 MODULES: tuple[ModuleType, ...] = (operators, select, stacking)
-RECORDING_NAMES = frozenset({"MUTATION_VERSION", "MUTATION_FINGERPRINT", "FAMILIES_VERSION",
-                             "FAMILIES_FINGERPRINT"})  # fmt: skip
+RECORDING_NAMES = frozenset(
+    {"MUTATION_VERSION", "MUTATION_FINGERPRINT", "FAMILIES_VERSION", "FAMILIES_FINGERPRINT"}
+)
 _DOCUMENTED = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
@@ -121,8 +122,10 @@ def table_description(table: dict | None = None, home: ModuleType = operators) -
     its module's unless it is defined in ``home`` (so moving the package does not change the
     fingerprint)."""
     table = operators.OPERATORS if table is None else table
-    return [[name, entry.core, [_function_name(f, home) for f in entry.functions]]
-            for name, entry in table.items()]  # fmt: skip
+    return [
+        [name, entry.core, [_function_name(f, home) for f in entry.functions]]
+        for name, entry in table.items()
+    ]
 
 
 def _function_name(function: object, home: ModuleType) -> str:

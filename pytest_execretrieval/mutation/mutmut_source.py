@@ -78,8 +78,12 @@ def engine_source() -> dict:
     """What the corpus's engine records for this source (a change makes the corpus stale)."""
     import mutmut
 
-    return {"name": "mutmut", "mutmut": mutmut.__version__, "libcst": _libcst_version(),
-            "adapter": ADAPTER_VERSION}  # fmt: skip
+    return {
+        "name": "mutmut",
+        "mutmut": mutmut.__version__,
+        "libcst": _libcst_version(),
+        "adapter": ADAPTER_VERSION,
+    }
 
 
 def _libcst_version() -> str:
@@ -104,8 +108,9 @@ def mutmut_mutations(source: str) -> Iterator[tuple[str, str]]:
         return run
 
     wrapper = cst.MetadataWrapper(cst.parse_module(source))
-    visitor = MutationVisitor([(t, tagged(op)) for t, op in mutation_operators],
-                              IgnoredCode(set(), set(), set()))  # fmt: skip
+    visitor = MutationVisitor(
+        [(t, tagged(op)) for t, op in mutation_operators], IgnoredCode(set(), set(), set())
+    )
     wrapper.visit(visitor)
     for mutation in visitor.mutations:
         if mutation.contained_by_top_level_function is None:

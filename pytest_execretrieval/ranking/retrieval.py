@@ -84,8 +84,13 @@ def block_top(block: np.ndarray, offset: int, k: int) -> tuple[np.ndarray, np.nd
     return idx + offset, np.take_along_axis(block, idx, axis=1)
 
 
-def counts(block: np.ndarray, offset: int, targets: np.ndarray, target_score: np.ndarray,
-           last_score: np.ndarray) -> np.ndarray:  # fmt: skip
+def counts(
+    block: np.ndarray,
+    offset: int,
+    targets: np.ndarray,
+    target_score: np.ndarray,
+    last_score: np.ndarray,
+) -> np.ndarray:
     """Per row of this block, four counts: documents ranked before the row's target (the tie
     rule), scoring above it, scoring equal to it, and scoring equal to ``last_score``."""
     ts = target_score[:, None]
@@ -124,9 +129,13 @@ class Watch:
 
 
 def rank_dense(
-    queries: np.ndarray, documents: np.ndarray, targets: Sequence[int], k: int = 10,
-    chunk: int = 65536, watch: Sequence[Sequence[int]] | None = None,
-) -> Ranking:  # fmt: skip
+    queries: np.ndarray,
+    documents: np.ndarray,
+    targets: Sequence[int],
+    k: int = 10,
+    chunk: int = 65536,
+    watch: Sequence[Sequence[int]] | None = None,
+) -> Ranking:
     q = normalize(np.asarray(queries, dtype=np.float32))
     target_pos = np.asarray(targets, dtype=np.int64)
     n = len(q)
@@ -150,8 +159,16 @@ def rank_dense(
     last = last_listed(best_score)
     for offset, block in blocks():
         total += counts(block, offset, target_pos, target_score, last)
-    return Ranking(best_idx, best_score, 1 + total[:, 0], target_score, watched.result(),
-                   total[:, 1], total[:, 2], total[:, 3])  # fmt: skip
+    return Ranking(
+        best_idx,
+        best_score,
+        1 + total[:, 0],
+        target_score,
+        watched.result(),
+        total[:, 1],
+        total[:, 2],
+        total[:, 3],
+    )
 
 
 def last_listed(scores: np.ndarray) -> np.ndarray:
@@ -162,9 +179,11 @@ def last_listed(scores: np.ndarray) -> np.ndarray:
 
 
 def rank_rows(
-    row_blocks: Iterable[np.ndarray], targets: Sequence[int], k: int = 10,
+    row_blocks: Iterable[np.ndarray],
+    targets: Sequence[int],
+    k: int = 10,
     watch: Sequence[Sequence[int]] | None = None,
-) -> Ranking:  # fmt: skip
+) -> Ranking:
     """Rank from blocks of complete score rows (consecutive queries, every pool column); the
     scores are rounded like dense ones."""
     target_pos = np.asarray(targets, dtype=np.int64)
@@ -204,10 +223,16 @@ class Retrieved:
 
 
 def retrieve(
-    embedder: Embedder, queries: Sequence[str], query_ids: Sequence[str],
-    documents: Sequence[str], document_ids: Sequence[str], targets: Sequence[int], k: int = 10,
-    watch: Sequence[Sequence[int]] | None = None, encode: Encode = encode_directly,
-) -> Retrieved:  # fmt: skip
+    embedder: Embedder,
+    queries: Sequence[str],
+    query_ids: Sequence[str],
+    documents: Sequence[str],
+    document_ids: Sequence[str],
+    targets: Sequence[int],
+    k: int = 10,
+    watch: Sequence[Sequence[int]] | None = None,
+    encode: Encode = encode_directly,
+) -> Retrieved:
     """Rank ``documents`` for each query by the embedder's contract: a
     :class:`~.embedders.LexicalScorer`'s score rows go to :func:`rank_rows`; a
     :class:`~.embedders.DenseEncoder`'s vectors (documents first, then queries, through

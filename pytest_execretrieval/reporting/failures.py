@@ -31,39 +31,53 @@ def failure_text(
 
     def diff_to(snippet_id: str) -> list[str]:
         lines = unified_diff(item.canonical, code.get(snippet_id, "")).splitlines()
-        extra = [f"... ({len(lines) - _DIFF_LINES} more lines)"] if len(lines) > _DIFF_LINES \
-            else []  # fmt: skip
+        extra = [f"... ({len(lines) - _DIFF_LINES} more lines)"] if len(lines) > _DIFF_LINES else []
         return ["    " + line for line in lines[:_DIFF_LINES] + extra]
 
     group = rank1_group(r)
     if r.rank1_tie.get("passing"):  # a tie of passing and failing snippets
         wrong = next((h for h in group if not h.passes), None)
-        shown = [f"  diff canonical -> {wrong.kind} ({wrong.operator or wrong.query_id}), tied "
-                 f"at rank 1:", *diff_to(wrong.snippet_id)] if wrong else []  # fmt: skip
-        return "\n".join([f"rank 1 is a tie for: {item.query}", "  " + tie_text(item, r),
-                          *shown])  # fmt: skip
+        shown = (
+            [
+                f"  diff canonical -> {wrong.kind} ({wrong.operator or wrong.query_id}), tied "
+                f"at rank 1:",
+                *diff_to(wrong.snippet_id),
+            ]
+            if wrong
+            else []
+        )
+        return "\n".join([f"rank 1 is a tie for: {item.query}", "  " + tie_text(item, r), *shown])
     top1 = r.top[0]
     what = top1.kind + (f" ({top1.operator})" if top1.operator else "")
     if top1.query_id != item.id:
         what += f" of another query, {top1.query_id}"
     if not item.lang.defines(code.get(top1.snippet_id, ""), item.entry_point):
-        failing = [f"    it does not define {item.entry_point}(), so it fails every test "
-                   "(not executed)"]  # fmt: skip
+        failing = [
+            f"    it does not define {item.entry_point}(), so it fails every test (not executed)"
+        ]
     else:
-        failing = [f"    {item.tests[i]}  ->  {o}"
-                   + (f": {returned[i]}" if i < len(returned) and returned[i] else "")
-                   for i, o in enumerate(r.rank1_outcomes)
-                   if o != "pass" and i < len(item.tests)]  # fmt: skip
-    tied = [f"  (rank 1 is a tie of {r.rank1_tie['size']} failing snippets)"] if len(group) > 1 \
-        else []  # fmt: skip
-    return "\n".join([
-        f"rank 1 is a wrong implementation for: {item.query}",
-        f"  rank 1:    {what}, score {top1.score:.4f}", *tied,
-        f"  canonical: rank {r.canonical_rank}, score {r.canonical_score:.4f}",
-        f"  rank 1 fails {sum(o != 'pass' for o in r.rank1_outcomes)} of {len(item.tests)} "
-        "tests:", *failing,
-        "  diff canonical -> rank 1:", *diff_to(top1.snippet_id),
-    ])  # fmt: skip
+        failing = [
+            f"    {item.tests[i]}  ->  {o}"
+            + (f": {returned[i]}" if i < len(returned) and returned[i] else "")
+            for i, o in enumerate(r.rank1_outcomes)
+            if o != "pass" and i < len(item.tests)
+        ]
+    tied = (
+        [f"  (rank 1 is a tie of {r.rank1_tie['size']} failing snippets)"] if len(group) > 1 else []
+    )
+    return "\n".join(
+        [
+            f"rank 1 is a wrong implementation for: {item.query}",
+            f"  rank 1:    {what}, score {top1.score:.4f}",
+            *tied,
+            f"  canonical: rank {r.canonical_rank}, score {r.canonical_score:.4f}",
+            f"  rank 1 fails {sum(o != 'pass' for o in r.rank1_outcomes)} of {len(item.tests)} "
+            "tests:",
+            *failing,
+            "  diff canonical -> rank 1:",
+            *diff_to(top1.snippet_id),
+        ]
+    )
 
 
 def failure_line(item: BenchmarkItem, r: QueryResult) -> str:
@@ -101,8 +115,13 @@ def tie_members(item: BenchmarkItem, r: QueryResult) -> str:
     parts: dict[str, int] = {}
     for h in group:
         own = h.query_id == item.id
-        what = ("the canonical" if h.kind == "canonical" and own else
-                "mutants" if own else "snippets of other queries")  # fmt: skip
+        what = (
+            "the canonical"
+            if h.kind == "canonical" and own
+            else "mutants"
+            if own
+            else "snippets of other queries"
+        )
         parts[what] = parts.get(what, 0) + 1
     size = r.rank1_tie["size"]
     order = ("the canonical", "mutants", "snippets of other queries")

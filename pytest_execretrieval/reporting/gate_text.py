@@ -16,13 +16,23 @@ def gate_json(d: GateDecision) -> dict:
     A gate that could not be computed has only ``passed``, ``reason``, ``explanation`` and
     ``decision``."""
     if d.error:
-        return {"passed": False, "reason": f"ERROR: {d.error}", "explanation": [],
-                "decision": "FAIL"}  # fmt: skip
+        return {
+            "passed": False,
+            "reason": f"ERROR: {d.error}",
+            "explanation": [],
+            "decision": "FAIL",
+        }
     figures = d.to_json()
     decision = figures.pop("decision")
     coverage = figures.pop("coverage")
-    return {"passed": d.passed, "reason": reason(d), "explanation": explanation(d), **figures,
-            "decision": decision, "coverage": coverage}  # fmt: skip
+    return {
+        "passed": d.passed,
+        "reason": reason(d),
+        "explanation": explanation(d),
+        **figures,
+        "decision": decision,
+        "coverage": coverage,
+    }
 
 
 def reason(d: GateDecision) -> str:
@@ -30,8 +40,10 @@ def reason(d: GateDecision) -> str:
     ``FAIL: ...; failed: <metrics, minimums, coverage problems>``, or ``INCOMPLETE: ...``."""
     if d.incomplete:
         i = d.incomplete
-        return (f"INCOMPLETE: {i.completed} of {i.selected} selected queries ran "
-                f"({'; '.join(i.why)}); the gate did not decide")  # fmt: skip
+        return (
+            f"INCOMPLETE: {i.completed} of {i.selected} selected queries ran "
+            f"({'; '.join(i.why)}); the gate did not decide"
+        )
     summary = tested(d) + _coverage_note(d.coverage)
     if d.passed:
         return f"PASS: {summary}; nothing failed"
@@ -47,8 +59,11 @@ def tested(d: GateDecision) -> str:
     harm = d.metrics_in("harm")
     if ni:
         # beside harm-tested metrics, say which margin each non-inferiority metric has
-        per_metric = (" (margin " + ", ".join(f"{m} {d.verdicts[m].margin:g}" for m in ni) + ")"
-                      if harm else "")  # fmt: skip
+        per_metric = (
+            " (margin " + ", ".join(f"{m} {d.verdicts[m].margin:g}" for m in ni) + ")"
+            if harm
+            else ""
+        )
         parts.append(f"non-inferiority on {', '.join(ni)}{per_metric} at alpha {d.alpha:g}")
     if harm:
         parts.append(f"harm test on {', '.join(harm)} at alpha {d.alpha:g} (Holm)")
@@ -58,8 +73,9 @@ def tested(d: GateDecision) -> str:
 def _coverage_note(c: Coverage) -> str:
     if not c.partial:
         return ""
-    return (f" on {c.compared:,} of {c.baseline_queries:,} queries"
-            + (" (selection)" if c.selection else ""))  # fmt: skip
+    return f" on {c.compared:,} of {c.baseline_queries:,} queries" + (
+        " (selection)" if c.selection else ""
+    )
 
 
 def explanation(d: GateDecision) -> list[str]:
@@ -77,15 +93,20 @@ def explanation(d: GateDecision) -> list[str]:
     lines += [metric_line(v, d.alpha) for v in d.verdicts.values()]
     for m, f in d.floors.items():
         relation = "at or above" if f.passed else "below"
-        lines.append(f"{m}: candidate {f.value:.3f} is {relation} the required minimum "
-                     f"{f.required:.3f}")  # fmt: skip
+        lines.append(
+            f"{m}: candidate {f.value:.3f} is {relation} the required minimum {f.required:.3f}"
+        )
     for m, w in d.where.items():
         if w.domains or w.operators:
-            domains = ", ".join(f"{x['domain']} {x['difference']:+.3f} ({x['worse']} of {x['n']} "
-                                f"worse)" for x in w.domains)  # fmt: skip
+            domains = ", ".join(
+                f"{x['domain']} {x['difference']:+.3f} ({x['worse']} of {x['n']} worse)"
+                for x in w.domains
+            )
             ops = ", ".join(f"{o['operator']} ({o['n']})" for o in w.operators)
-            lines.append(f"{m} dropped most in {domains or 'no domain'}; the candidate's rank 1 "
-                         f"on the {len(w.regressed)} worse queries: {ops or 'n/a'}")  # fmt: skip
+            lines.append(
+                f"{m} dropped most in {domains or 'no domain'}; the candidate's rank 1 "
+                f"on the {len(w.regressed)} worse queries: {ops or 'n/a'}"
+            )
     if d.invocation:
         lines.append("invocation differs from the baseline: " + "; ".join(d.invocation))
     return lines
@@ -94,11 +115,13 @@ def explanation(d: GateDecision) -> list[str]:
 def coverage_lines(c: Coverage) -> list[str]:
     lines = []
     if c.collection_errors:
-        lines.append(f"collection errors (their queries were not compared): "
-                     f"{_listed(c.collection_errors)}")  # fmt: skip
+        lines.append(
+            f"collection errors (their queries were not compared): {_listed(c.collection_errors)}"
+        )
     if c.missing_from_baseline:
-        lines.append(f"queries the baseline lacks (not compared): "
-                     f"{_listed(c.missing_from_baseline)}")  # fmt: skip
+        lines.append(
+            f"queries the baseline lacks (not compared): {_listed(c.missing_from_baseline)}"
+        )
     return lines
 
 
@@ -109,28 +132,45 @@ def _listed(ids: tuple[str, ...]) -> str:
 
 def metric_line(v: MetricVerdict, alpha: float) -> str:
     """``<metric>: <figures>: <verdict> (<test>); <power>``."""
-    figures = (f"{v.metric}: {v.candidate:.3f} vs baseline {v.baseline:.3f}, difference "
-               f"{v.difference:+.3f} [{v.ci95[0]:+.3f}, {v.ci95[1]:+.3f}] (95% CI)")  # fmt: skip
+    figures = (
+        f"{v.metric}: {v.candidate:.3f} vs baseline {v.baseline:.3f}, difference "
+        f"{v.difference:+.3f} [{v.ci95[0]:+.3f}, {v.ci95[1]:+.3f}] (95% CI)"
+    )
     if v.mode == "harm":
-        verdict = ("a significant drop" if not v.passed else
-                   "no significant drop" if v.difference < 0 else "no drop")  # fmt: skip
-        test = (f"{v.test} p = {v.p_value:.3g}, Holm-adjusted {v.p_adjusted:.3g} vs alpha "
-                f"{alpha:g}")  # fmt: skip
-        power = (f"power: a true drop of {v.detectable:.3f} or more would be detected with "
-                 f"{POWER:.0%} probability" if v.detectable else no_power(v))  # fmt: skip
+        verdict = (
+            "a significant drop"
+            if not v.passed
+            else "no significant drop"
+            if v.difference < 0
+            else "no drop"
+        )
+        test = f"{v.test} p = {v.p_value:.3g}, Holm-adjusted {v.p_adjusted:.3g} vs alpha {alpha:g}"
+        power = (
+            f"power: a true drop of {v.detectable:.3f} or more would be detected with "
+            f"{POWER:.0%} probability"
+            if v.detectable
+            else no_power(v)
+        )
     else:
         verdict = "non-inferior" if v.passed else "not shown non-inferior"
         low = float("nan") if v.ci is None else v.ci[0]  # a non-inferiority verdict has its CI
-        test = (f"lower end of the {1 - 2 * alpha:.0%} CI {low:+.3f} "
-                f"{'>' if v.passed else '<='} -{v.margin:g}")  # fmt: skip
-        power = (f"power: a candidate truly equal to the baseline passes with {POWER:.0%} "
-                 f"probability when the margin is at least {v.detectable:.3f}" if v.detectable
-                 else no_power(v))  # fmt: skip
+        test = (
+            f"lower end of the {1 - 2 * alpha:.0%} CI {low:+.3f} "
+            f"{'>' if v.passed else '<='} -{v.margin:g}"
+        )
+        power = (
+            f"power: a candidate truly equal to the baseline passes with {POWER:.0%} "
+            f"probability when the margin is at least {v.detectable:.3f}"
+            if v.detectable
+            else no_power(v)
+        )
     return f"{figures}: {verdict} ({test}); {power}"
 
 
 def no_power(v: MetricVerdict) -> str:
     if not v.differs:
         return "power: no query differs, so no drop size can be estimated"
-    return (f"power: too few queries ({v.n}) to detect even the largest possible drop with "
-            f"{POWER:.0%} probability")  # fmt: skip
+    return (
+        f"power: too few queries ({v.n}) to detect even the largest possible drop with "
+        f"{POWER:.0%} probability"
+    )

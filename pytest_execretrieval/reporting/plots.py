@@ -121,8 +121,13 @@ def write_plots(reports: Sequence[dict], analyses: Sequence[dict], out_dir: Path
     for name, a in zip(names, analyses):
         dens = a["density_ablation"]
         ax.plot(dens["d"], [_nan(v) for v in dens["expected_exec1"]], marker="o", label=name)
-    ax.set(xlabel="own distractors kept per query (d)", ylabel="expected exec@1", ylim=(0, 1.05),
-           xticks=list(DENSITIES), title="Distractor density ablation")  # fmt: skip
+    ax.set(
+        xlabel="own distractors kept per query (d)",
+        ylabel="expected exec@1",
+        ylim=(0, 1.05),
+        xticks=list(DENSITIES),
+        title="Distractor density ablation",
+    )
     ax.legend(fontsize="small")
     save(fig, DENSITY_PNG)
 
@@ -134,12 +139,20 @@ def write_plots(reports: Sequence[dict], analyses: Sequence[dict], out_dir: Path
         edges = np.histogram_bin_edges(np.concatenate([equivalent, mutant]), bins=20).tolist()
         fig = Figure(figsize=(6, 4), layout="constrained")
         ax = fig.add_subplot()
-        ax.hist(equivalent, bins=edges, alpha=0.6, density=True,
-                label=f"equivalent (n={len(equivalent)})")  # fmt: skip
+        ax.hist(
+            equivalent,
+            bins=edges,
+            alpha=0.6,
+            density=True,
+            label=f"equivalent (n={len(equivalent)})",
+        )
         ax.hist(mutant, bins=edges, alpha=0.6, density=True, label=f"mutant (n={len(mutant)})")
         c2c = a["code_to_code"] or {}
-        ax.set(xlabel="cosine similarity to the canonical", ylabel="density",
-               title=f"{name}: code-to-code similarity (AUC {or_na(c2c.get('auc'))})")  # fmt: skip
+        ax.set(
+            xlabel="cosine similarity to the canonical",
+            ylabel="density",
+            title=f"{name}: code-to-code similarity (AUC {or_na(c2c.get('auc'))})",
+        )
         ax.legend(fontsize="small")
         save(fig, similarity_png(name))
     return written
@@ -161,14 +174,21 @@ def deception_figure(names: Sequence[str], analyses: Sequence[dict]) -> Figure:
     for i, (name, a) in enumerate(zip(names, analyses)):
         dec = a["deception"]
         rows = [dec["by_operator"].get(c, {}) for c in classes] + [dec["overall"]]
-        bars = ax.bar(x + (i - (len(analyses) - 1) / 2) * width,
-                      [_nan(r.get("pair_rate")) for r in rows], width, label=name)  # fmt: skip
+        bars = ax.bar(
+            x + (i - (len(analyses) - 1) / 2) * width,
+            [_nan(r.get("pair_rate")) for r in rows],
+            width,
+            label=name,
+        )
         labels = [f"n={r['n_pairs']}" if r.get("pair_rate") is not None else "" for r in rows]
         ax.bar_label(bars, labels, padding=2, rotation=90, fontsize="x-small")
     ax.set_xticks(x, groups, rotation=30, ha="right", fontsize="small")
-    ax.set(ylabel="share of (query, own distractor) pairs\nwith distractor >= canonical",
-           ylim=(0, 1.4), yticks=np.linspace(0, 1, 6),
-           title="Deception by operator class (n: pairs per bar)")  # fmt: skip
+    ax.set(
+        ylabel="share of (query, own distractor) pairs\nwith distractor >= canonical",
+        ylim=(0, 1.4),
+        yticks=np.linspace(0, 1, 6),
+        title="Deception by operator class (n: pairs per bar)",
+    )
     # one row above the bars and their labels (bars reach 1.0)
     ax.legend(fontsize="small", loc="upper left", ncols=min(4, max(1, len(analyses))))
     return fig
@@ -217,7 +237,8 @@ def write_report(directory: Path, reports: Sequence[dict]) -> list[Path]:
     results = [run_analyses(r) for r in reports]
     images = write_plots(reports, results, directory)
     summary = directory / SUMMARY_MD
-    text = analyses_markdown(reports, results, [p.name for p in images], metrics_md,
-                             similarity_notes(reports))  # fmt: skip
+    text = analyses_markdown(
+        reports, results, [p.name for p in images], metrics_md, similarity_notes(reports)
+    )
     write_atomic(summary, text)
     return [*images, summary]

@@ -24,10 +24,15 @@ def _duration(seconds: float) -> str:
 def progress_text(p: BuildProgress) -> str:
     """``build running: 412/1000 items, 15210 suites executed, 38.2 items/s, ETA 15s``"""
     rate = p.done / p.elapsed_s if p.elapsed_s > 0 else 0.0
-    eta = f"ETA {_duration((p.total - p.done) / rate)}" if rate and p.done < p.total else \
-        f"{_duration(p.elapsed_s)}"  # fmt: skip
-    return (f"  build {p.phase}: {p.done}/{p.total} items, {p.executed} suites executed, "
-            f"{rate:.1f} items/s, {eta}")  # fmt: skip
+    eta = (
+        f"ETA {_duration((p.total - p.done) / rate)}"
+        if rate and p.done < p.total
+        else f"{_duration(p.elapsed_s)}"
+    )
+    return (
+        f"  build {p.phase}: {p.done}/{p.total} items, {p.executed} suites executed, "
+        f"{rate:.1f} items/s, {eta}"
+    )
 
 
 class ProgressLine:

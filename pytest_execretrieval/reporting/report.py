@@ -75,16 +75,22 @@ def metric_summary(per_query: Sequence[ReportRow], seed: int = 0) -> dict:
         "metrics": {m: means[m] for m in METRIC_NAMES},
         "metric_bounds": {
             m: {"pessimistic": pessimistic[m], "optimistic": optimistic[m]} for m in METRIC_NAMES
-        },  # fmt: skip
+        },
         "ci95": {m: [float(lo), float(hi)] for m, (lo, hi) in zip(METRIC_NAMES, ci)},
         "ties": {"rank1": sum(q.get("rank1_tie", {}).get("size", 1) > 1 for q in per_query)},
     }
 
 
 def build_report(
-    name: str, run: BenchmarkRun, query_ids: Sequence[str], elapsed_s: float, seed: int = 0, *,
-    isolation: dict, created_at: str,
-) -> dict:  # fmt: skip
+    name: str,
+    run: BenchmarkRun,
+    query_ids: Sequence[str],
+    elapsed_s: float,
+    seed: int = 0,
+    *,
+    isolation: dict,
+    created_at: str,
+) -> dict:
     """The report JSON of ``name`` over the queries that ran (``query_ids``); ``isolation``:
     the sandbox layers in force during the run (``execution.sandbox.isolation_in_force``),
     ``created_at``: when the run ended (ISO 8601, UTC)."""
@@ -98,7 +104,7 @@ def build_report(
             "sha256": run.corpus_sha256,
             "n_queries": len(per_query),
             "n_snippets": run.n_snippets,
-        },  # fmt: skip
+        },
         "tie_policy": TIE_POLICY,
         **metric_summary(per_query, seed),
         "per_query": per_query,
@@ -122,19 +128,33 @@ def write_json(path: Path, data: dict) -> None:
 def gate_record(name: str, gate: dict) -> RecordedTest:
     """The gate as one junit test case ``gate[<embedder>]``: its outcome is the decision, its
     message the explanation, its properties the figures of every gated metric."""
-    properties: list[tuple[str, object]] = [("mode", gate.get("mode", "")),
-                                            ("alpha", gate.get("alpha", ""))]  # fmt: skip
+    properties: list[tuple[str, object]] = [
+        ("mode", gate.get("mode", "")),
+        ("alpha", gate.get("alpha", "")),
+    ]
     for metric, row in gate.get("metrics", {}).items():
-        for key in ("baseline", "candidate", "difference", "p_value", "p_adjusted", "margin",
-                    "detectable"):  # fmt: skip
+        for key in (
+            "baseline",
+            "candidate",
+            "difference",
+            "p_value",
+            "p_adjusted",
+            "margin",
+            "detectable",
+        ):
             if row.get(key) is not None:
                 properties.append((f"{metric}.{key}", f"{row[key]:.6g}"))
     for metric, floor in gate.get("minimums", {}).items():
         properties.append((f"{metric}.minimum", f"{floor['required']:.6g}"))
     message = "\n".join([gate["reason"], *gate.get("explanation", [])])
-    return RecordedTest(f"gate[{name}]", f"gate[{name}]",
-                      "passed" if gate["passed"] else "failed", 0.0,
-                      "" if gate["passed"] else message, properties)  # fmt: skip
+    return RecordedTest(
+        f"gate[{name}]",
+        f"gate[{name}]",
+        "passed" if gate["passed"] else "failed",
+        0.0,
+        "" if gate["passed"] else message,
+        properties,
+    )
 
 
 # A query whose rank 1 fails, in the junit of a gated session: the gate is the verdict, so the
@@ -144,9 +164,11 @@ WITHIN_GATE = "execretrieval.rank1-fails-under-gate"
 
 
 def junit_xml(
-    name: str, records: Sequence[RecordedTest], gate: dict | None = None,
+    name: str,
+    records: Sequence[RecordedTest],
+    gate: dict | None = None,
     report: dict | None = None,
-) -> bytes:  # fmt: skip
+) -> bytes:
     """One junit test suite named for the model: a test case per query, and the gate's.
 
     The file follows the JUnit schema CI servers validate against (xunit2; ``tests/data/
@@ -168,16 +190,24 @@ def junit_xml(
     if report is not None:
         props = ET.SubElement(suite, "properties")
         metrics = [(f"metric.{m}", f"{v:.6g}") for m, v in report["metrics"].items()]
-        figures = [("corpus_sha256", report["corpus"]["sha256"]),
-                   ("n_queries", report["corpus"]["n_queries"]), *metrics]  # fmt: skip
+        figures = [
+            ("corpus_sha256", report["corpus"]["sha256"]),
+            ("n_queries", report["corpus"]["n_queries"]),
+            *metrics,
+        ]
         for key, value in figures:
             ET.SubElement(props, "property", {"name": key, "value": xml_text(str(value))})
     counts = {"failure": 0, "error": 0, "skipped": 0}
     for r in sorted(records, key=lambda r: r.nodeid):
-        case = ET.SubElement(suite, "testcase", {
-            "classname": xml_text(f"execretrieval.{name}"), "name": xml_text(r.query_id),
-            "time": f"{r.duration:.3f}",
-        })  # fmt: skip
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            {
+                "classname": xml_text(f"execretrieval.{name}"),
+                "name": xml_text(r.query_id),
+                "time": f"{r.duration:.3f}",
+            },
+        )
         message = xml_text(r.message)
         first = message.splitlines()[0] if message else r.outcome
         measured = gate is not None and not r.nodeid.startswith("gate[")
@@ -195,14 +225,19 @@ def junit_xml(
         if r.properties:
             ET.SubElement(case, "system-out").text = "".join(
                 xml_text(f"{key}: {value}\n") for key, value in r.properties
-            )  # fmt: skip
-    suite.attrib.update({
-        "tests": str(len(records)), "failures": str(counts["failure"]),
-        "errors": str(counts["error"]), "skipped": str(counts["skipped"]),
-        "time": f"{sum(r.duration for r in records):.3f}",
-    })  # fmt: skip
-    root = ET.Element("testsuites", {k: suite.attrib[k] for k in ("tests", "failures", "errors",
-                                                                  "time")})  # fmt: skip
+            )
+    suite.attrib.update(
+        {
+            "tests": str(len(records)),
+            "failures": str(counts["failure"]),
+            "errors": str(counts["error"]),
+            "skipped": str(counts["skipped"]),
+            "time": f"{sum(r.duration for r in records):.3f}",
+        }
+    )
+    root = ET.Element(
+        "testsuites", {k: suite.attrib[k] for k in ("tests", "failures", "errors", "time")}
+    )
     root.append(suite)
     ET.indent(root)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
@@ -223,8 +258,12 @@ def metrics_table(reports: dict[str, dict], fmt: str = "simple") -> str:
     rows = []
     for name, r in reports.items():
         short = r.get("incomplete")  # a run cut short: "N of M" queries ran
-        row = [name, f"{r['corpus']['n_queries']} of {short['selected']}" if short
-               else r["corpus"]["n_queries"]]  # fmt: skip
+        row = [
+            name,
+            f"{r['corpus']['n_queries']} of {short['selected']}"
+            if short
+            else r["corpus"]["n_queries"],
+        ]
         for m in columns:
             value = format(r["metrics"][m.name], m.fmt)
             if m.table == "ci":
@@ -299,26 +338,38 @@ def analyses_markdown(
     names = report_names(list(reports))
     corpus = reports[0]["corpus"]
     lines = [
-        "# ExecRetrieval report", "",
-        (f"Corpus `{corpus['sha256'][:16]}`: {corpus.get('n_queries', '?')} queries, "
-         f"{corpus.get('n_snippets', '?')} snippets in the pool; {len(reports)} model(s)."), "",
-        metrics_md.rstrip(), "",
-    ]  # fmt: skip
+        "# ExecRetrieval report",
+        "",
+        (
+            f"Corpus `{corpus['sha256'][:16]}`: {corpus.get('n_queries', '?')} queries, "
+            f"{corpus.get('n_snippets', '?')} snippets in the pool; {len(reports)} model(s)."
+        ),
+        "",
+        metrics_md.rstrip(),
+        "",
+    ]
     if images or notes:
         lines += ["## Plots", "", *(f"![{Path(img).stem}]({img})" for img in images), ""]
         lines += [*(note[0].upper() + note[1:] + "." for note in notes), *([""] if notes else [])]
     lines += [
-        "## Analyses highlights", "",
-        ("Deceived pair: an own distractor (mutant of the query's canonical) scoring >= the "
-         "canonical. Margin: canonical score minus the best own distractor score. Rank-1 misses: "
-         "share of failing rank-1 snippets that are the query's own distractor. Density: "
-         "expected exec@1 keeping d own distractors per query. rho: Spearman(edit chars, "
-         "margin). AUC: equivalent vs mutant code-to-code similarity (< 0.5 = inverted)."), "",
-        ("| model | deceived pairs | queries deceived | median margin | rank-1 misses to own "
-         f"distractor | exec@1 at d={DENSITIES[0]} / d={DENSITIES[-1]} | rho | AUC | "
-         "false-high rate |"),
+        "## Analyses highlights",
+        "",
+        (
+            "Deceived pair: an own distractor (mutant of the query's canonical) scoring >= the "
+            "canonical. Margin: canonical score minus the best own distractor score. "
+            "Rank-1 misses: share of failing rank-1 snippets that are the query's own distractor. "
+            "Density: expected exec@1 keeping d own distractors per query. "
+            "rho: Spearman(edit chars, margin). "
+            "AUC: equivalent vs mutant code-to-code similarity (< 0.5 = inverted)."
+        ),
+        "",
+        (
+            "| model | deceived pairs | queries deceived | median margin | rank-1 misses to own "
+            f"distractor | exec@1 at d={DENSITIES[0]} / d={DENSITIES[-1]} | rho | AUC | "
+            "false-high rate |"
+        ),
         "|---|---|---|---|---|---|---|---|---|",
-    ]  # fmt: skip
+    ]
     for name, a in zip(names, analyses):
         dec = a["deception"]["overall"]
         dens = a["density_ablation"]["expected_exec1"]
@@ -334,8 +385,13 @@ def analyses_markdown(
         )
     domains = sorted({d for a in analyses for d in a["per_domain"]})
     if domains:
-        lines += ["", f"{HEADLINE} by domain (queries):", "", f"| domain | {' | '.join(names)} |",
-                  f"|---|{'---|' * len(names)}"]  # fmt: skip
+        lines += [
+            "",
+            f"{HEADLINE} by domain (queries):",
+            "",
+            f"| domain | {' | '.join(names)} |",
+            f"|---|{'---|' * len(names)}",
+        ]
         for dom in domains:
             cells = [a["per_domain"].get(dom) for a in analyses]
             lines.append(
@@ -358,24 +414,38 @@ def per_class_markdown(names: Sequence[str], analyses: Sequence[dict]) -> list[s
     if not classes:
         return []
     lines = [
-        "", "Per operator class: deceived pairs / exec@1 with only that class's distractors in "
+        "",
+        "Per operator class: deceived pairs / exec@1 with only that class's distractors in "
         "the pool (queries). Mixes weigh those per-class values: realistic by the TSSB-3M "
-        "frequency of the pattern each class writes (" + next(p for p in sections if p)["source"]
-        + "), paper by the six core classes equally.", "",
-        f"| class | {' | '.join(names)} |", f"|---|{'---|' * len(names)}",
-    ]  # fmt: skip
+        "frequency of the pattern each class writes ("
+        + next(p for p in sections if p)["source"]
+        + "), paper by the six core classes equally.",
+        "",
+        f"| class | {' | '.join(names)} |",
+        f"|---|{'---|' * len(names)}",
+    ]
     for c in classes:
         cells = [(p or {}).get("by_class", {}).get(c) for p in sections]
-        lines.append(f"| {c} | " + " | ".join(
-            "n/a" if v is None else
-            f"{or_na(v['deception'])} / {or_na(v['exec@1'])} ({v['n_queries']})" for v in cells
-        ) + " |")  # fmt: skip
+        lines.append(
+            f"| {c} | "
+            + " | ".join(
+                "n/a"
+                if v is None
+                else f"{or_na(v['deception'])} / {or_na(v['exec@1'])} ({v['n_queries']})"
+                for v in cells
+            )
+            + " |"
+        )
     for mix in ("realistic_mix", "paper_mix"):
         cells = [(p or {}).get(mix) for p in sections]
-        lines.append(f"| {mix.replace('_', ' ')} | " + " | ".join(
-            "n/a" if v is None else f"{or_na(v['deception'])} / {or_na(v['exec@1'])}"
-            for v in cells
-        ) + " |")  # fmt: skip
+        lines.append(
+            f"| {mix.replace('_', ' ')} | "
+            + " | ".join(
+                "n/a" if v is None else f"{or_na(v['deception'])} / {or_na(v['exec@1'])}"
+                for v in cells
+            )
+            + " |"
+        )
     return lines
 
 
@@ -384,8 +454,9 @@ def session_summary_markdown(reports: dict[str, dict], gates: dict[str, dict]) -
     highlights, the pipelines' lifts and the gate decisions (plots come from
     `execretrieval report DIR`)."""
     data = list(reports.values())
-    text = analyses_markdown(data, [r["analyses"] for r in data], [],
-                             compare_reports(data, "markdown", all_pairs=False))  # fmt: skip
+    text = analyses_markdown(
+        data, [r["analyses"] for r in data], [], compare_reports(data, "markdown", all_pairs=False)
+    )
     lifts = lift_markdown(reports)
     return text + ("\n" + lifts if lifts else "") + ("\n" + gate_markdown(gates) if gates else "")
 
@@ -410,9 +481,11 @@ def earlier_reports(report_dir: Path, reports: dict[str, dict], skip: Sequence[P
 
 
 def write_reports(
-    report_dir: Path, reports: dict[str, dict], records: dict[str, list[RecordedTest]],
+    report_dir: Path,
+    reports: dict[str, dict],
+    records: dict[str, list[RecordedTest]],
     gates: dict[str, dict],
-) -> list[Path]:  # fmt: skip
+) -> list[Path]:
     """Write every model's JSON and junit XML and the summary; returns the paths written.
 
     ``summary.md`` covers every model whose report JSON is in ``report_dir`` (same corpus):

@@ -215,8 +215,9 @@ def rank1_miss_attribution(report: dict) -> dict:
     ``own_distractor_share`` = own_distractor / n_misses; ``by_operator`` counts the own
     distractors at rank 1 by class.  Queries with an empty top are ignored.
     """
-    counts = dict.fromkeys(("own_distractor", "other_canonical", "other_distractor",
-                            "own_canonical"), 0)  # fmt: skip
+    counts = dict.fromkeys(
+        ("own_distractor", "other_canonical", "other_distractor", "own_canonical"), 0
+    )
     by_operator: dict[str, int] = {}
     for q in report["per_query"]:
         top = _top(q)
@@ -262,8 +263,10 @@ def density_ablation(report: dict, densities: Sequence[int] = DENSITIES) -> dict
             is_own = [_is_own(q, h) for h in top]
             n_own = len(_own(q))
             if sum(is_own) > n_own:
-                raise ValueError(f"query {q['query_id']}: more own distractors in its top than "
-                                 f"in own_distractors ({sum(is_own)} > {n_own})")  # fmt: skip
+                raise ValueError(
+                    f"query {q['query_id']}: more own distractors in its top than "
+                    f"in own_distractors ({sum(is_own)} > {n_own})"
+                )
             try:
                 values.append(density_exec1(is_own, [h["passes"] for h in top], d, n_own=n_own))
             except ValueError:  # inputs are checked above: only "top-1 undetermined" is left
@@ -332,8 +335,9 @@ def code_to_code(report: dict, percentile: float = FALSE_HIGH_PERCENTILE) -> dic
     equivalent, mutant = code_similarity_samples(report)
     if not equivalent or not mutant:
         return None
-    n_items = sum(bool((q.get("code_similarity") or {}).get("alternatives"))
-                  for q in report["per_query"])  # fmt: skip
+    n_items = sum(
+        bool((q.get("code_similarity") or {}).get("alternatives")) for q in report["per_query"]
+    )
     return {
         "n_items": n_items,
         "n_equivalent_pairs": len(equivalent),

@@ -161,11 +161,18 @@ def paired_test(a: np.ndarray, b: np.ndarray, seed: int = 0) -> dict:
     binary = bool(np.isin(a, (0.0, 1.0)).all() and np.isin(b, (0.0, 1.0)).all())
     if binary:
         test = mcnemar_exact(a > 0, b > 0)
-        return {"test": "mcnemar", "p_value": test.p_value, "only_a": test.only_a,
-                "only_b": test.only_b}  # fmt: skip
-    return {"test": "sign-flip", "p_value": sign_flip_test(b - a, N_PERMUTATIONS, seed),
-            "only_a": int(np.count_nonzero(a > b)),
-            "only_b": int(np.count_nonzero(b > a))}  # fmt: skip
+        return {
+            "test": "mcnemar",
+            "p_value": test.p_value,
+            "only_a": test.only_a,
+            "only_b": test.only_b,
+        }
+    return {
+        "test": "sign-flip",
+        "p_value": sign_flip_test(b - a, N_PERMUTATIONS, seed),
+        "only_a": int(np.count_nonzero(a > b)),
+        "only_b": int(np.count_nonzero(b > a)),
+    }
 
 
 def paired_comparison(
@@ -189,9 +196,15 @@ def paired_comparison(
         raise ComparisonError(f"the reports share no metric to compare ({skipped_line(skipped)})")
     compared = comparison_rows(_rows(qa, names), _rows(qb, names), names, seed)
     labels = report_names([a, b])
-    return {"a": labels[0], "b": labels[1], "n_queries": len(qa), "seed": seed,
-            "n_resamples": N_RESAMPLES, "metrics": compared,
-            "skipped": {m: why for m, why in skipped.items() if m not in names}}  # fmt: skip
+    return {
+        "a": labels[0],
+        "b": labels[1],
+        "n_queries": len(qa),
+        "seed": seed,
+        "n_resamples": N_RESAMPLES,
+        "metrics": compared,
+        "skipped": {m: why for m, why in skipped.items() if m not in names},
+    }
 
 
 def comparison_rows(
@@ -202,11 +215,15 @@ def comparison_rows(
     mean_a, mean_b = mean_metrics(ma, names), mean_metrics(mb, names)
     ci = paired_bootstrap_diff_ci(ma, mb, n_resamples=N_RESAMPLES, seed=seed)
     return {
-        name: {"a": mean_a[name], "b": mean_b[name], "difference": mean_b[name] - mean_a[name],
-               "ci95": [float(ci[j, 0]), float(ci[j, 1])],
-               **paired_test(ma[:, j], mb[:, j], seed)}
+        name: {
+            "a": mean_a[name],
+            "b": mean_b[name],
+            "difference": mean_b[name] - mean_a[name],
+            "ci95": [float(ci[j, 0]), float(ci[j, 1])],
+            **paired_test(ma[:, j], mb[:, j], seed),
+        }
         for j, name in enumerate(names)
-    }  # fmt: skip
+    }
 
 
 def invocation_differences(baseline: dict, candidate: dict) -> list[str]:
@@ -222,8 +239,11 @@ def invocation_differences(baseline: dict, candidate: dict) -> list[str]:
         return out
 
     a, b = flat(baseline.get("embedder", {})), flat(candidate.get("embedder", {}))
-    return [f"{k}: {a.get(k, '(none)')} -> {b.get(k, '(none)')}"
-            for k in sorted(a.keys() | b.keys()) if a.get(k) != b.get(k)]  # fmt: skip
+    return [
+        f"{k}: {a.get(k, '(none)')} -> {b.get(k, '(none)')}"
+        for k in sorted(a.keys() | b.keys())
+        if a.get(k) != b.get(k)
+    ]
 
 
 def beside_first_stage(reports: Sequence[dict]) -> list[dict]:

@@ -88,8 +88,9 @@ class Paired:
         qb = {q["query_id"]: q for q in candidate["per_query"]}
         ids = sorted(qa.keys() & qb.keys())
         if not ids:
-            raise ComparisonError("the baseline and the candidate share zero queries: nothing "
-                                  "to compare")  # fmt: skip
+            raise ComparisonError(
+                "the baseline and the candidate share zero queries: nothing to compare"
+            )
         rows_a, rows_b = [qa[i] for i in ids], [qb[i] for i in ids]
         return cls(rows_a, rows_b, _matrix(rows_a), _matrix(rows_b))
 
@@ -132,9 +133,14 @@ class MetricVerdict:
 
     def to_json(self) -> dict:
         """The report's ``gate.metrics[metric]`` row (key order as in schema 2; ``mode`` added)."""
-        row: dict = {"baseline": self.baseline, "candidate": self.candidate,
-                     "difference": self.difference, "ci95": list(self.ci95), "test": self.test,
-                     "p_value": self.p_value}  # fmt: skip
+        row: dict = {
+            "baseline": self.baseline,
+            "candidate": self.candidate,
+            "difference": self.difference,
+            "ci95": list(self.ci95),
+            "test": self.test,
+            "p_value": self.p_value,
+        }
         if self.mode == "harm":
             row["p_adjusted"] = self.p_adjusted
         else:
@@ -157,11 +163,18 @@ class HarmTest:
         for m, p_adjusted in zip(metrics, adjusted):
             c = compared[m]
             d = paired.differences(m)
-            out[m] = _verdict(m, "harm", c, paired.n, d,
-                              passed=not (p_adjusted < self.alpha and c["difference"] < 0),
-                              detectable=detectable_difference(paired.n, float(np.mean(d**2)),
-                                                               self.alpha / len(metrics), POWER),
-                              p_adjusted=p_adjusted)  # fmt: skip
+            out[m] = _verdict(
+                m,
+                "harm",
+                c,
+                paired.n,
+                d,
+                passed=not (p_adjusted < self.alpha and c["difference"] < 0),
+                detectable=detectable_difference(
+                    paired.n, float(np.mean(d**2)), self.alpha / len(metrics), POWER
+                ),
+                p_adjusted=p_adjusted,
+            )
         return out
 
 
@@ -179,22 +192,40 @@ class NonInferiorityTest:
         out = {}
         for m in metrics:
             j = METRIC_NAMES.index(m)
-            lo, hi = paired_bootstrap_diff_ci(paired.a[:, j], paired.b[:, j], N_RESAMPLES, seed,
-                                              confidence=1 - 2 * self.alpha)  # fmt: skip
+            lo, hi = paired_bootstrap_diff_ci(
+                paired.a[:, j], paired.b[:, j], N_RESAMPLES, seed, confidence=1 - 2 * self.alpha
+            )
             d = paired.differences(m)
-            out[m] = _verdict(m, "non-inferiority", compared[m], paired.n, d,
-                              passed=bool(lo > -self.margins[m]),
-                              detectable=detectable_difference(paired.n, float(np.var(d)),
-                                                               self.alpha, POWER,
-                                                               two_sided=False),
-                              ci=(float(lo), float(hi)), margin=self.margins[m])  # fmt: skip
+            out[m] = _verdict(
+                m,
+                "non-inferiority",
+                compared[m],
+                paired.n,
+                d,
+                passed=bool(lo > -self.margins[m]),
+                detectable=detectable_difference(
+                    paired.n, float(np.var(d)), self.alpha, POWER, two_sided=False
+                ),
+                ci=(float(lo), float(hi)),
+                margin=self.margins[m],
+            )
         return out
 
 
 def _verdict(metric: str, mode: str, c: dict, n: int, d: np.ndarray, **decided) -> MetricVerdict:
-    return MetricVerdict(metric, mode, c["a"], c["b"], c["difference"], tuple(c["ci95"]),
-                         c["test"], c["p_value"], differs=bool(np.any(d)), n=n,
-                         **decided)  # fmt: skip
+    return MetricVerdict(
+        metric,
+        mode,
+        c["a"],
+        c["b"],
+        c["difference"],
+        tuple(c["ci95"]),
+        c["test"],
+        c["p_value"],
+        differs=bool(np.any(d)),
+        n=n,
+        **decided,
+    )
 
 
 @dataclass(frozen=True)
@@ -232,21 +263,33 @@ class Drop:
         for i, q in enumerate(qa):
             by_domain.setdefault(q["domain"], []).append(i)
         domains: list[dict] = sorted(
-            ({"domain": d, "difference": float(np.mean(mb[idx, j] - ma[idx, j])), "n": len(idx),
-              "worse": sum(i in set(worse) for i in idx)} for d, idx in by_domain.items()),
+            (
+                {
+                    "domain": d,
+                    "difference": float(np.mean(mb[idx, j] - ma[idx, j])),
+                    "n": len(idx),
+                    "worse": sum(i in set(worse) for i in idx),
+                }
+                for d, idx in by_domain.items()
+            ),
             key=lambda row: (row["difference"], row["domain"]),
-        )  # fmt: skip
+        )
         operators: Counter[str] = Counter()
         for i in worse:
             operators[_rank1_kind(qb[i])] += 1
         ranked = sorted(operators.items(), key=lambda x: (-x[1], x[0]))[:top]
-        return cls(tuple(d for d in domains if d["difference"] < 0)[:top],
-                   tuple({"operator": o, "n": n} for o, n in ranked),
-                   tuple(qa[i]["query_id"] for i in worse))  # fmt: skip
+        return cls(
+            tuple(d for d in domains if d["difference"] < 0)[:top],
+            tuple({"operator": o, "n": n} for o, n in ranked),
+            tuple(qa[i]["query_id"] for i in worse),
+        )
 
     def to_json(self) -> dict:
-        return {"domains": list(self.domains), "operators": list(self.operators),
-                "regressed": list(self.regressed)}  # fmt: skip
+        return {
+            "domains": list(self.domains),
+            "operators": list(self.operators),
+            "regressed": list(self.regressed),
+        }
 
 
 def _rank1_kind(q: ReportRow) -> str:
@@ -294,10 +337,13 @@ class Coverage:
         return out
 
     def to_json(self) -> dict:
-        return {"compared": self.compared, "baseline_queries": self.baseline_queries,
-                "selection": self.selection,
-                "missing_from_baseline": list(self.missing_from_baseline),
-                "collection_errors": list(self.collection_errors)}  # fmt: skip
+        return {
+            "compared": self.compared,
+            "baseline_queries": self.baseline_queries,
+            "selection": self.selection,
+            "missing_from_baseline": list(self.missing_from_baseline),
+            "collection_errors": list(self.collection_errors),
+        }
 
 
 @dataclass(frozen=True)
@@ -342,10 +388,12 @@ class GateDecision:
     @property
     def failed(self) -> list[str]:
         """What failed: the error, metric names, ``<metric> minimum``, the coverage problems."""
-        return (([self.error] if self.error else [])
-                + [m for m, v in self.verdicts.items() if not v.passed]
-                + [f"{m} minimum" for m, f in self.floors.items() if not f.passed]
-                + self.coverage.problems())  # fmt: skip
+        return (
+            ([self.error] if self.error else [])
+            + [m for m, v in self.verdicts.items() if not v.passed]
+            + [f"{m} minimum" for m, f in self.floors.items() if not f.passed]
+            + self.coverage.problems()
+        )
 
     @property
     def passed(self) -> bool:
@@ -358,13 +406,17 @@ class GateDecision:
     def to_json(self) -> dict:
         """The figures of the report's ``gate`` record (its sentences come from
         :func:`..reporting.gate_text.gate_json`)."""
-        out = {"decision": self.decision, "mode": self.mode, "alpha": self.alpha,
-               "n_queries": self.n_queries,
-               "metrics": {m: v.to_json() for m, v in self.verdicts.items()},
-               "minimums": {m: f.to_json() for m, f in self.floors.items()},
-               "where": {m: w.to_json() for m, w in self.where.items()},
-               "invocation": list(self.invocation),
-               "coverage": self.coverage.to_json()}  # fmt: skip
+        out = {
+            "decision": self.decision,
+            "mode": self.mode,
+            "alpha": self.alpha,
+            "n_queries": self.n_queries,
+            "metrics": {m: v.to_json() for m, v in self.verdicts.items()},
+            "minimums": {m: f.to_json() for m, f in self.floors.items()},
+            "where": {m: w.to_json() for m, w in self.where.items()},
+            "invocation": list(self.invocation),
+            "coverage": self.coverage.to_json(),
+        }
         if self.incomplete:
             out["incomplete"] = self.incomplete.to_json()
         return out
@@ -383,9 +435,12 @@ def gate_margins(
 
 
 def _check(
-    baseline: dict | None, candidate: dict, alpha: float, metrics: Sequence[str],
+    baseline: dict | None,
+    candidate: dict,
+    alpha: float,
+    metrics: Sequence[str],
     minimums: Mapping[str, float],
-) -> None:  # fmt: skip
+) -> None:
     """Refuse a gate that cannot decide (see :func:`gate_decision`)."""
     if not 0.0 < alpha < 0.5:
         raise ValueError(f"alpha must be in (0, 0.5), got {alpha}")
@@ -450,10 +505,19 @@ def gate_decision(
     harm = [m for m in metrics if m not in margins]
     by_metric = {
         **HarmTest(alpha).verdicts(paired, compared, harm),
-        **NonInferiorityTest(alpha, margins).verdicts(paired, compared,
-                                                      [m for m in metrics if m in margins], seed),
-    }  # fmt: skip
+        **NonInferiorityTest(alpha, margins).verdicts(
+            paired, compared, [m for m in metrics if m in margins], seed
+        ),
+    }
     verdicts = {m: by_metric[m] for m in metrics}
     where = {m: Drop.of(paired, m) for m, v in verdicts.items() if v.difference < 0}
-    return GateDecision(alpha, len(candidate["per_query"]), coverage, True, verdicts, floors,
-                        where, tuple(invocation_differences(baseline, candidate)))  # fmt: skip
+    return GateDecision(
+        alpha,
+        len(candidate["per_query"]),
+        coverage,
+        True,
+        verdicts,
+        floors,
+        where,
+        tuple(invocation_differences(baseline, candidate)),
+    )

@@ -145,8 +145,11 @@ def _ndcg_at(groups: Groups, span: Span, k: int) -> Bounds:
         return (0.0, 0.0, 0.0)
     first, last = span
     gain = [1.0 / math.log2(r + 1) for r in range(first, min(last, k) + 1)]
-    return (math.fsum(gain) / (last - first + 1), gain[0] if gain else 0.0,
-            1.0 / math.log2(last + 1) if last <= k else 0.0)  # fmt: skip
+    return (
+        math.fsum(gain) / (last - first + 1),
+        gain[0] if gain else 0.0,
+        1.0 / math.log2(last + 1) if last <= k else 0.0,
+    )
 
 
 def _mrr(groups: Groups, span: Span) -> Bounds:
@@ -189,8 +192,9 @@ class MetricSpec:
         return f"{self.name} [95% CI]" if self.table == "ci" else self.name
 
 
-def _at_k(family: str, compute: Callable[[Groups, Span, int], Bounds], k: int,
-          **options: Any) -> MetricSpec:  # fmt: skip
+def _at_k(
+    family: str, compute: Callable[[Groups, Span, int], Bounds], k: int, **options: Any
+) -> MetricSpec:
     def at(groups: Groups, span: Span) -> Bounds:
         return compute(groups, span, k)
 
@@ -320,13 +324,13 @@ def row_metrics(row: Mapping[str, Any]) -> TieAware:
     passes = [bool(h["passes"]) for h in top]
     rank = row["canonical_rank"]
     if "canonical_tie" not in row:
-        return tie_aware_metrics([(1, int(p)) for p in passes],
-                                 None if rank is None else (rank, rank))  # fmt: skip
+        return tie_aware_metrics(
+            [(1, int(p)) for p in passes], None if rank is None else (rank, rank)
+        )
     tail = row.get("tail_tie")
     # Pipeline rows order by a ``tie_key`` (reranker score, then first-stage score): equal keys tie.
     keys = [h["score"] if h.get("tie_key") is None else tuple(h["tie_key"]) for h in top]
-    groups = tie_groups(keys, passes,
-                        None if tail is None else (tail["size"], tail["passing"]))  # fmt: skip
+    groups = tie_groups(keys, passes, None if tail is None else (tail["size"], tail["passing"]))
     span = row["canonical_tie"]
     return tie_aware_metrics(groups, None if span is None else (span["first"], span["last"]))
 

@@ -73,8 +73,9 @@ def _rrf(arg: str, context: RerankerContext) -> Reranker:
 
     parts = arg.split("+")
     if len(parts) != 2 or not all(parts):
-        raise RerankerError(f"rrf needs two embedder names joined by '+', e.g. rrf:bm25+minilm; "
-                            f"got rrf:{arg}")  # fmt: skip
+        raise RerankerError(
+            f"rrf needs two embedder names joined by '+', e.g. rrf:bm25+minilm; got rrf:{arg}"
+        )
     return ReciprocalRankFusion(parts[0], parts[1], context)
 
 

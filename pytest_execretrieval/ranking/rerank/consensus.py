@@ -71,12 +71,24 @@ def canonical_text(value: object, depth: int = 0) -> str:
     if isinstance(value, float):
         return "float:" + format(value, ".9g")
     if isinstance(value, set | frozenset):
-        return type(value).__name__ + "{" + ",".join(sorted(canonical_text(x, depth + 1)
-                                                             for x in value)) + "}"  # fmt: skip
+        return (
+            type(value).__name__
+            + "{"
+            + ",".join(sorted(canonical_text(x, depth + 1) for x in value))
+            + "}"
+        )
     if isinstance(value, dict):
-        return type(value).__name__ + "{" + ",".join(sorted(
-            canonical_text(k, depth + 1) + ":" + canonical_text(v, depth + 1)
-            for k, v in value.items())) + "}"  # fmt: skip
+        return (
+            type(value).__name__
+            + "{"
+            + ",".join(
+                sorted(
+                    canonical_text(k, depth + 1) + ":" + canonical_text(v, depth + 1)
+                    for k, v in value.items()
+                )
+            )
+            + "}"
+        )
     if isinstance(value, list | tuple):
         inner = ",".join(canonical_text(x, depth + 1) for x in value)
         return type(value).__name__ + "[" + inner + "]"
@@ -90,8 +102,9 @@ def _bound_names(tree: ast.AST) -> set[str]:
         if isinstance(node, ast.comprehension):
             bound |= {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
         elif isinstance(node, ast.Lambda):
-            bound |= {a.arg for a in (*node.args.posonlyargs, *node.args.args,
-                                      *node.args.kwonlyargs)}  # fmt: skip
+            bound |= {
+                a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)
+            }
         elif isinstance(node, ast.NamedExpr):
             bound.add(node.target.id)
     return bound
@@ -116,15 +129,23 @@ def arguments_from_tests(entry_point: str, tests: Sequence[str]) -> list[str]:
                 continue
             if is_entry(node.func):
                 args, keywords = node.args, node.keywords
-            elif (isinstance(node.func, ast.Name) and node.func.id == "raises"
-                  and len(node.args) >= 2 and is_entry(node.args[1])):  # fmt: skip
+            elif (
+                isinstance(node.func, ast.Name)
+                and node.func.id == "raises"
+                and len(node.args) >= 2
+                and is_entry(node.args[1])
+            ):
                 args, keywords = node.args[2:], node.keywords
             else:
                 continue
             # A name the argument binds itself (a lambda's parameter) is fine; one bound
             # around the call (a comprehension variable) has no value outside the test.
-            free = {n.id for a in (*args, *keywords) for n in ast.walk(a)
-                    if isinstance(n, ast.Name) and n.id not in _bound_names(a)}  # fmt: skip
+            free = {
+                n.id
+                for a in (*args, *keywords)
+                for n in ast.walk(a)
+                if isinstance(n, ast.Name) and n.id not in _bound_names(a)
+            }
             if free & bound:
                 continue
             found[", ".join([*map(ast.unparse, args), *map(ast.unparse, keywords)])] = None
@@ -143,8 +164,9 @@ def _literal(value: object) -> bool:
 def _drawn(types: tuple[str, ...], n: int) -> tuple[str, ...]:
     from ...mutation.equivalence import draw_inputs
 
-    return tuple(", ".join(map(repr, args)) for args in draw_inputs(types, n)
-                 if all(map(_literal, args)))  # fmt: skip
+    return tuple(
+        ", ".join(map(repr, args)) for args in draw_inputs(types, n) if all(map(_literal, args))
+    )
 
 
 def hypothesis_arguments(entry_point: str, codes: Sequence[str]) -> list[str]:
@@ -172,8 +194,11 @@ def fingerprints(values: Sequence[object], n_inputs: int) -> list[int | None]:
         if not isinstance(value, tuple) or value[0] not in ("value", "raises", "unsupported"):
             out.append(None)
             continue
-        text = {"value": lambda v: "value:" + canonical_text(v), "raises": lambda v: "raises:" + v,
-                "unsupported": lambda v: "raises:UnsupportedValue"}[value[0]](value[1])  # fmt: skip
+        text = {
+            "value": lambda v: "value:" + canonical_text(v),
+            "raises": lambda v: "raises:" + v,
+            "unsupported": lambda v: "raises:UnsupportedValue",
+        }[value[0]](value[1])
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
         out.append(int.from_bytes(digest[: BITS // 8], "big"))
     return out
@@ -187,8 +212,13 @@ def agreement(outputs: Sequence[Sequence[int | None]]) -> list[float]:
         return [0.0] * m
     scores = []
     for c, mine in enumerate(outputs):
-        agree = sum(1 for d, theirs in enumerate(outputs) if d != c
-                    for x, y in zip(mine, theirs) if x is not None and x == y)  # fmt: skip
+        agree = sum(
+            1
+            for d, theirs in enumerate(outputs)
+            if d != c
+            for x, y in zip(mine, theirs)
+            if x is not None and x == y
+        )
         scores.append(agree / (n * (m - 1)))
     return scores
 
@@ -198,24 +228,32 @@ class ExecConsensus:
 
     def __init__(self, source: str, context: RerankerContext):
         if source not in SOURCES:
-            raise RerankerError(f"exec-consensus: unknown input source {source!r}; choose "
-                                f"{' or '.join(SOURCES)} (exec-consensus:tests)")  # fmt: skip
+            raise RerankerError(
+                f"exec-consensus: unknown input source {source!r}; choose "
+                f"{' or '.join(SOURCES)} (exec-consensus:tests)"
+            )
         if context.runner is None:
             raise RerankerError("exec-consensus runs candidates: it needs a SuiteRunner")
         if source == "hypothesis":
             try:
                 import hypothesis  # noqa: F401
             except ImportError:
-                raise RerankerError("exec-consensus:hypothesis needs the hypothesis package: "
-                                    "pip install hypothesis") from None  # fmt: skip
+                raise RerankerError(
+                    "exec-consensus:hypothesis needs the hypothesis package: pip install hypothesis"
+                ) from None
         self.source = source
         self.name = f"exec-consensus:{source}"
         self.runner = context.runner
 
     def invocation(self) -> dict:
         extra = {"inputs_per_query": HYPOTHESIS_INPUTS} if self.source == "hypothesis" else {}
-        return {"name": self.name, "source": self.source, "bits": BITS,
-                "harness_version": HARNESS_VERSION, **extra}  # fmt: skip
+        return {
+            "name": self.name,
+            "source": self.source,
+            "bits": BITS,
+            "harness_version": HARNESS_VERSION,
+            **extra,
+        }
 
     def inputs(self, item: BenchmarkItem, codes: Sequence[str]) -> list[str]:
         if self.source == "tests":
@@ -239,14 +277,21 @@ class ExecConsensus:
             n = len(q.candidates)
             detail = {"inputs": len(args), "callable": len(callable_)}
             if not args or len(callable_) < 2:
-                reason = ("no inputs" + (" (no call of the entry point in the tests)"
-                                         if self.source == "tests" else
-                                         " (no candidate has supported annotations)")
-                          if not args else "fewer than two callable candidates")  # fmt: skip
+                reason = (
+                    "no inputs"
+                    + (
+                        " (no call of the entry point in the tests)"
+                        if self.source == "tests"
+                        else " (no candidate has supported annotations)"
+                    )
+                    if not args
+                    else "fewer than two callable candidates"
+                )
                 answers.append(Reranked((0.0,) * n, reason, detail))
                 continue
-            outputs = [fingerprints(results[start + j].values, len(args))
-                       for j in range(len(callable_))]  # fmt: skip
+            outputs = [
+                fingerprints(results[start + j].values, len(args)) for j in range(len(callable_))
+            ]
             agree = agreement(outputs)
             scores = [-1.0] * n
             for j, i in enumerate(callable_):
@@ -256,7 +301,7 @@ class ExecConsensus:
                 "behaviours": len({tuple(o) for o in outputs}),
                 "top_group": sum(tuple(o) == tuple(outputs[best]) for o in outputs),
                 "no_output": sum(x is None for o in outputs for x in o),
-            }  # fmt: skip
+            }
             answers.append(Reranked(tuple(scores), None, detail))
         return answers
 

@@ -19,15 +19,21 @@ class CrossEncoderReranker:
     def __init__(self, path: str, context: RerankerContext):
         self.path = Path(path).expanduser()
         if not self.path.is_dir():
-            raise RerankerError(f"ce:{path}: {self.path} is not a directory holding a "
-                                "sentence-transformers CrossEncoder")  # fmt: skip
+            raise RerankerError(
+                f"ce:{path}: {self.path} is not a directory holding a "
+                "sentence-transformers CrossEncoder"
+            )
         self.name = f"ce:{path}"
         self.device = context.extra.get("device", "cpu")
         self._model = None
 
     def invocation(self) -> dict:
-        return {"name": self.name, "model": str(self.path.resolve()), "batch_size": BATCH_SIZE,
-                "package_versions": package_versions("sentence-transformers", "torch")}  # fmt: skip
+        return {
+            "name": self.name,
+            "model": str(self.path.resolve()),
+            "batch_size": BATCH_SIZE,
+            "package_versions": package_versions("sentence-transformers", "torch"),
+        }
 
     def model(self):
         if self._model is None:

@@ -54,16 +54,29 @@ class RerankApi:
 
 APIS = {
     "voyage-rerank-2.5": RerankApi(
-        "voyage-rerank-2.5", "voyage", "rerank-2.5", "/v1/rerank", "https://api.voyageai.com",
-        "EXECRETRIEVAL_VOYAGE_BASE_URL", ("VOYAGE_API_KEY",), "data",
-        "https://docs.voyageai.com/reference/reranker-api", (("truncation", True),),
+        "voyage-rerank-2.5",
+        "voyage",
+        "rerank-2.5",
+        "/v1/rerank",
+        "https://api.voyageai.com",
+        "EXECRETRIEVAL_VOYAGE_BASE_URL",
+        ("VOYAGE_API_KEY",),
+        "data",
+        "https://docs.voyageai.com/reference/reranker-api",
+        (("truncation", True),),
     ),
     "cohere-rerank-v3.5": RerankApi(
-        "cohere-rerank-v3.5", "cohere", "rerank-v3.5", "/v2/rerank", "https://api.cohere.com",
-        "EXECRETRIEVAL_COHERE_BASE_URL", ("CO_API_KEY", "COHERE_API_KEY"), "results",
+        "cohere-rerank-v3.5",
+        "cohere",
+        "rerank-v3.5",
+        "/v2/rerank",
+        "https://api.cohere.com",
+        "EXECRETRIEVAL_COHERE_BASE_URL",
+        ("CO_API_KEY", "COHERE_API_KEY"),
+        "results",
         "https://docs.cohere.com/reference/rerank",
     ),
-}  # fmt: skip
+}
 
 
 class ScoreCache:
@@ -89,8 +102,10 @@ class ScoreCache:
         with self._lock:
             self.scores.update(items)
             if self.path is not None:
-                append_text(self.path, "".join(json.dumps({"key": k, "score": v}) + "\n"
-                                               for k, v in items.items()))  # fmt: skip
+                append_text(
+                    self.path,
+                    "".join(json.dumps({"key": k, "score": v}) + "\n" for k, v in items.items()),
+                )
 
 
 class HostedReranker:
@@ -104,8 +119,9 @@ class HostedReranker:
             self.base = parse_base_url(base or api.default_base, source)
         except EmbedderError as exc:
             raise RerankerError(f"{self.name}: {exc}") from None
-        cache = Path(context.cache_dir) / "rerank" / f"{api.name}.jsonl" if context.cache_dir \
-            else None  # fmt: skip
+        cache = (
+            Path(context.cache_dir) / "rerank" / f"{api.name}.jsonl" if context.cache_dir else None
+        )
         self.cache = ScoreCache(cache)
         self._transport: Transport | None = None
         self.check_usable()  # before any first stage runs: a missing key or httpx stops at once
@@ -125,45 +141,63 @@ class HostedReranker:
         self.api_key()
 
     def invocation(self) -> dict:
-        return {"name": self.name, "provider": self.api.provider, "model": self.api.model,
-                "api_base": self.base.public, "endpoint": self.api.path,
-                "documentation": self.api.documentation,
-                "package_versions": package_versions("httpx")}  # fmt: skip
+        return {
+            "name": self.name,
+            "provider": self.api.provider,
+            "model": self.api.model,
+            "api_base": self.base.public,
+            "endpoint": self.api.path,
+            "documentation": self.api.documentation,
+            "package_versions": package_versions("httpx"),
+        }
 
     def transport(self) -> Transport:
         if self._transport is None:
             key = self.api_key()
-            self._transport = Transport(self.http, {"Authorization": f"Bearer {key}"},
-                                        (key, *self.base.secrets))  # fmt: skip
+            self._transport = Transport(
+                self.http, {"Authorization": f"Bearer {key}"}, (key, *self.base.secrets)
+            )
         return self._transport
 
     def body(self, query: str, documents: Sequence[str]) -> dict:
-        return {"model": self.api.model, "query": query, "documents": list(documents),
-                **dict(self.api.fixed_fields)}  # fmt: skip
+        return {
+            "model": self.api.model,
+            "query": query,
+            "documents": list(documents),
+            **dict(self.api.fixed_fields),
+        }
 
     def parse(self, payload: object, n: int, label: str) -> list[float]:
         try:
             rows = payload[self.api.results_field]  # type: ignore[index]
             scores = {int(r["index"]): float(r["relevance_score"]) for r in rows}
         except (KeyError, TypeError, ValueError) as exc:
-            raise RerankerError(f"{label}: malformed response ({type(exc).__name__}: {exc}); "
-                                f"expected {self.api.results_field!r}: [{{index, "
-                                "relevance_score}}]") from None  # fmt: skip
+            raise RerankerError(
+                f"{label}: malformed response ({type(exc).__name__}: {exc}); "
+                f"expected {self.api.results_field!r}: [{{index, "
+                "relevance_score}}]"
+            ) from None
         if sorted(scores) != list(range(n)) or not all(map(math.isfinite, scores.values())):
-            raise RerankerError(f"{label}: expected one finite relevance_score for each of the "
-                                f"{n} documents, got indices {sorted(scores)[:12]}")  # fmt: skip
+            raise RerankerError(
+                f"{label}: expected one finite relevance_score for each of the "
+                f"{n} documents, got indices {sorted(scores)[:12]}"
+            )
         return [scores[i] for i in range(n)]
 
     def one(self, q: RerankQuery, i: int, total: int) -> Reranked:
         docs = [c.code for c in q.candidates]
         keys = [ScoreCache.key(self.api.model, q.item.query, d) for d in docs]
         if all(k in self.cache.scores for k in keys):
-            return Reranked(tuple(self.cache.scores[k] for k in keys), None,
-                            {"requests": 0, "estimated_tokens": 0})  # fmt: skip
+            return Reranked(
+                tuple(self.cache.scores[k] for k in keys),
+                None,
+                {"requests": 0, "estimated_tokens": 0},
+            )
         label = f"{self.name} (query {i + 1}/{total}, {q.item.id})"
         try:
-            payload = self.transport().post_json(self.base.url + self.api.path,
-                                                 self.body(q.item.query, docs), label)  # fmt: skip
+            payload = self.transport().post_json(
+                self.base.url + self.api.path, self.body(q.item.query, docs), label
+            )
         except EmbedderError as exc:
             raise RerankerError(str(exc)) from None
         scores = self.parse(payload, len(docs), label)
@@ -175,8 +209,9 @@ class HostedReranker:
     def rerank(self, first_stage: str, queries: Sequence[RerankQuery]) -> list[Reranked]:
         workers = max(1, min(self.http.concurrency, len(queries)))
         with ThreadPoolExecutor(workers, thread_name_prefix=f"execretrieval-{self.name}") as pool:
-            return list(pool.map(lambda iq: self.one(iq[1], iq[0], len(queries)),
-                                 enumerate(queries)))  # fmt: skip
+            return list(
+                pool.map(lambda iq: self.one(iq[1], iq[0], len(queries)), enumerate(queries))
+            )
 
     def close(self) -> None:
         if self._transport is not None:

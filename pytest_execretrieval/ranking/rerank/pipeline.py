@@ -91,26 +91,45 @@ def reorder(r: QueryResult, scores: Sequence[float], k: int) -> Reordered:
     k = min(k, len(top))
     rounded = [round(float(s), DECIMALS) for s in scores]
     order = sorted(range(k), key=lambda i: (-rounded[i], -top[i].score, i))
-    hits = [Hit(pos + 1, top[i].snippet_id, top[i].kind, top[i].operator, top[i].query_id,
-                rounded[i], top[i].passes, (1, rounded[i], top[i].score))
-            for pos, i in enumerate(order)]  # fmt: skip
-    hits += [Hit(i + 1, h.snippet_id, h.kind, h.operator, h.query_id, h.score, h.passes,
-                 (0, h.score)) for i, h in enumerate(top[k:], start=k)]  # fmt: skip
+    hits = [
+        Hit(
+            pos + 1,
+            top[i].snippet_id,
+            top[i].kind,
+            top[i].operator,
+            top[i].query_id,
+            rounded[i],
+            top[i].passes,
+            (1, rounded[i], top[i].score),
+        )
+        for pos, i in enumerate(order)
+    ]
+    hits += [
+        Hit(i + 1, h.snippet_id, h.kind, h.operator, h.query_id, h.score, h.passes, (0, h.score))
+        for i, h in enumerate(top[k:], start=k)
+    ]
     keys = [h.tie_key for h in hits]
     spans = _group_spans(keys)
     last_first, last_last = spans[-1]
     if k == len(top):  # the whole list was reranked: nothing below ties with it
-        tail = TieGroup(size=last_last - last_first + 1,
-                        passing=sum(h.passes for h in hits[last_first:]))  # fmt: skip
+        tail = TieGroup(
+            size=last_last - last_first + 1, passing=sum(h.passes for h in hits[last_first:])
+        )
     else:  # the first stage's tail group, less its members that were reranked
         moved = [h for h in top[:k] if h.score == top[-1].score]
-        tail = TieGroup(size=r.tail_tie["size"] - len(moved),
-                        passing=r.tail_tie["passing"] - sum(h.passes for h in moved))  # fmt: skip
+        tail = TieGroup(
+            size=r.tail_tie["size"] - len(moved),
+            passing=r.tail_tie["passing"] - sum(h.passes for h in moved),
+        )
     first_group = hits[: spans[0][1] + 1]
-    rank1 = tail if spans[0] == spans[-1] else TieGroup(
-        size=len(first_group), passing=sum(h.passes for h in first_group))  # fmt: skip
-    canonical = next((p for p, h in enumerate(hits)
-                      if h.kind == "canonical" and h.query_id == r.query_id), None)  # fmt: skip
+    rank1 = (
+        tail
+        if spans[0] == spans[-1]
+        else TieGroup(size=len(first_group), passing=sum(h.passes for h in first_group))
+    )
+    canonical = next(
+        (p for p, h in enumerate(hits) if h.kind == "canonical" and h.query_id == r.query_id), None
+    )
     if canonical is not None and canonical < k:
         a, b = spans[canonical]
         if spans[canonical] == spans[-1]:
@@ -130,10 +149,15 @@ def _outcomes(item: BenchmarkItem, snippet: Snippet, runner: SuiteRunner) -> Out
 
 
 def rerank_run(
-    first: BenchmarkRun, first_name: str, reranker: Reranker, k: int,
+    first: BenchmarkRun,
+    first_name: str,
+    reranker: Reranker,
+    k: int,
     items: Sequence[BenchmarkItem],
-    snippets: Mapping[str, Snippet], runner: SuiteRunner, name: str | None = None,
-) -> PipelineRun:  # fmt: skip
+    snippets: Mapping[str, Snippet],
+    runner: SuiteRunner,
+    name: str | None = None,
+) -> PipelineRun:
     """Rerank ``first``'s top ``k`` of every item's query with ``reranker``.
 
     ``snippets``: the corpus by snippet id; ``name``: the reranker as the user spelled it (the
@@ -143,25 +167,32 @@ def rerank_run(
         raise RerankerError(f"the rerank depth k must be at least 1, got {k}")
     items = sorted((i for i in items if i.id in first.results), key=lambda i: i.id)
     queries = [
-        RerankQuery(item, tuple(Candidate(h.snippet_id, snippets[h.snippet_id].code, h.rank,
-                                          h.score)
-                                for h in first.results[item.id].top[:k]))
+        RerankQuery(
+            item,
+            tuple(
+                Candidate(h.snippet_id, snippets[h.snippet_id].code, h.rank, h.score)
+                for h in first.results[item.id].top[:k]
+            ),
+        )
         for item in items
-    ]  # fmt: skip
+    ]
     started = time.perf_counter()
     answers: list[Reranked] = reranker.rerank(first_name, queries)
     seconds = time.perf_counter() - started
     if len(answers) != len(queries):
-        raise RerankerError(f"reranker {reranker.name!r} answered {len(answers)} queries of "
-                            f"{len(queries)}")  # fmt: skip
+        raise RerankerError(
+            f"reranker {reranker.name!r} answered {len(answers)} queries of {len(queries)}"
+        )
     results: dict[str, QueryResult] = {}
     fallbacks: Counter[str] = Counter()
     fallback_ids: list[str] = []
     details: dict[str, dict] = {}
     for item, query, answer in zip(items, queries, answers):
         if len(answer.scores) != len(query.candidates):
-            raise RerankerError(f"reranker {reranker.name!r} gave {len(answer.scores)} scores "
-                                f"for {len(query.candidates)} candidates of {item.id}")  # fmt: skip
+            raise RerankerError(
+                f"reranker {reranker.name!r} gave {len(answer.scores)} scores "
+                f"for {len(query.candidates)} candidates of {item.id}"
+            )
         if answer.fallback:
             fallbacks[answer.fallback] += 1
             fallback_ids.append(item.id)
@@ -170,30 +201,57 @@ def rerank_run(
         r = first.results[item.id]
         hits, rank1, tail, span, rank = reorder(r, answer.scores, k)
         same = hits[0].snippet_id == r.top[0].snippet_id
-        outcomes = r.rank1_outcomes if same else _outcomes(item, snippets[hits[0].snippet_id],
-                                                            runner)  # fmt: skip
+        outcomes = (
+            r.rank1_outcomes if same else _outcomes(item, snippets[hits[0].snippet_id], runner)
+        )
         results[item.id] = QueryResult(
-            item.id, item.domain, rank1["passing"] == rank1["size"], rank, r.canonical_score,
-            tuple(hits), tuple(outcomes), r.own_distractors, CodeSimilarity(), rank1, tail, span,
-        )  # fmt: skip
+            item.id,
+            item.domain,
+            rank1["passing"] == rank1["size"],
+            rank,
+            r.canonical_score,
+            tuple(hits),
+            tuple(outcomes),
+            r.own_distractors,
+            CodeSimilarity(),
+            rank1,
+            tail,
+            span,
+        )
     # The first stage's invocation plus the reranker's: a comparison with the first stage
     # shows exactly what the second stage adds.
     invocation: Invocation = {
-        **first.embedder, "name": pipeline_name(first_name, name or reranker.name),
-        "first_stage": first_name, "reranker": reranker.invocation(), "rerank_k": k,
-    }  # fmt: skip
+        **first.embedder,
+        "name": pipeline_name(first_name, name or reranker.name),
+        "first_stage": first_name,
+        "reranker": reranker.invocation(),
+        "rerank_k": k,
+    }
     n = max(1, len(queries))
     info = {
-        "reranker": reranker.name, "k": k,
-        "fallback": {"n": len(fallback_ids), "reasons": dict(sorted(fallbacks.items())),
-                     "query_ids": fallback_ids},
-        "totals": {key: sum(d[key] for d in details.values() if key in d)
-                   for key in sorted({k for d in details.values() for k, v in d.items()
-                                      if isinstance(v, (int, float))})},
+        "reranker": reranker.name,
+        "k": k,
+        "fallback": {
+            "n": len(fallback_ids),
+            "reasons": dict(sorted(fallbacks.items())),
+            "query_ids": fallback_ids,
+        },
+        "totals": {
+            key: sum(d[key] for d in details.values() if key in d)
+            for key in sorted(
+                {k for d in details.values() for k, v in d.items() if isinstance(v, (int, float))}
+            )
+        },
         "per_query": details,
-    }  # fmt: skip
-    cost = {"seconds": seconds, "ms_per_query": 1000 * seconds / n,
-            "first_stage_seconds": first.encode_s,
-            "first_stage_ms_per_query": 1000 * first.encode_s / n}  # fmt: skip
-    return PipelineRun(BenchmarkRun(invocation, first.corpus_sha256, first.n_snippets, results,
-                                    seconds), info, cost)  # fmt: skip
+    }
+    cost = {
+        "seconds": seconds,
+        "ms_per_query": 1000 * seconds / n,
+        "first_stage_seconds": first.encode_s,
+        "first_stage_ms_per_query": 1000 * first.encode_s / n,
+    }
+    return PipelineRun(
+        BenchmarkRun(invocation, first.corpus_sha256, first.n_snippets, results, seconds),
+        info,
+        cost,
+    )

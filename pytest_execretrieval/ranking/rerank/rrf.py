@@ -24,8 +24,10 @@ class ReciprocalRankFusion:
             raise RerankerError(f"rrf:{a}+{b} fuses an embedder with itself; name two embedders")
         missing = [e for e in (a, b) if context.embedders and e not in context.embedders]
         if missing:
-            raise RerankerError(f"rrf:{a}+{b} fuses the rankings of {a} and {b}: add "
-                                + " ".join(f"--embedder {e}" for e in missing))  # fmt: skip
+            raise RerankerError(
+                f"rrf:{a}+{b} fuses the rankings of {a} and {b}: add "
+                + " ".join(f"--embedder {e}" for e in missing)
+            )
         self.a, self.b = a, b
         self.name = f"rrf:{a}+{b}"
         self.runs = context.runs
@@ -37,16 +39,23 @@ class ReciprocalRankFusion:
         missing = [e for e in (self.a, self.b) if e not in self.runs]
         if missing:
             flags = " ".join(f"--embedder {e}" for e in missing)
-            raise RerankerError(f"{self.name}: no ranking of {', '.join(missing)} in this "
-                                f"session; add {flags}")  # fmt: skip
+            raise RerankerError(
+                f"{self.name}: no ranking of {', '.join(missing)} in this session; add {flags}"
+            )
         answers = []
         for q in queries:
-            ranks = [{h.snippet_id: h.rank for h in self.runs[e].results[q.item.id].top}
-                     for e in (self.a, self.b)]  # fmt: skip
-            answers.append(Reranked(tuple(
-                sum(1.0 / (RRF_K + r[c.snippet_id]) for r in ranks if c.snippet_id in r)
-                for c in q.candidates
-            )))  # fmt: skip
+            ranks = [
+                {h.snippet_id: h.rank for h in self.runs[e].results[q.item.id].top}
+                for e in (self.a, self.b)
+            ]
+            answers.append(
+                Reranked(
+                    tuple(
+                        sum(1.0 / (RRF_K + r[c.snippet_id]) for r in ranks if c.snippet_id in r)
+                        for c in q.candidates
+                    )
+                )
+            )
         return answers
 
     def close(self) -> None:
