@@ -498,8 +498,15 @@ class Pipes:
     @classmethod
     def create(cls) -> Pipes:
         ends: dict[str, int] = {}
-        for r, w in (("rep_r", "rep_w"), ("out_r", "out_w"), ("zc_r", "zc_w"), ("zr_r", "zr_w"),
-                     ("sync_r", "up_w"), ("up_r", "sync_w"), ("go_r", "go_w")):  # fmt: skip
+        for r, w in (
+            ("rep_r", "rep_w"),
+            ("out_r", "out_w"),
+            ("zc_r", "zc_w"),
+            ("zr_r", "zr_w"),
+            ("sync_r", "up_w"),
+            ("up_r", "sync_w"),
+            ("go_r", "go_w"),
+        ):
             ends[r], ends[w] = (_high(fd) for fd in os.pipe())
         return cls(**ends)
 
