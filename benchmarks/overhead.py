@@ -6,11 +6,13 @@
 2. Warm rerun: the same pytest command again (caches hit). Target: >= 25x faster than cold
    (issue 30); the warm run prints `sandbox: 0 suites executed`, checked here.
 
-Usage: python benchmarks/overhead.py [ITEMS_DIR]    (default: the bundled items/)
+Usage: python benchmarks/overhead.py [ITEMS_DIR] [--sample N]    (default: the bundled items/;
+--sample N: N of its items, every k-th by id, with their corpus)
 """
 
 from __future__ import annotations
 
+import argparse
 import re
 import subprocess
 import sys
@@ -49,7 +51,20 @@ def timed(cmd: list[str], **kwargs) -> tuple[float, str]:
 
 
 def main() -> None:
-    items = Path(sys.argv[1] if len(sys.argv) > 1 else ROOT / "items").resolve()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("items", nargs="?", default=str(ROOT / "items"))
+    ap.add_argument("--sample", type=int, metavar="N")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.sample is None:
+            measure(Path(args.items).resolve())
+        else:
+            from _sample import sample_items
+
+            measure(sample_items(Path(args.items), args.sample, Path(tmp) / "items").resolve())
+
+
+def measure(items: Path) -> None:
     py = sys.executable
     pool = timed([py, "-c", BARE, str(items), "corpus.jsonl"])[0]
     bare = timed([py, "-c", BARE, str(items), "corpus.jsonl,alternatives.jsonl"])

@@ -2,7 +2,9 @@
 
 Runs the bundled items' canonicals and distractors of the first N/5 queries, in item order, through
 one Sandbox, and prints per suite: the checker's own CPU, the zygote's (the PID namespace's
-init) and that of the children it reaped, plus the wall time. The checker is the server process
+init) and that of the children it reaped, plus the wall time, and their minor page faults
+(a count, not a time: it does not move with the machine's load, while what one fault costs
+does). The checker is the server process
 or, once it has a PID namespace of its own, the server's one child (the server is then only its
 namespace's idle anchor). Works with older sandboxes too (one server process): then only the
 first line is printed.
@@ -26,10 +28,11 @@ TICK = os.sysconf("SC_CLK_TCK")
 
 
 def cpu(pid: int) -> list[float]:
-    """utime, stime, cutime, cstime of ``pid`` in seconds."""
+    """utime, stime, cutime, cstime of ``pid`` in seconds, then its minor page faults and
+    those of the children it reaped."""
     with open(f"/proc/{pid}/stat") as fh:
         fields = fh.read().rsplit(")", 1)[1].split()
-    return [int(x) / TICK for x in fields[11:15]]
+    return [int(x) / TICK for x in fields[11:15]] + [int(fields[7]), int(fields[8])]
 
 
 def children(pid: int) -> list[int]:
@@ -81,12 +84,13 @@ def main() -> None:
     k = 1e3 / len(records)
     print(f"{len(records)} suites, wall {wall * k:.2f} ms/suite; CPU ms/suite:")
     for name in procs:
-        u, s, cu, cs = ((a - b) * k for a, b in zip(after[name], before[name], strict=True))
+        u, s, cu, cs = ((a - b) * k for a, b in zip(after[name][:4], before[name][:4], strict=True))
+        f, cf = ((a - b) / len(records) for a, b in zip(after[name][4:], before[name][4:]))
         print(
-            f"  {name:<8} own {u + s:.2f} (user {u:.2f}, sys {s:.2f}); "
-            f"children it reaped {cu + cs:.2f} (user {cu:.2f}, sys {cs:.2f})"
+            f"  {name:<8} own {u + s:.2f} (user {u:.2f}, sys {s:.2f}, {f:.0f} faults); "
+            f"children it reaped {cu + cs:.2f} (user {cu:.2f}, sys {cs:.2f}, {cf:.0f} faults)"
         )
-    total = sum(sum(after[p]) - sum(before[p]) for p in procs) * k
+    total = sum(sum(after[p][:4]) - sum(before[p][:4]) for p in procs) * k
     print(f"  total {total:.2f}")
 
 

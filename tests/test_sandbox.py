@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import signal
 import subprocess
@@ -825,3 +826,31 @@ def test_stopping_the_sandbox_mid_run_kills_every_process_of_it(monkeypatch):
     while any(map(_alive, seen)) and time.monotonic() < stop:
         time.sleep(0.05)
     assert not any(map(_alive, seen))
+
+
+def test_a_suite_never_sees_what_an_earlier_snippet_did_to_its_namespaces(sb):
+    # The zygote makes the snippet's builtins and module once; each child changes only its own
+    # copy of them, by fork.
+    spoiler = (
+        "import builtins\nbuiltins.len = lambda x: 99\nbuiltins.MARK = 1\nSEEN = 1\n"
+        "def f():\n    return 0\n"
+    )
+    assert sb.run(spoiler, "", ["assert f() == 0"]).passed
+    probe = "def f():\n    return [len([1]), 'MARK' in dir(__builtins__), 'SEEN' in globals()]\n"
+    assert sb.run(probe, "", ["assert f() == [1, False, False]"]).passed
+
+
+def test_the_checker_compiles_and_the_child_loads_the_same_code():
+    from pytest_execretrieval.execution import _child
+
+    source = "def f(x):\n    return [y * 2 for y in range(x)]\n"
+    loaded = marshal.loads(bytes.fromhex(_child.marshalled(source)))
+    assert loaded == _child.snippet_code(source)
+    assert loaded.co_filename == "<candidate>"
+    assert _child.marshalled("def f(:\n") is None  # the child compiles it and reports the error
+    assert _child.marshalled("x = 1\0") is None
+
+
+def test_a_snippet_the_checker_cannot_compile_gets_the_same_outcome(sb):
+    r = sb.run("def f(:\n    return 1\n", "", ["assert f() == 1"])
+    assert r.outcomes == ("error:SyntaxError",)

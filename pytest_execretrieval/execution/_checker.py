@@ -5,6 +5,8 @@ entry point compared with a literal; the literal is computed by the grammar's ow
 nothing of the test is compiled or executed here). It decides each test from the decoded value
 the child's call returned (:class:`_Suite`), never runs snippet or test code and never forks
 after startup; :class:`_CheckerLayers` confines it as if it did, since a child's frames reach it.
+It does compile each snippet (``compile`` runs nothing) and sends the code object marshalled, so
+that the forked child, for which compiling is dear, only loads it (:func:`._child.marshalled`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ try:
     from . import _wire
 except ImportError:  # a top-level module in the sandbox, with this directory on sys.path
     import _wire  # type: ignore[no-redef, import-not-found]
+
+try:
+    from . import _child
+except ImportError:  # a top-level module in the sandbox, with this directory on sys.path
+    import _child  # type: ignore[no-redef, import-not-found]
 
 try:
     from . import _zygote
@@ -466,6 +473,7 @@ class _Checker:
         limits = req["limits"]
         run = {
             "code": req["code"],
+            "marshal": _child.marshalled(req["code"]),
             "setup": req["setup"],
             "calls": plan.calls,
             "limits": limits,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import _signal  # type: ignore[import-not-found]  # typeshed has no stub of the C module
 import builtins
+import marshal
 import os
 import resource
 import sys
@@ -239,6 +240,34 @@ def _compile(source: str, filename: str) -> Any:
         return _wire._error(exc)
 
 
+def snippet_code(source: str) -> Any:
+    """The snippet's code object: what ``exec`` runs in the child (the checker's
+    :func:`marshalled` form of it travels in the run frame)."""
+    return compile(source, "<candidate>", "exec", dont_inherit=True)
+
+
+def marshalled(source: str) -> str | None:
+    """:func:`snippet_code` of ``source`` as marshal's hex text, or None where it does not
+    compile (the child then compiles it itself, and its error is the snippet's outcome).
+
+    The checker calls this: a freshly forked child compiling a snippet pays a copy-on-write
+    fault for each page of the interpreter's heap the compiler writes (about 200: 2-3 ms,
+    most of a suite's critical path), while the long-lived checker's heap is its own. Loading
+    the marshalled code costs the child a fraction of that.
+    """
+    try:
+        return marshal.dumps(snippet_code(source)).hex()
+    except Exception:  # noqa: BLE001 - SyntaxError, ValueError (NUL), RecursionError, MemoryError
+        return None
+
+
+def _snippet(source: str, code_hex: str | None) -> Any:
+    """The code object to run: the checker's marshalled one when it sent one."""
+    if code_hex is None:
+        return snippet_code(source)
+    return marshal.loads(bytes.fromhex(code_hex))
+
+
 # --- child side: one suite -----------------------------------------------------------------------
 
 
@@ -320,18 +349,19 @@ def _prepare_children(scratch: str) -> None:
         sys.modules.pop(name, None)
 
 
-def _fresh_namespaces() -> tuple[types.ModuleType, types.ModuleType]:
-    """The snippet's copy of the builtins and its module, made by a spare child before its
-    suite arrives: copying builtins touches the page of every builtin object (about 60
-    copy-on-write faults), which is then done while the caller is busy elsewhere."""
+def fresh_namespaces() -> tuple[types.ModuleType, types.ModuleType]:
+    """The snippet's copy of the builtins and its module. The zygote makes them once, before
+    its first fork: every child inherits them as its own private copy, which only it can
+    change, so no child pays for copying builtins (a copy-on-write fault for the page of
+    every builtin object, about 120 per child)."""
     return _module("builtins", **vars(builtins)), _module("__candidate__")
 
 
 def _serve_calls(
-    code: str, compiled: tuple[Any, list], report: _Reporter, streams: tuple, fresh: tuple
+    run: dict[str, Any], compiled: tuple[Any, list], report: _Reporter, streams: tuple, fresh: tuple
 ) -> None:
     """Run setup + snippet, then make each test's call of the entry point and send what it
-    gave, in test order; the checker decides. ``fresh``: this child's :func:`_fresh_namespaces`.
+    gave, in test order; the checker decides. ``fresh``: this child's :func:`fresh_namespaces`.
 
     The entry point is looked up in the snippet's module only, and a name whose value is still
     the one setup bound is not defined: setup's names never stand in for the snippet's.
@@ -349,7 +379,7 @@ def _serve_calls(
         try:
             exec(setup, namespace)  # noqa: S102
             from_setup = dict(namespace)
-            exec(compile(code, "<candidate>", "exec", dont_inherit=True), namespace)  # noqa: S102
+            exec(_snippet(run["code"], run.get("marshal")), namespace)  # noqa: S102
         except BaseException as exc:  # noqa: BLE001
             module_error = _wire._error(exc)
     report.send({"m": module_error or "pass"})
@@ -403,7 +433,6 @@ def _child_main(limits: dict[str, Any], zygote: Any, go_r: int) -> None:
     """A spare child: confine, wait for a suite from the zygote, run it."""
     layers = zygote.layers
     streams = _child_setup(zygote, zygote.rlimits(limits), go_r)
-    fresh = _fresh_namespaces()
     run = _wire._recv(GO_FD, _wire._MAX_RUN)
     if run is None:
         os._exit(0)  # the zygote is done with us
@@ -412,4 +441,4 @@ def _child_main(limits: dict[str, Any], zygote: Any, go_r: int) -> None:
     report = _Reporter(REPLY_FD)
     if run.get("guard", True):
         sys.addaudithook(_make_guard(layers.scratch, os.getpid(), report))
-    _serve_calls(run["code"], compiled, report, streams, fresh)
+    _serve_calls(run, compiled, report, streams, zygote.fresh)

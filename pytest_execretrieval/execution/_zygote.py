@@ -186,6 +186,7 @@ class _Zygote:
     def __init__(self, pipes: _wire.Pipes, layers: Any, limits: dict[str, Any]) -> None:
         self.pipes, self.layers, self.limits = pipes, layers, limits
         self._compiled: dict[str, tuple[Any, list]] = {}
+        self.fresh = _child.fresh_namespaces()  # each child's own copy, by fork
         # (pid, the write end of its own go pipe or None when it reads pipes.go_r, its limits)
         self.spare: tuple[int, int | None, dict[str, Any]] | None = None
         self._rlimits: tuple[dict[str, Any], list[tuple[int, tuple[int, int]]]] | None = None
