@@ -25,7 +25,7 @@ from pathlib import Path
 
 from pytest_execretrieval.corpus.incremental import read_records
 from pytest_execretrieval.corpus.items import bundled_items_dir
-from pytest_execretrieval.corpus.store import MANIFEST, corpus_dir
+from pytest_execretrieval.corpus.store import MANIFEST, CorpusVariant, corpus_dir
 from pytest_execretrieval.scoring.compare import comparison_rows, load_report
 from pytest_execretrieval.scoring.metrics import metric_matrix, row_metrics
 
@@ -34,7 +34,7 @@ SOURCES = ("operators", "mutmut")
 
 def source_row(items_dir: Path, source: str) -> dict:
     """The build figures of one source's committed corpus."""
-    where = corpus_dir(items_dir, source=source)
+    where = corpus_dir(items_dir, CorpusVariant(source=source))
     records = list(read_records(where).values())
     manifest = json.loads((where / MANIFEST).read_text())
     candidates = sum(r.candidates for r in records)

@@ -30,7 +30,13 @@ from pathlib import Path
 
 from pytest_execretrieval.corpus.build import engine
 from pytest_execretrieval.corpus.items import load_items
-from pytest_execretrieval.corpus.store import Corpus, corpus_dir, corpus_sha256, read_corpus
+from pytest_execretrieval.corpus.store import (
+    Corpus,
+    CorpusVariant,
+    corpus_dir,
+    corpus_sha256,
+    read_corpus,
+)
 from pytest_execretrieval.embedders import EmbedderOptions, get_embedder
 from pytest_execretrieval.embedders.cache import stderr_progress
 from pytest_execretrieval.execution.runner import SuiteRunner
@@ -158,8 +164,9 @@ def evaluate_fold(args, items, corpus, sha, fold, number: int, runner) -> None:
 def evaluate_stack(args, state, path, held, models, options, runner, number: int) -> None:
     """Base and fine-tuned on the stacked-mutation corpus (``stack-K/``, K edits per distractor)
     of the same held-out items: labels ``base-stackK``, ``ft-stackK``."""
-    where = corpus_dir(args.items, args.stack)
-    corpus = read_corpus(args.items, engine(args.stack), where)
+    variant = CorpusVariant(stack=args.stack)
+    where = corpus_dir(args.items, variant)
+    corpus = read_corpus(args.items, engine(variant), where)
     held_ids = {i.id for i in held}
     pool = Corpus(tuple(s for s in corpus.snippets if s.query_id in held_ids), (), corpus.engine)
     for model in ("ft", "base"):

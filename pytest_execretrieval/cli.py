@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from . import DEFAULT_CACHE_DIR
 from .corpus.items import bundled_items_dir
-from .corpus.store import SOURCES, build_command, stale_reasons
+from .corpus.store import MAX_STACK, SOURCES, build_command, stale_reasons
 from .sanitize import escape
-from .settings import BY_NAME, MAX_STACK
+from .settings import BY_NAME
 from .training import command as training
 
 if TYPE_CHECKING:
@@ -38,22 +38,20 @@ def cmd_build(args: argparse.Namespace) -> int:
     )
     from .corpus.incremental import Plan, Rebuild, digests, plan, yields_jsonl
     from .corpus.items import load_items
-    from .corpus.store import corpus_dir, write_corpus
+    from .corpus.store import CorpusVariant, corpus_dir, write_corpus
     from .execution.runner import SuiteRunner
     from .execution.sandbox import Limits
     from .reporting.progress import ProgressLine
 
     started = time.monotonic()
     items_dir = Path(args.items_dir or default_items())
-    if args.source != "operators" and args.stack != 1:
-        return _fail("build", f"--source {args.source} builds single edits only: drop --stack")
-    if args.families and args.stack > 1:
-        return _fail("build", "--families builds single-edit distractors; drop --stack")
-    if args.families and args.source != "operators":
-        return _fail("build", "--families draws on our operators and families: drop --source")
-    out_dir = corpus_dir(items_dir, args.stack, args.source, args.families)
     try:
-        engine_now = engine(args.stack, args.source, args.families)
+        variant = CorpusVariant.checked(args.stack, args.source, args.families, "--{}".format)
+    except ValueError as exc:
+        return _fail("build", str(exc))
+    out_dir = corpus_dir(items_dir, variant)
+    try:
+        engine_now = engine(variant)
     except BuildError as exc:  # mutmut is not installed
         return _fail("build", str(exc))
     if args.check:
@@ -66,8 +64,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         print(
             "corpus is up to date"
             if not differences
-            else f"{differences} difference(s): run `"
-            f"{build_command(items_dir, args.stack, args.source, args.families)}`"
+            else f"{differences} difference(s): run `{build_command(items_dir, variant)}`"
         )
         return 1 if reasons or bad else 0
     items, problems = load_items(items_dir)
@@ -91,16 +88,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         SuiteRunner(mutant_limits, cache_dir=cache, jobs=args.jobs) as mutant_runner,
     ):
         try:
-            result = build(
-                items,
-                runner,
-                mutant_runner,
-                args.stack,
-                reuse.reusable,
-                ProgressLine(),
-                args.source,
-                families=args.families,
-            )
+            result = build(items, runner, mutant_runner, variant, reuse.reusable, ProgressLine())
         except BuildError as exc:  # quotes item text and what snippets returned
             print(escape(str(exc)), file=sys.stderr)
             print("nothing written", file=sys.stderr)

@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING
 
 from .corpus.items import BenchmarkItem, item_id, load_items
 from .corpus.store import (
+    DEFAULT_VARIANT,
     Corpus,
     CorpusError,
+    CorpusVariant,
     Snippet,
     StaleReason,
     build_command,
@@ -72,15 +74,13 @@ class Loaded:
 
 def load(
     items_dir: Path,
-    stack: int,
+    variant: CorpusVariant = DEFAULT_VARIANT,
     *,
     stale_ok: bool,
-    source: str = "operators",
-    families: bool = False,
     item_cache: ItemCache | None = None,
 ) -> Loaded:
-    """Good items and the corpus (``source``, ``families``: which derived corpus); malformed
-    item files are left to collection to report.
+    """Good items and the ``variant`` corpus; malformed item files are left to collection to
+    report.
 
     A benchmark (``stale_ok=False``) refuses a stale or unreadable corpus. Verification goes on:
     it reports the staleness as a failing gate and checks the distractors of unchanged items only.
@@ -91,9 +91,9 @@ def load(
 
     items, problems = load_items(items_dir, item_cache)
     bad = {item_id(p.path) for p in problems}
-    where = corpus_dir(items_dir, stack, source, families)
+    where = corpus_dir(items_dir, variant)
     try:
-        now = engine(stack, source, families)
+        now = engine(variant)
     except BuildError as exc:  # mutmut is not installed
         raise SetupError(str(exc)) from None
     # A malformed item file is collection's error to report, not a reason to call the corpus stale.
@@ -102,8 +102,7 @@ def load(
     if stale and not stale_ok:
         raise SetupError(
             f"the corpus in {where} is stale; run `"
-            f"{build_command(items_dir, stack, source, families)}`:\n  "
-            + "\n  ".join(map(str, stale))
+            f"{build_command(items_dir, variant)}`:\n  " + "\n  ".join(map(str, stale))
         )
     corpus = None
     if (where / "manifest.json").exists():
@@ -302,7 +301,7 @@ class Handoff:
         )
 
     @classmethod
-    def from_text(cls, text: str, items_dir: Path, stack: int) -> Handoff:
+    def from_text(cls, text: str, items_dir: Path, variant: CorpusVariant) -> Handoff:
         """The controller's state in a worker whose items directory is ``items_dir`` (item
         paths are rebuilt there from the ids: the controller's paths may not exist here)."""
         data = json.loads(text)
@@ -326,7 +325,7 @@ class Handoff:
         loaded = Loaded(
             items,
             corpus,
-            corpus_dir(items_dir, stack),
+            corpus_dir(items_dir, variant),
             [StaleReason(**r) for r in data["stale"]],
             frozenset(data["changed"]),
             data["built"],

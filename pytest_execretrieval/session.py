@@ -56,9 +56,7 @@ class Session:
         if not self.items_dir.is_dir():
             raise pytest.UsageError(f"items directory {self.items_dir} does not exist")
         refuse_untrusted(self.items_dir, config)
-        self.corpus_dir = corpus_dir(
-            self.items_dir, settings.stack, settings.source, settings.families
-        )
+        self.corpus_dir = corpus_dir(self.items_dir, settings.corpus)
         self.is_worker = hasattr(config, "workerinput")
         self.loaded: Loaded | None = None
         # the good items by resolved path, loaded once per process
@@ -95,12 +93,7 @@ class Session:
     def load(self, stale_ok: bool) -> Loaded:
         try:
             self.loaded = load(
-                self.items_dir,
-                self.settings.stack,
-                stale_ok=stale_ok,
-                source=self.settings.source,
-                families=self.settings.families,
-                item_cache=self.item_cache,
+                self.items_dir, self.settings.corpus, stale_ok=stale_ok, item_cache=self.item_cache
             )
         except SetupError as exc:
             raise pytest.UsageError(str(exc)) from None
@@ -110,7 +103,7 @@ class Session:
     def receive(self) -> Handoff:
         """A worker's state: its controller's :class:`.orchestration.Handoff`."""
         text = self.config.workerinput[WORKER_KEY]  # type: ignore[attr-defined]  # xdist's
-        handoff = Handoff.from_text(text, self.items_dir, self.settings.stack)
+        handoff = Handoff.from_text(text, self.items_dir, self.settings.corpus)
         self.loaded = handoff.loaded
         self.items = {item.path.resolve(): item for item in self.loaded.items}
         return handoff

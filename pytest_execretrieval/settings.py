@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import DEFAULT_CACHE_DIR
+from .corpus.store import CorpusVariant
 from .execution.sandbox import ISOLATION_MODES, Limits
 
 
@@ -268,9 +269,6 @@ def _gate_options_need_a_baseline(config) -> None:
         )
 
 
-MAX_STACK = 4  # `execretrieval build --stack K` builds K = 2..4
-
-
 @dataclass(frozen=True)
 class Settings:
     """Every option of a benchmark or verification session, resolved and checked once."""
@@ -278,9 +276,7 @@ class Settings:
     embedders: tuple[str, ...]
     verify: bool
     items_dir: Path | None  # None: the bundled benchmark
-    stack: int
-    source: str
-    families: bool
+    corpus: CorpusVariant  # which corpus of the items directory
     report_dir: Path | None
     baseline: Path | None
     gate: GateSettings
@@ -317,21 +313,12 @@ def resolve(config) -> Settings:
             f"--execretrieval-rerank-k: {rerank_k} is not in 1..{TOP_K} (the first "
             f"stage lists its top {TOP_K})"
         )
-    stack = setting(config, "stack")
-    if not 1 <= stack <= MAX_STACK:
-        raise ValueError(f"--execretrieval-stack: {stack} is not in 1..{MAX_STACK}")
-    source = _source(setting(config, "source"), stack)
-    families = setting(config, "families")
-    if families and stack > 1:
-        raise ValueError(
-            "--execretrieval-families: the families corpus has single-edit "
-            "distractors; drop --execretrieval-stack"
-        )
-    if families and source != "operators":
-        raise ValueError(
-            "--execretrieval-families: the families corpus draws on our operators "
-            "and families; drop --execretrieval-source"
-        )
+    corpus = CorpusVariant.checked(
+        setting(config, "stack"),
+        setting(config, "source"),
+        setting(config, "families"),
+        "--execretrieval-{}".format,
+    )
     isolation = setting(config, "isolation")
     if isolation not in ISOLATION_MODES:
         raise ValueError(
@@ -353,9 +340,7 @@ def resolve(config) -> Settings:
         embedders=embedders,
         verify=verify,
         items_dir=setting(config, "items"),
-        stack=stack,
-        source=source,
-        families=families,
+        corpus=corpus,
         report_dir=setting(config, "report-dir"),
         baseline=setting(config, "baseline"),
         gate=gate,
@@ -372,20 +357,6 @@ def resolve(config) -> Settings:
         limits=_limits(config),
         isolation=isolation,
     )
-
-
-def _source(source: str, stack: int) -> str:
-    """The checked ``--execretrieval-source``: one of the sources, single edits only."""
-    from .corpus.store import SOURCES
-
-    if source not in SOURCES:
-        raise ValueError(f"--execretrieval-source: {source!r} is not one of {SOURCES}")
-    if source != "operators" and stack != 1:
-        raise ValueError(
-            f"--execretrieval-source {source} has single edits only: drop "
-            f"--execretrieval-stack {stack}"
-        )
-    return source
 
 
 def _unique(names: tuple[str, ...], what: str) -> None:

@@ -12,12 +12,13 @@ import pytest
 
 from pytest_execretrieval import cli
 from pytest_execretrieval.corpus.build import engine
-from pytest_execretrieval.corpus.store import corpus_dir, read_corpus
+from pytest_execretrieval.corpus.store import CorpusVariant, corpus_dir, read_corpus
 from pytest_execretrieval.mutation.families import ALL_CLASSES, FAMILY_CLASSES
 
 DATA = Path(__file__).parent / "data" / "items"
 EDITED = "arrays_lists/last_index_of"
 DROPPED = '  "assert last_index_of([5, 6, 7], 6) == 1",\n'
+FAMILIES = CorpusVariant(families=True)
 
 
 def files(where: Path) -> dict[str, bytes]:
@@ -40,13 +41,13 @@ def built(tmp_path_factory, cache) -> Path:
 
 
 def test_families_corpus_has_its_own_folder_and_engine(built) -> None:
-    where = corpus_dir(built, families=True)
+    where = corpus_dir(built, FAMILIES)
     assert where == built / "families"
     assert files(built) == files(DATA)  # the default corpus is left as committed
     meta = json.loads((where / "manifest.json").read_text())
-    assert meta["engine"] == engine(families=True)
+    assert meta["engine"] == engine(FAMILIES)
     assert {"families", "candidates_per_class"} <= set(meta["engine"]) - set(engine())
-    corpus = read_corpus(built, engine(families=True), where)
+    corpus = read_corpus(built, engine(FAMILIES), where)
     distractors = [s for s in corpus.snippets if s.kind == "distractor"]
     assert {s.operator for s in distractors} <= set(ALL_CLASSES)
     assert {s.operator for s in distractors} & set(FAMILY_CLASSES)

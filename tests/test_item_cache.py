@@ -34,8 +34,7 @@ def test_a_second_load_reads_the_validated_fields_from_the_cache(items, tmp_path
     (cold, problems), cache = cached_load(items, tmp_path / "cache")
     assert problems == [] and len(cold) == 4 and cache.path.is_file()
     assert (
-        load(items, 1, stale_ok=False, item_cache=ItemCache(tmp_path / "cache", items)).items
-        == cold
+        load(items, stale_ok=False, item_cache=ItemCache(tmp_path / "cache", items)).items == cold
     )
     # An entry signed with the user's key is what a load believes: edit one and sign it
     entries = json.loads(cache.signer.read_body(cache.path, cache.key, 1 << 26))

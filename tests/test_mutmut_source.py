@@ -14,7 +14,7 @@ import pytest
 from pytest_execretrieval import cli
 from pytest_execretrieval.corpus.build import build, engine
 from pytest_execretrieval.corpus.items import load_items
-from pytest_execretrieval.corpus.store import corpus_dir, read_corpus
+from pytest_execretrieval.corpus.store import CorpusVariant, corpus_dir, read_corpus
 from pytest_execretrieval.execution.runner import SuiteRunner
 from pytest_execretrieval.execution.sandbox import Limits
 from pytest_execretrieval.mutation.mutmut_source import (
@@ -26,6 +26,7 @@ from pytest_execretrieval.mutation.operators import apply_edits, diff_blocks, va
 
 DATA = Path(__file__).parent / "data" / "items"
 
+MUTMUT = CorpusVariant(source="mutmut")
 SOURCES = {
     "arithmetic": """\
 def f(a, b):
@@ -137,7 +138,7 @@ def test_version_is_pinned_and_recorded_in_the_engine():
     assert mutmut.__version__ == MUTMUT_VERSION
     pyproject = (Path(__file__).parents[1] / "pyproject.toml").read_text()
     assert f'mutmut = ["mutmut=={MUTMUT_VERSION}"]' in pyproject
-    assert engine(1, "mutmut")["source"]["mutmut"] == MUTMUT_VERSION
+    assert engine(MUTMUT)["source"]["mutmut"] == MUTMUT_VERSION
     assert "source" not in engine()  # the default corpus's engine is unchanged
 
 
@@ -149,7 +150,7 @@ def mutmut_build(tmp_path_factory):
         SuiteRunner(cache_dir=cache) as runner,
         SuiteRunner(Limits(timeout_s=1.0), cache_dir=cache) as mutant_runner,
     ):
-        return loaded, build(loaded, runner, mutant_runner, source="mutmut")
+        return loaded, build(loaded, runner, mutant_runner, MUTMUT)
 
 
 def test_pipeline_keeps_killed_mutants_and_rejects_survivors(mutmut_build):
@@ -164,7 +165,7 @@ def test_pipeline_keeps_killed_mutants_and_rejects_survivors(mutmut_build):
     for s in result.survivors:  # passed every test: reported with evidence, never in the pool
         assert s.operator in MUTMUT_CLASSES
         assert (s.item_id, s.diff) not in pool_diffs
-    assert result.corpus.engine == engine(1, "mutmut")
+    assert result.corpus.engine == engine(MUTMUT)
     for y in result.yields:  # the same report fields as the default source
         assert set(y.killed) <= set(MUTMUT_CLASSES) and sum(y.selected.values()) <= 4
 
@@ -175,7 +176,7 @@ def test_cli_builds_a_separate_byte_identical_corpus(tmp_path, capsys):
     default = {p.name: p.read_bytes() for p in items.glob("*.json*")}
     cache = ["--cache-dir", str(tmp_path / "c")]
     assert cli.main(["build", str(items), "--source", "mutmut", *cache]) == 0
-    where = corpus_dir(items, source="mutmut")
+    where = corpus_dir(items, MUTMUT)
     assert where == items / "mutmut"
     first = {p.name: p.read_bytes() for p in where.iterdir()}
     assert set(first) == {"corpus.jsonl", "alternatives.jsonl", "yields.jsonl", "manifest.json"}
@@ -187,7 +188,7 @@ def test_cli_builds_a_separate_byte_identical_corpus(tmp_path, capsys):
     assert cli.main(["build", "--check", str(items)]) == 0
     rows = [json.loads(line) for line in first["corpus.jsonl"].decode().splitlines()]
     assert {r["operator"] for r in rows if r["kind"] == "distractor"} <= set(MUTMUT_CLASSES)
-    assert read_corpus(items, engine(1, "mutmut"), where=where).snippets
+    assert read_corpus(items, engine(MUTMUT), where=where).snippets
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_execretrieval.corpus.store import DEFAULT_VARIANT
 from pytest_execretrieval.embedders import EmbedderOptions
 from pytest_execretrieval.execution.runner import SuiteRunner
 from pytest_execretrieval.orchestration import (
@@ -37,7 +38,7 @@ def items(tmp_path) -> Path:
 
 
 def test_a_session_without_pytest(items, tmp_path):
-    loaded = load(items, 1, stale_ok=False)
+    loaded = load(items, stale_ok=False)
     assert len(loaded.items) == 4 and loaded.stale == [] and not loaded.changed
     runs: dict = {}
     with SuiteRunner(cache_dir=tmp_path / "cache") as runner:
@@ -66,7 +67,7 @@ def test_a_session_without_pytest(items, tmp_path):
     # what xdist workers get: one JSON text, item paths rebuilt under the worker's items dir
     elsewhere = tmp_path / "elsewhere"
     text = Handoff(loaded, runs, frozenset({"strings/x"})).to_text()
-    again = Handoff.from_text(json.loads(json.dumps(text)), elsewhere, 1)
+    again = Handoff.from_text(json.loads(json.dumps(text)), elsewhere, DEFAULT_VARIANT)
     assert again.baseline_failed == {"strings/x"}
     assert again.runs["bm25"].to_json() == runs["bm25"].to_json()
     moved = [replace(item, path=elsewhere / item.path.relative_to(items)) for item in loaded.items]
@@ -79,9 +80,9 @@ def test_a_changed_item_is_named_stale(items):
     path = items / "strings" / "count_vowels.toml"
     path.write_text(path.read_text().replace("Count the vowels", "Count vowels"))
     with pytest.raises(SetupError, match="the corpus in .* is stale") as raised:
-        load(items, 1, stale_ok=False)
+        load(items, stale_ok=False)
     assert "strings/count_vowels" in str(raised.value)
-    tolerated = load(items, 1, stale_ok=True)  # verification goes on
+    tolerated = load(items, stale_ok=True)  # verification goes on
     assert tolerated.changed == {"strings/count_vowels"}
     assert [r.kind for r in tolerated.stale] == ["item-changed"]
 
@@ -94,7 +95,7 @@ def test_an_unusable_embedder_or_reranker_stops_the_run_before_any_work(tmp_path
 
 
 def test_a_baseline_of_another_corpus_is_refused(items, tmp_path):
-    loaded = load(items, 1, stale_ok=False)
+    loaded = load(items, stale_ok=False)
     runs: dict = {}
     with SuiteRunner(cache_dir=tmp_path / "cache") as runner:
         embedders = open_embedders(["bm25"], EmbedderOptions(cache_dir=str(tmp_path / "cache")))

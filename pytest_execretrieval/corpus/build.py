@@ -22,12 +22,20 @@ from ..mutation.select import MAX_DISTRACTORS, UNUSABLE, Killed, kill_kind, sele
 from ..mutation.stacking import stack_mutants
 from .incremental import ItemRecord, Reusable, choosable, recorded_killed
 from .items import BenchmarkItem
-from .store import SOURCES, Corpus, Snippet, make_snippet, unified_diff
+from .store import (
+    DEFAULT_VARIANT,
+    SOURCES,
+    Corpus,
+    CorpusVariant,
+    Snippet,
+    make_snippet,
+    unified_diff,
+)
 
 MUTANT_TIMEOUT_S = 1.0
 
 
-def engine(stack: int = 1, source: str = "operators", families: bool = False) -> dict:
+def engine(variant: CorpusVariant = DEFAULT_VARIANT) -> dict:
     """What generated a corpus; a change here makes committed corpora stale. The mutation
     version follows the operator table and selection code (see :mod:`.mutation.fingerprint`);
     a mutmut corpus also records mutmut's, libcst's and the adapter's versions, the families
@@ -38,13 +46,13 @@ def engine(stack: int = 1, source: str = "operators", families: bool = False) ->
             "mutation": mutation_version(),
             "mutant_timeout_s": MUTANT_TIMEOUT_S,
             "distractors_per_item": MAX_DISTRACTORS,
-            "stack": stack,
+            "stack": variant.stack,
             "evidence": EVIDENCE_VERSION,
         }
-        | ({"source": _mutmut_engine()} if source == "mutmut" else {})
+        | ({"source": _mutmut_engine()} if variant.source == "mutmut" else {})
         | (
             {"families": families_version(), "candidates_per_class": FAMILY_CANDIDATES_PER_CLASS}
-            if families
+            if variant.families
             else {}
         )
     )
@@ -227,43 +235,30 @@ def build(
     items: Sequence[BenchmarkItem],
     runner: SuiteRunner,
     mutant_runner: SuiteRunner,
-    stack: int = 1,
+    variant: CorpusVariant = DEFAULT_VARIANT,
     reuse: Mapping[str, Reusable] | None = None,
     progress: Progress | None = None,
-    source: str = "operators",
-    families: bool = False,
 ) -> BuildResult:
     """``runner`` runs canonicals and alternatives under the full limits; ``mutant_runner`` runs
     candidates, usually with a shorter timeout (a mutant that loops is killed either way, and
     verification re-runs every chosen distractor under the full limits).
 
-    With ``stack`` K > 1 the candidates are stacked mutants: K single edits on disjoint lines
-    (:func:`.mutation.stacking.stack_mutants`), drawn from the item's killed single-edit
-    mutants in selection-preference order, so each edit is itself proven wrong.
+    ``variant``: which corpus. With ``variant.stack`` K > 1 the candidates are stacked mutants: K
+    single edits on disjoint lines (:func:`.mutation.stacking.stack_mutants`), drawn from the
+    item's killed single-edit mutants in selection-preference order, so each edit is itself
+    proven wrong. ``variant.source``: where the candidates come from (:func:`candidate_generator`);
+    ``variant.families``: the families corpus (:func:`candidate_mutants`,
+    :func:`preferred_classes`).
 
     ``reuse``: committed records of unchanged items (:func:`.incremental.plan`); those items
     run nothing unless the corpus-wide class balance moves their choice of distractors. The
-    result is the same as without ``reuse``.
-
-    ``source``: where the candidates come from (:func:`candidate_generator`); ``families``: the
-    families corpus (:func:`candidate_mutants`, :func:`preferred_classes`); neither with
-    ``stack`` > 1."""
-    if families and stack > 1:
-        raise ValueError("the families corpus has single-edit distractors: stack must be 1")
-    generate = candidate_generator(source)
+    result is the same as without ``reuse``."""
     items = sorted(items, key=lambda item: item.id)
     reuse = dict(reuse or {})
     phases = _Phases(progress, (runner, mutant_runner))
     problems: list[str] = []  # every item's, all reported together
     runs = run_items(
-        [i for i in items if i.id not in reuse],
-        runner,
-        mutant_runner,
-        stack,
-        phases,
-        problems,
-        generate,
-        families,
+        [i for i in items if i.id not in reuse], runner, mutant_runner, variant, phases, problems
     )
     # The selection balances classes over the corpus in item order: run it over every item.
     chosen: dict[str, list[int]] = {}
@@ -273,11 +268,11 @@ def build(
         if item.id not in runs and item.id not in reuse:
             continue  # its build failed: a problem already
         killed = runs[item.id].killed if item.id in runs else recorded_killed(reuse[item.id].record)
-        picked = select_distractors(killed, class_totals, core=preferred_classes(families))
+        picked = select_distractors(killed, class_totals, core=preferred_classes(variant.families))
         chosen[item.id] = [k.position for k in picked]
         if item.id in reuse and tuple(chosen[item.id]) != reuse[item.id].record.selected:
             moved.append(item)
-    runs |= run_items(moved, runner, mutant_runner, stack, phases, problems, generate, families)
+    runs |= run_items(moved, runner, mutant_runner, variant, phases, problems)
     for item in moved:
         del reuse[item.id]
 
@@ -342,7 +337,7 @@ def build(
     corpus = Corpus(
         tuple(sorted(pool, key=by_id)),
         tuple(sorted(alternatives, key=by_id)),
-        engine(stack, source, families),
+        engine(variant),
     )
     unusable = tuple(line for item in items if item.id in runs for line in runs[item.id].unusable)
     return BuildResult(
@@ -369,27 +364,26 @@ def run_items(
     items: Sequence[BenchmarkItem],
     runner: SuiteRunner,
     mutant_runner: SuiteRunner,
-    stack: int,
+    variant: CorpusVariant,
     phases: _Phases,
     problems: list[str],
-    generate: Callable[[str, str], list[Mutant]] | None = None,
-    families: bool = False,
 ) -> dict[str, ItemRun]:
-    """Generate (with ``generate``, else each item's language's operators) and run every
+    """Generate (the ``variant`` corpus's candidates, :func:`candidate_mutants`) and run every
     candidate of ``items`` (and their canonicals and alternatives); an item whose mutants or
     stacking fail is left out, its failure in ``problems``."""
     if not items:
         return {}
     phases.start("mutants", len(items))
+    generate = candidate_generator(variant.source)
     mutants = {}
     for done, item in enumerate(items, 1):
         mutants[item.id] = per_item(
-            item, problems, "mutants", candidate_mutants, item, families, generate
+            item, problems, "mutants", candidate_mutants, item, variant.families, generate
         )
         phases.tick(done)
     items = [item for item in items if mutants[item.id] is not None]
-    if stack > 1:
-        mutants = stacked_candidates(items, mutants, mutant_runner, stack, phases, problems)
+    if variant.stack > 1:
+        mutants = stacked_candidates(items, mutants, mutant_runner, variant.stack, phases, problems)
         items = [item for item in items if mutants.get(item.id) is not None]
     originals = [
         (code, item.setup, item.tests)

@@ -1,0 +1,70 @@
+"""Which corpus of an items directory: one checked record instead of three parameters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytest_execretrieval.corpus.build import engine
+from pytest_execretrieval.corpus.store import (
+    MAX_STACK,
+    SOURCES,
+    CorpusVariant,
+    build_command,
+    corpus_dir,
+)
+from pytest_execretrieval.orchestration import Handoff, Loaded
+
+ITEMS = Path("/items")
+
+
+def valid(stack: int, source: str, families: bool) -> bool:
+    return (
+        1 <= stack <= MAX_STACK
+        and source in SOURCES
+        and (stack == 1 or (source == "operators" and not families))
+        and not (families and source != "operators")
+    )
+
+
+@given(st.integers(-1, MAX_STACK + 2), st.sampled_from([*SOURCES, "mutmutt"]), st.booleans())
+def test_every_conflict_is_refused_naming_the_options(stack, source, families):
+    if valid(stack, source, families):
+        variant = CorpusVariant.checked(stack, source, families, "--{}".format)
+        assert variant == CorpusVariant(stack, source, families)
+        # the build command names exactly the options that select this corpus
+        assert build_command(ITEMS, variant).split()[3:] == (
+            (["--stack", str(stack)] if stack != 1 else [])
+            + (["--source", source] if source != "operators" else [])
+            + (["--families"] if families else [])
+        )
+    else:
+        with pytest.raises(ValueError, match=r"--execretrieval-(stack|source|families)"):
+            CorpusVariant.checked(stack, source, families, "--execretrieval-{}".format)
+        with pytest.raises(ValueError):
+            CorpusVariant(stack, source, families)
+
+
+def test_each_variant_has_its_own_directory_and_engine():
+    variants = [
+        CorpusVariant(),
+        *(CorpusVariant(stack=k) for k in range(2, MAX_STACK + 1)),
+        CorpusVariant(source="mutmut"),
+        CorpusVariant(families=True),
+    ]
+    dirs = [corpus_dir(ITEMS, v) for v in variants]
+    assert dirs[0] == ITEMS and len(set(dirs)) == len(dirs)
+    assert [d.name for d in dirs[1:]] == ["stack-2", "stack-3", "stack-4", "mutmut", "families"]
+    assert engine(CorpusVariant(families=True))["families"]
+    assert engine(CorpusVariant(stack=3))["stack"] == 3
+
+
+def test_an_xdist_worker_reads_the_corpus_its_controller_chose(tmp_path):
+    families = CorpusVariant(families=True)
+    text = Handoff(
+        Loaded([], None, corpus_dir(tmp_path, families), [], frozenset(), False), {}, frozenset()
+    ).to_text()
+    assert Handoff.from_text(text, tmp_path, families).loaded.corpus_dir == tmp_path / "families"
