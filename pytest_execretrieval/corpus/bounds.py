@@ -22,7 +22,7 @@ largest figure in brackets):
                                     grammar) [16]
 ``MAX_JS_TREE_DEPTH``   200         depth of a JavaScript tree-sitter parse (``js_gate.py``):
                                     its trees spend a level on each block, statement and
-                                    parenthesis, about twice Python's for the same code [21]
+                                    parenthesis, about twice Python's for the same code [24]
 =====================  ==========  =============================================================
 
 Names: a domain folder and an item stem match ``[a-z0-9_]+`` (:data:`NAME`): an escape

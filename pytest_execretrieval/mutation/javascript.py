@@ -59,10 +59,11 @@ JavaScript's own classes
     and back.
 ``let_scoping`` (Stryker: none; ``let`` written as the ``var`` of pre-ES2015 code)
     ``let`` -> ``var`` for a declaration inside a block (a nested block, a ``for`` head, a
-    ``case``; not at the top of a function body or the program, where both scope alike), whose
-    names are plain identifiers none of which any other lexical declaration (``let``,
-    ``const``, ``class``, a block-level ``function``, a ``catch`` parameter) of the same
-    function binds, so the hoisted ``var`` is no redeclaration error. It changes behaviour
+    ``case``, a ``for ... of`` head; not a declaration at the top of a function body or the
+    program, where both scope alike), whose names are plain identifiers none of which another
+    lexical binding (``let``, ``const``, ``class``, a block-level ``function``, a ``catch``
+    parameter) of the same function binds in a scope enclosing the declaration, so the hoisted
+    ``var`` is no redeclaration error (two loops' ``let i`` are each convertible). It changes behaviour
     when a closure captures a loop variable, when the name shadows a parameter or ``var``
     (the block now overwrites it), or when the name is read before its declaration; elsewhere
     it is equivalent, and the build's execution drops it as a survivor.
@@ -597,14 +598,24 @@ def _enclosing_function(node: Node) -> Node:
     return current
 
 
-def _lexical_names(function: Node, ctx: JsContext) -> list[tuple[int, bytes]]:
-    """``(declaration id, name)`` of every lexical binding of ``function``'s own scopes (nested
-    functions left out): ``let``/``const`` declarations and heads, classes, block-level
-    functions and ``catch`` parameters; a pattern counts all its identifiers."""
+def _scope(declaration: Node) -> Node:
+    """The node whose extent a lexical declaration's binding covers: its block (a ``case``'s:
+    the whole ``switch`` body), a ``for`` statement whose head it is, a ``for ... of``/``in``
+    head itself, a ``catch`` clause for its parameter."""
+    if declaration.type in ("for_in_statement", "catch_clause"):
+        return declaration
+    parent = declaration.parent
+    return parent.parent if parent.type in ("switch_case", "switch_default") else parent
+
+
+def _lexical_names(function: Node, ctx: JsContext) -> list[tuple[int, bytes, int]]:
+    """``(declaration id, name, scope id)`` of every lexical binding of ``function``'s own
+    scopes (nested functions left out): ``let``/``const`` declarations and heads, classes,
+    block-level functions and ``catch`` parameters; a pattern counts all its identifiers."""
     key = ("lexical", function.id)
     if key in ctx.memo:
         return ctx.memo[key]  # type: ignore[return-value]
-    found: list[tuple[int, bytes]] = []
+    found: list[tuple[int, bytes, int]] = []
     body = _field(function, "body")
     stack = list(function.children)
     while stack:
@@ -614,7 +625,7 @@ def _lexical_names(function: Node, ctx: JsContext) -> list[tuple[int, bytes]]:
             block_level = node.parent != body and node.parent != function
             if node.type == "class_declaration" or (declares and block_level):
                 name = _field(node, "name")
-                found.append((node.id, name.text if name is not None else b""))
+                found.append((node.id, name.text if name is not None else b"", _scope(node).id))
             continue
         kind = _field(node, "kind")
         patterns: list[Node] = []
@@ -627,7 +638,7 @@ def _lexical_names(function: Node, ctx: JsContext) -> list[tuple[int, bytes]]:
         for pattern in patterns:  # a default inside a pattern counts too: the cautious side
             for inner in js_syntax.walk(pattern) if pattern is not None else ():
                 if inner.type in ("identifier", "shorthand_property_identifier_pattern"):
-                    found.append((node.id, inner.text))
+                    found.append((node.id, inner.text, _scope(node).id))
         stack.extend(node.children)
     ctx.memo[key] = found
     return found
@@ -640,15 +651,21 @@ def _let_scoping(node: Node, ctx: JsContext) -> Iterator[Edit]:
     if kind is None or kind.type != "let":
         return
     function = _enclosing_function(node)
-    parent = node.parent
-    if parent == function or parent == _field(function, "body"):
+    if node.type == "lexical_declaration" and node.parent in (function, _field(function, "body")):
         return  # at the top of a function body or the program `let` and `var` scope alike
     names = _declared_identifiers(node)
     if names is None:
         return
+    # A `var` is an early error inside the scope of a lexical binding of its name: the scopes
+    # that enclose this declaration, up to the function.
+    enclosing, current = set(), node.parent
+    while current is not None and current != function.parent:
+        enclosing.add(current.id)
+        current = current.parent
     wanted = {n.text for n in names}
-    if any(name in wanted and owner != node.id for owner, name in _lexical_names(function, ctx)):
-        return
+    for owner, name, scope in _lexical_names(function, ctx):
+        if name in wanted and owner != node.id and scope in enclosing:
+            return
     yield ctx.edit(kind.start_byte, kind.end_byte, "var", node)
 
 
@@ -779,7 +796,7 @@ JS_CORE_CLASSES: tuple[str, ...] = tuple(n for n, c in JS_OPERATORS.items() if c
 # the grammar's versions changes the mutants or their selection; either way record the new
 # `fingerprint.js_fingerprint()` in JS_MUTATION_FINGERPRINT (tests/test_js_mutation.py prints it).
 JS_MUTATION_VERSION = "1"
-JS_MUTATION_FINGERPRINT = "2f87148cdc7e00b906036ff676609fdb374c1d261b2971bb190b14101cd413f9"
+JS_MUTATION_FINGERPRINT = "8a2910596c0b74fc302da15b57ed103a389ad4705dea9a6e2e3d7a928f0dc70c"
 
 
 # --- candidates ---------------------------------------------------------------------------
