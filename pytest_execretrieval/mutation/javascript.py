@@ -63,10 +63,10 @@ JavaScript's own classes
     program, where both scope alike), whose names are plain identifiers none of which another
     lexical binding (``let``, ``const``, ``class``, a block-level ``function``, a ``catch``
     parameter) of the same function binds in a scope enclosing the declaration, so the hoisted
-    ``var`` is no redeclaration error (two loops' ``let i`` are each convertible). It changes behaviour
-    when a closure captures a loop variable, when the name shadows a parameter or ``var``
-    (the block now overwrites it), or when the name is read before its declaration; elsewhere
-    it is equivalent, and the build's execution drops it as a survivor.
+    ``var`` is no redeclaration error (two loops' ``let i`` are each convertible). It changes
+    behaviour when a closure captures a loop variable, when the name shadows a parameter or
+    ``var`` (the block now overwrites it), or when the name is read before its declaration;
+    elsewhere it is equivalent, and the build's execution drops it as a survivor.
 ``string_concatenation`` (Stryker: none; the operand of ArithmeticOperator's ``+``)
     ``+`` concatenating where it should add, or adding where it should concatenate: a
     conversion that is an operand of a binary ``+`` dropped (``String(e)``, ``e.toString()``,
