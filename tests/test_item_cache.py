@@ -67,3 +67,17 @@ def test_a_changed_file_is_validated_again(items, tmp_path):
     assert "strings/count_vowels.toml" not in json.loads(
         cache.signer.read_body(cache.path, cache.key, 1 << 26)
     )
+
+
+def test_a_javascript_item_keeps_its_language_through_the_cache(tmp_path):
+    path = tmp_path / "items" / "strings" / "shout.toml"
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        'domain = "strings"\nlanguage = "javascript"\nquery = "Upper-case a string."\n'
+        'entry_point = "shout"\ncanonical = """\nfunction shout(s) {\n  return s.toUpperCase();\n'
+        '}\n"""\ntests = ["assert shout(\'a\') == \'A\'"]\n'
+    )
+    (cold, problems), _ = cached_load(path.parents[1], tmp_path / "cache")
+    (warm, _), cache = cached_load(path.parents[1], tmp_path / "cache")
+    assert problems == [] and cache.seen == cache.entries  # the second load read the cache
+    assert warm == cold and warm[0].language == "javascript"

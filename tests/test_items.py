@@ -160,3 +160,104 @@ def test_any_generated_item_round_trips(tmp_path_factory, name, query, value, wi
     assert (item.query, item.entry_point, item.canonical) == (query.strip(), name, code)
     assert item.tests == tuple(data["tests"])
     assert item.alternatives == tuple(data.get("alternatives", ()))
+
+
+# --- JavaScript items: the gate of corpus/js_gate.py ----------------------------------------
+
+JS_GOOD = {
+    "domain": "strings",
+    "language": "javascript",
+    "query": "Reverse the order of words in a sentence.",
+    "entry_point": "reverse_words",
+    "canonical": "function reverse_words(s) {\n  return s.split(' ').reverse().join(' ');\n}\n",
+    "tests": ["assert reverse_words('a b') == 'b a'", "assert reverse_words('') == ''"],
+}
+
+
+def js_problems(tmp_path: Path, **changes) -> list[str]:
+    data = {k: v for k, v in {**JS_GOOD, **changes}.items() if v is not None}
+    with pytest.raises(ItemError) as excinfo:
+        load_item(write(tmp_path, data))
+    return [f"{p.field}: {p.reason}" for p in excinfo.value.problems]
+
+
+def canonical(*lines: str) -> str:
+    return "function reverse_words(s) {\n" + "".join(f"  {x}\n" for x in lines) + "}\n"
+
+
+def test_a_javascript_item_loads(tmp_path):
+    helper = "const SEP = ' ';\nfunction words(s) {\n  return s.split(SEP);\n}\n"
+    alternative = helper + canonical("return words(s).reverse().join(SEP);")
+    write(tmp_path, {**JS_GOOD, "alternatives": [alternative]})
+    items, found = load_items(tmp_path)
+    assert found == [] and [i.id for i in items] == ["strings/reverse"]
+    item = items[0]
+    assert item.language == "javascript" and item.lang.name == "javascript"
+    assert item.canonical == JS_GOOD["canonical"] and item.alternatives == (alternative,)
+    assert item.setup == "" and item.tests == tuple(JS_GOOD["tests"])
+
+
+# fmt: off
+@pytest.mark.parametrize(
+    "code, expected",
+    [
+        ("import fs from 'fs';\n" + canonical("return s;"),
+         "line 1: an import statement: a JavaScript item is a script"),
+        ("export " + canonical("return s;"),
+         "line 1: an export statement: a JavaScript item is a script"),
+        (canonical("return import('fs');"),
+         "line 2: dynamic import(): a JavaScript item is a script"),
+        (canonical("return import.meta.url;"),
+         "line 2: import.meta: a JavaScript item is a script"),
+        (canonical("return require('fs');"),
+         "line 2: uses 'require', which loads a module: a JavaScript item uses the language's "
+         "built-ins only"),
+        (canonical("return eval(s);"), "line 2: uses 'eval', which runs a string as code"),
+        (canonical("return Function('return 1')();"),
+         "line 2: uses 'Function', which runs a string as code"),
+        (canonical("return new Function('x', 'return x')(s);"),
+         "line 2: uses 'Function', which runs a string as code"),
+        (canonical("return process.env.HOME;"),
+         "line 2: uses 'process', which reaches the host process"),
+        (canonical("const { process } = s;", "return process;"),
+         "line 2: uses 'process', which reaches the host process"),
+        (canonical("return `${globalThis.x}`;"),
+         "line 2: uses 'globalThis', which reaches the global object"),
+        (canonical("return { module };"), "line 2: uses 'module', which is the module system's"),
+        (canonical("exports.x = 1;", "return s;"),
+         "line 2: uses 'exports', which is the module system's"),
+        ("function reverse_words(s) {\n  return s @ 1;\n}\n",
+         "does not parse: is not JavaScript syntax (line 2)"),
+        ("function reverse_words(s) {\n  return s\n", "does not parse: a '}' is missing"),
+        (canonical("return s ?? 1 || 2;"), "does not parse: `??` mixed with `||`/`&&`"),
+        ("const reverse_words = (s) => s;\n",
+         "does not declare function 'reverse_words' at top level "
+         "(`function reverse_words(...) { ... }`)"),
+        ("function outer() {\n  function reverse_words(s) { return s; }\n}\n",
+         "does not declare function 'reverse_words' at top level"),
+        (canonical("return " + "[" * 300 + "]" * 300 + ";"),
+         "nests more than 200 levels deep (the limit)"),
+    ],
+)
+# fmt: on
+def test_the_javascript_gate_names_each_refused_construct(tmp_path, code, expected):
+    found = js_problems(tmp_path, canonical=code)
+    assert any(p.startswith(f"canonical: {expected}") for p in found), found
+    alternative = js_problems(tmp_path, alternatives=[code])
+    assert any(p.startswith(f"alternatives[0]: {expected}") for p in alternative), alternative
+
+
+def test_a_property_named_like_a_host_object_is_no_reference(tmp_path):
+    code = canonical("const o = { module: 1, process: 2 };", "return o.module + s.exports;")
+    assert load_item(write(tmp_path, {**JS_GOOD, "canonical": code})).canonical == code
+
+
+def test_a_javascript_item_has_no_setup(tmp_path):
+    assert js_problems(tmp_path, setup="const x = 1;") == [
+        "setup: must be empty for a JavaScript item: the snippet brings everything it uses"
+    ]
+
+
+def test_python_code_in_a_javascript_item_is_refused(tmp_path):
+    found = js_problems(tmp_path, canonical=GOOD["canonical"])
+    assert found and all(p.startswith("canonical: does not parse") for p in found), found

@@ -20,6 +20,9 @@ largest figure in brackets):
 ``MAX_AST_DEPTH``       100         depth of the parsed tree, measured iteratively, before any
                                     recursive walk (``ast.dump``, the mutation engine, the test
                                     grammar) [16]
+``MAX_JS_TREE_DEPTH``   200         depth of a JavaScript tree-sitter parse (``js_gate.py``):
+                                    its trees spend a level on each block, statement and
+                                    parenthesis, about twice Python's for the same code [24]
 =====================  ==========  =============================================================
 
 Names: a domain folder and an item stem match ``[a-z0-9_]+`` (:data:`NAME`): an escape
@@ -41,6 +44,7 @@ MAX_ITEM_BYTES = 256 * 1024
 MAX_TOML_DEPTH = 32
 MAX_CODE_CHARS = 64 * 1024
 MAX_AST_DEPTH = 100
+MAX_JS_TREE_DEPTH = 200
 NAME = re.compile(r"[a-z0-9_]+\Z")
 
 

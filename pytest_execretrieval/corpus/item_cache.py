@@ -7,8 +7,9 @@ directory and the validating code, so :class:`ItemCache` keeps it: one entry per
 directory, ``<cache dir>/items/<sha256 of the directory's path>.json``, holding per item file
 (``<domain>/<name>.toml``) the sha256 of its text and the :class:`.items.BenchmarkItem` fields.
 An entry answers only for a file whose text has that sha256, under the same
-:func:`validator_fingerprint` (the code of ``items.py``, ``bounds.py`` and the test grammar,
-and the Python version, whose standard-library names the import gate reads).
+:func:`validator_fingerprint` (the code of ``items.py``, ``bounds.py``, the test grammar and
+JavaScript's gate and parser, the Python version, whose standard-library names the import gate
+reads, and the tree-sitter versions, whose grammar JavaScript's gate parses with).
 
 The cache directory may sit in a checkout (a pull request can commit files there), and an
 entry says "this file passed the gates": entries are signed like the outcome cache's, with the
@@ -29,20 +30,32 @@ from pathlib import Path
 
 from ..execution import _grammar
 from ..execution.outcome_cache import OutcomeCache
-from . import bounds, items
+from ..mutation import js_syntax
+from . import bounds, items, js_gate
 from .items import BenchmarkItem
 
 _MAX_BYTES = 64 * 1024 * 1024  # an entry for many thousands of items
-_FIELDS = ("id", "domain", "query", "entry_point", "canonical", "tests", "setup", "alternatives")
+_FIELDS = (
+    "id",
+    "domain",
+    "query",
+    "entry_point",
+    "canonical",
+    "tests",
+    "setup",
+    "alternatives",
+    "language",
+)
 
 
 @functools.lru_cache(maxsize=1)
 def validator_fingerprint() -> str:
-    """What an item's validation depends on besides its file: the validating modules' code and
-    the Python version."""
+    """What an item's validation depends on besides its file: the validating modules' code,
+    the Python version and the JavaScript grammar's versions."""
     digest = hashlib.sha256(sys.version.encode())
-    for module in (items, bounds, _grammar):
+    for module in (items, bounds, _grammar, js_gate, js_syntax):
         digest.update(Path(str(module.__file__)).read_bytes())
+    digest.update(json.dumps(js_syntax.grammar_versions(), sort_keys=True).encode())
     return digest.hexdigest()
 
 

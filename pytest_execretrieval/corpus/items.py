@@ -5,7 +5,8 @@ Every problem is an :class:`ItemProblem` naming the file, the field and the reas
 directory reports all bad files in one pass instead of stopping at the first. Each test must be
 a statement of the closed test grammar (:mod:`pytest_execretrieval.execution._grammar`) calling
 the entry point; ``setup`` may only import standard-library modules, and never the entry point's
-name: only the snippet may define that.
+name: only the snippet may define that. The code gates dispatch on the item's ``language``:
+JavaScript's are :mod:`.js_gate`'s (no ``setup`` at all).
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from pathlib import Path
 
 from ..execution import _grammar
 from ..languages import DEFAULT, Language, UnknownLanguage, language
+from ..languages.javascript import JAVASCRIPT
 from ..languages.python import defined_functions
 from ..sanitize import escape, one_line
+from . import js_gate
 from .bounds import BoundError, ast_depth_problem, field_problems, name_problems, read_item_text
 
 REQUIRED = {"domain": str, "query": str, "entry_point": str, "canonical": str, "tests": list}
@@ -129,7 +132,8 @@ def load_item(path: Path) -> BenchmarkItem:
     if problems:
         raise ItemError(problems)
 
-    problems += language_problems(path, data.get("language", DEFAULT))
+    lang = data.get("language", DEFAULT)
+    problems += language_problems(path, lang)
     if data["domain"] != path.parent.name:
         problem("domain", f"is {data['domain']!r} but the file lies in folder {path.parent.name!r}")
     entry_point = data["entry_point"]
@@ -149,9 +153,9 @@ def load_item(path: Path) -> BenchmarkItem:
     for field, code in [("canonical", data["canonical"])] + [
         (f"alternatives[{i}]", code) for i, code in enumerate(data.get("alternatives", []))
     ]:
-        for reason in code_problems(code, entry_point):
+        for reason in code_problems(code, entry_point, lang):
             problem(field, reason)
-    for reason in setup_problems(data.get("setup", ""), entry_point):
+    for reason in setup_problems(data.get("setup", ""), entry_point, lang):
         problem("setup", reason)
     for i, test in enumerate(data["tests"]):
         bad = grammar_problem(test, entry_point)
@@ -206,9 +210,12 @@ def language_problems(path: Path, name: str) -> list[ItemProblem]:
     return []
 
 
-def code_problems(code: str, entry_point: str | None) -> list[str]:
-    """AST gate for code: it parses, imports only the standard library and, when
-    ``entry_point`` is given, defines that function at module level."""
+def code_problems(code: str, entry_point: str | None, language: str = DEFAULT) -> list[str]:
+    """Gate for code in ``language``: JavaScript's is :func:`.js_gate.code_problems`; every
+    other language's is Python's AST gate: it parses, imports only the standard library and,
+    when ``entry_point`` is given, defines that function at module level."""
+    if language == JAVASCRIPT.name:
+        return js_gate.code_problems(code, entry_point)
     try:
         tree = ast.parse(code)
     except SyntaxError as exc:
@@ -229,9 +236,12 @@ def code_problems(code: str, entry_point: str | None) -> list[str]:
     return reasons
 
 
-def setup_problems(setup: str, entry_point: str) -> list[str]:
-    """Gate for ``setup``: import statements of standard-library modules only (no ``*``), none
-    binding ``entry_point`` (a setup name never stands in for the snippet's definition)."""
+def setup_problems(setup: str, entry_point: str, language: str = DEFAULT) -> list[str]:
+    """Gate for ``setup``: empty for JavaScript (:func:`.js_gate.setup_problems`); otherwise
+    import statements of standard-library modules only (no ``*``), none binding
+    ``entry_point`` (a setup name never stands in for the snippet's definition)."""
+    if language == JAVASCRIPT.name:
+        return js_gate.setup_problems(setup)
     try:
         tree = ast.parse(setup)
     except SyntaxError as exc:

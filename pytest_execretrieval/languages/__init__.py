@@ -12,11 +12,16 @@ depends on the code's language:
 - ``mutants(code, entry_point)``: the mutation operators' candidates, from which the build
   selects an item's distractors.
 
+The implementations: :data:`~.python.PYTHON` (``python.py``: the standard library's ``ast``)
+and :data:`~.javascript.JAVASCRIPT` (``javascript.py``: ES2020 through tree-sitter, the
+``javascript`` extra, imported at the first parse, so Python items never need it).
+
 Adding a language: one module ``languages/<name>.py`` with a class satisfying the protocol,
-one line in :data:`LANGUAGES`, and the items that use it (``language = "<name>"``). What is not
-behind the protocol yet, because Python is the only implementation: the item gate for code
-(``corpus.items.code_problems``: parse, standard-library imports) and the sandbox that runs
-suites (``execution/``), both Python's.
+one line in :data:`LANGUAGES`, and the items that use it (``language = "<name>"``). Outside
+the protocol, per language: the item gate for code (``corpus.items.code_problems`` dispatches
+on the item's language: Python's parses and allows standard-library imports, JavaScript's
+parses and refuses modules and the host's objects, see ``corpus/js_gate.py``) and the runner
+that executes suites (``execution/``).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from ..mutation.operators import Mutant
+from .javascript import JAVASCRIPT
 from .python import PYTHON
 
 __all__ = ["DEFAULT", "LANGUAGES", "Language", "UnknownLanguage", "language"]
@@ -50,7 +56,7 @@ class Language(Protocol):
 
 
 # The registry: a language's name (an item's ``language`` field) -> its implementation.
-LANGUAGES: dict[str, Language] = {PYTHON.name: PYTHON}
+LANGUAGES: dict[str, Language] = {PYTHON.name: PYTHON, JAVASCRIPT.name: JAVASCRIPT}
 DEFAULT = PYTHON.name  # an item without a ``language`` field
 
 

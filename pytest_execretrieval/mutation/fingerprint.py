@@ -25,6 +25,13 @@ What the fingerprint covers:
 Code these modules import (the sandbox, ``ast`` itself) is not covered: what a verdict means
 has its own version (``RUNNER_VERSION``).
 
+The JavaScript mutants (:mod:`.javascript`) have a version of their own,
+:func:`js_mutation_version`, derived the same way from :data:`JS_MODULES` (Python's modules,
+whose helpers and selection they share, plus ``js_syntax.py`` and ``javascript.py``), the live
+``JS_OPERATORS`` table and the installed versions of the parser and its grammar
+(:data:`.js_syntax.GRAMMAR_PACKAGES`: the grammar decides every parse), against
+``javascript.JS_MUTATION_FINGERPRINT``; Python's version never depends on them.
+
 The real-bug families (:mod:`.families`) generate only the ``families`` corpus, so the mutation
 version leaves them out (the default corpus stays fresh when a family changes); the families
 corpus records :func:`families_version` besides it, derived the same way from ``families.py``
@@ -40,11 +47,20 @@ import inspect
 import json
 from types import ModuleType
 
-from . import families, operators, select, stacking
+from . import families, javascript, js_syntax, operators, select, stacking
 
 MODULES: tuple[ModuleType, ...] = (operators, select, stacking)
+# JavaScript mutants come from these, plus the shared helpers and selection of MODULES.
+JS_MODULES: tuple[ModuleType, ...] = (*MODULES, js_syntax, javascript)
 RECORDING_NAMES = frozenset(
-    {"MUTATION_VERSION", "MUTATION_FINGERPRINT", "FAMILIES_VERSION", "FAMILIES_FINGERPRINT"}
+    {
+        "MUTATION_VERSION",
+        "MUTATION_FINGERPRINT",
+        "FAMILIES_VERSION",
+        "FAMILIES_FINGERPRINT",
+        "JS_MUTATION_VERSION",
+        "JS_MUTATION_FINGERPRINT",
+    }
 )
 _DOCUMENTED = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
@@ -169,3 +185,23 @@ def families_version() -> str:
     if fingerprint == families.FAMILIES_FINGERPRINT:
         return families.FAMILIES_VERSION
     return f"{families.FAMILIES_VERSION}+unrecorded-{fingerprint[:12]}"
+
+
+def js_fingerprint() -> str:
+    """sha256 over the fingerprints of :data:`JS_MODULES`, the live ``JS_OPERATORS`` table and
+    the parser's and grammar's versions."""
+    parts = {
+        "modules": [[m.__name__.rpartition(".")[2], _module_fingerprint(m)] for m in JS_MODULES],
+        "table": table_description(javascript.JS_OPERATORS, javascript),
+        "grammar": js_syntax.grammar_versions(),
+    }
+    return hashlib.sha256(json.dumps(parts, separators=(",", ":")).encode()).hexdigest()
+
+
+def js_mutation_version() -> str:
+    """What a JavaScript corpus records: ``JS_MUTATION_VERSION`` while the code and grammar
+    match ``JS_MUTATION_FINGERPRINT``, else ``"<JS_MUTATION_VERSION>+unrecorded-<12 hex>"``."""
+    fingerprint = js_fingerprint()
+    if fingerprint == javascript.JS_MUTATION_FINGERPRINT:
+        return javascript.JS_MUTATION_VERSION
+    return f"{javascript.JS_MUTATION_VERSION}+unrecorded-{fingerprint[:12]}"

@@ -1,0 +1,42 @@
+"""JavaScript (ES2020): tree-sitter parses it (:mod:`..mutation.js_syntax`),
+``mutation/javascript.py`` mutates it, the Node runner (``execution/``) runs it."""
+
+from __future__ import annotations
+
+import functools
+
+from ..mutation import js_syntax
+from ..mutation.javascript import generate_js_mutants
+from ..mutation.operators import Mutant
+
+__all__ = ["JAVASCRIPT", "JavaScript"]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _defined_names(code: str) -> frozenset[str]:
+    # Cached for the same reason as Python's: a benchmark asks about every pool snippet.
+    tree = js_syntax.parse(code)
+    if js_syntax.syntax_problem(tree) or js_syntax.early_error(tree):
+        return frozenset()
+    return js_syntax.top_level_functions(tree)
+
+
+class JavaScript:
+    """The :class:`~pytest_execretrieval.languages.Language` of JavaScript code: the functions
+    it defines are its top-level function declarations (plain, ``async``, generator)."""
+
+    name = "javascript"
+    # A test calls the entry point by name: code that does not declare it throws ReferenceError.
+    missing_entry_point = "error:ReferenceError"
+
+    def defined_names(self, code: str) -> frozenset[str]:
+        return _defined_names(code)
+
+    def defines(self, code: str, entry_point: str) -> bool:
+        return entry_point in _defined_names(code)
+
+    def mutants(self, code: str, entry_point: str) -> list[Mutant]:
+        return generate_js_mutants(code, entry_point)
+
+
+JAVASCRIPT = JavaScript()

@@ -1,0 +1,867 @@
+"""Single-edit mutation operators for JavaScript (ES2020), over the tree-sitter parse.
+
+The JavaScript counterpart of :mod:`.operators`: an operator maps one tree-sitter node to its
+mutated alternatives, each an :class:`~.operators.Edit` replacing a span of the ORIGINAL
+source, computed from the nodes' byte spans (and stored, like Python's, as character offsets of
+the source text); a mutant is that splice (never an unparse), re-parsed. The records are
+Python's (:class:`~.operators.Mutant`, built by :func:`~.operators.build_mutant`), so the
+build's selection, stacking and corpus take them unchanged. :data:`JS_OPERATORS` maps each
+class name to its :class:`JsOperatorClass`; the six core classes and the three
+polarity fillers carry Python's names, so a class means the same bug in both languages, and the
+JavaScript-specific classes follow StrykerJS's mutators (each class names the one it follows).
+
+Core classes
+------------
+``off_by_one`` (Stryker: none; Python's class)
+    A decimal integer literal (``-k`` is one literal; no ``0x``, ``1e3``, ``1.5``, ``07``,
+    ``1n``, ``1_000``, nor an object key) becomes ``k + 1`` and ``k - 1``, written as a literal
+    (parenthesised when negative as the base of ``**``). As the right operand of ``+``/``-``
+    the signed term is shifted and a zero term dropped: ``n - 1`` -> ``n - 2`` / ``n``. Skips
+    the literals ``off_by_one_boundary`` owns: a bound that is the literal itself or the ``c``
+    of ``e ± c``.
+``wrong_operator`` (Stryker: ArithmeticOperator, AssignmentOperator, LogicalOperator)
+    One operator token replaced, binary or compound assignment (``+=`` ...): ``+ -> -``,
+    ``- -> +``, ``* -> /``, ``/ -> *``, ``% -> *``, ``** -> *``, ``& -> |``, ``| -> &``,
+    ``^ -> |``, ``<< -> >>``, ``>> -> <<``, ``>>> -> >>``; ``&& <-> ||``; unary minus dropped,
+    ``-x`` -> ``x`` (integer literals excluded: they are ``off_by_one``'s).
+``swap_arguments`` (Stryker: none; Python's class)
+    Two adjacent arguments of a call exchanged (neither a spread, texts differ); or the
+    operands of a non-commutative ``- / % ** << >> >>>`` exchanged, parenthesised by
+    precedence (``a - b - c`` -> ``c - (a - b)``).
+``remove_edge_case_check`` (Stryker: ConditionalExpression's ``if (false)``, as a deletion)
+    An ``if`` without ``else``, not itself an ``else if``, directly in a block, a ``case`` or
+    the program, whose body (or the block's last statement) is ``return``/``throw``/
+    ``continue``/``break``, alone on its lines (a trailing ``//`` comment allowed): its lines
+    are deleted. Works at any nesting.
+``wrong_comparison`` (Stryker: EqualityOperator)
+    ``== <-> !=``, ``=== <-> !==``, ``< <-> >``, ``<= <-> >=``.
+``off_by_one_boundary`` (Stryker: EqualityOperator's ``<`` -> ``<=``)
+    ``< <-> <=``, ``> <-> >=``; a subscript index ±1 when it is an integer literal or
+    ``e ± c``; each of the first two arguments of ``.slice(...)``/``.substring(...)`` ±1. A
+    bound is shifted like ``off_by_one`` for literals and ``e ± c``, else `` + 1``/`` - 1`` is
+    appended (parenthesising the bound when precedence requires).
+
+Polarity fillers
+----------------
+``negate_condition`` (Stryker: BooleanLiteral's ``!x`` -> ``x``, ConditionalExpression)
+    The condition of ``if``/``while``/``do ... while``/ternary: ``x`` -> ``!x`` (``!(x)``
+    unless ``x`` binds as tightly as a unary operator), ``!x`` -> ``x``. Constant conditions
+    (``true``, ``false``, numbers, ``null``) are skipped.
+``swap_min_max`` (Stryker: MethodExpression)
+    ``Math.min(...) <-> Math.max(...)``.
+``complement_comparison`` (Stryker: EqualityOperator)
+    Logical complement of an order comparison: ``< <-> >=``, ``> <-> <=``.
+
+JavaScript's own classes
+------------------------
+``strict_equality`` (Stryker: EqualityOperator, strictness instead of polarity)
+    ``=== <-> ==``, ``!== <-> !=``: the coercing comparison where the strict one was meant,
+    and back.
+``let_scoping`` (Stryker: none; ``let`` written as the ``var`` of pre-ES2015 code)
+    ``let`` -> ``var`` for a declaration inside a block (a nested block, a ``for`` head, a
+    ``case``, a ``for ... of`` head; not a declaration at the top of a function body or the
+    program, where both scope alike), whose names are plain identifiers none of which another
+    lexical binding (``let``, ``const``, ``class``, a block-level ``function``, a ``catch``
+    parameter) of the same function binds in a scope enclosing the declaration, so the hoisted
+    ``var`` is no redeclaration error (two loops' ``let i`` are each convertible). It changes
+    behaviour when a closure captures a loop variable, when the name shadows a parameter or
+    ``var`` (the block now overwrites it), or when the name is read before its declaration;
+    elsewhere it is equivalent, and the build's execution drops it as a survivor.
+``string_concatenation`` (Stryker: none; the operand of ArithmeticOperator's ``+``)
+    ``+`` concatenating where it should add, or adding where it should concatenate: a
+    conversion that is an operand of a binary ``+`` dropped (``String(e)``, ``e.toString()``,
+    ``Number(e)``, ``parseInt(e)``/``parseInt(e, r)``, ``parseFloat(e)``, unary ``+e`` ->
+    ``e``, parenthesised by precedence); the parentheses dropped from ``(x + y)`` as the right
+    operand of a ``+`` whose left operand is a string (a string or template literal,
+    ``String(...)``, ``.toString()``, or a ``+`` holding one): ``"n=" + (a + b)`` ->
+    ``"n=" + a + b``.
+``optional_chaining`` (Stryker: OptionalChaining)
+    ``a?.b`` -> ``a.b``, ``a?.[i]`` -> ``a[i]``, ``f?.(x)`` -> ``f(x)``.
+``nullish_coalescing`` (Stryker: LogicalOperator's ``??`` replacement, with ``||``)
+    ``??`` -> ``||``: the falsy default where only ``null``/``undefined`` should be replaced
+    (``0``, ``""`` and ``false`` now are too).
+``update_operator`` (Stryker: UpdateOperator)
+    ``x++ <-> x--``, ``++x <-> --x``.
+``boolean_literal`` (Stryker: BooleanLiteral)
+    ``true <-> false``, except as the condition of a ``while``/``do``/``for`` (a loop that
+    never ends is no near miss).
+
+Never touched: string, template and regular-expression literals (nothing inside a template
+either), comments, parameter lists (defaults included), decorators.
+
+Candidate validity (:func:`generate_js_mutants`): the mutant parses with no ``ERROR`` or
+``MISSING`` node and no early error :func:`.js_syntax.early_error` knows, declares
+``entry_point`` as a top-level function, its :func:`.js_syntax.structure` differs from the
+canonical's and every earlier candidate's, and its line diff against the canonical is one hunk
+(:func:`.operators.diff_blocks`); at most :data:`.operators.MAX_CANDIDATES` edits are tried.
+Sizes as Python's (:func:`.operators.build_mutant`). An operator token is written with a blank
+on a side where it would otherwise run into a neighbouring operator character (``a+-b`` ->
+``a- -b``, not ``a--b``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+from . import js_syntax
+from .operators import (
+    MAX_CANDIDATES,
+    Edit,
+    Mutant,
+    _short,
+    apply_edits,
+    build_mutant,
+    diff_blocks,
+)
+
+__all__ = [
+    "JS_CLASSES",
+    "JS_CORE_CLASSES",
+    "JS_MUTATION_FINGERPRINT",
+    "JS_MUTATION_VERSION",
+    "JS_OPERATORS",
+    "JsContext",
+    "generate_js_edits",
+    "generate_js_mutants",
+]
+
+# A tree-sitter node, or None where a field is absent: Any, since tree_sitter is imported only
+# when JavaScript is parsed (js_syntax.py).
+Node = Any
+
+# Subtrees no operator touches.
+_PROTECTED = frozenset(
+    {"string", "template_string", "regex", "comment", "formal_parameters", "decorator"}
+)
+# What starts a scope of its own for `var`.
+_FUNCTIONS = frozenset(
+    {
+        "function_declaration",
+        "generator_function_declaration",
+        "function_expression",
+        "generator_function",
+        "arrow_function",
+        "method_definition",
+        "class_static_block",
+        "program",
+    }
+)
+_NEWLINE = re.compile(rb"\r\n|\r|\n")
+_INTEGER = re.compile(rb"(?:0|[1-9][0-9]*)\Z")
+_OPERATOR_CHARS = frozenset(b"+-*/%&|^<>=!?~")
+
+
+class JsContext:
+    """A parsed JavaScript source: char offsets of byte positions, the nodes operators visit
+    (pre-order, protected subtrees left out), the boundary expressions."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.data = source.encode("utf-8")
+        self.tree = js_syntax.parse(source)
+        problem = js_syntax.syntax_problem(self.tree)
+        if problem:
+            raise ValueError(f"source {problem}")
+        self._chars: list[int] | None = None
+        if not source.isascii():  # byte offset -> char offset, for the non-ASCII case only
+            chars = []
+            for index, char in enumerate(source):
+                chars += [index] * len(char.encode("utf-8"))
+            self._chars = [*chars, len(source)]
+        self.nodes: list[Node] = []
+        self.bounds: set[int] = set()  # ids of boundary expressions (see _bound_exprs)
+        self.memo: dict[object, object] = {}
+        stack = [self.tree.root_node]
+        while stack:
+            node = stack.pop()
+            if node.type in _PROTECTED:
+                continue
+            self.nodes.append(node)
+            self.bounds.update(b.id for b in _bound_exprs(node))
+            stack.extend(reversed(node.children))
+
+    def char(self, offset: int) -> int:
+        """The char offset of a byte offset."""
+        return offset if self._chars is None else self._chars[offset]
+
+    def text(self, node: Node) -> str:
+        return self.data[node.start_byte : node.end_byte].decode("utf-8")
+
+    def between(self, start: int, end: int) -> str:
+        return self.data[start:end].decode("utf-8")
+
+    def edit(self, start: int, end: int, new: str, context: Node = None) -> Edit:
+        """Replace bytes ``start:end`` by ``new``, described as "`old` -> `new`", quoting the
+        ``context`` node when given."""
+        if context is None:
+            old, shown = self.between(start, end), new
+        else:
+            lo, hi = context.start_byte, context.end_byte
+            old = self.between(lo, hi)
+            shown = self.between(lo, start) + new + self.between(end, hi)
+        return Edit(self.char(start), self.char(end), new, f"`{_short(old)}` -> `{_short(shown)}`")
+
+    def replace_token(self, token: Node, new: str, context: Node = None) -> Edit:
+        """``token`` replaced by the operator ``new``, blank-separated from a neighbouring
+        operator character it would otherwise merge with."""
+        before = self.data[token.start_byte - 1] if token.start_byte else None
+        after = self.data[token.end_byte] if token.end_byte < len(self.data) else None
+        text = (" " if before in _OPERATOR_CHARS else "") + new
+        text += " " if after in _OPERATOR_CHARS else ""
+        return self.edit(token.start_byte, token.end_byte, text, context)
+
+
+JsOperator = Callable[[Node, JsContext], Iterator[Edit]]
+
+
+@dataclass(frozen=True)
+class JsOperatorClass:
+    """One class of the JavaScript table, shaped as :class:`.operators.OperatorClass` (what
+    the selection and the fingerprint read): its operator functions, and whether it is one of
+    the core classes."""
+
+    functions: tuple[JsOperator, ...]
+    core: bool
+
+
+# --- shared helpers -------------------------------------------------------------------------
+
+
+def _field(node: Node, name: str) -> Node:
+    return node.child_by_field_name(name)
+
+
+def _op(node: Node) -> str | None:
+    """The operator of a binary, compound-assignment, unary or update expression."""
+    if node is None or node.type not in _OPERATED:
+        return None
+    token = _field(node, "operator")
+    return token.type if token is not None else None
+
+
+_OPERATED = frozenset(
+    {
+        "binary_expression",
+        "augmented_assignment_expression",
+        "unary_expression",
+        "update_expression",
+    }
+)
+
+# fmt: off
+_BINARY_PREC = {
+    "??": 3, "||": 3, "&&": 4, "|": 5, "^": 6, "&": 7,
+    "==": 8, "!=": 8, "===": 8, "!==": 8,
+    "<": 9, ">": 9, "<=": 9, ">=": 9, "instanceof": 9, "in": 9,
+    "<<": 10, ">>": 10, ">>>": 10, "+": 11, "-": 11, "*": 12, "/": 12, "%": 12, "**": 13,
+}
+_LOW_PREC = {
+    "sequence_expression": 0, "assignment_expression": 1, "augmented_assignment_expression": 1,
+    "arrow_function": 1, "yield_expression": 1, "spread_element": 1, "ternary_expression": 2,
+    "unary_expression": 14, "await_expression": 14, "update_expression": 15,
+}
+# fmt: on
+_ADD_PREC, _UNARY_PREC, _ATOM_PREC = 11, 14, 17
+
+
+def _prec(node: Node) -> int:
+    """Binding strength of an expression as written (higher binds tighter)."""
+    if node.type == "binary_expression":
+        return _BINARY_PREC.get(_op(node) or "", 0)
+    return _LOW_PREC.get(node.type, _ATOM_PREC)
+
+
+def _operand(node: Node, ctx: JsContext, op: str, side: str) -> str:
+    """Source of ``node`` as the ``side`` operand of the binary ``op``, parenthesised if
+    needed (``**`` is right-associative and refuses a unary base)."""
+    p, q = _prec(node), _BINARY_PREC[op]
+    if op == "**":
+        needs = p <= _UNARY_PREC if side == "left" else p < _UNARY_PREC
+    else:
+        needs = p < q if side == "left" else p <= q
+    return f"({ctx.text(node)})" if needs else ctx.text(node)
+
+
+def _int_literal(node: Node) -> int | None:
+    """Value of a decimal integer literal ``k`` or ``-k``, else None."""
+    if node is None:
+        return None
+    if node.type == "number":
+        return int(node.text) if _INTEGER.match(node.text) else None
+    if node.type == "unary_expression" and _op(node) == "-":
+        argument = _field(node, "argument")
+        if argument is not None and argument.type == "number":
+            inner = _int_literal(argument)
+            return None if inner is None else -inner
+    return None
+
+
+def _is_term(node: Node) -> bool:
+    """``e + c`` or ``e - c`` with an integer literal ``c``."""
+    return (
+        _op(node) in ("+", "-")
+        and node.type == "binary_expression"
+        and (_int_literal(_field(node, "right")) is not None)
+    )
+
+
+def _arguments(call: Node) -> list[Node]:
+    """The arguments of a call (none for a tagged template)."""
+    arguments = _field(call, "arguments")
+    if arguments is None or arguments.type != "arguments":
+        return []
+    return [a for a in arguments.named_children if a.type != "comment"]
+
+
+def _method(call: Node) -> str | None:
+    """``name`` of a call ``x.name(...)``, else None."""
+    function = _field(call, "function") if call.type == "call_expression" else None
+    if function is None or function.type != "member_expression":
+        return None
+    prop = _field(function, "property")
+    return prop.text.decode("utf-8") if prop is not None else None
+
+
+def _called_name(call: Node) -> str | None:
+    """``name`` of a call ``name(...)``, else None."""
+    function = _field(call, "function") if call.type == "call_expression" else None
+    if function is None or function.type != "identifier":
+        return None
+    return function.text.decode("utf-8")
+
+
+_SLICES = ("slice", "substring")
+
+
+def _bound_exprs(node: Node) -> list[Node]:
+    """Boundary expressions of a node: a subscript's index, a slice's first two arguments."""
+    if node.type == "subscript_expression":
+        index = _field(node, "index")
+        return [index] if index is not None else []
+    if _method(node) in _SLICES:
+        return [a for a in _arguments(node)[:2] if a.type != "spread_element"]
+    return []
+
+
+def _line_span(ctx: JsContext, node: Node) -> tuple[int, int] | None:
+    """Byte span of the whole lines ``node`` occupies, if nothing else (bar a trailing ``//``
+    comment) is on them."""
+    first = node.start_byte - node.start_point[1]
+    newline = _NEWLINE.search(ctx.data, node.end_byte)
+    last = newline.end() if newline else len(ctx.data)
+    indent = ctx.data[first : node.start_byte]
+    tail = ctx.data[node.end_byte : newline.start() if newline else last].strip()
+    if indent.strip() or (tail and not tail.startswith(b"//")):
+        return None
+    return first, last
+
+
+def _term_shifts(ctx: JsContext, term: Node) -> Iterator[Edit]:
+    """``e ± c`` shifted by +1 and -1 through ``c``; a zero term is dropped."""
+    left, token, right = _field(term, "left"), _field(term, "operator"), _field(term, "right")
+    sign = 1 if token.type == "+" else -1
+    signed = sign * (_int_literal(right) or 0)
+    for delta in (1, -1):
+        value = signed + delta
+        if value == 0:
+            start = token.start_byte
+            while start > left.end_byte and ctx.data[start - 1] in b" \t":
+                start -= 1
+            yield ctx.edit(start, right.end_byte, "", term)
+        else:
+            new_op = "+" if value > 0 else "-"
+            spacing = ctx.between(token.end_byte, right.start_byte)
+            yield ctx.edit(token.start_byte, right.end_byte, f"{new_op}{spacing}{abs(value)}", term)
+
+
+def _literal_shifts(ctx: JsContext, node: Node, context: Node) -> Iterator[Edit]:
+    value = _int_literal(node)
+    assert value is not None
+    parent = node.parent
+    pow_base = _op(parent) == "**" and _field(parent, "left") == node
+    for new in (value + 1, value - 1):
+        text = f"({new})" if new < 0 and pow_base else str(new)
+        yield ctx.edit(node.start_byte, node.end_byte, text, context)
+
+
+def _bound_shifts(ctx: JsContext, bound: Node, context: Node) -> Iterator[Edit]:
+    """A boundary expression moved by +1 and -1."""
+    if _int_literal(bound) is not None:
+        yield from _literal_shifts(ctx, bound, context)
+    elif _is_term(bound):
+        yield from _term_shifts(ctx, bound)
+    elif bound.type not in _PROTECTED:
+        text = ctx.text(bound)
+        text = f"({text})" if _prec(bound) < _ADD_PREC else text
+        for suffix in (" + 1", " - 1"):
+            yield ctx.edit(bound.start_byte, bound.end_byte, text + suffix, context)
+
+
+def _drop_prefix(ctx: JsContext, node: Node) -> Edit:
+    """Delete a prefix operator token (and blanks after it), keeping any parentheses."""
+    token, argument = _field(node, "operator"), _field(node, "argument")
+    end = token.end_byte
+    while end < argument.start_byte and ctx.data[end] in b" \t":
+        end += 1
+    return ctx.edit(token.start_byte, end, "", node)
+
+
+def _token_table(types: frozenset[str], table: dict[str, str]) -> JsOperator:
+    """An operator replacing the operator token of each node of ``types`` found in ``table``."""
+
+    def operator(node: Node, ctx: JsContext) -> Iterator[Edit]:
+        op = _op(node) if node.type in types else None
+        if op in table:
+            yield ctx.replace_token(_field(node, "operator"), table[op])
+
+    return operator
+
+
+_BINARY = frozenset({"binary_expression"})
+
+
+# --- operators ----------------------------------------------------------------------------
+
+
+def _off_by_one(node: Node, ctx: JsContext) -> Iterator[Edit]:
+    if _int_literal(node) is None:
+        return
+    parent = node.parent
+    if node.type == "number" and _int_literal(parent) is not None:
+        return  # the `k` of `-k`: handled as the literal `-k`
+    if parent is not None and parent.type == "pair" and _field(parent, "key") == node:
+        return
+    term = parent if _is_term(parent) and _field(parent, "right") == node else None
+    if node.id in ctx.bounds or (term is not None and term.id in ctx.bounds):
+        return  # owned by off_by_one_boundary
+    if term is not None:
+        yield from _term_shifts(ctx, term)
+    else:
+        yield from _literal_shifts(ctx, node, node)
+
+
+# fmt: off
+_WRONG_BINARY = {
+    "+": "-", "-": "+", "*": "/", "/": "*", "%": "*", "**": "*", "&": "|", "|": "&", "^": "|",
+    "<<": ">>", ">>": "<<", ">>>": ">>", "&&": "||", "||": "&&",
+}
+# fmt: on
+_wrong_binary = _token_table(_BINARY, _WRONG_BINARY)
+_wrong_compound = _token_table(
+    frozenset({"augmented_assignment_expression"}),
+    {f"{old}=": f"{new}=" for old, new in _WRONG_BINARY.items() if old not in ("&&", "||")},
+)
+
+
+def _drop_unary_minus(node: Node, ctx: JsContext) -> Iterator[Edit]:
+    if node.type == "unary_expression" and _op(node) == "-" and _int_literal(node) is None:
+        yield _drop_prefix(ctx, node)
+
+
+def _swap_call_args(node: Node, ctx: JsContext) -> Iterator[Edit]:
+    if node.type not in ("call_expression", "new_expression"):
+        return
+    arguments = _arguments(node)
+    for a, b in zip(arguments, arguments[1:]):
+        text_a, text_b = ctx.text(a), ctx.text(b)
+        if "spread_element" in (a.type, b.type) or text_a == text_b:
+            continue
+        gap = ctx.between(a.end_byte, b.start_byte)
+        description = f"swap `{_short(text_a)}` and `{_short(text_b)}`"
+        yield Edit(ctx.char(a.start_byte), ctx.char(b.end_byte), text_b + gap + text_a, description)
+
+
+_NON_COMMUTATIVE = frozenset({"-", "/", "%", "**", "<<", ">>", ">>>"})
+
+
+def _swap_operands(node: Node, ctx: JsContext) -> Iterator[Edit]:
+    op = _op(node) if node.type == "binary_expression" else None
+    if op not in _NON_COMMUTATIVE:
+        return
+    left, token, right = _field(node, "left"), _field(node, "operator"), _field(node, "right")
+    text_left, text_right = ctx.text(left), ctx.text(right)
+    if text_left == text_right:
+        return
+    before = token.start_byte
+    while before > left.end_byte and ctx.data[before - 1] in b" \t":
+        before -= 1
+    after = token.end_byte
+    while after < right.start_byte and ctx.data[after] in b" \t":
+        after += 1
+    swapped = (
+        _operand(right, ctx, op, "left")
+        + ctx.between(before, after)
+        + _operand(left, ctx, op, "right")
+    )
+    description = f"swap `{_short(text_left)}` and `{_short(text_right)}`"
+    yield Edit(ctx.char(node.start_byte), ctx.char(node.end_byte), swapped, description)
+
+
+_EARLY_EXITS = frozenset(
+    {"return_statement", "throw_statement", "continue_statement", "break_statement"}
+)
+_BLOCKS = frozenset({"statement_block", "program", "switch_case", "switch_default"})
+
+
+def _remove_guard(node: Node, ctx: JsContext) -> Iterator[Edit]:
+    if node.type != "if_statement" or _field(node, "alternative") is not None:
+        return
+    if node.parent is None or node.parent.type not in _BLOCKS:
+        return  # an `else if`, or the unbraced body of a loop or another `if`
+    body = _field(node, "consequence")
+    if body is not None and body.type == "statement_block":
+        statements = [s for s in body.named_children if s.type != "comment"]
+        body = statements[-1] if statements else None
+    if body is None or body.type not in _EARLY_EXITS:
+        return
+    span = _line_span(ctx, node)
+    if span is not None:
+        header = ctx.text(node).splitlines()[0]
+        yield Edit(ctx.char(span[0]), ctx.char(span[1]), "", f"remove `{_short(header)}`")
+
+
+# fmt: off
+_WRONG_COMPARISON = {
+    "==": "!=", "!=": "==", "===": "!==", "!==": "===", "<": ">", ">": "<", "<=": ">=", ">=": "<=",
+}
+# fmt: on
+_BOUNDARY_COMPARISON = {"<": "<=", "<=": "<", ">": ">=", ">=": ">"}
+_COMPLEMENT_COMPARISON = {"<": ">=", ">=": "<", ">": "<=", "<=": ">"}
+_STRICT_EQUALITY = {"===": "==", "==": "===", "!==": "!=", "!=": "!=="}
+
+
+def _shift_bounds(node: Node, ctx: JsContext) -> Iterator[Edit]:
+    if node.type == "subscript_expression":
+        index = _field(node, "index")
+        if _int_literal(index) is not None or _is_term(index):
+            yield from _bound_shifts(ctx, index, node)
+    elif _method(node) in _SLICES:
+        for bound in _bound_exprs(node):
+            yield from _bound_shifts(ctx, bound, node)
+
+
+_CONSTANTS = frozenset({"true", "false", "number", "null", "undefined"})
+_CONDITIONED = frozenset({"if_statement", "while_statement", "do_statement", "ternary_expression"})
+
+
+def _condition(node: Node) -> Node:
+    """The condition expression of an ``if``/``while``/``do``/ternary (inside its parentheses)."""
+    if node.type not in _CONDITIONED:
+        return None
+    condition = _field(node, "condition")
+    if condition is not None and condition.type == "parenthesized_expression":
+        inner = [c for c in condition.named_children if c.type != "comment"]
+        condition = inner[0] if len(inner) == 1 else None
+    return condition
+
+
+def _negate_condition(node: Node, ctx: JsContext) -> Iterator[Edit]:
+    condition = _condition(node)
+    if condition is None or condition.type in _CONSTANTS:
+        return
+    if condition.type == "unary_expression" and _op(condition) == "!":
+        yield _drop_prefix(ctx, condition)
+    else:
+        text = ctx.text(condition)
+        new = f"!{text}" if _prec(condition) >= _UNARY_PREC else f"!({text})"
+        yield ctx.edit(condition.start_byte, condition.end_byte, new)
+
+
+def _swap_min_max(node: Node, ctx: JsContext) -> Iterator[Edit]:
+    name = _method(node)
+    if name not in ("min", "max"):
+        return
+    function = _field(node, "function")
+    receiver = _field(function, "object")
+    if receiver.type == "identifier" and receiver.text == b"Math":
+        prop = _field(function, "property")
+        yield ctx.edit(prop.start_byte, prop.end_byte, "max" if name == "min" else "min")
+
+
+def _declared_identifiers(node: Node) -> list[Node] | None:
+    """The names a ``let`` declaration (or ``for (let x of ...)`` head) binds, None unless all
+    are plain identifiers."""
+    if node.type == "for_in_statement":
+        left = _field(node, "left")
+        return [left] if left is not None and left.type == "identifier" else None
+    names = [_field(d, "name") for d in node.named_children if d.type == "variable_declarator"]
+    return names if names and all(n is not None and n.type == "identifier" for n in names) else None
+
+
+def _enclosing_function(node: Node) -> Node:
+    current = node.parent
+    while current.type not in _FUNCTIONS:
+        current = current.parent
+    return current
+
+
+def _scope(declaration: Node) -> Node:
+    """The node whose extent a lexical declaration's binding covers: its block (a ``case``'s:
+    the whole ``switch`` body), a ``for`` statement whose head it is, a ``for ... of``/``in``
+    head itself, a ``catch`` clause for its parameter."""
+    if declaration.type in ("for_in_statement", "catch_clause"):
+        return declaration
+    parent = declaration.parent
+    return parent.parent if parent.type in ("switch_case", "switch_default") else parent
+
+
+def _lexical_names(function: Node, ctx: JsContext) -> list[tuple[int, bytes, int]]:
+    """``(declaration id, name, scope id)`` of every lexical binding of ``function``'s own
+    scopes (nested functions left out): ``let``/``const`` declarations and heads, classes,
+    block-level functions and ``catch`` parameters; a pattern counts all its identifiers."""
+    key = ("lexical", function.id)
+    if key in ctx.memo:
+        return ctx.memo[key]  # type: ignore[return-value]
+    found: list[tuple[int, bytes, int]] = []
+    body = _field(function, "body")
+    stack = list(function.children)
+    while stack:
+        node = stack.pop()
+        if node.type in _FUNCTIONS or node.type in ("class_declaration", "class"):
+            declares = node.type in ("class_declaration", "function_declaration")
+            block_level = node.parent != body and node.parent != function
+            if node.type == "class_declaration" or (declares and block_level):
+                name = _field(node, "name")
+                found.append((node.id, name.text if name is not None else b"", _scope(node).id))
+            continue
+        kind = _field(node, "kind")
+        patterns: list[Node] = []
+        if node.type == "lexical_declaration":
+            patterns = [_field(d, "name") for d in node.named_children]
+        elif node.type == "for_in_statement" and kind is not None and kind.type != "var":
+            patterns = [_field(node, "left")]
+        elif node.type == "catch_clause":
+            patterns = [_field(node, "parameter")]
+        for pattern in patterns:  # a default inside a pattern counts too: the cautious side
+            for inner in js_syntax.walk(pattern) if pattern is not None else ():
+                if inner.type in ("identifier", "shorthand_property_identifier_pattern"):
+                    found.append((node.id, inner.text, _scope(node).id))
+        stack.extend(node.children)
+    ctx.memo[key] = found
+    return found
+
+
+def _let_scoping(node: Node, ctx: JsContext) -> Iterator[Edit]:
+    kind = (
+        _field(node, "kind") if node.type in ("lexical_declaration", "for_in_statement") else None
+    )
+    if kind is None or kind.type != "let":
+        return
+    function = _enclosing_function(node)
+    if node.type == "lexical_declaration" and node.parent in (function, _field(function, "body")):
+        return  # at the top of a function body or the program `let` and `var` scope alike
+    names = _declared_identifiers(node)
+    if names is None:
+        return
+    # A `var` is an early error inside the scope of a lexical binding of its name: the scopes
+    # that enclose this declaration, up to the function.
+    enclosing, current = set(), node.parent
+    while current is not None and current != function.parent:
+        enclosing.add(current.id)
+        current = current.parent
+    wanted = {n.text for n in names}
+    for owner, name, scope in _lexical_names(function, ctx):
+        if name in wanted and owner != node.id and scope in enclosing:
+            return
+    yield ctx.edit(kind.start_byte, kind.end_byte, "var", node)
+
+
+_STRING_CONVERSIONS = ("String",)
+_NUMBER_CONVERSIONS = ("Number", "parseFloat")
+
+
+def _converted(node: Node) -> Node:
+    """``e`` of a conversion ``String(e)``, ``e.toString()``, ``Number(e)``, ``parseInt(e)``
+    (or ``parseInt(e, r)``), ``parseFloat(e)``, ``+e``; else None."""
+    if node.type == "unary_expression" and _op(node) == "+":
+        return _field(node, "argument")
+    if node.type != "call_expression":
+        return None
+    arguments = _arguments(node)
+    if any(a.type == "spread_element" for a in arguments):
+        return None
+    name = _called_name(node)
+    if (name in (*_STRING_CONVERSIONS, *_NUMBER_CONVERSIONS) and len(arguments) == 1) or (
+        name == "parseInt" and len(arguments) in (1, 2)
+    ):
+        return arguments[0]
+    if _method(node) == "toString" and not arguments and _field(node, "optional_chain") is None:
+        return _field(_field(node, "function"), "object")
+    return None
+
+
+def _string_typed(node: Node) -> bool:
+    """A string or template literal, ``String(...)``, ``.toString()``, or a ``+`` holding one."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type in ("string", "template_string"):
+            return True
+        if _called_name(current) in _STRING_CONVERSIONS or _method(current) == "toString":
+            return True
+        if current.type == "binary_expression" and _op(current) == "+":
+            stack += [_field(current, "left"), _field(current, "right")]
+        elif current.type == "parenthesized_expression":
+            stack += [c for c in current.named_children if c.type != "comment"]
+    return False
+
+
+def _string_concatenation(node: Node, ctx: JsContext) -> Iterator[Edit]:
+    parent = node.parent
+    if parent is None or parent.type != "binary_expression" or _op(parent) != "+":
+        return
+    side = "left" if _field(parent, "left") == node else "right"
+    inner = _converted(node)
+    if inner is not None:
+        yield ctx.edit(node.start_byte, node.end_byte, _operand(inner, ctx, "+", side), node)
+        return
+    if side == "right" and node.type == "parenthesized_expression":
+        contents = [c for c in node.named_children if c.type != "comment"]
+        if (
+            len(contents) == 1
+            and _op(contents[0]) == "+"
+            and contents[0].type == ("binary_expression")
+        ):
+            if _string_typed(_field(parent, "left")):
+                yield ctx.edit(node.start_byte, node.end_byte, ctx.text(contents[0]), parent)
+
+
+def _optional_chaining(node: Node, ctx: JsContext) -> Iterator[Edit]:
+    chain = _field(node, "optional_chain")
+    if chain is None:
+        return
+    new = "." if node.type == "member_expression" else ""
+    yield ctx.edit(chain.start_byte, chain.end_byte, new, node)
+
+
+_nullish_coalescing = _token_table(_BINARY, {"??": "||"})
+_update_operator = _token_table(frozenset({"update_expression"}), {"++": "--", "--": "++"})
+_LOOPS = frozenset({"while_statement", "do_statement", "for_statement"})
+
+
+def _boolean_literal(node: Node, ctx: JsContext) -> Iterator[Edit]:
+    if node.type not in ("true", "false") or not node.is_named:
+        return
+    parent = node.parent
+    if parent.type == "parenthesized_expression":
+        parent = parent.parent
+    if (
+        parent is not None
+        and parent.type in _LOOPS
+        and _field(parent, "condition")
+        in (
+            node,
+            node.parent,
+        )
+    ):
+        return
+    yield ctx.edit(node.start_byte, node.end_byte, "false" if node.type == "true" else "true")
+
+
+# The operator table. Its order decides which class keeps an edit two classes produce alike
+# (the earlier one) and the order classes are listed in reports. Changing what it generates
+# means bumping JS_MUTATION_VERSION below (see `fingerprint.js_mutation_version`).
+JS_OPERATORS: dict[str, JsOperatorClass] = {
+    "off_by_one": JsOperatorClass((_off_by_one,), core=True),
+    "wrong_operator": JsOperatorClass(
+        (_wrong_binary, _wrong_compound, _drop_unary_minus), core=True
+    ),
+    "swap_arguments": JsOperatorClass((_swap_call_args, _swap_operands), core=True),
+    "remove_edge_case_check": JsOperatorClass((_remove_guard,), core=True),
+    "wrong_comparison": JsOperatorClass((_token_table(_BINARY, _WRONG_COMPARISON),), core=True),
+    "off_by_one_boundary": JsOperatorClass(
+        (_token_table(_BINARY, _BOUNDARY_COMPARISON), _shift_bounds), core=True
+    ),
+    "negate_condition": JsOperatorClass((_negate_condition,), core=False),
+    "swap_min_max": JsOperatorClass((_swap_min_max,), core=False),
+    "complement_comparison": JsOperatorClass(
+        (_token_table(_BINARY, _COMPLEMENT_COMPARISON),), core=False
+    ),
+    "strict_equality": JsOperatorClass((_token_table(_BINARY, _STRICT_EQUALITY),), core=False),
+    "let_scoping": JsOperatorClass((_let_scoping,), core=False),
+    "string_concatenation": JsOperatorClass((_string_concatenation,), core=False),
+    "optional_chaining": JsOperatorClass((_optional_chaining,), core=False),
+    "nullish_coalescing": JsOperatorClass((_nullish_coalescing,), core=False),
+    "update_operator": JsOperatorClass((_update_operator,), core=False),
+    "boolean_literal": JsOperatorClass((_boolean_literal,), core=False),
+}
+JS_CLASSES: tuple[str, ...] = tuple(JS_OPERATORS)
+JS_CORE_CLASSES: tuple[str, ...] = tuple(n for n, c in JS_OPERATORS.items() if c.core)
+
+# What generated the JavaScript mutants: a JavaScript corpus records it. Bump it when a change
+# to this module, js_syntax.py, the shared helpers of operators.py, select.py, stacking.py or
+# the grammar's versions changes the mutants or their selection; either way record the new
+# `fingerprint.js_fingerprint()` in JS_MUTATION_FINGERPRINT (tests/test_js_mutation.py prints it).
+JS_MUTATION_VERSION = "1"
+JS_MUTATION_FINGERPRINT = "8a2910596c0b74fc302da15b57ed103a389ad4705dea9a6e2e3d7a928f0dc70c"
+
+
+# --- candidates ---------------------------------------------------------------------------
+
+
+def generate_js_edits(source: str, table: dict[str, JsOperatorClass] | None = None) -> list[Edit]:
+    """Every raw single-edit candidate (not yet validated) of the classes of ``table`` (default
+    :data:`JS_OPERATORS`), ordered by position, class (table order), text; an edit two classes
+    make alike is the earlier class's. ``ValueError`` if ``source`` does not parse."""
+    table = JS_OPERATORS if table is None else table
+    ctx = JsContext(source)
+    order = {name: i for i, name in enumerate(table)}
+    found = [
+        replace(edit, operator=name)
+        for node in ctx.nodes
+        for name, entry in table.items()
+        for operator in entry.functions
+        for edit in operator(node, ctx)
+    ]
+    found.sort(key=lambda e: (e.start, order[e.operator], e.end, e.replacement))
+    unique: dict[tuple[int, int, str], Edit] = {}
+    for edit in found:
+        unique.setdefault((edit.start, edit.end, edit.replacement), edit)
+    return list(unique.values())
+
+
+def valid_structure(code: str, entry_point: str) -> tuple[str, ...] | None:
+    """:func:`.js_syntax.structure` of code that parses (no ``ERROR``/``MISSING``, no known
+    early error) and declares ``entry_point`` as a top-level function, else None."""
+    tree = js_syntax.parse(code)
+    if js_syntax.syntax_problem(tree) or js_syntax.early_error(tree):
+        return None
+    if entry_point not in js_syntax.top_level_functions(tree):
+        return None
+    return js_syntax.structure(tree)
+
+
+def generate_js_mutants(
+    source: str,
+    entry_point: str,
+    table: dict[str, JsOperatorClass] | None = None,
+    per_class: int | None = None,
+) -> list[Mutant]:
+    """Every valid single-edit mutant of ``source`` among its first :data:`MAX_CANDIDATES`
+    tried edits, in :func:`generate_js_edits` order (``per_class``: as
+    :func:`.operators.generate_mutants`). ``ValueError`` if ``source`` is not valid or does
+    not declare ``entry_point``."""
+    canonical = valid_structure(source, entry_point)
+    if canonical is None:
+        raise ValueError(f"source is not JavaScript declaring function {entry_point!r}")
+    seen = {canonical}
+    mutants: list[Mutant] = []
+    per_operator: dict[str, int] = {}
+    tried = 0
+    for edit in generate_js_edits(source, table):
+        if per_class is not None and per_operator.get(edit.operator, 0) >= per_class:
+            continue
+        if tried == MAX_CANDIDATES:
+            break
+        tried += 1
+        code = apply_edits(source, [edit])
+        shape = valid_structure(code, entry_point)
+        if shape is None or shape in seen or diff_blocks(source, code)[0] != 1:
+            continue
+        seen.add(shape)
+        per_operator[edit.operator] = per_operator.get(edit.operator, 0) + 1
+        mutants.append(build_mutant(source, [edit]))
+    return mutants
