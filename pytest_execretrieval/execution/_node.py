@@ -71,6 +71,7 @@ def node_argv(node: str, runner: str, limits: dict[str, Any]) -> list[str]:
         "--disallow-code-generation-from-strings",
         "--no-expose-wasm",
         "--no-warnings",
+        "--experimental-vm-modules",  # so that the runner's import() callback is used
         "--openssl-config=/dev/null",  # node refuses to start on an unreadable openssl.cnf
         "--v8-pool-size=2",
         "--max-semi-space-size=4",
@@ -129,8 +130,9 @@ class _NodePlan:
         self.probes = any(
             not isinstance(t, str) and t[0].form == _grammar.PROBE for t in self.tests
         )
-        # The item the suite belongs to, as far as the runner can tell: its calls.
-        self.key = hashlib.sha256(json.dumps(self.calls).encode()).hexdigest()
+        # The item the suite belongs to, as far as the runner can tell: its tests (an item's
+        # canonical, alternatives and mutants share them).
+        self.key = hashlib.sha256(json.dumps(tests).encode()).hexdigest()
 
 
 class _NodeChecker(_checker._Checker):

@@ -38,6 +38,15 @@ const RESERVED = new Set((
   'true try typeof var void while with yield let static implements interface package private ' +
   'protected public await arguments eval undefined'
 ).split(' '));
+// import() in the snippet: without a callback (or without --experimental-vm-modules, which
+// _node.py passes) node rejects it with an error of OUR realm, a way to our intrinsics; this
+// callback throws a primitive instead, and the import never settles in the context.
+const SCRIPT_OPTIONS = {
+  filename: 'candidate.js',
+  importModuleDynamically() {
+    throw 'no modules'; // eslint-disable-line no-throw-literal
+  },
+};
 const CONTEXT_OPTIONS = {
   codeGeneration: { strings: false, wasm: false },
   microtaskMode: 'afterEvaluate', // the context's own job queue, drained only after a script
@@ -67,6 +76,8 @@ function contextDriver(outputCap) {
   const setNext = getProto(new Set().values()).next;
   const mapNext = getProto(new Map().entries()).next;
   const bigintText = BigInt.prototype.toString;
+  const join = Array.prototype.join;
+  const setProto = Object.setPrototypeOf;
   const MAX_DEPTH = 200;
   const MAX_ELEMENTS = 1 << 20;
   const MAX_TEXT = 4 << 20; // UTF-16 units of one encoded value
@@ -79,11 +90,15 @@ function contextDriver(outputCap) {
     reason = why;
     throw FAIL;
   }
-
-  function piece(s) {
+  // The encoded text is put together in an array without a prototype (so no setter that the
+  // snippet planted on Array.prototype runs) and joined once: concatenating strings level by
+  // level makes deep ropes that V8 flattens again and again.
+  let parts = null;
+  let count = 0;
+  function put(s) {
     text -= s.length;
     if (text < 0) fail('a value longer than ' + MAX_TEXT + ' characters encoded');
-    return s;
+    parts[count++] = s;
   }
 
   function className(proto) {
@@ -114,7 +129,7 @@ function contextDriver(outputCap) {
     if (v !== null && (t === 'object' || t === 'function' || t === 'symbol')) {
       fail('a Set element or Map key that is not a primitive');
     }
-    return enc(v, depth);
+    enc(v, depth);
   }
 
   function enc(v, depth) {
@@ -122,83 +137,99 @@ function contextDriver(outputCap) {
     if (--elements < 0) fail('a value of more than ' + MAX_ELEMENTS + ' elements');
     switch (typeof v) {
       case 'undefined':
-        return 'null';
+        return put('null');
       case 'boolean':
-        return v ? 'true' : 'false';
+        return put(v ? 'true' : 'false');
       case 'string':
-        return piece(JSONStringify(v));
+        return put(JSONStringify(v));
       case 'number':
-        if (isSafe(v)) return '' + v;
-        return '["n","' + (same(v, -0) ? '-0' : '' + v) + '"]';
+        if (isSafe(v)) return put('' + v);
+        return put('["n","' + (same(v, -0) ? '-0' : '' + v) + '"]');
       case 'bigint':
-        if (v > -(2n ** 60n) && v < 2n ** 60n) return '' + v;
-        return piece('["i","' + apply(bigintText, v, [16]) + '"]');
+        if (v > -(2n ** 60n) && v < 2n ** 60n) return put('' + v);
+        return put('["i","' + apply(bigintText, v, [16]) + '"]');
       case 'object':
-        return v === null ? 'null' : object(v, depth + 1);
+        return v === null ? put('null') : object(v, depth + 1);
       default:
         return fail('a ' + typeof v);
     }
   }
 
   function object(v, depth) {
-    let out;
-    if (size(setSize, v) >= 0) {
-      const it = apply(setValues, v, []);
-      out = '["s"';
-      for (let r = apply(setNext, it, []); !r.done; r = apply(setNext, it, [])) {
-        out += ',' + key(r.value, depth);
-      }
-      return out + ']';
-    }
-    if (size(mapSize, v) >= 0) {
-      const it = apply(mapEntries, v, []);
-      out = '["d"';
-      for (let r = apply(mapNext, it, []); !r.done; r = apply(mapNext, it, [])) {
-        const pair = r.value;
-        out += ',' + key(pair[0], depth) + ',' + enc(pair[1], depth);
-      }
-      return out + ']';
-    }
     if (isArray(v)) {
       const length = getDesc(v, 'length');
       const n = length && hasOwn(length, 'value') ? length.value : -1;
       if (!isSafe(n) || n < 0 || n > elements) fail('an array of bad or excessive length');
-      out = '["l"';
+      put('["l"');
       for (let i = 0; i < n; i++) {
         const d = getDesc(v, i);
+        put(',');
         if (d === undefined) {
-          out += ',null'; // a hole
+          put('null'); // a hole
         } else if (!hasOwn(d, 'value')) {
           fail('an array element with a getter');
         } else {
-          out += ',' + enc(d.value, depth);
+          enc(d.value, depth);
         }
       }
-      return out + ']';
+      return put(']');
     }
+    // Arrays and plain objects first: the Set and Map brand checks throw for anything else,
+    // and a throw costs microseconds (a value of many small arrays would take seconds).
     const proto = getProto(v);
-    if (proto !== ObjectProto && proto !== null) fail('an instance of ' + className(proto));
+    if (proto !== ObjectProto && proto !== null) {
+      if (size(setSize, v) >= 0) {
+        const it = apply(setValues, v, []);
+        put('["s"');
+        for (let r = apply(setNext, it, []); !r.done; r = apply(setNext, it, [])) {
+          put(',');
+          key(r.value, depth);
+        }
+        return put(']');
+      }
+      if (size(mapSize, v) >= 0) {
+        const it = apply(mapEntries, v, []);
+        put('["d"');
+        for (let r = apply(mapNext, it, []); !r.done; r = apply(mapNext, it, [])) {
+          const pair = r.value;
+          put(',');
+          key(pair[0], depth);
+          put(',');
+          enc(pair[1], depth);
+        }
+        return put(']');
+      }
+      fail('an instance of ' + className(proto));
+    }
     const keys = ownKeys(v);
-    out = '["d"';
+    put('["d"');
     for (let i = 0; i < keys.length; i++) {
       const k = keys[i];
       if (typeof k === 'symbol') continue;
       const d = getDesc(v, k);
       if (d === undefined || !d.enumerable) continue;
       if (!hasOwn(d, 'value')) fail('an object with a getter');
-      out += ',' + piece(JSONStringify(k)) + ',' + enc(d.value, depth);
+      put(',');
+      put(JSONStringify(k));
+      put(',');
+      enc(d.value, depth);
     }
-    return out + ']';
+    return put(']');
   }
 
   function encode(value) {
     elements = MAX_ELEMENTS + 1; // the value itself is not an element
     text = MAX_TEXT;
+    parts = setProto([], null);
+    count = 0;
     try {
-      return '{"v":' + enc(value, 0) + '}';
+      enc(value, 0);
+      return '{"v":' + apply(join, parts, ['']) + '}';
     } catch (e) {
       const why = e === FAIL ? reason : 'a value whose encoding threw';
       return '{"u":' + JSONStringify('javascript: ' + why) + '}';
+    } finally {
+      parts = null;
     }
   }
 
@@ -327,7 +358,7 @@ function suite(run) {
   const output = driver.output;
   let module = 'pass';
   try {
-    new vm.Script(run.code, { filename: 'candidate.js' }).runInContext(ctx);
+    new vm.Script(run.code, SCRIPT_OPTIONS).runInContext(ctx);
   } catch (e) {
     module = 'error:' + shortName(chain(e, names));
   }
