@@ -180,7 +180,8 @@ def test_values_outside_the_codec_are_unsupported(box, js):
 def test_arguments_arrive_as_plain_json_values(box):
     code = """
     function f(a, b, c, d) {
-      return [Array.isArray(a), Object.getPrototypeOf(b) === Object.prototype, c, d, arguments.length];
+      const plain = Object.getPrototypeOf(b) === Object.prototype;
+      return [Array.isArray(a), plain, c, d, arguments.length];
     }
     """
     result = run(box, code, "assert f([1], {'k': [None]}, 'x', 2.5) == [True, True, 'x', 2.5, 4]")
@@ -378,7 +379,7 @@ def test_the_context_holds_no_host_api(box):
     assert result.passed, result
 
 
-# --- survivors, loops, output ----------------------------------------------------------------------
+# --- survivors, loops, output -------------------------------------------------------------------
 
 
 def test_promises_and_timers_do_not_outlive_the_suite(box):
@@ -458,7 +459,7 @@ def test_a_heap_bomb_ends_its_process_only(box):
         assert small.run(*BENIGN).passed
 
 
-# --- one process per item --------------------------------------------------------------------------
+# --- one process per item -----------------------------------------------------------------------
 
 
 def node_processes(box) -> list[int]:
@@ -519,10 +520,11 @@ attempt('unix', () => {
 attempt('write', () => fs.writeFileSync(OUTSIDE + '/planted', 'x'));
 attempt('read', () => fs.readFileSync(OUTSIDE + '/victim', 'utf8'));
 attempt('passwd', () => fs.readFileSync('/etc/passwd', 'utf8'));
-attempt('spawn', () => { const r = cp.spawnSync('/bin/sh', ['-c', 'echo hi']); if (r.error) throw r.error; return r.stdout; });
-attempt('exec node', () => { const r = cp.spawnSync(process.execPath, ['-e', '1']); if (r.error) throw r.error; return r.status; });
+function spawned(r) { if (r.error) throw r.error; return r.status; }
+attempt('spawn', () => spawned(cp.spawnSync('/bin/sh', ['-c', 'echo hi'])));
+attempt('exec node', () => spawned(cp.spawnSync(process.execPath, ['-e', '1'])));
 attempt('kill', () => process.kill(HOST_PID, 0));
-attempt('uid', () => { if (process.getuid() === 0) throw new Error('root'); return process.getuid(); });
+attempt('uid', () => { if (process.getuid() === 0) throw new Error('root'); return 1; });
 fs.writeSync(1, 'ATTEMPTS ' + JSON.stringify(attempts) + '\n');
 }
 """
