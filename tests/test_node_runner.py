@@ -618,3 +618,28 @@ def test_an_escaped_snippet_meets_the_kernel_layers(outside, tmp_path):
     ] or sorted(p.name for p in outside.iterdir()) == ["escaped.js", "victim"]
     assert (outside / "victim").read_text() == "keep"
     assert sys.platform.startswith("linux")
+
+
+# --- the runner dispatches on the language -------------------------------------------------------
+
+
+def test_the_suite_runner_dispatches_on_the_language_and_caches_per_language(tmp_path):
+    from pytest_execretrieval.execution.outcome_cache import OutcomeCache
+    from pytest_execretrieval.execution.runner import SuiteRunner
+
+    js = "function f(x) { return 2 * x; }"
+    py = "def f(x):\n    return 2 * x\n"
+    tests = ("assert f(2) == 4",)
+    limits = Limits(timeout_s=TIMEOUT)
+    with SuiteRunner(limits, cache_dir=tmp_path, jobs=2) as runner:
+        first = runner.run_many([(js, "", tests, "javascript"), (py, "", tests), (js, "", tests)])
+        assert [r.outcomes for r in first] == [("pass",), ("pass",), ("error:SyntaxError",)]
+        assert runner.executed == 3
+        again = runner.run_many([(js, "", tests, "javascript"), (js, "", tests)])
+        assert [r.outcomes for r in again] == [("pass",), ("error:SyntaxError",)]
+        assert runner.executed == 3  # both from the cache, each under its language
+        with pytest.raises(ValueError, match="no runner for language 'cobol'"):
+            runner.run(js, "", tests, "cobol")
+    key = OutcomeCache.key(js, "", tests, limits)
+    assert key == OutcomeCache.key(js, "", tests, limits, "python")
+    assert key != OutcomeCache.key(js, "", tests, limits, "javascript")
