@@ -643,3 +643,20 @@ def test_the_suite_runner_dispatches_on_the_language_and_caches_per_language(tmp
     key = OutcomeCache.key(js, "", tests, limits)
     assert key == OutcomeCache.key(js, "", tests, limits, "python")
     assert key != OutcomeCache.key(js, "", tests, limits, "javascript")
+
+
+def test_the_doctor_names_the_node_in_use():
+    import json
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_execretrieval.cli", "doctor", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+        timeout=120,
+        check=False,
+    )
+    record = json.loads(done.stdout)["javascript"]
+    assert record["node"] == os.path.realpath(NODE) and record["from"] == NODE_FROM
+    assert record["version"].startswith("v") and record["missing"] == {}
