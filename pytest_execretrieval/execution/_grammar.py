@@ -157,6 +157,21 @@ EXCEPTIONS = frozenset(
     for name, v in vars(builtins).items()
     if isinstance(v, type) and issubclass(v, BaseException)
 )
+# The error classes a JavaScript item's ``raises`` names (the Node runner reports what a call threw
+# by its class chain, ``Error`` last: ``raises(Error, ...)`` holds for any Error subclass).
+JS_EXCEPTIONS = frozenset(
+    {
+        "Error",
+        "TypeError",
+        "RangeError",
+        "ReferenceError",
+        "SyntaxError",
+        "EvalError",
+        "URIError",
+        "AggregateError",
+    }
+)
+MAX_SAFE_INTEGER = (1 << 53) - 1  # JavaScript's Number.MAX_SAFE_INTEGER
 # Names the grammar gives a meaning of its own: an entry point cannot be called so in a test.
 RESERVED = frozenset({*CALLABLES, *WRAPPERS, "raises"}) | frozenset(
     n.partition(".")[0] for n in [*CALLABLES, *CONSTANTS]
@@ -234,9 +249,11 @@ def parse_tree(source: str, mode: str = "exec") -> ast.AST:
     return tree
 
 
-def parse_test(source: str, probe: bool = False) -> Test:
+def parse_test(source: str, probe: bool = False, exceptions: frozenset[str] = EXCEPTIONS) -> Test:
     """The :class:`Test` of one test statement; GrammarError naming what is outside the
-    grammar (SyntaxError when it does not parse). ``probe``: accept a bare call too."""
+    grammar (SyntaxError when it does not parse). ``probe``: accept a bare call too.
+    ``exceptions``: the class names ``raises`` may name (:data:`JS_EXCEPTIONS` for a
+    JavaScript item's tests)."""
     body = parse_tree(source).body  # type: ignore[attr-defined]
     if len(body) != 1:
         raise GrammarError(f"a test is exactly one statement, found {len(body)}")
@@ -258,7 +275,7 @@ def parse_test(source: str, probe: bool = False) -> Test:
     if isinstance(test, ast.Call) and _dotted(test.func) == "math.isclose" and not negated:
         return _isclose(test)
     if isinstance(test, ast.Call) and _dotted(test.func) == "raises":
-        raised = _raises(test)
+        raised = _raises(test, exceptions)
         raised.op = "not" if negated else ""
         return raised
     if isinstance(test, ast.Call | ast.Subscript):
@@ -311,14 +328,14 @@ def _isclose(node: ast.Call) -> Test:
     return Test(ISCLOSE, call, steps, expected=node.args[1], options=tuple(options))
 
 
-def _raises(node: ast.Call) -> Test:
+def _raises(node: ast.Call, exceptions: frozenset[str]) -> Test:
     if node.keywords and len(node.args) < 2:
         raise GrammarError("raises takes the exception, the function, then its arguments")
     if len(node.args) < 2 or any(isinstance(a, ast.Starred) for a in node.args):
         raise GrammarError("raises takes the exception, the function, then its arguments")
     exc = node.args[0]
     names = exc.elts if isinstance(exc, ast.Tuple) else [exc]
-    if not names or not all(isinstance(n, ast.Name) and n.id in EXCEPTIONS for n in names):
+    if not names or not all(isinstance(n, ast.Name) and n.id in exceptions for n in names):
         raise GrammarError(
             f"raises' first argument {ast.unparse(exc)[:60]!r} is not a builtin "
             "exception class (or a tuple of them)"
@@ -394,6 +411,41 @@ def parse_call(source: str) -> tuple[str, list[ast.expr], list[tuple[str, ast.ex
         raise GrammarError("not a call")
     call = _call(node)
     return call.function, list(node.args), [(k.arg, k.value) for k in node.keywords]  # type: ignore[misc]
+
+
+def json_arguments(call: Call) -> str:
+    """A call's arguments as the JSON text of an array, for a runner in another language (the
+    Node runner parses it inside the snippet's context). Only JSON-representable literals:
+    None, booleans, ints within +-:data:`MAX_SAFE_INTEGER`, finite floats, strings, lists and
+    dicts with string keys; GrammarError naming anything else (a keyword or ``lambda``
+    argument, a tuple, a set, ...)."""
+    _, args, kwargs = parse_call(call.source)
+    if kwargs:
+        raise GrammarError("a keyword argument is not in the JavaScript test grammar")
+    values = []
+    for node in args:
+        if isinstance(node, ast.Lambda | ast.Name):
+            raise GrammarError(f"{_describe(node)} is not a JSON-representable argument")
+        values.append(evaluate(node))
+    todo = list(values)
+    while todo:
+        value = todo.pop()
+        t = type(value)
+        if t is list:
+            todo.extend(value)
+        elif t is dict:
+            if not all(type(k) is str for k in value):
+                raise GrammarError("a dict argument with a key that is not a str is not JSON")
+            todo.extend(value.values())
+        elif t is int and abs(value) > MAX_SAFE_INTEGER:
+            raise GrammarError(f"the int argument {value} is beyond JavaScript's safe integers")
+        elif t is float and not math.isfinite(value):
+            raise GrammarError(f"the float argument {value} is not JSON-representable")
+        elif not (value is None or t in (bool, int, float, str)):
+            raise GrammarError(f"an argument of type {t.__name__} is not JSON-representable")
+    import json  # lazily: the zygote's children need not carry it
+
+    return json.dumps(values, ensure_ascii=False, allow_nan=False)
 
 
 def _describe(node: ast.AST) -> str:

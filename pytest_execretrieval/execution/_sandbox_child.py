@@ -161,6 +161,12 @@ def serve() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _terminate)
     limits = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+    # The Node runner's options (node's path, the runner script): this checker serves
+    # JavaScript suites with the zygote of _node.py.
+    # Imported only then: the Python zygote, whose size every fork pays for, never holds it.
+    node = json.loads(sys.argv[2]) if len(sys.argv) > 2 else None
+    if node is not None:
+        _node = _import_node()
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, here)
     try:
@@ -168,7 +174,8 @@ def serve() -> None:
     finally:
         sys.path.remove(here)
     try:  # before the zygote exists: see seccomp_programs() for why in a helper process
-        seccomp: tuple[bytes, ...] | str = confine.seccomp_programs()
+        roles = confine.ROLES if node is None else confine.NODE_ROLES
+        seccomp: tuple[bytes, ...] | str = confine.seccomp_programs(roles)
     except OSError as exc:
         seccomp = str(exc)
     for stream in (sys.stdin, sys.stdout, sys.stderr):  # the children inherit these streams
@@ -189,7 +196,8 @@ def serve() -> None:
             os.close(fd)
         if own.life_r is not None:
             os.close(own.life_r)
-        _zygote._zygote_process(confine, pipes, limits, checker, seccomp)
+        flavour = None if node is None else _node.Flavour(node)
+        _zygote._zygote_process(confine, pipes, limits, checker, seccomp, flavour)
     for fd in pipes.ends(checker=False):
         os.close(fd)
     msg = _read_line(pipes.up_r)
@@ -210,7 +218,7 @@ def serve() -> None:
     isolation = ready["layers"]
     own.confine(seccomp)
     _checker._set_checker_limits(limits)
-    checker_obj = _checker._Checker(pipes, limits)
+    checker_obj = (_checker._Checker if node is None else _node._NodeChecker)(pipes, limits)
     budget = _checker._CpuBudget(checker_obj.link)
     if budget.backstop:
         own._on("cpu_limit")
@@ -260,6 +268,14 @@ def serve() -> None:
                 os._exit(1)
         reply["id"] = req.get("id")  # lets the caller detect a desynchronised stream
         _wire.write_frame(fd_out, reply)
+
+
+def _import_node() -> Any:
+    try:
+        from . import _node
+    except ImportError:  # a top-level module in the sandbox, with this directory on sys.path
+        import _node  # type: ignore[no-redef, import-not-found]
+    return _node
 
 
 def _read_line(fd: int) -> bytes:

@@ -354,6 +354,14 @@ def _hex_float(v: Any) -> float:
     return float.fromhex(v)
 
 
+def _number_text(v: Any) -> float:
+    """A JavaScript number that is not a safe integer, as its ``String(x)`` (``"0.1"``,
+    ``"1e+21"``, ``"-0"``, ``"NaN"``, ``"-Infinity"``): the Node runner's encoding of it."""
+    if type(v) is not str or len(v) > 32:
+        raise TypeError("expected a number's text")
+    return float(v)
+
+
 def _tz(v: Any, depth: int) -> Any:
     if v is None:
         return None
@@ -411,6 +419,7 @@ def _lazy(module: str, name: str) -> Callable[..., Any]:
 _DECODERS: dict[str, Callable[[list[Any], int], Any]] = {
     "i": lambda r, _: int(_str(r[0]), 16),
     "f": lambda r, _: _hex_float(r[0]),
+    "n": lambda r, _: _number_text(r[0]),
     "c": lambda r, _: complex(_hex_float(r[0]), _hex_float(r[1])),
     "l": lambda r, d: _items(r, d),
     "t": lambda r, d: tuple(_items(r, d)),

@@ -468,13 +468,14 @@ def _private_ancestor(path: str) -> str | None:
 _EMPTIED = ("/dev/shm", "/run", "/var/run")
 
 
-def _expose_python(c: Any) -> None:
-    """In a new mount namespace: make mounts private, and make the interpreter reachable for an
-    unprivileged uid without exposing the rest of a private home (a tmpfs over the private
-    ancestor, the needed trees bound back). Used by the checker and by the zygote."""
+def _expose_python(c: Any, paths: list[str] | None = None) -> None:
+    """In a new mount namespace: make mounts private, and make the interpreter (or ``paths``)
+    reachable for an unprivileged uid without exposing the rest of a private home (a tmpfs over
+    the private ancestor, the needed trees bound back). Used by the checker and by the
+    zygotes."""
     c.mount(None, "/", None, c.MS_REC | c.MS_PRIVATE)
     needed: dict[str, list[str]] = {}
-    for path in _python_paths():
+    for path in _python_paths() if paths is None else paths:
         ancestor = _private_ancestor(path)
         if ancestor is not None:
             needed.setdefault(ancestor, []).append(path)
@@ -489,7 +490,12 @@ def _expose_python(c: Any) -> None:
 
 
 class _Layers:
-    """Sets up and applies the kernel layers; ``report()`` says which are in force and why not."""
+    """Sets up and applies the kernel layers; ``report()`` says which are in force and why not.
+
+    The Node runner's zygote (:class:`._node._NodeLayers`) is this with other paths, a
+    ``noexec`` scratch directory and a child ruleset of its own."""
+
+    scratch_flags = 2 | 4  # MS_NOSUID | MS_NODEV (the scratch tmpfs)
 
     def __init__(
         self, confine: Any, limits: dict[str, Any], seccomp: tuple[bytes, ...] | str
@@ -553,9 +559,13 @@ class _Layers:
                 self._miss("mount_namespace", f"mount setup failed: {exc}")
         return bool(self._ns_flags & c.CLONE_NEWPID)
 
+    def exposed(self) -> list[str]:
+        """The trees an unprivileged child must reach (and the zygote read)."""
+        return _python_paths()
+
     def _mounts(self) -> None:
         c = self.c
-        _expose_python(c)
+        _expose_python(c, self.exposed())
         # Host directories that hold sockets and shared memory: empty here, as /tmp is. (The
         # seccomp filter denies socket() anyway; this also hides what lives there.)
         for path in sorted({os.path.realpath(p) for p in _EMPTIED if os.path.isdir(p)}):
@@ -566,7 +576,7 @@ class _Layers:
             opts = f"size={self.scratch_bytes},nr_inodes={self.scratch_inodes},mode=0700"
             if uid is not None:
                 opts += f",uid={uid},gid={uid}"
-            c.mount("tmpfs", SCRATCH, "tmpfs", c.MS_NOSUID | c.MS_NODEV, opts)
+            c.mount("tmpfs", SCRATCH, "tmpfs", self.scratch_flags, opts)
 
     def child_id(self) -> int | None:
         """The uid children switch to: nobody, when we can map it (we were root outside)."""
@@ -615,7 +625,7 @@ class _Layers:
         if uid is None:
             self.active["unprivileged_uid"] = True  # already unprivileged outside
             return
-        if not self.active["mount_namespace"] and any(map(_private_ancestor, _python_paths())):
+        if not self.active["mount_namespace"] and any(map(_private_ancestor, self.exposed())):
             self._miss(
                 "unprivileged_uid",
                 "the interpreter is under a private directory and "
@@ -638,7 +648,7 @@ class _Layers:
             return
         try:
             ruleset = c.LandlockRuleset(self.landlock_abi)
-            ruleset.allow_paths(_python_paths() + list(_SYSTEM_READ), c.READ_RIGHTS)
+            ruleset.allow_paths(self.exposed() + list(_SYSTEM_READ), c.READ_RIGHTS)
             ruleset.allow_paths(["/dev/null"], c.FS_READ_FILE | c.FS_WRITE_FILE)
             if not self.pid_namespace:
                 ruleset.allow_paths([f"/proc/{os.getpid()}"], c.FS_READ_FILE | c.FS_READ_DIR)
@@ -646,13 +656,19 @@ class _Layers:
             ruleset.allow_paths([self.scratch], scratch_rights)
             ruleset.restrict_self()
             ruleset.close()
-            if self.landlock_abi >= 6:  # children: signals and abstract sockets stay inside
-                self.child_ruleset = c.LandlockRuleset(self.landlock_abi, scope_only=True)
-                self.child_ruleset.allow_paths([self.scratch], c.FS_REFER)
-                self.child_ruleset.fd = _wire._high(self.child_ruleset.fd)  # clear of the dup2s
             self.active["landlock"] = True
+            self._child_landlock()
         except OSError as exc:
             self._miss("landlock", str(exc))
+
+    def _child_landlock(self) -> None:
+        """The ruleset each child adds on top of the zygote's (the Python child: signal and
+        abstract-socket scoping only)."""
+        c = self.c
+        if self.landlock_abi >= 6:  # children: signals and abstract sockets stay inside
+            self.child_ruleset = c.LandlockRuleset(self.landlock_abi, scope_only=True)
+            self.child_ruleset.allow_paths([self.scratch], c.FS_REFER)
+            self.child_ruleset.fd = _wire._high(self.child_ruleset.fd)  # clear of the dup2s
 
     def _seccomp(self) -> None:
         if isinstance(self.seccomp, str):
@@ -692,8 +708,11 @@ def _zygote_process(
     limits: dict[str, Any],
     checker: int,
     seccomp: tuple[bytes, ...] | str,
+    flavour: Any = None,
 ) -> None:
-    """Body of the process the checker forks at startup; never returns."""
+    """Body of the process the checker forks at startup; never returns. ``flavour``: None for
+    the Python zygote, else the Node runner's (:mod:`._node`: its ``layers``, ``prepare``
+    and ``serve``)."""
     try:
         confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != checker:
@@ -702,7 +721,7 @@ def _zygote_process(
         os.dup2(devnull, 0)
         os.dup2(devnull, 1)  # the caller's pipes stay with the checker only
         os.close(devnull)
-        layers = _Layers(confine, limits, seccomp)
+        layers = (_Layers if flavour is None else flavour.layers)(confine, limits, seccomp)
         pid_namespace = layers.enter_namespaces(pipes.sync_w, pipes.sync_r)
         # A new user namespace changes our credentials, which clears the parent-death signal.
         confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -716,17 +735,21 @@ def _zygote_process(
                 status = os.waitpid(init, 0)[1]
                 os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
             confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGKILL)
-        for name in PRELOAD:
+        for name in PRELOAD if flavour is None else ():
             try:
                 __import__(name)
             except ImportError:
                 pass
         layers.finish()
-        _child._prepare_children(layers.scratch)
+        if flavour is None:
+            _child._prepare_children(layers.scratch)
         gc.collect()
         gc.freeze()  # keep the preloaded heap shared with the forked children
         _wire._send(pipes.zr_w, {"layers": layers.report()})
-        _Zygote(pipes, layers, limits).serve()
+        if flavour is None:
+            _Zygote(pipes, layers, limits).serve()
+        else:
+            flavour.serve(pipes, layers, limits)
         os._exit(0)
     except BaseException as exc:  # noqa: BLE001 - report and die; the checker reports it on
         try:

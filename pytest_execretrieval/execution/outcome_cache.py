@@ -82,20 +82,35 @@ class OutcomeCache:
         return hmac.new(self.secret(), key.encode() + b"\n" + body, hashlib.sha256).hexdigest()
 
     @staticmethod
-    def key(code: str, setup: str, tests: Sequence[str], limits: Limits | None = None) -> str:
-        """Content key. ``limits`` defaults to ``Limits()``: a timeout depends on them."""
+    def key(
+        code: str,
+        setup: str,
+        tests: Sequence[str],
+        limits: Limits | None = None,
+        language: str = "python",
+    ) -> str:
+        """Content key. ``limits`` defaults to ``Limits()``: a timeout depends on them. Another
+        language than Python adds its name and its runner's version (a Python key is what it
+        always was, so its cached outcomes stay valid)."""
         suite = json.dumps([setup, list(tests)]).encode("ascii")
         limits_token = json.dumps(asdict(limits or Limits()), sort_keys=True)
         parts = [_sha256(_encode(code)), _sha256(suite), RUNNER_VERSION, limits_token]
+        if language != "python":
+            parts.append(f"{language}:{_runner_version(language)}")
         return _sha256("\n".join(parts).encode("utf-8"))
 
     def path_for(self, key: str) -> Path:
         return self.root / key[:2] / f"{key[2:]}.json"
 
     def get(
-        self, code: str, setup: str, tests: Sequence[str], limits: Limits | None = None
+        self,
+        code: str,
+        setup: str,
+        tests: Sequence[str],
+        limits: Limits | None = None,
+        language: str = "python",
     ) -> SuiteResult | None:
-        key = self.key(code, setup, tests, limits)
+        key = self.key(code, setup, tests, limits, language)
         body = self.read_body(self.path_for(key), key)
         try:
             return None if body is None else SuiteResult.from_json(json.loads(body))
@@ -110,8 +125,9 @@ class OutcomeCache:
         tests: Sequence[str],
         result: SuiteResult,
         limits: Limits | None = None,
+        language: str = "python",
     ) -> None:
-        key = self.key(code, setup, tests, limits)
+        key = self.key(code, setup, tests, limits, language)
         body = json.dumps(result.to_json(), sort_keys=True).encode("ascii")
         self.write_body(self.path_for(key), key, body, fsync=True)
 
@@ -147,6 +163,14 @@ class OutcomeCache:
         if not hmac.compare_digest(fields[2], self.tag(key, body).encode()):
             return None
         return body
+
+
+def _runner_version(language: str) -> str:
+    if language == "javascript":
+        from .node import NODE_RUNNER_VERSION
+
+        return NODE_RUNNER_VERSION
+    raise ValueError(f"no runner for language {language!r}")
 
 
 def _name_checkout_key(path: Path) -> None:
@@ -216,18 +240,20 @@ def cached_run(
     setup: str,
     tests: Sequence[str],
 ) -> SuiteResult:
-    """``sandbox.run`` behind ``cache`` (keyed with the sandbox's limits); None disables it.
+    """``sandbox.run`` behind ``cache`` (keyed with the sandbox's limits and language); None
+    disables it.
 
     An unusable result (a lost sandbox, a broken protocol: :attr:`SuiteResult.unusable`) is
     retried once; one that recurs is returned, unusable, and never cached (it says nothing
     about the snippet: the next run tries again)."""
     tests = tuple(tests)
-    hit = cache.get(code, setup, tests, sandbox.limits) if cache is not None else None
+    language = getattr(sandbox, "language", "python")  # a duck-typed sandbox runs Python
+    hit = cache.get(code, setup, tests, sandbox.limits, language) if cache is not None else None
     if hit is not None:
         return hit
     result = sandbox.run(code, setup, tests)
     if result.unusable:
         result = sandbox.run(code, setup, tests)
     if cache is not None and not result.unusable:
-        cache.put(code, setup, tests, result, sandbox.limits)
+        cache.put(code, setup, tests, result, sandbox.limits, language)
     return result

@@ -4,6 +4,10 @@ Library code (build, verification, the benchmark) asks a :class:`SuiteRunner` fo
 answers from the content-addressed cache or runs the suite in a sandbox, several at once with
 ``jobs > 1``. A thread's sandbox starts at its first cache miss, so a run answered entirely from
 the cache starts no sandbox process; :attr:`SuiteRunner.executed` counts the suites that ran.
+
+A suite is in the item's language (``language``, default ``"python"``): each language has its
+sandbox (:data:`SANDBOXES`: the Python sandbox, the Node runner for ``"javascript"``), one per
+thread and language, and the cache keys on the language.
 """
 
 from __future__ import annotations
@@ -17,10 +21,13 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from .node import NodeSandbox
 from .outcome_cache import OutcomeCache, cached_run
 from .sandbox import Limits, Sandbox, SuiteResult
 
-Suite = tuple[str, str, Sequence[str]]  # (code, setup, tests)
+# (code, setup, tests) or (code, setup, tests, language)
+Suite = tuple[str, str, Sequence[str]] | tuple[str, str, Sequence[str], str]
+SANDBOXES: dict[str, type[Sandbox]] = {"python": Sandbox, "javascript": NodeSandbox}
 
 
 def limits_key(limits: Limits) -> str:
@@ -53,21 +60,30 @@ class SuiteRunner:
         self._pool: ThreadPoolExecutor | None = None
         self.executed = 0  # suites run in a sandbox (cache misses), for progress and tests
 
-    def _sandbox(self) -> Sandbox:
-        sandbox = getattr(self._local, "sandbox", None)
+    def _sandbox(self, language: str) -> Sandbox:
+        sandboxes = getattr(self._local, "sandboxes", None)
+        if sandboxes is None:
+            sandboxes = self._local.sandboxes = {}
+        sandbox = sandboxes.get(language)
         if sandbox is None:
-            sandbox = self._local.sandbox = Sandbox(self.limits, isolation=self.isolation)
+            sandbox = sandboxes[language] = SANDBOXES[language](
+                self.limits, isolation=self.isolation
+            )
             with self._lock:
                 self._sandboxes.append(sandbox)
         return sandbox
 
-    def run(self, code: str, setup: str, tests: Sequence[str]) -> SuiteResult:
+    def run(
+        self, code: str, setup: str, tests: Sequence[str], language: str = "python"
+    ) -> SuiteResult:
+        if language not in SANDBOXES:
+            raise ValueError(f"no runner for language {language!r} (known: {sorted(SANDBOXES)})")
         tests = tuple(tests)
         if self.cache is not None:
-            hit = self.cache.get(code, setup, tests, self.limits)
+            hit = self.cache.get(code, setup, tests, self.limits, language)
             if hit is not None:
                 return hit
-        result = cached_run(self.cache, self._sandbox(), code, setup, tests)
+        result = cached_run(self.cache, self._sandbox(language), code, setup, tests)
         with self._lock:
             self.executed += 1
         return result

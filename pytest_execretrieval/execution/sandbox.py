@@ -294,6 +294,8 @@ class Sandbox:
     layer of :data:`LAYERS` is in force.
     """
 
+    language = "python"  # the snippets' language (the outcome cache keys on it)
+
     def __init__(
         self, limits: Limits = Limits(), *, isolation: str = "best", _guard: bool = True
     ) -> None:
@@ -344,6 +346,7 @@ class Sandbox:
                 _site(),
                 str(_SERVER_SCRIPT.parent),
                 json.dumps(self._limits_json),
+                *self._server_options(),
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -370,6 +373,10 @@ class Sandbox:
             )
         if missing:
             _warn_once(missing)
+
+    def _server_options(self) -> list[str]:
+        """Further arguments of the checker (the Node runner names node there)."""
+        return []
 
     def _stop(self) -> None:
         proc, self._proc = self._proc, None
