@@ -663,3 +663,11 @@ def test_the_doctor_names_the_node_in_use():
     record = json.loads(done.stdout)["javascript"]
     assert record["node"] == os.path.realpath(NODE) and record["from"] == NODE_FROM
     assert record["version"].startswith("v") and record["missing"] == {}
+
+
+def test_probes_tell_a_thrown_error_from_a_thrown_value(box):
+    """The library's differential harness sends bare calls (probes) and compares what they
+    gave: a value, an Error raised (as a Python Exception is), or another throw."""
+    code = "function f(x) { if (x === 1) throw new RangeError(); if (x) throw 7; return [x]; }"
+    result = run(box, code, "f(0)", "f(1)", "f(2)")
+    assert result.values == (("value", [0]), ("raises", "RangeError"), ("error", "Throw"))
