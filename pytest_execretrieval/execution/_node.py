@@ -10,16 +10,17 @@ confinement, its verdicts and the child frame protocol: only the planning and th
   (:func:`._grammar.json_arguments`; a test whose arguments are not JSON-representable is
   ``error:GrammarError``). It decodes the values node returns and decides every verdict; no
   verdict is ever computed in node, and node never sees an expected value.
-* The **zygote** (:func:`serve`) is the Python zygote's kernel layers (:class:`_NodeLayers`: the
-  same namespaces, the unprivileged uid, no_new_privs, Landlock and seccomp, with node's paths,
-  a ``noexec`` scratch tmpfs, and a child ruleset that executes the node binary only and reads
-  only what node needs) around long-lived node processes (``_node_runner.js``). One node
-  process serves the suites of ONE item: suites are grouped by their calls (an item's
-  canonical, alternatives and mutants share its tests), and a suite with other calls gets a
-  fresh process, as does the suite after a timeout, a protocol breach or node's death. So an
-  item can only ever affect its own item's outcomes. Each suite runs in a fresh ``vm`` context
-  inside that process (see ``_node_runner.js`` for the boundary). A spare node process is
-  started ahead, while the caller is busy, so the next item's start-up costs no wall time.
+* The **zygote** (:class:`_NodeZygote`) is the Python zygote's kernel layers
+  (:class:`_NodeLayers`: the same namespaces, the unprivileged uid, no_new_privs, Landlock and
+  seccomp, with node's paths, a ``noexec`` scratch tmpfs, and a child ruleset that executes the
+  node binary only and reads only what node needs) around long-lived node processes
+  (``_node_runner.js``). One node process serves the suites of ONE item: suites are grouped by
+  their tests (an item's canonical, alternatives and mutants share them), and a suite with
+  other tests gets a fresh process, as does the suite after a timeout, a protocol breach,
+  node's death or :data:`MAX_SUITES_PER_PROCESS` suites. So an item can only ever affect its
+  own item's outcomes. Each suite runs in a fresh ``vm`` context inside that process (see
+  ``_node_runner.js`` for the boundary). A spare node process is started ahead, while the
+  caller is busy, so the next item's start-up costs no wall time when a core is free.
 
 Each node process is started by a launcher forked from the zygote: its own session, the
 child rlimits (memory, file size, processes, CPU as a backstop), the child Landlock ruleset,
@@ -61,6 +62,9 @@ _READY_S = 30.0  # a node process that has not said it is ready by then is lost
 _AS_HEADROOM = 8 << 30
 # node's own threads (V8's platform workers, the main thread); RLIMIT_NPROC counts them.
 _NODE_THREADS = 16
+# A process serves at most this many suites, then the item continues in a fresh one: contexts
+# whose jobs are still queued (a promise a call left pending) are collected late, if ever.
+MAX_SUITES_PER_PROCESS = 256
 
 
 def node_argv(node: str, runner: str, limits: dict[str, Any]) -> list[str]:
@@ -69,7 +73,6 @@ def node_argv(node: str, runner: str, limits: dict[str, Any]) -> list[str]:
     flags = [
         "--no-addons",  # process.dlopen refused: no native code
         "--disallow-code-generation-from-strings",
-        "--no-expose-wasm",
         "--no-warnings",
         "--experimental-vm-modules",  # so that the runner's import() callback is used
         "--openssl-config=/dev/null",  # node refuses to start on an unreadable openssl.cnf
@@ -141,15 +144,16 @@ class _NodeChecker(_checker._Checker):
     plan_class = _NodePlan
 
     def handle(self, req: dict[str, Any]) -> dict[str, Any]:
-        plan = self.plan(req["tests"])
+        plan: Any = self.plan(req["tests"])  # a _NodePlan (plan_class)
         limits = req["limits"]
         self.link.reset(int(limits["output_bytes"]))
         run = {"code": req["code"], "calls": plan.calls, "limits": limits, "key": plan.key}
         _wire._send(self.pipes.zc_w, {"run": run})
         reply = _checker._Suite(self.link, plan, float(limits["timeout_s"])).run()
-        if (self.link.exit or {}).get("exit") == "lost":  # the sandbox failed, not the snippet
+        ended = self.link.exit or {}
+        if ended.get("exit") == "lost":  # the sandbox failed, not the snippet
             said = bytes(self.link.output[-300:]).decode("utf-8", "replace").strip()
-            why = str(self.link.exit.get("why", "node did not start"))
+            why = str(ended.get("why", "node did not start"))
             raise _checker._ZygoteGone(f"{why}: {said!r}" if said else why)
         return reply
 
@@ -198,13 +202,14 @@ class _Proc:
     """One node process: its pid, pidfd, the write end of its run pipe, the read end of its
     notes to the zygote, and the item (calls) it serves."""
 
-    __slots__ = ("pid", "pidfd", "run_w", "note_r", "key", "ready")
+    __slots__ = ("pid", "pidfd", "run_w", "note_r", "key", "ready", "suites")
 
     def __init__(self, pid: int, run_w: int, note_r: int) -> None:
         self.pid, self.run_w, self.note_r = pid, run_w, note_r
         self.pidfd = _zygote._pidfd(pid)
         self.key: str | None = None
         self.ready = False
+        self.suites = 0
 
 
 class _NodeZygote:
@@ -252,7 +257,7 @@ class _NodeZygote:
 
     def run(self, run: dict[str, Any]) -> dict[str, Any]:
         node = self.current
-        if node is None or node.key != run["key"]:
+        if node is None or node.key != run["key"] or node.suites >= MAX_SUITES_PER_PROCESS:
             self._retire(node)
             node, self.spare = self.spare or self._spawn(), None
             node.key = run["key"]
@@ -265,6 +270,7 @@ class _NodeZygote:
             why = "a node process did not start"
             return {"exit": "lost", "why": why, "status": 0, "left": False, "scratch": ""}
         deadline = time.monotonic() + float(run["limits"]["timeout_s"])
+        node.suites += 1
         try:
             _wire._send(node.run_w, frame)
         except OSError:

