@@ -63,10 +63,12 @@ JavaScript's own classes
     program, where both scope alike), whose names are plain identifiers none of which another
     lexical binding (``let``, ``const``, ``class``, a block-level ``function``, a ``catch``
     parameter) of the same function binds in a scope enclosing the declaration, so the hoisted
-    ``var`` is no redeclaration error (two loops' ``let i`` are each convertible). It changes
-    behaviour when a closure captures a loop variable, when the name shadows a parameter or
-    ``var`` (the block now overwrites it), or when the name is read before its declaration;
-    elsewhere it is equivalent, and the build's execution drops it as a survivor.
+    ``var`` is no redeclaration error; and only where the change can show
+    (:func:`_rescoping_shows`): a closure in a loop captures the name (one binding for all
+    iterations), the name is used in the function outside the declaration's scope (a
+    parameter or ``var`` it now overwrites, a read that now sees it), or a declaration without
+    initializer sits in a loop (the ``var`` keeps the last iteration's value). Elsewhere the
+    edit is equivalent and is not made.
 ``string_concatenation`` (Stryker: none; the operand of ArithmeticOperator's ``+``)
     ``+`` concatenating where it should add, or adding where it should concatenate: a
     conversion that is an operand of a binary ``+`` dropped (``String(e)``, ``e.toString()``,
@@ -608,14 +610,14 @@ def _scope(declaration: Node) -> Node:
     return parent.parent if parent.type in ("switch_case", "switch_default") else parent
 
 
-def _lexical_names(function: Node, ctx: JsContext) -> list[tuple[int, bytes, int]]:
-    """``(declaration id, name, scope id)`` of every lexical binding of ``function``'s own
+def _lexical_names(function: Node, ctx: JsContext) -> list[tuple[int, bytes, Node]]:
+    """``(declaration id, name, scope)`` of every lexical binding of ``function``'s own
     scopes (nested functions left out): ``let``/``const`` declarations and heads, classes,
     block-level functions and ``catch`` parameters; a pattern counts all its identifiers."""
     key = ("lexical", function.id)
     if key in ctx.memo:
         return ctx.memo[key]  # type: ignore[return-value]
-    found: list[tuple[int, bytes, int]] = []
+    found: list[tuple[int, bytes, Node]] = []
     body = _field(function, "body")
     stack = list(function.children)
     while stack:
@@ -625,7 +627,7 @@ def _lexical_names(function: Node, ctx: JsContext) -> list[tuple[int, bytes, int
             block_level = node.parent != body and node.parent != function
             if node.type == "class_declaration" or (declares and block_level):
                 name = _field(node, "name")
-                found.append((node.id, name.text if name is not None else b"", _scope(node).id))
+                found.append((node.id, name.text if name is not None else b"", _scope(node)))
             continue
         kind = _field(node, "kind")
         patterns: list[Node] = []
@@ -638,7 +640,7 @@ def _lexical_names(function: Node, ctx: JsContext) -> list[tuple[int, bytes, int
         for pattern in patterns:  # a default inside a pattern counts too: the cautious side
             for inner in js_syntax.walk(pattern) if pattern is not None else ():
                 if inner.type in ("identifier", "shorthand_property_identifier_pattern"):
-                    found.append((node.id, inner.text, _scope(node).id))
+                    found.append((node.id, inner.text, _scope(node)))
         stack.extend(node.children)
     ctx.memo[key] = found
     return found
@@ -663,10 +665,58 @@ def _let_scoping(node: Node, ctx: JsContext) -> Iterator[Edit]:
         enclosing.add(current.id)
         current = current.parent
     wanted = {n.text for n in names}
-    for owner, name, scope in _lexical_names(function, ctx):
-        if name in wanted and owner != node.id and scope in enclosing:
-            return
-    yield ctx.edit(kind.start_byte, kind.end_byte, "var", node)
+    others = [(n, scope) for owner, n, scope in _lexical_names(function, ctx) if owner != node.id]
+    if any(name in wanted and scope.id in enclosing for name, scope in others):
+        return
+    if _rescoping_shows(node, function, wanted, [o for o in others if o[0] in wanted]):
+        yield ctx.edit(kind.start_byte, kind.end_byte, "var", node)
+
+
+_LOOPS_AND_HEADS = frozenset(
+    {"for_statement", "for_in_statement", "while_statement", "do_statement"}
+)
+
+
+def _within(node: Node, top: Node, kinds: frozenset[str]) -> bool:
+    """Whether a node of ``kinds`` lies between ``node`` (included) and ``top`` (excluded)."""
+    current = node
+    while current is not None and current != top:
+        if current.type in kinds:
+            return True
+        current = current.parent
+    return False
+
+
+def _rescoping_shows(
+    node: Node, function: Node, wanted: set[bytes], others: list[tuple[bytes, Node]]
+) -> bool:
+    """Whether a ``let`` declaration of ``wanted`` written as ``var`` can change what the
+    function computes: a declaration without initializer in a loop (the ``var`` keeps the last
+    iteration's value), the name used in the function outside the declaration's scope and
+    outside the scopes of ``others`` (the other lexical bindings of the names: a sibling
+    loop's own ``let i`` is unaffected), where the ``var`` is a parameter, another ``var`` or
+    what a read now sees; or a closure in a loop capturing it (one binding for all iterations
+    instead of one each)."""
+    scope = _scope(node)
+    looped = _within(scope, function, _LOOPS_AND_HEADS)
+    if looped and node.type == "lexical_declaration":
+        declarators = [d for d in node.named_children if d.type == "variable_declarator"]
+        if any(_field(d, "value") is None for d in declarators):
+            return True
+    for ref in js_syntax.walk(function):
+        if ref.type not in ("identifier", "shorthand_property_identifier"):
+            continue
+        if ref.text not in wanted:
+            continue
+        if scope.start_byte <= ref.start_byte < scope.end_byte:
+            if looped and _within(ref.parent, scope, _FUNCTIONS):
+                return True
+        elif not any(
+            name == ref.text and other.start_byte <= ref.start_byte < other.end_byte
+            for name, other in others
+        ):
+            return True
+    return False
 
 
 _STRING_CONVERSIONS = ("String",)
@@ -796,7 +846,7 @@ JS_CORE_CLASSES: tuple[str, ...] = tuple(n for n, c in JS_OPERATORS.items() if c
 # the grammar's versions changes the mutants or their selection; either way record the new
 # `fingerprint.js_fingerprint()` in JS_MUTATION_FINGERPRINT (tests/test_js_mutation.py prints it).
 JS_MUTATION_VERSION = "1"
-JS_MUTATION_FINGERPRINT = "8a2910596c0b74fc302da15b57ed103a389ad4705dea9a6e2e3d7a928f0dc70c"
+JS_MUTATION_FINGERPRINT = "d37ee800262100d2fd03f0916e8f510c34de7c0cf275dcd64e9758fdcb521d73"
 
 
 # --- candidates ---------------------------------------------------------------------------
