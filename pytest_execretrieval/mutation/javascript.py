@@ -109,15 +109,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from . import js_syntax
-from .operators import (
-    MAX_CANDIDATES,
-    Edit,
-    Mutant,
-    _short,
-    apply_edits,
-    build_mutant,
-    diff_blocks,
-)
+from .operators import Edit, Mutant, _short, distinct_mutants
 
 __all__ = [
     "JS_CLASSES",
@@ -897,21 +889,10 @@ def generate_js_mutants(
     canonical = valid_structure(source, entry_point)
     if canonical is None:
         raise ValueError(f"source is not JavaScript declaring function {entry_point!r}")
-    seen = {canonical}
-    mutants: list[Mutant] = []
-    per_operator: dict[str, int] = {}
-    tried = 0
-    for edit in generate_js_edits(source, table):
-        if per_class is not None and per_operator.get(edit.operator, 0) >= per_class:
-            continue
-        if tried == MAX_CANDIDATES:
-            break
-        tried += 1
-        code = apply_edits(source, [edit])
-        shape = valid_structure(code, entry_point)
-        if shape is None or shape in seen or diff_blocks(source, code)[0] != 1:
-            continue
-        seen.add(shape)
-        per_operator[edit.operator] = per_operator.get(edit.operator, 0) + 1
-        mutants.append(build_mutant(source, [edit]))
-    return mutants
+    return distinct_mutants(
+        source,
+        generate_js_edits(source, table),
+        lambda code: valid_structure(code, entry_point),
+        canonical,
+        per_class,
+    )

@@ -71,7 +71,7 @@ import difflib
 import itertools
 import re
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeGuard
 
@@ -746,21 +746,43 @@ def generate_mutants(
     canonical = ast.parse(source)
     if not defines_name(canonical, entry_point):
         raise ValueError(f"source does not define {entry_point!r} at module level")
-    seen = {ast.dump(canonical)}
+    return distinct_mutants(
+        source,
+        generate_edits(source, table),
+        lambda code: validated_dump(code, entry_point),
+        ast.dump(canonical),
+        per_class,
+    )
+
+
+def distinct_mutants(
+    source: str,
+    edits: Iterable[Edit],
+    shape: Callable[[str], object | None],
+    original: object,
+    per_class: int | None = None,
+) -> list[Mutant]:
+    """The mutants of ``source`` that ``edits`` make one at a time, in order, among the first
+    :data:`MAX_CANDIDATES` tried (``per_class``: at most that many of each class, the earliest;
+    a class's further edits are then neither tried nor counted). A mutant is kept when it is
+    valid (``shape(code)`` is not None: it parses and still defines the entry point), is
+    structurally new (its shape is neither ``original``'s nor an earlier mutant's) and differs
+    from ``source`` in one hunk. Shared by every language's generator."""
+    seen = {original}
     mutants: list[Mutant] = []
     per_operator: dict[str, int] = {}
     tried = 0
-    for edit in generate_edits(source, table):
+    for edit in edits:
         if per_class is not None and per_operator.get(edit.operator, 0) >= per_class:
             continue
         if tried == MAX_CANDIDATES:
             break
         tried += 1
         code = apply_edits(source, [edit])
-        dump = validated_dump(code, entry_point)
-        if dump is None or dump in seen or diff_blocks(source, code)[0] != 1:
+        found = shape(code)
+        if found is None or found in seen or diff_blocks(source, code)[0] != 1:
             continue
-        seen.add(dump)
+        seen.add(found)
         per_operator[edit.operator] = per_operator.get(edit.operator, 0) + 1
         mutants.append(build_mutant(source, [edit]))
     return mutants
