@@ -14,7 +14,6 @@ from dataclasses import asdict, dataclass, replace
 
 from ..execution.runner import SuiteRunner
 from ..execution.sandbox import RUNNER_VERSION, SuiteResult
-from ..languages import DEFAULT
 from ..mutation.equivalence import EVIDENCE_VERSION, evidence
 from ..mutation.families import ALL_CLASSES, ALL_OPERATORS, FAMILY_CANDIDATES_PER_CLASS
 from ..mutation.fingerprint import families_version, mutation_version
@@ -387,14 +386,12 @@ def run_items(
         mutants = stacked_candidates(items, mutants, mutant_runner, variant.stack, phases, problems)
         items = [item for item in items if mutants.get(item.id) is not None]
     originals = [
-        (code, item.setup, item.tests, item.language)
+        (code, item.setup, item.tests)
         for item in items
         for code in (item.canonical, *item.alternatives)
     ]
     original_results = iter(runner.run_many(originals))
-    candidates = [
-        (m.code, item.setup, item.tests, item.language) for item in items for m in mutants[item.id]
-    ]
+    candidates = [(m.code, item.setup, item.tests) for item in items for m in mutants[item.id]]
     mutant_results = mutant_runner.imap(candidates)
     phases.start("running", len(items))
     runs = {}
@@ -479,10 +476,7 @@ def with_evidence(
 def _evidence(
     item: BenchmarkItem, codes: list[str], runner: SuiteRunner, problems: list[str] | None
 ) -> list:
-    """The evidence of ``codes`` against ``item``'s canonical; ``[]`` after a problem. Only a
-    Python item has any: its inputs are drawn from the entry point's Python annotations."""
-    if item.language != DEFAULT:
-        return [None] * len(codes)
+    """The evidence of ``codes`` against ``item``'s canonical; ``[]`` after a problem."""
     work = (item.canonical, item.entry_point, item.setup, codes, runner, item.query)
     if problems is None:
         return evidence(*work)
@@ -601,9 +595,7 @@ def stacked_candidates(
 ) -> dict[str, list[Mutant]]:
     """Each item's stacked candidates (``None`` for an item whose stacking failed, recorded in
     ``problems``; raised when that is None)."""
-    suites = [
-        (m.code, item.setup, item.tests, item.language) for item in items for m in singles[item.id]
-    ]
+    suites = [(m.code, item.setup, item.tests) for item in items for m in singles[item.id]]
     results = runner.imap(suites)
     phases = phases or _Phases(None, ())
     phases.start("stacking", len(items))
