@@ -261,3 +261,14 @@ def test_a_javascript_item_has_no_setup(tmp_path):
 def test_python_code_in_a_javascript_item_is_refused(tmp_path):
     found = js_problems(tmp_path, canonical=GOOD["canonical"])
     assert found and all(p.startswith("canonical: does not parse") for p in found), found
+
+
+def test_raises_names_the_error_classes_of_the_items_language(tmp_path):
+    thrown = "assert raises(RangeError, reverse_words, 1)"
+    item = load_item(write(tmp_path, {**JS_GOOD, "tests": [*JS_GOOD["tests"], thrown]}))
+    assert item.tests[-1] == thrown
+    assert js_problems(tmp_path, tests=["assert raises(ValueError, reverse_words, 1)"]) == [
+        "tests[0]: raises' first argument 'ValueError' is not one of the item language's error "
+        "classes (AggregateError, Error, EvalError, RangeError, ReferenceError, SyntaxError, "
+        "TypeError, URIError) (or a tuple of them)"
+    ]

@@ -158,7 +158,7 @@ def load_item(path: Path) -> BenchmarkItem:
     for reason in setup_problems(data.get("setup", ""), entry_point, lang):
         problem("setup", reason)
     for i, test in enumerate(data["tests"]):
-        bad = grammar_problem(test, entry_point)
+        bad = grammar_problem(test, entry_point, lang)
         if bad:
             problem(f"tests[{i}]", bad)
     if problems:
@@ -273,11 +273,12 @@ def setup_problems(setup: str, entry_point: str, language: str = DEFAULT) -> lis
     return reasons
 
 
-def grammar_problem(test: str, entry_point: str) -> str | None:
+def grammar_problem(test: str, entry_point: str, lang: str = DEFAULT) -> str | None:
     """Gate for one test: a statement of the test grammar that calls ``entry_point``, whose
-    literals compute (within the grammar's bounds)."""
+    literals compute (within the grammar's bounds); ``raises`` names an error class of the
+    item's language ``lang``."""
     try:
-        parsed = _grammar.parse_test(test)
+        parsed = _grammar.parse_test(test, exceptions=_exceptions(lang))
         _grammar.check_test(parsed)
     except SyntaxError as exc:
         return f"does not parse: {exc.msg}"
@@ -291,6 +292,13 @@ def grammar_problem(test: str, entry_point: str) -> str | None:
             "calls the entry point"
         )
     return None
+
+
+def _exceptions(lang: str) -> frozenset[str]:
+    try:
+        return language(lang).exceptions
+    except UnknownLanguage:  # already an item problem of its own
+        return _grammar.EXCEPTIONS
 
 
 def imports(tree: ast.AST) -> list[str]:

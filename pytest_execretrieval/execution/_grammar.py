@@ -336,9 +336,13 @@ def _raises(node: ast.Call, exceptions: frozenset[str]) -> Test:
     exc = node.args[0]
     names = exc.elts if isinstance(exc, ast.Tuple) else [exc]
     if not names or not all(isinstance(n, ast.Name) and n.id in exceptions for n in names):
+        kind = (
+            "a builtin exception class"
+            if exceptions is EXCEPTIONS
+            else "one of the item language's error classes (" + ", ".join(sorted(exceptions)) + ")"
+        )
         raise GrammarError(
-            f"raises' first argument {ast.unparse(exc)[:60]!r} is not a builtin "
-            "exception class (or a tuple of them)"
+            f"raises' first argument {ast.unparse(exc)[:60]!r} is not {kind} (or a tuple of them)"
         )
     fn = node.args[1]
     if not isinstance(fn, ast.Name) or fn.id in RESERVED:

@@ -41,6 +41,7 @@ class Language(Protocol):
 
     name: str  # an item's ``language`` value
     missing_entry_point: str  # the outcome of every test of a snippet lacking the entry point
+    exceptions: frozenset[str]  # the error classes a test's ``raises(...)`` may name
 
     def defined_names(self, code: str) -> frozenset[str]:
         """The functions ``code`` defines at module level (none if it does not parse)."""

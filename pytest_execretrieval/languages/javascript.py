@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 
+from ..execution import _grammar
 from ..mutation import js_syntax
 from ..mutation.javascript import generate_js_mutants
 from ..mutation.operators import Mutant
@@ -28,6 +29,7 @@ class JavaScript:
     name = "javascript"
     # A test calls the entry point by name: code that does not declare it throws ReferenceError.
     missing_entry_point = "error:ReferenceError"
+    exceptions = _grammar.JS_EXCEPTIONS  # Error and its standard subclasses
 
     def defined_names(self, code: str) -> frozenset[str]:
         return _defined_names(code)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import functools
 
+from ..execution import _grammar
 from ..mutation.operators import Mutant, generate_mutants
 
 __all__ = ["PYTHON", "Python", "defined_functions"]
@@ -34,6 +35,7 @@ class Python:
     name = "python"
     # A test calls the entry point by name: code that does not define it raises NameError there.
     missing_entry_point = "error:NameError"
+    exceptions = _grammar.EXCEPTIONS  # the builtin exception classes
 
     def defined_names(self, code: str) -> frozenset[str]:
         return _defined_names(code)
