@@ -386,12 +386,14 @@ def run_items(
         mutants = stacked_candidates(items, mutants, mutant_runner, variant.stack, phases, problems)
         items = [item for item in items if mutants.get(item.id) is not None]
     originals = [
-        (code, item.setup, item.tests)
+        (code, item.setup, item.tests, item.language)
         for item in items
         for code in (item.canonical, *item.alternatives)
     ]
     original_results = iter(runner.run_many(originals))
-    candidates = [(m.code, item.setup, item.tests) for item in items for m in mutants[item.id]]
+    candidates = [
+        (m.code, item.setup, item.tests, item.language) for item in items for m in mutants[item.id]
+    ]
     mutant_results = mutant_runner.imap(candidates)
     phases.start("running", len(items))
     runs = {}
@@ -476,7 +478,10 @@ def with_evidence(
 def _evidence(
     item: BenchmarkItem, codes: list[str], runner: SuiteRunner, problems: list[str] | None
 ) -> list:
-    """The evidence of ``codes`` against ``item``'s canonical; ``[]`` after a problem."""
+    """The evidence of ``codes`` against ``item``'s canonical; ``[]`` after a problem; None
+    for each where the language gives the entry point no parameter types to draw inputs of."""
+    if not item.lang.typed_inputs:
+        return [None] * len(codes)
     work = (item.canonical, item.entry_point, item.setup, codes, runner, item.query)
     if problems is None:
         return evidence(*work)
@@ -595,7 +600,9 @@ def stacked_candidates(
 ) -> dict[str, list[Mutant]]:
     """Each item's stacked candidates (``None`` for an item whose stacking failed, recorded in
     ``problems``; raised when that is None)."""
-    suites = [(m.code, item.setup, item.tests) for item in items for m in singles[item.id]]
+    suites = [
+        (m.code, item.setup, item.tests, item.language) for item in items for m in singles[item.id]
+    ]
     results = runner.imap(suites)
     phases = phases or _Phases(None, ())
     phases.start("stacking", len(items))

@@ -42,6 +42,9 @@ class Language(Protocol):
     name: str  # an item's ``language`` value
     missing_entry_point: str  # the outcome of every test of a snippet lacking the entry point
     exceptions: frozenset[str]  # the error classes a test's ``raises(...)`` may name
+    # Whether the entry point's parameter types can be read off the code, for the differential
+    # evidence's drawn inputs (:mod:`..mutation.equivalence`); without them there is none.
+    typed_inputs: bool
 
     def defined_names(self, code: str) -> frozenset[str]:
         """The functions ``code`` defines at module level (none if it does not parse)."""

@@ -30,6 +30,7 @@ class JavaScript:
     # A test calls the entry point by name: code that does not declare it throws ReferenceError.
     missing_entry_point = "error:ReferenceError"
     exceptions = _grammar.JS_EXCEPTIONS  # Error and its standard subclasses
+    typed_inputs = False  # no types in the source: no differential evidence (yet)
 
     def defined_names(self, code: str) -> frozenset[str]:
         return _defined_names(code)

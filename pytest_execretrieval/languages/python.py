@@ -36,6 +36,7 @@ class Python:
     # A test calls the entry point by name: code that does not define it raises NameError there.
     missing_entry_point = "error:NameError"
     exceptions = _grammar.EXCEPTIONS  # the builtin exception classes
+    typed_inputs = True  # annotations, where an item gives them all
 
     def defined_names(self, code: str) -> frozenset[str]:
         return _defined_names(code)
