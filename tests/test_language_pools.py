@@ -301,3 +301,14 @@ def test_the_cross_language_command_prints_the_analysis(tmp_path, capsys):
     assert "exact McNemar p = 0.0625 (only python right: 5, only javascript right: 0)" in out
     assert cli.main(["cross-language", paths[0], paths[0]]) == 2
     assert "both reports are of the python pool" in capsys.readouterr().err
+
+
+def test_report_directories_read_the_cross_language_file_as_no_report(tmp_path):
+    from pytest_execretrieval.reporting.cross_language_text import write_cross_language
+    from pytest_execretrieval.reporting.plots import load_reports
+
+    python = run("m", [row("q0", True, False, "off_by_one")], None)
+    js = run("m", [row("q0", False, True, "off_by_one")], "javascript")
+    written = write_cross_language(tmp_path, {"m": cross_language(python, js)})
+    assert [p.name for p in written] == ["cross-language.json", "cross-language.md"]
+    assert load_reports(tmp_path) == ([], [])  # no "skipping ..." note for it
