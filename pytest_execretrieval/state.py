@@ -1,7 +1,9 @@
-"""The run state of one benchmark session, without pytest: :class:`BenchmarkState`.
+"""The run state of one benchmark session, without pytest: :class:`PoolStates`, one
+:class:`BenchmarkState` per language pool of the items directory (:mod:`.corpus.pools`).
 
-The session plugin (:class:`..session.BenchmarkSession`) keeps one in ``config.stash`` and
-translates pytest's events into its calls, the shape of syrupy's session object:
+The session plugin (:class:`..session.BenchmarkSession`) keeps a :class:`PoolStates` in
+``config.stash``, which sends each event to the pool it concerns; a pool's state takes these
+calls, the shape of syrupy's session object:
 
 * :meth:`~BenchmarkState.start`: check every output path and report name, open every embedder
   and reranker, load the baseline and rank the pool, before any item runs;
