@@ -346,6 +346,28 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_cross_language(args: argparse.Namespace) -> int:
+    """The paired cross-language analysis of one embedder's two reports (an items directory's
+    own pool and a language pool's, ``DIR/NAME.json`` and ``DIR/javascript/NAME.json``): exit
+    0, or 2 with a message."""
+    from .reporting.cross_language_text import cross_language_lines, cross_language_markdown
+    from .scoring.compare import ComparisonError, ReportError, load_report
+    from .scoring.cross_language import cross_language
+
+    try:
+        a, b = (load_report(path) for path in args.reports)
+        found = cross_language(a, b, seed=args.seed)
+    except (ReportError, ComparisonError) as exc:
+        return _fail("cross-language", str(exc))
+    except KeyError as exc:
+        return _fail("cross-language", f"malformed report (missing key {exc})")
+    if args.format == "markdown":
+        print(cross_language_markdown([found]), end="")
+    else:
+        print("\n".join(cross_language_lines(found)))
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     """Plots and summary.md from the report JSONs in DIR: exit 0, or 2 with a message (no
     matplotlib, no reports, reports that are not comparable)."""
@@ -460,6 +482,13 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--format", choices=("plain", "markdown"), default="plain")
     seed = BY_NAME["seed"].default
     c.add_argument("--seed", type=int, default=seed, help=f"bootstrap seed (default {seed})")
+    x = sub.add_parser(
+        "cross-language",
+        help="exec@1 per language on the twin queries, McNemar, deception per operator class",
+    )
+    x.add_argument("reports", nargs=2, metavar="REPORT.json")
+    x.add_argument("--format", choices=("plain", "markdown"), default="plain")
+    x.add_argument("--seed", type=int, default=seed, help=f"bootstrap seed (default {seed})")
     r = sub.add_parser("report", help="PNG plots and summary.md from the report JSONs in DIR")
     r.add_argument("directory", metavar="DIR")
     e = sub.add_parser("embed", help="write frozen embedding matrices (.npz) for npz:PATH")
@@ -489,6 +518,7 @@ def main(argv: list[str] | None = None) -> int:
         "embed": cmd_embed,
         "doctor": cmd_doctor,
         "compare": cmd_compare,
+        "cross-language": cmd_cross_language,
         "report": cmd_report,
         "train": cmd_train,
     }

@@ -146,7 +146,8 @@ class VerifyItem(ReportingItem):
     def runtest(self) -> None:
         c = self.case
         session = cast("VerifySession", session_of(self))
-        problem = check(c, session.runner.run(c.code, c.item.setup, c.item.tests))
+        result = session.runner.run(c.code, c.item.setup, c.item.tests, c.item.language)
+        problem = check(c, result)
         if problem:
             raise VerificationFailure(problem)
 
@@ -159,7 +160,8 @@ class NameCollisionItem(ReportingItem):
 
     def runtest(self) -> None:
         session = cast("VerifySession", session_of(self))
-        items = list(session.items.values())
+        run = session.pool_of(self.path)  # the gate of one language pool: its own items
+        items = list(run.loaded.items if run.loaded else ())
         found = name_collisions(items, session.runner)
         if found:
             raise VerificationFailure("\n".join(found))
@@ -170,18 +172,21 @@ class NameCollisionItem(ReportingItem):
 
 
 class CorpusFreshnessItem(ReportingItem):
-    """Fails when the committed corpus does not match the item files (or was never built)."""
+    """Fails when the committed corpus of its language pool (the items directory it is the
+    gate of) does not match the item files (or was never built)."""
 
     failure_prefix = "corpus freshness gate: "
 
     def runtest(self) -> None:
         session = cast("VerifySession", session_of(self))
-        build = f"`execretrieval build {session.items_dir}`"
-        if session.loaded is None or not session.loaded.built:
+        run = session.pool_of(self.path)  # the gate of one language pool: its own corpus
+        build = f"`execretrieval build {run.pool.items_dir}`"
+        if run.loaded is None or not run.loaded.built:
             raise VerificationFailure(f"no corpus: run {build}")
-        if session.stale:
+        stale = session.stale(run)
+        if stale:
             raise VerificationFailure(
-                f"the corpus is stale; run {build}:\n  " + "\n  ".join(map(str, session.stale))
+                f"the corpus is stale; run {build}:\n  " + "\n  ".join(map(str, stale))
             )
 
     def reportinfo(self):

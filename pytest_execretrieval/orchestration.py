@@ -242,14 +242,25 @@ def rank(
     return ranked
 
 
-def load_baseline(path: Path, sha: str) -> dict:
-    """The baseline report, which must be for this very corpus."""
+def load_baseline(path: Path, sha: str, language: str | None = None) -> dict:
+    """The baseline report, which must be for this very corpus and language pool
+    (``language``: the pool's report field, ``None`` for an items directory's own)."""
     from .scoring.compare import ReportError, load_report
 
     try:
         baseline = load_report(path)
     except ReportError as exc:
         raise SetupError(f"--execretrieval-baseline: {exc}") from None
+    if baseline.get("language") != language:
+
+        def pool(name: str | None) -> str:
+            return f"the {name} pool" if name else "an items directory's own pool"
+
+        raise SetupError(
+            f"--execretrieval-baseline {path} is a report of {pool(baseline.get('language'))}, "
+            f"not of {pool(language)}: a baseline is per language (a language pool's reports "
+            "are in the report directory's folder of its name, e.g. javascript/)"
+        )
     if "incomplete" in baseline:
         done = baseline["incomplete"]
         raise SetupError(
@@ -354,10 +365,12 @@ def build_reports(
     usage: Mapping[str, dict],
     first_stage: Mapping[str, str],
     rerank_info: Mapping[str, dict],
+    language: str | None = None,
 ) -> dict[str, dict]:
     """One report per embedder or pipeline that ran queries (``ran``: name -> query ids, in run
     order); a pipeline's report has its ``first_stage``, ``rerank`` and ``lift`` over the first
-    stage's report of this session."""
+    stage's report of this session. ``language``: the pool's report field (see
+    :func:`.reporting.report.build_report`)."""
     from .scoring.compare import ComparisonError
 
     # What a report records of its circumstances, read here (reporting reads no clock and
@@ -367,7 +380,14 @@ def build_reports(
     reports = {
         name: {
             **build_report(
-                name, runs[name], ids, elapsed, seed, isolation=isolation, created_at=created_at
+                name,
+                runs[name],
+                ids,
+                elapsed,
+                seed,
+                isolation=isolation,
+                created_at=created_at,
+                language=language,
             ),
             **usage.get(name, {}),
         }
@@ -395,12 +415,15 @@ def gate_reports(
     gate: GateSettings,
     seed: int,
     collection_errors: Sequence[str] = (),
+    no_baseline: str | None = None,
 ) -> dict[str, GateDecision]:
     """Each report's gate decision (its ``gate`` record is stored in the report), or ``{}`` when
     there is neither a baseline nor a minimum. A selected subset (-k/-m) is gated on the same
     baseline queries; ``collection_errors`` fail every decision; a gate that cannot be computed
-    fails with the reason (its record says why; the decision is a FAIL without figures)."""
-    if baseline is None and not gate.minimums:
+    fails with the reason (its record says why; the decision is a FAIL without figures).
+    ``no_baseline``: why a baseline was asked for and this pool has none; every decision then
+    fails with it."""
+    if baseline is None and not gate.minimums and no_baseline is None:
         return {}
     from .reporting.gate_text import gate_json
     from .scoring.compare import ComparisonError
@@ -409,6 +432,8 @@ def gate_reports(
     gates = {}
     for name, report in reports.items():
         try:
+            if no_baseline is not None:
+                raise ValueError(no_baseline)
             gates[name] = gate_decision(
                 baseline,
                 report,

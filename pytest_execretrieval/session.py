@@ -2,12 +2,15 @@
 one: :class:`BenchmarkSession` (``--embedder``) and :class:`VerifySession`
 (``--execretrieval-verify``).
 
-Either collects the items directory only, with ids relative to it. The hooks are glue: the work
-is done by :mod:`.orchestration`, and a benchmark's run state is a :class:`.state.BenchmarkState`
-in ``config.stash[STATE]``. The controller (or the only process, without xdist) loads the items
-and the corpus once in ``pytest_sessionstart`` (a benchmark also ranks the pool there) and hands
-xdist workers what they need as one JSON text in ``workerinput``
-(:class:`.orchestration.Handoff`): no file, no path, so a worker in another directory or on
+Either collects the items directory only, with ids relative to it, and each of its language
+pools (:mod:`.corpus.pools`: ``items/javascript/`` has its own corpus; its ids are
+``javascript/<domain>/<stem>...``, its nodes carry the marker ``javascript``). The hooks are
+glue: the work is done by :mod:`.orchestration`, and a benchmark's run state is a
+:class:`.state.PoolStates` (a :class:`.state.BenchmarkState` per pool) in
+``config.stash[STATE]``. The controller (or the only process, without xdist) loads the items
+and the corpus once in ``pytest_sessionstart`` (a benchmark also ranks the pool there) and
+hands xdist workers what they need as JSON texts in ``workerinput`` (an
+:class:`.orchestration.Handoff` per pool): no file, no path, so a worker in another directory or on
 another machine gets the same state, and no worker parses an item again. Items only look their
 result up; everything written to reports is assembled in the controller from the test reports
 it receives, and each worker's count of suites executed comes back in ``workeroutput``.
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -24,6 +28,7 @@ import pytest
 from .corpus.bounds import conftests_above, foreign_files
 from .corpus.item_cache import ItemCache
 from .corpus.items import BenchmarkItem, bundled_items_dir
+from .corpus.pools import POOL_LANGUAGES, Pool, language_pools
 from .corpus.store import (
     Corpus,
     CorpusError,
@@ -39,10 +44,22 @@ from .orchestration import Handoff, Loaded, SetupError, load
 from .ranking.benchmark import QueryResult
 from .sanitize import escape, one_line
 from .settings import Settings
-from .state import BenchmarkState, Outcome
+from .state import BenchmarkState, Outcome, PoolStates
 
-WORKER_KEY = "execretrieval_handoff"  # workerinput: the Handoff text; workeroutput: the counts
-STATE = pytest.StashKey[BenchmarkState]()  # the run state of a benchmark session
+# workerinput: {pool name: its Handoff text}; workeroutput: the counts
+WORKER_KEY = "execretrieval_handoff"
+STATE = pytest.StashKey[PoolStates]()  # the run state of a benchmark session
+
+
+@dataclass
+class PoolRun:
+    """What a session holds of one language pool (:mod:`.corpus.pools`): its items and
+    corpus once loaded, its item cache, and (verification) its distractors by query."""
+
+    pool: Pool
+    item_cache: ItemCache
+    loaded: Loaded | None = None
+    distractors: dict[str, list[Snippet]] | None = None
 
 
 class Session:
@@ -58,14 +75,16 @@ class Session:
         refuse_untrusted(self.items_dir, config)
         self.corpus_dir = corpus_dir(self.items_dir, settings.corpus)
         self.is_worker = hasattr(config, "workerinput")
-        self.loaded: Loaded | None = None
-        # the good items by resolved path, loaded once per process
-        self.items: dict[Path, BenchmarkItem] = {}
-        self._runner: SuiteRunner | None = None
-        self._handoff: str | None = None  # the controller's Handoff text, made once
         # item files validated by content; written once the run does work (a usage error or
         # --collect-only leaves no cache directory behind)
-        self.item_cache = ItemCache(settings.cache_dir, self.items_dir)
+        self.pools = {
+            pool.name: PoolRun(pool, ItemCache(settings.cache_dir, pool.items_dir))
+            for pool in language_pools(self.items_dir, settings.corpus)
+        }
+        # the good items of every pool by resolved path, loaded once per process
+        self.items: dict[Path, BenchmarkItem] = {}
+        self._runner: SuiteRunner | None = None
+        self._handoff: dict[str, str] | None = None  # the controller's Handoff texts, made once
         # Collect the benchmark only: the given paths inside the items dir, else all of it.
         inside = [a for a in config.args if _within(Path(a).resolve(), self.items_dir)]
         config.args[:] = inside or [str(self.items_dir)]
@@ -74,7 +93,32 @@ class Session:
         # re-base them on the invocation directory (`../numbers/x[bm25]` for items elsewhere).
         config.cwd_relative_nodeid = lambda nodeid: nodeid  # type: ignore[method-assign]
         for domain in sorted(p.name for p in self.items_dir.iterdir() if p.is_dir()):
-            config.addinivalue_line("markers", f"{domain}: benchmark items of domain {domain}")
+            if domain not in self.pools:
+                config.addinivalue_line("markers", f"{domain}: benchmark items of domain {domain}")
+        for name in self.pools:
+            if name:
+                config.addinivalue_line("markers", f"{name}: benchmark items of the {name} pool")
+
+    @property
+    def loaded(self) -> Loaded | None:
+        """The items directory's own pool, loaded."""
+        return self.pools[""].loaded
+
+    @property
+    def item_cache(self) -> ItemCache:
+        return self.pools[""].item_cache
+
+    def pool_of(self, path: Path) -> PoolRun:
+        """The pool a path inside the items directory belongs to."""
+        path = path.resolve()
+        for name, run in self.pools.items():
+            if name and _within(path, run.pool.items_dir.resolve()):
+                return run
+        return self.pools[""]
+
+    def save_item_caches(self) -> None:
+        for run in self.pools.values():
+            run.item_cache.save()
 
     @property
     def runner(self) -> SuiteRunner:
@@ -90,32 +134,50 @@ class Session:
     def outcome_cache_dir(self) -> Path | None:
         return self.settings.cache_dir
 
-    def load(self, stale_ok: bool) -> Loaded:
-        try:
-            self.loaded = load(
-                self.items_dir, self.settings.corpus, stale_ok=stale_ok, item_cache=self.item_cache
+    def load(self, stale_ok: bool) -> dict[str, Loaded]:
+        """Every pool's items and corpus (a stale or missing corpus of any pool is a usage
+        error for a benchmark, before any work)."""
+        for run in self.pools.values():
+            try:
+                run.loaded = load(
+                    run.pool.items_dir,
+                    self.settings.corpus,
+                    stale_ok=stale_ok,
+                    item_cache=run.item_cache,
+                )
+            except SetupError as exc:
+                raise pytest.UsageError(str(exc)) from None
+        self._index_items()
+        return {name: run.loaded for name, run in self.pools.items() if run.loaded}
+
+    def _index_items(self) -> None:
+        self.items = {
+            item.path.resolve(): item
+            for run in self.pools.values()
+            for item in (run.loaded.items if run.loaded else ())
+        }
+
+    def receive(self) -> dict[str, Handoff]:
+        """A worker's state: its controller's :class:`.orchestration.Handoff` per pool."""
+        texts = self.config.workerinput[WORKER_KEY]  # type: ignore[attr-defined]  # xdist's
+        handoffs = {}
+        for name, run in self.pools.items():
+            handoffs[name] = Handoff.from_text(
+                texts[name], run.pool.items_dir, self.settings.corpus
             )
-        except SetupError as exc:
-            raise pytest.UsageError(str(exc)) from None
-        self.items = {item.path.resolve(): item for item in self.loaded.items}
-        return self.loaded
+            run.loaded = handoffs[name].loaded
+        self._index_items()
+        return handoffs
 
-    def receive(self) -> Handoff:
-        """A worker's state: its controller's :class:`.orchestration.Handoff`."""
-        text = self.config.workerinput[WORKER_KEY]  # type: ignore[attr-defined]  # xdist's
-        handoff = Handoff.from_text(text, self.items_dir, self.settings.corpus)
-        self.loaded = handoff.loaded
-        self.items = {item.path.resolve(): item for item in self.loaded.items}
-        return handoff
-
-    def handoff(self) -> Handoff:
-        assert self.loaded is not None  # handed off after the controller loaded
-        return Handoff(self.loaded, {}, frozenset())
+    def handoff(self, pool: str) -> Handoff:
+        loaded = self.pools[pool].loaded
+        assert loaded is not None  # handed off after the controller loaded
+        return Handoff(loaded, {}, frozenset())
 
     @pytest.hookimpl(optionalhook=True)  # an xdist hook: pytest-xdist may not be installed
     def pytest_configure_node(self, node) -> None:  # xdist controller only
         if self._handoff is None:
-            self._handoff = self.handoff().to_text()
+            self._handoff = {name: self.handoff(name).to_text() for name in self.pools}
         node.workerinput[WORKER_KEY] = self._handoff
 
     @property
@@ -131,10 +193,21 @@ class Session:
         """The pytest items of one benchmark item in this mode."""
         raise NotImplementedError
 
+    def left_out(self, path: Path) -> bool:
+        """Whether ``path`` lies in a language pool's folder that this run's corpus leaves out
+        (a stacked, mutmut or families run has the directory's own pool only)."""
+        return any(
+            name not in self.pools and _within(path, self.items_dir / name)
+            for name in POOL_LANGUAGES
+        )
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector):
         # The file itself is not resolved: a symlinked item file is collected, to be refused.
-        if file_path.suffix == ".toml" and _within(file_path.parent.resolve(), self.items_dir):
+        folder = file_path.parent.resolve()
+        if file_path.suffix == ".toml" and self.left_out(folder):
+            return None
+        if file_path.suffix == ".toml" and _within(folder, self.items_dir):
             name = one_line(file_path.name)  # a file name is item text: shown escaped
             if name == file_path.name:
                 return ItemFile.from_parent(parent, path=file_path)
@@ -167,16 +240,11 @@ class Session:
 class VerifySession(Session):
     """``--execretrieval-verify``: every snippet against its item's tests, and two gates."""
 
-    def __init__(self, config: pytest.Config, settings: Settings):
-        super().__init__(config, settings)
-        self._distractors: dict[str, list[Snippet]] | None = None
-
     def outcome_cache_dir(self) -> Path | None:
         return None  # verification re-executes everything
 
-    @property
-    def stale(self) -> list[StaleReason]:
-        return self.loaded.stale if self.loaded else []
+    def stale(self, run: PoolRun) -> list[StaleReason]:
+        return run.loaded.stale if run.loaded else []
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if self.is_worker:
@@ -184,32 +252,41 @@ class VerifySession(Session):
         else:  # an xdist controller loads for its workers, which collect and verify
             self.load(stale_ok=True)
             if not self.config.option.collectonly:
-                self.item_cache.save()
+                self.save_item_caches()
 
     def pytest_collect_directory(self, path: Path, parent: pytest.Collector):
-        if path.resolve() == self.items_dir:
+        # each pool's folder is an items directory with its own gates
+        if any(path.resolve() == run.pool.items_dir.resolve() for run in self.pools.values()):
             return ItemsDir.from_parent(parent, path=path)
         return None
 
     def item_nodes(self, parent: ItemFile, item: BenchmarkItem) -> Iterator[pytest.Item]:
+        run = self.pool_of(parent.path)
         # A changed item's recorded distractors belong to its old version: not checked.
-        stale = self.loaded is not None and item.id in self.loaded.changed
-        for case in item_cases(item, () if stale else self.distractors(item.id)):
-            yield VerifyItem.from_parent(
-                parent, name=case.name, nodeid=f"{item.id}::{case.name}", case=case
+        stale = run.loaded is not None and item.id in run.loaded.changed
+        for case in item_cases(item, () if stale else self.distractors(run, item.id)):
+            node = VerifyItem.from_parent(
+                parent,
+                name=case.name,
+                nodeid=f"{run.pool.prefix}{item.id}::{case.name}",
+                case=case,
             )
+            if run.pool.name:
+                node.add_marker(run.pool.name)
+            yield node
 
-    def distractors(self, query_id: str) -> list[Snippet]:
-        """The corpus distractors of one item (indexed once per process)."""
-        if self._distractors is None:
-            self._distractors = distractors_by_query(self.corpus)
-        return self._distractors.get(query_id, [])
+    def distractors(self, run: PoolRun, query_id: str) -> list[Snippet]:
+        """The corpus distractors of one item of pool ``run`` (indexed once per process)."""
+        if run.distractors is None:
+            run.distractors = distractors_by_query(run.loaded.corpus if run.loaded else None)
+        return run.distractors.get(query_id, [])
 
 
 class BenchmarkSession(Session):
     """``--embedder NAME``: one query item per (query, embedder or pipeline), then the reports
     and the gate, whose decision is the exit status. The hooks translate pytest's events for
-    the run state (:class:`.state.BenchmarkState`, in ``config.stash[STATE]``).
+    the run state (:class:`.state.PoolStates`, in ``config.stash[STATE]``), which sends each
+    to its language pool's :class:`.state.BenchmarkState`.
 
     Under a gate (a baseline or a minimum) a query's outcome is a measurement and the gate is
     the verdict: a query whose rank 1 fails is xfail (its failure text kept in its report), and
@@ -221,29 +298,35 @@ class BenchmarkSession(Session):
 
     def __init__(self, config: pytest.Config, settings: Settings):
         super().__init__(config, settings)
-        config.stash[STATE] = BenchmarkState(settings, bool(config.option.collectonly))
+        config.stash[STATE] = PoolStates(
+            settings, bool(config.option.collectonly), list(self.pools)
+        )
         self._code: dict[str, str] | None = None
 
     @property
-    def state(self) -> BenchmarkState:
+    def state(self) -> PoolStates:
         return self.config.stash[STATE]
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if self.is_worker:
-            handoff = self.receive()
-            self.state.runs = dict(handoff.runs)
-            self.state.baseline_failed = set(handoff.baseline_failed)
+            for name, handoff in self.receive().items():
+                self.state.pools[name].runs = dict(handoff.runs)
+                self.state.pools[name].baseline_failed = set(handoff.baseline_failed)
             return
         loaded = self.load(stale_ok=False)
         if self.state.collect_only:  # --co lists the items; nothing is ranked
             return
-        if not loaded.items:
-            raise pytest.UsageError(f"no valid benchmark items in {self.items_dir}")
+        for name, pool_loaded in loaded.items():  # a pool present is never vacuously passed
+            if not pool_loaded.items:
+                where = self.pools[name].pool.items_dir
+                raise pytest.UsageError(f"no valid benchmark items in {where}")
         try:  # every output, embedder and reranker is checked before any work starts
-            self.state.start(loaded, self.runner, self.selected_ids(loaded))
+            for name, pool_loaded in loaded.items():
+                state = self.state.pools[name]
+                state.start(pool_loaded, self.runner, self.selected_ids(pool_loaded))
         except SetupError as exc:
             raise pytest.UsageError(str(exc)) from None
-        self.item_cache.save()
+        self.save_item_caches()
 
     def selected_ids(self, loaded: Loaded) -> list[str]:
         """The ids of the items under the paths given on the command line (all by default)."""
@@ -254,9 +337,10 @@ class BenchmarkSession(Session):
             if any(_within(item.path.resolve(), root) for root in roots)
         ]
 
-    def handoff(self) -> Handoff:
-        assert self.loaded is not None  # handed off after the controller loaded
-        return Handoff(self.loaded, self.state.runs, frozenset(self.state.baseline_failed))
+    def handoff(self, pool: str) -> Handoff:
+        loaded, state = self.pools[pool].loaded, self.state.pools[pool]
+        assert loaded is not None  # handed off after the controller loaded
+        return Handoff(loaded, state.runs, frozenset(state.baseline_failed))
 
     @pytest.hookimpl(optionalhook=True)  # xdist: a worker's counts, back in its workeroutput
     def pytest_testnodedown(self, node, error) -> None:
@@ -265,23 +349,26 @@ class BenchmarkSession(Session):
         )
 
     def item_nodes(self, parent: ItemFile, item: BenchmarkItem) -> Iterator[pytest.Item]:
-        state = self.state
+        pool = self.pool_of(parent.path).pool
+        state = self.state.pools[pool.name]
         for name in state.names:
             run = state.runs.get(name)
             result = run.results.get(item.id) if run else None
             if result is None and not state.collect_only:
                 raise CorpusError(
                     f"{item.id} has no ranking: the corpus lacks its canonical; "
-                    f"run `execretrieval build {self.items_dir}`"
+                    f"run `execretrieval build {pool.items_dir}`"
                 )
             query = QueryItem.from_parent(
                 parent,
-                name=f"{item.id}[{name}]",
-                nodeid=f"{item.id}[{name}]",
+                name=f"{pool.prefix}{item.id}[{name}]",
+                nodeid=f"{pool.prefix}{item.id}[{name}]",
                 item=item,
                 embedder=name,
                 result=result,
             )
+            if pool.name:
+                query.add_marker(pool.name)
             if self.rerunfailures:  # deterministic: a re-run would only count the query twice
                 query.add_marker(pytest.mark.flaky(reruns=0))
             reason = xfail_reason(state, item.id, result)
@@ -296,10 +383,14 @@ class BenchmarkSession(Session):
         return self.config.pluginmanager.hasplugin("rerunfailures")
 
     def code_by_id(self) -> dict[str, str]:
-        """Snippet code by id (for failure reports; loaded once per process)."""
+        """Snippet code by id, of every pool (for failure reports; loaded once per process)."""
         if self._code is None:
-            corpus = self.corpus or read_corpus(self.items_dir, where=self.corpus_dir)
-            self._code = {s.snippet_id: s.code for s in corpus.snippets}
+            self._code = {}
+            for run in self.pools.values():
+                corpus = (run.loaded.corpus if run.loaded else None) or read_corpus(
+                    run.pool.items_dir, where=corpus_dir(run.pool.items_dir, self.settings.corpus)
+                )
+                self._code.update({s.snippet_id: s.code for s in corpus.snippets})
         return self._code
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -311,8 +402,9 @@ class BenchmarkSession(Session):
         self.state.select(ids)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        if report.failed and not self.is_worker:
-            self.state.collection_error(report.nodeid)
+        if report.failed and not self.is_worker:  # it fails the gates of its pool
+            path = self.config.rootpath / report.nodeid.split("::")[0]
+            self.state.pools[self.pool_of(path).pool.name].collection_error(report.nodeid)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if not self.is_worker:
@@ -336,14 +428,15 @@ class BenchmarkSession(Session):
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         """Pairwise comparisons in pytest's summary; the verdict comes last (unconfigure)."""
-        reports = self.state.final_reports
-        if len(reports) > 1:
-            from .reporting.comparison import compare_reports
+        from .reporting.comparison import compare_reports
 
-            terminalreporter.section("ExecRetrieval comparisons")
-            terminalreporter.write_line(
-                escape(compare_reports(list(reports.values()), all_pairs=False))
-            )
+        for name, state in self.state.pools.items():
+            reports = state.final_reports
+            if len(reports) > 1:
+                terminalreporter.section(f"ExecRetrieval comparisons{' ' * bool(name)}{name}")
+                terminalreporter.write_line(
+                    escape(compare_reports(list(reports.values()), all_pairs=False))
+                )
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """The last lines of the session: the metrics table, each gate's decision with its

@@ -1,7 +1,9 @@
-"""The run state of one benchmark session, without pytest: :class:`BenchmarkState`.
+"""The run state of one benchmark session, without pytest: :class:`PoolStates`, one
+:class:`BenchmarkState` per language pool of the items directory (:mod:`.corpus.pools`).
 
-The session plugin (:class:`..session.BenchmarkSession`) keeps one in ``config.stash`` and
-translates pytest's events into its calls, the shape of syrupy's session object:
+The session plugin (:class:`..session.BenchmarkSession`) keeps a :class:`PoolStates` in
+``config.stash``, which sends each event to the pool it concerns; a pool's state takes these
+calls, the shape of syrupy's session object:
 
 * :meth:`~BenchmarkState.start`: check every output path and report name, open every embedder
   and reranker, load the baseline and rank the pool, before any item runs;
@@ -48,6 +50,7 @@ from .ranking.benchmark import BenchmarkRun
 from .ranking.rerank import RerankerContext
 from .ranking.rerank.pipeline import pipeline_name
 from .reporting.report import RecordedTest, final_summary, ungated_exit_line, write_reports
+from .scoring.cross_language import CrossLanguage
 from .scoring.gate import GateDecision, Incomplete
 from .settings import Settings
 
@@ -68,11 +71,18 @@ class Outcome:
 
 
 class BenchmarkState:
-    """Everything a benchmark session knows, from the ranking to the exit status."""
+    """Everything a benchmark session knows of one language pool (:mod:`.corpus.pools`), from
+    the ranking to the pool's exit status. ``pool``: the pool's name, ``""`` for the items
+    directory's own; another pool's node ids start with ``<pool>/``, its reports are written
+    to the report directory's folder ``<pool>/`` and its baseline is the baseline report's
+    namesake there (``DIR/NAME.json`` -> ``DIR/<pool>/NAME.json``)."""
 
-    def __init__(self, settings: Settings, collect_only: bool = False):
+    def __init__(self, settings: Settings, collect_only: bool = False, pool: str = ""):
         self.settings = settings
         self.collect_only = collect_only
+        self.pool = pool
+        self.prefix = f"{pool}/" if pool else ""
+        self.no_baseline: str | None = None  # why this pool has no baseline though one was asked
         self.pipelines: dict[str, tuple[str, str]] = {}  # name -> (embedder, reranker)
         self.names: list[str] = []  # embedders, each followed by its pipelines
         for name in settings.embedders:
@@ -97,6 +107,22 @@ class BenchmarkState:
         self.started = time.perf_counter()
 
     @property
+    def report_dir(self) -> Path | None:
+        """Where this pool's reports are written."""
+        s = self.settings
+        return None if s.report_dir is None else Path(s.report_dir) / self.pool
+
+    @property
+    def baseline_path(self) -> Path | None:
+        """This pool's baseline report (``None`` without ``--execretrieval-baseline``)."""
+        s = self.settings
+        return None if s.baseline is None else Path(s.baseline).parent / self.pool / s.baseline.name
+
+    def label(self, name: str) -> str:
+        """How the closing lines and the gate's test report name a model of this pool."""
+        return self.prefix + name
+
+    @property
     def gated(self) -> bool:
         """Whether the exit status is a gate's decision (a baseline, or a minimum)."""
         return self.settings.baseline is not None or bool(self.settings.gate.minimums)
@@ -106,7 +132,7 @@ class BenchmarkState:
         must fix raises :class:`.orchestration.SetupError`. ``selected``: the ids of the items
         under the paths given (a fine-tuned model refuses its own training items)."""
         s = self.settings
-        check_outputs(s.report_dir, s.cache_dir, self.names)
+        check_outputs(self.report_dir, s.cache_dir, self.names)
         extra = {} if s.max_tokens is None else {"max_tokens": s.max_tokens}  # the cost guard
         options = EmbedderOptions(
             batch_size=s.batch_size,
@@ -120,8 +146,18 @@ class BenchmarkState:
             refuse_training_items(embedders, selected)
         embedders = identifier_view(embedders, loaded, s.identifiers)
         rerankers = open_rerankers(s.rerank, context)
-        if s.baseline is not None:
-            self.baseline = load_baseline(s.baseline, corpus_sha256(loaded.corpus_dir))
+        path = self.baseline_path
+        if path is not None and self.pool and not path.is_file():
+            # no error here: the run may select none of this pool's items (-m, -k); a gate
+            # that decides on them fails with this reason instead
+            self.no_baseline = (
+                f"no baseline for the {self.pool} pool: a baseline is per language, and "
+                f"{path} (the namesake of --execretrieval-baseline {s.baseline} in its folder "
+                f"{self.pool}/) does not exist; write it with --execretrieval-report-dir"
+            )
+        elif path is not None:
+            sha = corpus_sha256(loaded.corpus_dir)
+            self.baseline = load_baseline(path, sha, self.pool or None)
             self.baseline_failed = failed_queries(self.baseline)
         self.ranked = rank(
             loaded,
@@ -136,11 +172,14 @@ class BenchmarkState:
         )
 
     def query_of(self, nodeid: str) -> tuple[str, str] | None:
-        """``(name, query id)`` of a benchmark item's node id ``<query id>[<name>]``."""
+        """``(name, query id)`` of a benchmark item's node id ``<prefix><query id>[<name>]``
+        in this pool (``None`` for any other node)."""
+        if not nodeid.startswith(self.prefix):
+            return None
         for name in sorted(self.names, key=len, reverse=True):  # "a+b" before "b"
             suffix = f"[{name}]"
             if nodeid.endswith(suffix):
-                query_id = nodeid[: -len(suffix)]
+                query_id = nodeid[len(self.prefix) : -len(suffix)]
                 run = self.runs.get(name)
                 return (name, query_id) if run and query_id in run.results else None
         return None
@@ -226,16 +265,24 @@ class BenchmarkState:
             self.ranked.usage,
             {name: first for name, (first, _) in self.pipelines.items()},
             self.ranked.rerank_info,
+            self.pool or None,
         )
         self.incomplete = self.cut_short(status, stopped)
         short = self.short_models(records)
         complete = {n: r for n, r in self.final_reports.items() if n not in short}
-        gates = gate_reports(complete, self.baseline, s.gate, s.seed, list(self.collection_errors))
+        gates = gate_reports(
+            complete,
+            self.baseline,
+            s.gate,
+            s.seed,
+            list(self.collection_errors),
+            self.no_baseline,
+        )
         gates |= cut_short({n: self.final_reports[n] for n in short}, s.gate, short, self.gated)
         self.gates = {n: gates[n] for n in self.final_reports if n in gates}
-        if s.report_dir and self.final_reports:
+        if self.report_dir and self.final_reports:
             self.written = write_reports(
-                s.report_dir, self.final_reports, records, self.gate_records
+                self.report_dir, self.final_reports, records, self.gate_records
             )
         self.status = self.exit_status(status)
         return self.status
@@ -256,9 +303,11 @@ class BenchmarkState:
         """Each gate's record (the report's ``gate``)."""
         return {name: self.final_reports[name]["gate"] for name in self.gates}
 
-    def closing_lines(self) -> list[str]:
+    def closing_lines(self, executed: bool = True, exit_line: bool = True) -> list[str]:
         """The last lines of the session: the metrics table, the cost of every reranker, each
-        gate's decision with its reasons, then the reports written."""
+        gate's decision with its reasons, then the reports written (``executed``: with the
+        line of the suites the session executed; ``exit_line``: with the line saying why an
+        ungated run exits 1)."""
         if not self.final_reports:
             return [self.incomplete_line(self.incomplete)] if self.incomplete else []
         cost = [
@@ -267,18 +316,26 @@ class BenchmarkState:
             for name, c in self.ranked.rerank_cost.items()
             if name in self.final_reports
         ]
-        lines = final_summary(
-            self.final_reports, self.gate_records, self.written, self.ranked.encode_s
-        )
+        gates = {self.label(n): g for n, g in self.gate_records.items()}
+        lines = final_summary(self.final_reports, gates, self.written, self.ranked.encode_s)
         at = next(
             (i for i, x in enumerate(lines) if x.startswith(("gate [", "reports: "))), len(lines)
         )  # the cost goes above the gates: the verdict stays last
-        lines[at:at] = [*cost, self.executed_line()]
+        lines[at:at] = [*cost, *([self.executed_line()] if executed else [])]
         if self.incomplete:
             return lines + [self.incomplete_line(self.incomplete)]
-        records = {name: self.completed(name) for name in self.names}
-        last = ungated_exit_line(records, self.gate_records, self.written)
+        last = self.exit_line() if exit_line else None
         return lines + ([last] if last else [])
+
+    def exit_line(self, others: Sequence[BenchmarkState] = ()) -> str | None:
+        """Why an ungated run exits 1, over this pool and ``others``
+        (:func:`.reporting.report.ungated_exit_line`)."""
+        records, gates, written = {}, {}, []
+        for state in (self, *others):
+            records |= {state.label(n): state.completed(n) for n in state.names}
+            gates |= {state.label(n): g for n, g in state.gate_records.items()}
+            written += state.written
+        return ungated_exit_line(records, gates, written)
 
     def executed_line(self) -> str:
         """How many suites the session ran in a sandbox (the controller's and every worker's):
@@ -295,3 +352,134 @@ class BenchmarkState:
             f"INCOMPLETE: {i.completed} of {i.selected} selected benchmark items ran "
             f"({'; '.join(i.why)}); exit status {self.status}"
         )
+
+
+class PoolStates:
+    """The run state of a benchmark session over every language pool of its items directory
+    (:mod:`.corpus.pools`): one :class:`BenchmarkState` per pool, the events sent to the pool
+    whose node ids they name, and what spans the pools: the exit status and the paired
+    cross-language analysis (:mod:`.scoring.cross_language`) of each embedder that ran in the
+    directory's own pool and in another.
+
+    The exit status: pytest's when it is neither 0 nor 1; :data:`.orchestration.EXIT_INCOMPLETE`
+    when any pool's run was cut short; the status ``5`` of no tests when no pool ran a query;
+    else 1 when any pool that ran queries says 1 (a gate of one language fails: the closing
+    lines name which), else 0. A pool none of whose items were selected takes no part."""
+
+    def __init__(
+        self, settings: Settings, collect_only: bool = False, pools: Sequence[str] = ("",)
+    ):
+        self.settings = settings
+        self.collect_only = collect_only
+        self.pools = {name: BenchmarkState(settings, collect_only, name) for name in pools}
+        self.executed = 0  # suites run in a sandbox, by every process of the session
+        self.cross: dict[str, CrossLanguage] = {}  # per embedder, python vs another pool
+        self.cross_errors: dict[str, str] = {}  # per embedder, why no analysis was made
+        self.cross_written: list[Path] = []
+        self.status: int | None = None
+
+    @property
+    def root(self) -> BenchmarkState:
+        """The items directory's own pool."""
+        return self.pools[""]
+
+    @property
+    def names(self) -> list[str]:
+        return self.root.names
+
+    def of(self, nodeid: str) -> BenchmarkState:
+        """The pool a node id belongs to (the directory's own for one of no other pool)."""
+        for name, state in self.pools.items():
+            if name and nodeid.startswith(state.prefix):
+                return state
+        return self.root
+
+    def select(self, nodeids: Iterable[str]) -> None:
+        nodeids = list(nodeids)
+        for state in self.pools.values():
+            state.select(nodeids)
+
+    def record(self, report: Outcome) -> None:
+        self.of(report.nodeid).record(report)
+
+    def finish(self, status: int, stopped: Sequence[str] = ()) -> int:
+        """Every pool's reports and gates (see :meth:`BenchmarkState.finish`), the
+        cross-language analyses, then the session's exit status (see the class docstring)."""
+        if self.collect_only:
+            return status
+        for state in self.pools.values():
+            state.finish(status, stopped)
+        self.cross_analyses()
+        self.status = self.exit_status(status)
+        return self.status
+
+    def cross_analyses(self) -> None:
+        """The paired analysis of each embedder or pipeline with a report in the directory's
+        own pool and in another pool, written beside the reports (``cross-language.json``,
+        ``cross-language.md``)."""
+        from .reporting.cross_language_text import write_cross_language
+        from .scoring.compare import ComparisonError
+        from .scoring.cross_language import cross_language
+
+        for pool, state in self.pools.items():
+            if not pool:
+                continue
+            for name, report in state.final_reports.items():
+                first = self.root.final_reports.get(name)
+                if first is None:
+                    continue
+                try:
+                    self.cross[name] = cross_language(first, report, self.settings.seed)
+                except ComparisonError as exc:  # e.g. -k selected no twins
+                    self.cross_errors[name] = str(exc)
+        if self.settings.report_dir and self.cross:
+            self.cross_written = write_cross_language(self.settings.report_dir, self.cross)
+
+    def exit_status(self, status: int) -> int:
+        if status not in (OK, TESTS_FAILED):
+            return status
+        if any(state.incomplete for state in self.pools.values()):
+            return EXIT_INCOMPLETE
+        ran = [state for state in self.pools.values() if state.final_reports]
+        if not ran:
+            return NO_TESTS_COLLECTED if status == OK else status  # never a vacuous pass
+        return max(int(state.status or OK) for state in ran)
+
+    @property
+    def gate_records(self) -> dict[str, dict]:
+        """Every pool's gate records, by the name its gate's test report has
+        (``gate[javascript/bm25]`` for another pool's)."""
+        return {
+            state.label(name): gate
+            for state in self.pools.values()
+            for name, gate in state.gate_records.items()
+        }
+
+    def closing_lines(self) -> list[str]:
+        """The directory's own pool's closing lines, then each other pool's under a line naming
+        it, the cross-language analyses, and which languages' gates failed."""
+        from .reporting.cross_language_text import cross_language_lines
+
+        self.root.executed = self.executed
+        others = [state for pool, state in self.pools.items() if pool]
+        lines = self.root.closing_lines(exit_line=not others)
+        for state in others:
+            more = state.closing_lines(executed=False, exit_line=False)
+            if more:
+                lines += [f"{state.pool} pool:", *more]
+        for c in self.cross.values():
+            lines += cross_language_lines(c)
+        lines += [f"cross-language [{n}]: {why}" for n, why in self.cross_errors.items()]
+        if self.cross_written:
+            lines.append("cross-language: " + ", ".join(map(str, self.cross_written)))
+        failed = [
+            pool or "python"
+            for pool, state in self.pools.items()
+            if state.gates and not all(g.passed for g in state.gates.values())
+        ]
+        if failed and others:
+            lines.append(f"exit 1: the gate fails for {', '.join(failed)}")
+        elif others and not any(state.incomplete for state in self.pools.values()):
+            last = self.root.exit_line(others)
+            lines += [last] if last else []
+        return lines

@@ -36,7 +36,7 @@ def test_failing_tests_show_what_the_rank1_snippet_returned():
 def test_a_value_is_shown_only_where_the_rerun_agrees_with_the_recorded_outcome():
     calls = []
 
-    def run(code, setup, tests):
+    def run(code, setup, tests, language="python"):
         calls.append(code)
         outcomes = ("pass",) * 3 + ("fail", "fail") + ("pass",) * 2
         returned = ("",) * 3 + ("returned 4", "returned 9") + ("",) * 2
@@ -52,10 +52,10 @@ def test_a_value_is_shown_only_where_the_rerun_agrees_with_the_recorded_outcome(
 
 
 def test_without_values_the_text_is_as_before():
-    def old_cache_entry(code, setup, tests):  # no values recorded
+    def old_cache_entry(code, setup, tests, language="python"):  # no values recorded
         return SuiteResult(RECORDED, False, "", "")
 
-    def broken(code, setup, tests):
+    def broken(code, setup, tests, language="python"):
         raise SandboxError("could not start")
 
     for run in (old_cache_entry, broken):
@@ -64,7 +64,7 @@ def test_without_values_the_text_is_as_before():
 
 
 def test_a_snippet_without_the_entry_point_is_not_run():
-    def run(code, setup, tests):
+    def run(code, setup, tests, language="python"):
         raise AssertionError("must not run")
 
     r = result("other", ("fail",) * 7)

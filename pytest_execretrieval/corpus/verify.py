@@ -93,7 +93,7 @@ def name_collisions(items: Sequence[BenchmarkItem], runner: SuiteRunner) -> list
         if a is not b
     ]
     pairs.sort(key=lambda p: (p[0].id, p[1].id))
-    results = runner.run_many([(a.canonical, b.setup, b.tests) for a, b in pairs])
+    results = runner.run_many([(a.canonical, b.setup, b.tests, b.language) for a, b in pairs])
     return [
         f"{a.id}'s canonical passes every test of {b.id} (both define {a.entry_point!r}): "
         "the two items are the same function"

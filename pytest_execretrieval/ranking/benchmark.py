@@ -274,7 +274,9 @@ def plan_outcomes(
             to_run.append((query_id, i))
         else:
             outcomes[query_id, i] = known
-    suites = [(index.pool[i].code, by_id[q].setup, by_id[q].tests) for q, i in to_run]
+    suites = [
+        (index.pool[i].code, by_id[q].setup, by_id[q].tests, by_id[q].language) for q, i in to_run
+    ]
     for key, result in zip(to_run, runner.run_many(suites)):
         outcomes[key] = honest(result)
     return outcomes

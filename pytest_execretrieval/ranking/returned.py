@@ -9,22 +9,30 @@ recorded gives no values). ``reporting/failures.py`` writes the text and runs no
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 
 from ..corpus.items import BenchmarkItem
+from ..execution.runner import SuiteRunner
 from ..execution.sandbox import Limits, SandboxError, SuiteResult, run_suite
+from ..languages import DEFAULT
 from ..records import QueryResult
 
 __all__ = ["RERUN_LIMITS", "SuiteRun", "rank1_returned"]
 
-SuiteRun = Callable[[str, str, Sequence[str]], SuiteResult]  # (code, setup, tests) -> result
+# (code, setup, tests, language) -> result
+SuiteRun = Callable[[str, str, Sequence[str], str], SuiteResult]
 # The re-run for the values: a snippet that timed out before times out again, sooner; a test
 # whose outcome differs under these limits shows no value.
 RERUN_LIMITS = Limits(timeout_s=2.0)
+_RUNNERS: dict[int, SuiteRunner] = {}  # other languages' re-runs: one runner per process
 
 
-def _rerun(code: str, setup: str, tests: Sequence[str]) -> SuiteResult:
-    return run_suite(code, setup, tests, RERUN_LIMITS)
+def _rerun(code: str, setup: str, tests: Sequence[str], language: str) -> SuiteResult:
+    if language == DEFAULT:
+        return run_suite(code, setup, tests, RERUN_LIMITS)
+    runner = _RUNNERS.setdefault(os.getpid(), SuiteRunner(RERUN_LIMITS))
+    return runner.run(code, setup, tests, language)
 
 
 def rank1_returned(
@@ -45,7 +53,7 @@ def rank1_returned(
     if not item.lang.defines(snippet, item.entry_point):
         return ()
     try:
-        result = (run or _rerun)(snippet, item.setup, item.tests)
+        result = (run or _rerun)(snippet, item.setup, item.tests, item.language)
     except SandboxError:
         return ()
     if not result.returned or len(result.outcomes) != len(r.rank1_outcomes):

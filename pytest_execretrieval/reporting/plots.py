@@ -32,6 +32,7 @@ from ..scoring.analyses import analyses as run_analyses
 from ..scoring.compare import ReportError, load_report, report_names
 from ..scoring.metrics import at_k
 from .comparison import compare_reports
+from .cross_language_text import FILE_STEM as CROSS_LANGUAGE
 from .report import analyses_markdown, file_stem, or_na
 
 if TYPE_CHECKING:
@@ -63,9 +64,13 @@ def similarity_png(name: str) -> str:
 
 
 def load_reports(directory: Path) -> tuple[list[dict], list[str]]:
-    """The schema_version 1 reports among ``directory/*.json`` (by file name) and skip notes."""
+    """The schema_version 1 reports among ``directory/*.json`` (by file name) and skip notes
+    (``cross-language.json``, the paired analysis a session writes beside its reports, is no
+    report and needs no note)."""
     reports, notes = [], []
     for path in sorted(Path(directory).glob("*.json")):
+        if path.name == f"{CROSS_LANGUAGE}.json":
+            continue
         try:
             reports.append(load_report(path))
         except ReportError as exc:

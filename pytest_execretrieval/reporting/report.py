@@ -90,15 +90,19 @@ def build_report(
     *,
     isolation: dict,
     created_at: str,
+    language: str | None = None,
 ) -> dict:
     """The report JSON of ``name`` over the queries that ran (``query_ids``); ``isolation``:
     the sandbox layers in force during the run (``execution.sandbox.isolation_in_force``),
-    ``created_at``: when the run ended (ISO 8601, UTC)."""
+    ``created_at``: when the run ended (ISO 8601, UTC); ``language``: the language pool's name
+    (:mod:`..corpus.pools`), the report's ``language`` field, left out for an items
+    directory's own pool (``None``), whose reports stay as they were."""
     per_query = [report_row(run.results[q]) for q in sorted(query_ids)]
     invocation = dict(run.embedder)
     invocation["name"] = name
     report = {
         "schema_version": SCHEMA_VERSION,
+        **({"language": language} if language else {}),
         "embedder": invocation,
         "corpus": {
             "sha256": run.corpus_sha256,

@@ -262,7 +262,7 @@ class ExecConsensus:
 
     def rerank(self, first_stage: str, queries: Sequence[RerankQuery]) -> list[Reranked]:
         plans = []
-        suites: list[tuple[str, str, Sequence[str]]] = []
+        suites: list[tuple[str, str, Sequence[str], str]] = []
         for q in queries:
             ep = q.item.entry_point
             callable_ = [i for i, c in enumerate(q.candidates) if q.item.lang.defines(c.code, ep)]
@@ -270,7 +270,9 @@ class ExecConsensus:
             plans.append((callable_, args, len(suites)))
             if args and len(callable_) >= 2:
                 tests = [f"{ep}({a})" for a in args]
-                suites += [(q.candidates[i].code, q.item.setup, tests) for i in callable_]
+                suites += [
+                    (q.candidates[i].code, q.item.setup, tests, q.item.language) for i in callable_
+                ]
         results = self.runner.run_many(suites)
         answers = []
         for q, (callable_, args, start) in zip(queries, plans):

@@ -145,7 +145,9 @@ def reorder(r: QueryResult, scores: Sequence[float], k: int) -> Reordered:
 def _outcomes(item: BenchmarkItem, snippet: Snippet, runner: SuiteRunner) -> Outcomes:
     """The snippet's outcome per test of ``item`` (recorded, not callable, or run, cached)."""
     known = pair_outcomes(item, snippet)
-    return known if known is not None else honest(runner.run(snippet.code, item.setup, item.tests))
+    if known is not None:
+        return known
+    return honest(runner.run(snippet.code, item.setup, item.tests, item.language))
 
 
 def rerank_run(
