@@ -50,15 +50,15 @@ def cmd_build(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return _fail("build", str(exc))
     out_dir = corpus_dir(items_dir, variant)
+    items, problems = load_items(items_dir)
     try:
-        engine_now = engine(variant)
+        engine_now = engine(variant, {item.language for item in items})
     except BuildError as exc:  # mutmut is not installed
         return _fail("build", str(exc))
     if args.check:
         reasons = stale_reasons(items_dir, engine_now, out_dir)
         for reason in reasons:
             print(f"stale: {reason}")
-        items, _ = load_items(items_dir)
         bad = check_plan(plan(items, out_dir, engine_now), items)
         differences = len(reasons) + len(bad)
         print(
@@ -67,7 +67,6 @@ def cmd_build(args: argparse.Namespace) -> int:
             else f"{differences} difference(s): run `{build_command(items_dir, variant)}`"
         )
         return 1 if reasons or bad else 0
-    items, problems = load_items(items_dir)
     if problems:
         for problem in problems:
             print(problem, file=sys.stderr)  # ItemProblem escapes what it quotes
@@ -271,8 +270,8 @@ def cmd_embed(args: argparse.Namespace) -> int:
 
     items_dir = Path(args.items_dir or default_items())
     try:
-        corpus = read_corpus(items_dir, engine())
         items, problems = load_items(items_dir)
+        corpus = read_corpus(items_dir, engine(languages={item.language for item in items}))
         embedder = require_dense(
             get_embedder(args.embedder, EmbedderOptions(cache_dir=args.cache_dir)),
             "freezing vectors",

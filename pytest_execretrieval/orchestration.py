@@ -93,7 +93,7 @@ def load(
     bad = {item_id(p.path) for p in problems}
     where = corpus_dir(items_dir, variant)
     try:
-        now = engine(variant)
+        now = engine(variant, {item.language for item in items})
     except BuildError as exc:  # mutmut is not installed
         raise SetupError(str(exc)) from None
     # A malformed item file is collection's error to report, not a reason to call the corpus stale.

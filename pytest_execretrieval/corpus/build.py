@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 
 from ..execution.runner import SuiteRunner
 from ..execution.sandbox import RUNNER_VERSION, SuiteResult
+from ..languages import DEFAULT, language
 from ..mutation.equivalence import EVIDENCE_VERSION, evidence
 from ..mutation.families import ALL_CLASSES, ALL_OPERATORS, FAMILY_CANDIDATES_PER_CLASS
 from ..mutation.fingerprint import families_version, mutation_version
@@ -35,11 +36,14 @@ from .store import (
 MUTANT_TIMEOUT_S = 1.0
 
 
-def engine(variant: CorpusVariant = DEFAULT_VARIANT) -> dict:
+def engine(variant: CorpusVariant = DEFAULT_VARIANT, languages: Iterable[str] = ()) -> dict:
     """What generated a corpus; a change here makes committed corpora stale. The mutation
     version follows the operator table and selection code (see :mod:`.mutation.fingerprint`);
     a mutmut corpus also records mutmut's, libcst's and the adapter's versions, the families
-    corpus the families' version and candidates per class."""
+    corpus the families' version and candidates per class. ``languages``: those of the
+    corpus's items; each but Python adds its runner's and mutants' versions
+    (:meth:`.languages.Language.versions`), so a Python corpus records what it always did."""
+    others = {name: language(name).versions() for name in sorted(set(languages) - {DEFAULT})}
     return (
         {
             "runner": RUNNER_VERSION,
@@ -55,6 +59,7 @@ def engine(variant: CorpusVariant = DEFAULT_VARIANT) -> dict:
             if variant.families
             else {}
         )
+        | ({"languages": others} if others else {})
     )
 
 
@@ -337,7 +342,7 @@ def build(
     corpus = Corpus(
         tuple(sorted(pool, key=by_id)),
         tuple(sorted(alternatives, key=by_id)),
-        engine(variant),
+        engine(variant, {item.language for item in items}),
     )
     unusable = tuple(line for item in items if item.id in runs for line in runs[item.id].unusable)
     return BuildResult(

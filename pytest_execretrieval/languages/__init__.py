@@ -58,6 +58,12 @@ class Language(Protocol):
         """Every valid single-edit mutant of ``code`` (the distractor candidates)."""
         ...
 
+    def versions(self) -> dict[str, str]:
+        """What a corpus of this language's items records besides the engine's own versions
+        (its runner's and its mutants'), so a change to either makes the corpus stale; Python's
+        are the engine's own ("runner", "mutation"): none more."""
+        ...
+
 
 # The registry: a language's name (an item's ``language`` field) -> its implementation.
 LANGUAGES: dict[str, Language] = {PYTHON.name: PYTHON, JAVASCRIPT.name: JAVASCRIPT}

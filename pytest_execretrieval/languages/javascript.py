@@ -41,5 +41,11 @@ class JavaScript:
     def mutants(self, code: str, entry_point: str) -> list[Mutant]:
         return generate_js_mutants(code, entry_point)
 
+    def versions(self) -> dict[str, str]:
+        from ..execution.node import NODE_RUNNER_VERSION
+        from ..mutation.fingerprint import js_mutation_version
+
+        return {"runner": NODE_RUNNER_VERSION, "mutation": js_mutation_version()}
+
 
 JAVASCRIPT = JavaScript()

@@ -47,5 +47,8 @@ class Python:
     def mutants(self, code: str, entry_point: str) -> list[Mutant]:
         return generate_mutants(code, entry_point)
 
+    def versions(self) -> dict[str, str]:
+        return {}
+
 
 PYTHON = Python()
