@@ -65,10 +65,11 @@ _NODE_THREADS = 16
 # A process serves at most this many suites, then the item continues in a fresh one: contexts
 # whose jobs are still queued (a promise a call left pending) are collected late, if ever.
 MAX_SUITES_PER_PROCESS = 256
+_PIPE_ROOM = 1 << 16  # a pipe's default capacity: the runner source is written into one
 
 
 def node_argv(node: str, runner: str, limits: dict[str, Any]) -> list[str]:
-    """The command a launcher execs."""
+    """The command a launcher execs (``runner``: the program's path, ``-`` for stdin)."""
     heap_mib = int(limits.get("memory_bytes") or 0) >> 20
     flags = [
         "--no-addons",  # process.dlopen refused: no native code
@@ -169,26 +170,31 @@ class _NodeLayers(_zygote._Layers):
     def __init__(self, confine: Any, limits: dict[str, Any], seccomp: Any, node: dict) -> None:
         super().__init__(confine, limits, seccomp)
         self.node = os.path.realpath(node["node"])
-        self.runner = os.path.realpath(node["runner"])
+        # Read now, before the namespaces: node gets the runner on its stdin, not by path, so
+        # it needs no read right on the package and works where the package lives under the
+        # directory the scratch tmpfs covers (a checkout in /tmp).
+        with open(os.path.realpath(node["runner"]), "rb") as fh:
+            self.runner_source = fh.read()
+        if len(self.runner_source) > _PIPE_ROOM:  # written whole before node reads it
+            raise ValueError(f"the Node runner is over {_PIPE_ROOM} bytes")
         self.node_reads = [os.path.realpath(p) for p in node.get("reads", ())]
 
     def exposed(self) -> list[str]:
-        """The interpreter's trees, node's and the runner's directories, and ``/proc`` (the
-        zygote lists its PID namespace there; node gets none of it)."""
-        extra = [os.path.dirname(self.node), os.path.dirname(self.runner), *self.node_reads]
+        """The interpreter's trees, node's directory, and ``/proc`` (the zygote lists its PID
+        namespace there; node gets none of it)."""
+        extra = [os.path.dirname(self.node), *self.node_reads]
         extra.append("/proc")
         return sorted({*_zygote._python_paths(), *(p for p in extra if os.path.exists(p))})
 
     def _child_landlock(self) -> None:
         """node's own ruleset on top of the zygote's: execute the node binary only; read it,
-        the runner, the system libraries and what the node distribution ships; write in the
+        the system libraries and what the node distribution ships; write in the
         scratch directory only (no exec there); no TCP; signals and abstract sockets scoped."""
         c = self.c
         ruleset = c.LandlockRuleset(self.landlock_abi)
         # execve opens the ELF interpreter with exec rights too (a static binary has none).
         loader = [os.path.realpath(p) for p in [elf_interpreter(self.node)] if p]
         ruleset.allow_paths([self.node, *loader], c.FS_EXECUTE | c.FS_READ_FILE)
-        ruleset.allow_paths([self.runner], c.FS_READ_FILE)
         libs = [p for p in _zygote._SYSTEM_READ if p != "/usr/share/zoneinfo"]
         ruleset.allow_paths([*libs, *self.node_reads], c.FS_READ_FILE | c.FS_READ_DIR)
         ruleset.allow_paths(["/dev/null"], c.FS_READ_FILE | c.FS_WRITE_FILE)
@@ -217,7 +223,7 @@ class _NodeZygote:
 
     def __init__(self, pipes: _wire.Pipes, layers: _NodeLayers, limits: dict[str, Any]) -> None:
         self.pipes, self.layers, self.limits = pipes, layers, limits
-        self.argv = node_argv(layers.node, layers.runner, limits)
+        self.argv = node_argv(layers.node, "-", limits)
         self.current: _Proc | None = None
         self.spare: _Proc | None = None
         self.open_max = max(os.sysconf("SC_OPEN_MAX"), 1024)
@@ -408,8 +414,10 @@ class _NodeZygote:
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         for which, pair in self.rlimits:
             resource.setrlimit(which, pair)
-        devnull = os.open(os.devnull, os.O_RDWR)
-        os.dup2(devnull, 0)
+        source_r, source_w = os.pipe()  # the runner, node's program (``node -``): 15 KB fit
+        os.write(source_w, layers.runner_source)
+        os.close(source_w)
+        os.dup2(source_r, 0)
         os.dup2(self.pipes.out_w, 1)
         os.dup2(self.pipes.out_w, 2)
         os.dup2(run_r, RUN_FD)
