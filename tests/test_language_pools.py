@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from plugin_runs import bench, without_timing
 
 from pytest_execretrieval import cli
 from pytest_execretrieval.corpus.store import read_corpus
@@ -26,7 +27,6 @@ from pytest_execretrieval.scoring.compare import ComparisonError
 from pytest_execretrieval.scoring.cross_language import cross_language
 
 DATA = Path(__file__).parent / "data"
-TIMING = ("elapsed_s", "created_at")
 TWINS = ("arrays_lists/last_index_of", "math_number_theory/clamp_add", "strings/count_vowels")
 
 
@@ -45,27 +45,6 @@ def pools(items: Path, built_js: Path) -> Path:
     """The test-data items with a built JavaScript pool in ``javascript/``."""
     shutil.copytree(built_js, items / "javascript")
     return items
-
-
-def bench(pytester, items: Path, *args: str):
-    return pytester.runpytest_subprocess(
-        "--embedder",
-        "bm25",
-        "--execretrieval-items",
-        str(items),
-        "--execretrieval-cache-dir",
-        str(pytester.path / "cache"),
-        "-p",
-        "no:randomly",
-        *args,
-    )
-
-
-def without_timing(path: Path) -> dict:
-    data = json.loads(path.read_text())
-    for key in TIMING:
-        data.pop(key)
-    return data
 
 
 def test_both_pools_in_one_run_ids_reports_and_the_paired_analysis(pytester, pools):

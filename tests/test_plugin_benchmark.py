@@ -12,33 +12,11 @@ from pathlib import Path
 
 import numpy as np  # imported at collection: pytester's module snapshot must not drop numpy
 import pytest
+from plugin_runs import bench, without_timing
 
 from pytest_execretrieval.corpus.items import load_items
 from pytest_execretrieval.corpus.store import read_corpus
 from pytest_execretrieval.embedders.npz import write_npz
-
-TIMING = ("elapsed_s", "created_at")
-
-
-def bench(pytester, items: Path, *args: str, embedders=("bm25",)):
-    flags = [f for name in embedders for f in ("--embedder", name)]
-    return pytester.runpytest_subprocess(
-        *flags,
-        "--execretrieval-items",
-        str(items),
-        "--execretrieval-cache-dir",
-        str(pytester.path / "cache"),
-        "-p",
-        "no:randomly",
-        *args,
-    )
-
-
-def without_timing(path: Path) -> dict:
-    data = json.loads(path.read_text())
-    for key in TIMING:
-        data.pop(key)
-    return data
 
 
 def test_one_item_per_query_with_readable_failures(pytester, items):
