@@ -330,7 +330,9 @@ class BenchmarkState:
     def exit_line(self, others: Sequence[BenchmarkState] = ()) -> str | None:
         """Why an ungated run exits 1, over this pool and ``others``
         (:func:`.reporting.report.ungated_exit_line`)."""
-        records, gates, written = {}, {}, []
+        records: dict[str, list[RecordedTest]] = {}
+        gates: dict[str, dict] = {}
+        written: list[Path] = []
         for state in (self, *others):
             records |= {state.label(n): state.completed(n) for n in state.names}
             gates |= {state.label(n): g for n, g in state.gate_records.items()}

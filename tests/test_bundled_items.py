@@ -138,11 +138,15 @@ def test_every_bundled_snippet_verifies():
         timeout=1800,
     )
     assert done.returncode == 0, done.stdout[-5000:]
+    pools = [ITEMS, ITEMS / "javascript"]  # the Python pool and the JavaScript pool beside it
     snippets = sum(
-        len((ITEMS / name).read_text().splitlines())
+        len((pool / name).read_text().splitlines())
+        for pool in pools
         for name in ("corpus.jsonl", "alternatives.jsonl")
+        if (pool / name).exists()
     )
-    assert f"{snippets + 2} passed" in done.stdout  # + the name-collision and freshness gates
+    # + each pool's name-collision and freshness gates
+    assert f"{snippets + 2 * len(pools)} passed" in done.stdout
 
 
 # ---------------------------------------------------------------------------------------------
