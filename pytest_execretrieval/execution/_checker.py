@@ -458,6 +458,7 @@ class _Checker:
         self.limits = limits
         self.link = _Link(pipes)
         self._plans: dict[tuple[str, ...], _Plan] = {}
+        self._serial = 0
         try:
             self.go_room = fcntl.fcntl(pipes.go_w, fcntl.F_GETPIPE_SZ)
         except OSError:
@@ -468,6 +469,8 @@ class _Checker:
         plan = self._plans.pop(key, None)
         if plan is None:
             plan = self.plan_class(tests)
+            self._serial += 1
+            plan.serial = self._serial  # names its calls to the zygote and the children
             if len(self._plans) >= _wire._PLANS_KEPT:
                 del self._plans[next(iter(self._plans))]  # least recently used
         self._plans[key] = plan
@@ -481,6 +484,7 @@ class _Checker:
             "marshal": _child.marshalled(req["code"]),
             "setup": req["setup"],
             "calls": plan.calls,
+            "plan": plan.serial,
             "limits": limits,
             "guard": req.get("guard", True),
         }
@@ -488,7 +492,8 @@ class _Checker:
         frame = _wire._frame(run)
         if limits == self.limits and len(frame) <= self.go_room:
             _wire._write_all(self.pipes.go_w, frame)
-            told = {"direct": 1, "limits": limits, "setup": run["setup"], "calls": run["calls"]}
+            told = {"direct": 1, "limits": limits}
+            told.update((k, run[k]) for k in ("setup", "calls", "plan"))
             _wire._send(self.pipes.zc_w, {"run": told})
         else:
             _wire._send(self.pipes.zc_w, {"run": run})

@@ -129,16 +129,17 @@ class _Reporter:
         self.send({"viol": str(fields[0])})
 
 
-def _make_guard(root: str, pid: int, report: _Reporter) -> Callable[[str, tuple], None]:
+def _make_guard(root: str, report: _Reporter) -> Callable[[str, tuple], None]:
     """Audit hook: no new processes, no killing others, no writes outside ``root``.
 
-    Also puts a stand-in ``_posixsubprocess`` in ``sys.modules``: the real ``fork_exec`` raises
-    no audit event of its own.
+    Made once in the zygote (:func:`_prepare_children`), before any fork, and installed by
+    each child: its own pid is asked for when a check needs it. The zygote also puts the
+    guard's stand-in ``_posixsubprocess`` in ``sys.modules``: the real ``fork_exec`` raises no
+    audit event of its own.
     """
     realpath, fsdecode, fspath, readlink = os.path.realpath, os.fsdecode, os.fspath, os.readlink
-    join, isabs = os.path.join, os.path.isabs
+    join, isabs, getpid = os.path.join, os.path.isabs, os.getpid
     prefix = root.rstrip("/") + "/"
-    own_proc = f"/proc/{pid}/"
     root_name = os.path.basename(root.rstrip("/"))
     reported: list[str] = []
 
@@ -182,7 +183,7 @@ def _make_guard(root: str, pid: int, report: _Reporter) -> Callable[[str, tuple]
         if resolved is None or not resolved.startswith("/proc/"):
             return True
         part = resolved[6:].split("/", 1)[0]
-        return not part.isdigit() or resolved.startswith(own_proc) or resolved == own_proc[:-1]
+        return not part.isdigit() or int(part) == getpid()
 
     def deny(event: str) -> None:
         if event not in reported and len(reported) < _wire._MAX_VIOLATIONS:
@@ -216,10 +217,10 @@ def _make_guard(root: str, pid: int, report: _Reporter) -> Callable[[str, tuple]
                 # Not reported: to the snippet this is just an unavailable optional module.
                 raise SandboxImportViolation(f"sandbox blocked import of {args[0]}")
         elif event == "os.kill":
-            if args[0] not in (0, pid, -pid):
+            if args[0] not in (0, getpid(), -getpid()):
                 deny(event)
         elif event == "os.killpg":
-            if args[0] not in (0, pid):
+            if args[0] not in (0, getpid()):
                 deny(event)
         elif event == "sqlite3.connect":
             db = args[0]
@@ -431,14 +432,13 @@ _MISSING = object()
 
 def _child_main(limits: dict[str, Any], zygote: Any, go_r: int) -> None:
     """A spare child: confine, wait for a suite from the zygote, run it."""
-    layers = zygote.layers
     streams = _child_setup(zygote, zygote.rlimits(limits), go_r)
     run = _wire._recv(GO_FD, _wire._MAX_RUN)
     if run is None:
         os._exit(0)  # the zygote is done with us
     os.close(GO_FD)
-    compiled = zygote.compiled(run)  # inherited from the zygote when it had this suite already
-    report = _Reporter(REPLY_FD)
+    compiled = zygote.inherited(run)
+    report = zygote.reporter
     if run.get("guard", True):
-        sys.addaudithook(_make_guard(layers.scratch, os.getpid(), report))
+        sys.addaudithook(zygote.guard)
     _serve_calls(run, compiled, report, streams, zygote.fresh)

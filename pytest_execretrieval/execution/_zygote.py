@@ -10,7 +10,6 @@ sees a check.
 from __future__ import annotations
 
 import gc
-import json
 import os
 import select
 import signal
@@ -185,8 +184,10 @@ class _Zygote:
 
     def __init__(self, pipes: _wire.Pipes, layers: Any, limits: dict[str, Any]) -> None:
         self.pipes, self.layers, self.limits = pipes, layers, limits
-        self._compiled: dict[str, tuple[Any, list]] = {}
+        self._compiled: dict[tuple[int, str], tuple[Any, list]] = {}
         self.fresh = _child.fresh_namespaces()  # each child's own copy, by fork
+        self.reporter = _child._Reporter(_child.REPLY_FD)  # and the audit guard, made once
+        self.guard = _child._make_guard(layers.scratch, self.reporter)
         # (pid, the write end of its own go pipe or None when it reads pipes.go_r, its limits)
         self.spare: tuple[int, int | None, dict[str, Any]] | None = None
         self._rlimits: tuple[dict[str, Any], list[tuple[int, tuple[int, int]]]] | None = None
@@ -201,17 +202,26 @@ class _Zygote:
         return self._rlimits[1]
 
     def compiled(self, run: dict[str, Any]) -> tuple[Any, list]:
-        key = json.dumps([run["setup"], run["calls"]])
-        found = self._compiled.pop(key, None)
-        if found is None:
-            found = (
-                _child._compile(run["setup"], "<setup>"),
-                [_parsed_call(c) for c in run["calls"]],
-            )
-            if len(self._compiled) >= _wire._PLANS_KEPT:
-                del self._compiled[next(iter(self._compiled))]  # least recently used
+        """``run``'s setup and calls compiled, kept for the children forked later (the last
+        :data:`_wire._PLANS_KEPT` suites'), under the checker's serial of its plan and the setup."""
+        key = (run["plan"], run["setup"])
+        found = self._compiled.pop(key, None) or self._compile(run)
+        if len(self._compiled) >= _wire._PLANS_KEPT:
+            del self._compiled[next(iter(self._compiled))]  # least recently used
         self._compiled[key] = found
         return found
+
+    def inherited(self, run: dict[str, Any]) -> tuple[Any, list]:
+        """In a child: :meth:`compiled` as the zygote had it at the fork, nothing changed (a
+        child that writes the zygote's objects pays a copy-on-write fault for each page)."""
+        return self._compiled.get((run["plan"], run["setup"])) or self._compile(run)
+
+    @staticmethod
+    def _compile(run: dict[str, Any]) -> tuple[Any, list]:
+        return (
+            _child._compile(run["setup"], "<setup>"),
+            [_parsed_call(c) for c in run["calls"]],
+        )
 
     def serve(self) -> None:
         try:
