@@ -201,6 +201,8 @@ class _Plan:
     (:class:`_grammar.Test`) with its literals computed, or the ``error:<Name>`` outcome a test
     outside the grammar gets. The child is sent each test's call and nothing else."""
 
+    serial = 0  # the checker's number for it (:meth:`_Checker.plan`)
+
     def __init__(self, tests: list[str]) -> None:
         self.tests: list[tuple[Any, Any] | str] = []
         for source in tests:
