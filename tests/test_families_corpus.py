@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from plugin_runs import bench
 
 from pytest_execretrieval import cli
 from pytest_execretrieval.corpus.build import engine
@@ -112,27 +113,16 @@ def test_an_equivalent_family_mutant_is_a_survivor_never_a_distractor(tmp_path, 
 
 
 def test_benchmark_option_selects_the_families_corpus(pytester, items, cache) -> None:
-    def bench(*args: str):
-        return pytester.runpytest_subprocess(
-            "--embedder",
-            "bm25",
-            "--execretrieval-items",
-            str(items),
-            "-p",
-            "no:randomly",
-            "--execretrieval-cache-dir",
-            str(pytester.path / "cache"),
-            *args,
-        )
-
-    missing = bench("--execretrieval-families")
+    missing = bench(pytester, items, "--execretrieval-families")
     assert missing.ret == pytest.ExitCode.USAGE_ERROR
     assert "execretrieval build" in missing.stderr.str() and "--families" in missing.stderr.str()
-    both = bench("--execretrieval-families", "--execretrieval-stack", "2")
+    both = bench(pytester, items, "--execretrieval-families", "--execretrieval-stack", "2")
     assert both.ret == pytest.ExitCode.USAGE_ERROR
     assert "--execretrieval-families" in both.stderr.str()
     assert cli.main(["build", str(items), "--families", *cache]) == 0
-    result = bench("--execretrieval-families", "--execretrieval-report-dir", "reports")
+    result = bench(
+        pytester, items, "--execretrieval-families", "--execretrieval-report-dir", "reports"
+    )
     assert result.ret in (0, 1)
     report = json.loads((pytester.path / "reports" / "bm25.json").read_text())
     meta = json.loads((items / "families" / "manifest.json").read_text())
@@ -142,15 +132,8 @@ def test_benchmark_option_selects_the_families_corpus(pytester, items, cache) ->
     assert per_class["realistic_mix"]["classes"]
     summary = (pytester.path / "reports" / "summary.md").read_text()
     assert "| realistic mix |" in summary
-    verify = pytester.runpytest_subprocess(
-        "--execretrieval-verify",
-        "--execretrieval-families",
-        "--execretrieval-items",
-        str(items),
-        "--execretrieval-cache-dir",
-        str(pytester.path / "cache"),
-        "-p",
-        "no:randomly",
+    verify = bench(
+        pytester, items, "--execretrieval-verify", "--execretrieval-families", embedders=()
     )
     assert verify.ret == 0
     n_snippets = meta["counts"]["snippets"] + meta["counts"]["alternatives"]

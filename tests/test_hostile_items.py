@@ -19,6 +19,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from plugin_runs import bench
 
 from pytest_execretrieval.cli import main as cli
 from pytest_execretrieval.corpus.build import BuildError, build
@@ -317,17 +318,7 @@ def test_corpus_writes_are_not_redirected(tmp_path, outside):
 
 
 def bench_reports(pytester, items: Path, reports: Path):
-    return pytester.runpytest_subprocess(
-        "--embedder",
-        "bm25",
-        "--execretrieval-items",
-        str(items),
-        "-p",
-        "no:randomly",
-        "--execretrieval-cache-dir",
-        str(pytester.path / "cache"),
-        f"--execretrieval-report-dir={reports}",
-    )
+    return bench(pytester, items, f"--execretrieval-report-dir={reports}")
 
 
 @pytest.mark.parametrize("planted", ["bm25.json.tmp", "bm25.xml", "summary.md"])

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from plugin_runs import bench
 
 from pytest_execretrieval import cli
 from pytest_execretrieval.corpus.build import build, engine
@@ -214,18 +215,8 @@ def test_benchmark_option_selects_the_mutmut_corpus(pytester, items):
         )
         == 0
     )
-    flags = [
-        "--embedder",
-        "bm25",
-        "--execretrieval-items",
-        str(items),
-        "-p",
-        "no:randomly",
-        "--execretrieval-cache-dir",
-        str(pytester.path / "cache"),
-    ]
-    result = pytester.runpytest_subprocess(
-        *flags, "--execretrieval-source", "mutmut", "--execretrieval-report-dir=reports"
+    result = bench(
+        pytester, items, "--execretrieval-source", "mutmut", "--execretrieval-report-dir=reports"
     )
     assert result.ret in (0, 1)
     report = json.loads((pytester.path / "reports" / "bm25.json").read_text())
@@ -233,6 +224,6 @@ def test_benchmark_option_selects_the_mutmut_corpus(pytester, items):
     assert report["corpus"]["sha256"] == manifest["corpus_sha256"]
     tops = {h["operator"] for q in report["per_query"] for h in q["top"]} - {None}
     assert tops and tops <= set(MUTMUT_CLASSES)
-    bad = pytester.runpytest_subprocess(*flags, "--execretrieval-source", "mutmutt")
+    bad = bench(pytester, items, "--execretrieval-source", "mutmutt")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     assert "--execretrieval-source: 'mutmutt' is not one of" in bad.stderr.str()

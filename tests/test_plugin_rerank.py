@@ -6,25 +6,11 @@ from __future__ import annotations
 import json
 import shutil
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
+from plugin_runs import bench
 
 from pytest_execretrieval.scoring.metrics import METRIC_NAMES
-
-
-def bench(pytester, items: Path, *args: str, embedders=("bm25",)):
-    flags = [f for name in embedders for f in ("--embedder", name)]
-    return pytester.runpytest_subprocess(
-        *flags,
-        "--execretrieval-items",
-        str(items),
-        "--execretrieval-cache-dir",
-        str(pytester.path / "cache"),
-        "-p",
-        "no:randomly",
-        *args,
-    )
 
 
 def test_pipeline_items_junit_and_report_with_lift(pytester, items, capsys):
