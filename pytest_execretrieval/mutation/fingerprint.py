@@ -27,9 +27,9 @@ has its own version (``RUNNER_VERSION``).
 
 The JavaScript mutants (:mod:`.javascript`) have a version of their own,
 :func:`js_mutation_version`, derived the same way from :data:`JS_MODULES` (Python's modules,
-whose helpers and selection they share, plus ``js_syntax.py`` and ``javascript.py``), the live
-``JS_OPERATORS`` table and the installed versions of the parser and its grammar
-(:data:`.js_syntax.GRAMMAR_PACKAGES`: the grammar decides every parse), against
+whose helpers and selection they share, plus ``js_syntax.py``, ``js_scope.py`` and
+``javascript.py``), the live ``JS_OPERATORS`` table and the installed versions of the parser
+and its grammar (:data:`.js_syntax.GRAMMAR_PACKAGES`: the grammar decides every parse), against
 ``javascript.JS_MUTATION_FINGERPRINT``; Python's version never depends on them.
 
 The real-bug families (:mod:`.families`) generate only the ``families`` corpus, so the mutation
@@ -47,11 +47,11 @@ import inspect
 import json
 from types import ModuleType
 
-from . import families, javascript, js_syntax, operators, select, stacking
+from . import families, javascript, js_scope, js_syntax, operators, select, stacking
 
 MODULES: tuple[ModuleType, ...] = (operators, select, stacking)
 # JavaScript mutants come from these, plus the shared helpers and selection of MODULES.
-JS_MODULES: tuple[ModuleType, ...] = (*MODULES, js_syntax, javascript)
+JS_MODULES: tuple[ModuleType, ...] = (*MODULES, js_syntax, js_scope, javascript)
 RECORDING_NAMES = frozenset(
     {
         "MUTATION_VERSION",

@@ -76,6 +76,11 @@ def parse(source: str) -> Any:
     return _parser().parse(source.encode("utf-8"))
 
 
+def field(node: Any, name: str) -> Any:
+    """``node``'s child in the grammar's field ``name``, or None."""
+    return node.child_by_field_name(name)
+
+
 def walk(node: Any) -> Iterator[Any]:
     """Every node below and including ``node``, pre-order, without recursion."""
     stack = [node]
