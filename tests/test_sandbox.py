@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from processes import descendants
 
+from pytest_execretrieval.execution import _wire
 from pytest_execretrieval.execution.sandbox import (
     PROTOCOL_ERROR,
     Limits,
@@ -94,6 +95,18 @@ def test_module_level_exception_marks_every_test(sb):
 def test_setup_runs_before_code_in_same_namespace(sb):
     r = sb.run("def g():\n    return sqrt(16)\n", "from math import sqrt", ["assert g() == 4"])
     assert r.passed, r
+
+
+def test_each_suite_runs_its_own_setup_and_tests_past_the_kept_plans(sb):
+    # The checker keeps its plans and the zygote its compiled setups and calls for the last
+    # _PLANS_KEPT suites (a spare inherits them): suites sharing tests but not setup, more of them
+    # than are kept, and each seen again after its entry was dropped, still run their own.
+    code = "def f():\n    return K\n"
+    for _ in range(2):
+        for k in range(_wire._PLANS_KEPT + 6):
+            for setup_k in (k, k + 1):
+                r = sb.run(code, f"K = {setup_k}", [f"assert f() == {k}"])
+                assert r.outcomes == ("pass" if setup_k == k else "fail",), (k, setup_k, r)
 
 
 def test_syntax_errors(sb):
