@@ -1,8 +1,9 @@
 """Verification speed, measured side by side in one run.
 
-3. `execretrieval verify -n 0` (empty outcome cache; verification never reads it anyway) against
-   the paper's runner: every (snippet, own suite) pair in a fresh `python -I` subprocess with a
-   5 s timeout, one after another. Target: >= 6x faster (issue 30, with every kernel layer on).
+3. `execretrieval verify -n 0` on the Python pool (empty outcome cache; verification never
+   reads it) against the paper's runner: every (snippet, own suite) pair in a fresh `python -I`
+   subprocess with a 5 s timeout, one after another. Target: >= 6x faster (issue 30, with every
+   kernel layer on).
 4. `execretrieval verify -n 2` against `-n 0` on 2 cores; its target is relative to xdist's own
    ceiling, measured by `benchmarks/xdist_ceiling.py` (>= 0.95 of it).
 
@@ -171,12 +172,21 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+# The Python pool only: the pairs the fresh-interpreter runner runs. A JavaScript pool beside it
+# (items/javascript/) has a runner of its own, measured by benchmarks/js_speed.py.
+PYTHON_POOL = ("-m", "not javascript")
+
+
 def verify(items: Path, n: str, root: Path = ROOT) -> tuple[float, float, int]:
     """Wall seconds and CPU seconds of the whole process tree (pytest, workers, sandboxes), and
-    the number of pytest items; ``root``: the checkout whose package runs."""
+    the number of pytest items, for the Python pool of ``items``; ``root``: the checkout whose
+    package runs."""
     cpu, start = children_cpu(), time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "pytest_execretrieval.cli", "verify", str(items), "-n", n, "-q"],
+        [
+            *(sys.executable, "-m", "pytest_execretrieval.cli", "verify", str(items)),
+            *("-n", n, "-q", *PYTHON_POOL),
+        ],
         capture_output=True,
         text=True,
         cwd=root,
