@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import uuid
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,17 @@ def items(pytester) -> Path:
     target = pytester.path / "items"
     shutil.copytree(DATA, target)
     return target
+
+
+@pytest.fixture
+def outside():
+    """A directory outside the scratch dir (and outside /tmp, the scratch tmpfs inside), with a
+    file a confined snippet must not touch: for the Python and the Node runner's hostile tests."""
+    path = Path(__file__).resolve().parent / f".hostile-{uuid.uuid4().hex}"
+    path.mkdir()
+    (path / "victim").write_text("keep")
+    yield path
+    shutil.rmtree(path)
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from plugin_runs import bench
 
 from pytest_execretrieval.embedders import (
     EmbedderError,
@@ -221,19 +222,9 @@ def test_embedders_command_lists_usability():
 def test_minilm_benchmark_cold_then_warm(pytester):
     items = pytester.path / "items"
     shutil.copytree(DATA, items)
-    args = (
-        "--embedder",
-        "minilm",
-        "--execretrieval-items",
-        str(items),
-        "--execretrieval-cache-dir",
-        str(pytester.path / "cache"),
-        "-p",
-        "no:randomly",
-    )
-    cold = pytester.runpytest_subprocess(*args, "--execretrieval-report-dir=cold")
+    cold = bench(pytester, items, "--execretrieval-report-dir=cold", embedders=("minilm",))
     assert "encoding documents" in cold.stderr.str()
-    warm = pytester.runpytest_subprocess(*args, "--execretrieval-report-dir=warm")
+    warm = bench(pytester, items, "--execretrieval-report-dir=warm", embedders=("minilm",))
     assert "encoding" not in warm.stderr.str()  # served from the embedding cache
     load = lambda d: {
         k: v

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
+from plugin_runs import bench
 
 from pytest_execretrieval.corpus.items import load_items
 from pytest_execretrieval.corpus.store import read_corpus
@@ -164,23 +165,18 @@ def test_bundled_snippets_keep_their_behaviour_in_the_sandbox(tmp_path):
 
 
 def test_a_benchmark_in_the_neutral_view_records_it(pytester, items):
-    common = (
-        "--embedder",
-        "bm25",
-        "--execretrieval-items",
-        str(items),
-        "--execretrieval-cache-dir",
-        str(pytester.path / "cache"),
-        "-p",
-        "no:randomly",
-    )
-    result = pytester.runpytest_subprocess(
-        *common, "--execretrieval-identifiers", "neutral", "--execretrieval-report-dir", "neutral"
+    result = bench(
+        pytester,
+        items,
+        "--execretrieval-identifiers",
+        "neutral",
+        "--execretrieval-report-dir",
+        "neutral",
     )
     assert result.ret in (0, 1)
     report = json.loads((pytester.path / "neutral" / "bm25.json").read_text())
     assert report["embedder"]["identifiers"] == "neutral"
-    original = pytester.runpytest_subprocess(*common, "--execretrieval-report-dir", "original")
+    original = bench(pytester, items, "--execretrieval-report-dir", "original")
     assert original.ret in (0, 1)
     plain = json.loads((pytester.path / "original" / "bm25.json").read_text())
     assert "identifiers" not in plain["embedder"]  # the default view's report is unchanged

@@ -533,17 +533,6 @@ fs.writeSync(1, 'ATTEMPTS ' + JSON.stringify(attempts) + '\n');
 """
 
 
-@pytest.fixture
-def outside():
-    path = Path(__file__).resolve().parent / f".node-hostile-{uuid.uuid4().hex}"
-    path.mkdir()
-    (path / "victim").write_text("keep")
-    yield path
-    import shutil
-
-    shutil.rmtree(path)
-
-
 def test_an_escaped_snippet_meets_the_kernel_layers(outside, tmp_path):
     """The node side with require, process.binding and child_process: no TCP connection to a
     listener on 127.0.0.1, no unix socket, no file outside scratch written or read, no new

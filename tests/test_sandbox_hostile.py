@@ -29,18 +29,6 @@ from pytest_execretrieval.execution.sandbox import LOST, Limits, Sandbox, SuiteR
 BENIGN = ("def f(x):\n    return 2 * x\n", "", ["assert f(2) == 4"])
 
 
-@pytest.fixture
-def outside():
-    """A directory outside the scratch dir (and outside /tmp, the scratch tmpfs inside)."""
-    path = Path(__file__).resolve().parent / f".hostile-{uuid.uuid4().hex}"
-    path.mkdir()
-    (path / "victim").write_text("keep")
-    yield path
-    import shutil
-
-    shutil.rmtree(path)
-
-
 def contained(sandbox: Sandbox, result: SuiteResult, outside: Path | None = None) -> None:
     """The four promises: not a pass, nothing written outside, no survivor, run unaffected."""
     assert not result.passed, result

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from plugin_runs import bench
 
 from pytest_execretrieval.cli import main
 from pytest_execretrieval.corpus.items import load_items
@@ -99,17 +100,7 @@ def test_a_finished_model_is_not_overwritten_and_resume_needs_a_checkpoint(train
 
 
 def run_bench(pytester, items: Path, model: Path, *args: str):
-    return pytester.runpytest_subprocess(
-        "--embedder",
-        f"st:{model}",
-        "--execretrieval-items",
-        str(items),
-        "--execretrieval-cache-dir",
-        str(pytester.path / "cache"),
-        "-p",
-        "no:randomly",
-        *args,
-    )
+    return bench(pytester, items, *args, embedders=(f"st:{model}",))
 
 
 def test_the_benchmark_refuses_the_training_items_unless_asked(pytester, items, trained):
