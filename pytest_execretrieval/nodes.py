@@ -136,17 +136,23 @@ class ItemFile(pytest.File):
 
 
 class VerifyItem(ReportingItem):
-    """One snippet against its item's tests: the canonical passes, a distractor fails one."""
+    """One snippet against its item's tests: the canonical passes, a distractor fails one.
+
+    Its run starts the suite of the item pytest runs next (``next_case``, set by the session
+    from ``pytest_runtest_protocol``), which then runs while pytest reports this one."""
 
     def __init__(self, *args, case: Case, **kwargs):
         super().__init__(*args, **kwargs)
         self.case = case
+        self.next_case: Case | None = None
         self.add_marker(case.item.domain)
 
     def runtest(self) -> None:
-        c = self.case
-        session = cast("VerifySession", session_of(self))
-        result = session.runner.run(c.code, c.item.setup, c.item.tests, c.item.language)
+        c, runner = self.case, cast("VerifySession", session_of(self)).runner
+        result = runner.run(c.code, c.item.setup, c.item.tests, c.item.language)
+        if self.next_case is not None:
+            n = self.next_case
+            runner.prefetch(n.code, n.item.setup, n.item.tests, n.item.language)
         problem = check(c, result)
         if problem:
             raise VerificationFailure(problem)

@@ -275,6 +275,11 @@ class VerifySession(Session):
                 node.add_marker(run.pool.name)
             yield node
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
+        if isinstance(item, VerifyItem):  # its suite starts the next one's (VerifyItem.runtest)
+            item.next_case = nextitem.case if isinstance(nextitem, VerifyItem) else None
+
     def distractors(self, run: PoolRun, query_id: str) -> list[Snippet]:
         """The corpus distractors of one item of pool ``run`` (indexed once per process)."""
         if run.distractors is None:

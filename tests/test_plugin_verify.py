@@ -61,6 +61,21 @@ def test_broken_canonical_fails_with_a_readable_message(pytester, items):
     assert found["arrays_lists/window_sums::canonical"] == "PASSED"  # the rest still runs
 
 
+def test_each_case_gets_its_own_result_when_the_one_before_is_rerun(pytester, items):
+    # A case's suite starts the next case's; a rerun (pytest-rerunfailures) asks for its own
+    # suite again in between, and every case still gets its own result.
+    path = items / "strings" / "count_vowels.toml"
+    path.write_text(path.read_text().replace('in "aeiou"', 'in "aeio"'))
+    plain = outcomes(verify(pytester, items, "-n", "0"))
+    rerun = verify(pytester, items, "-n", "0", "--reruns", "1")
+    assert rerun.ret == 1
+    assert "3 failed" in rerun.stdout.str() and "3 rerun" in rerun.stdout.str()
+    assert outcomes(rerun) == plain
+    assert plain["strings/count_vowels::canonical"] == "FAILED"
+    assert plain["arrays_lists/window_sums::canonical"] == "PASSED"
+    assert list(plain.values()).count("FAILED") == 3  # both count_vowels cases and freshness
+
+
 def test_distractor_that_passes_is_reported(pytester, items):
     # Rewrite the corpus so a "distractor" row carries the canonical's behaviour.
     import json

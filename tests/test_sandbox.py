@@ -801,6 +801,56 @@ def test_server_dies_with_its_parent():
     assert not _alive(server)
 
 
+# --- suites submitted ahead -----------------------------------------------------------------
+
+
+def test_a_submitted_suite_is_what_the_next_run_of_it_returns(sb):
+    requests = sb._requests
+    sb.submit(F, "", ["assert f(2) == 5", "assert f(0) == 1"])
+    result = sb.run(F, "", ["assert f(2) == 5", "assert f(0) == 1"])
+    assert result.outcomes == ("pass", "error:ZeroDivisionError")
+    assert sb._requests == requests + 1  # it ran once, ahead
+
+
+def test_a_run_of_another_suite_drops_the_submitted_one(sb):
+    sb.submit(F, "", ["assert f(1) == 10"])
+    assert sb.run(F, "", ["assert f(1) == 11"]).outcomes == ("fail",)
+    assert sb._pending is None
+    assert sb.run(F, "", ["assert f(1) == 10"]).outcomes == ("pass",)
+
+
+def test_a_reply_taken_after_its_deadline_still_counts(monkeypatch):
+    from pytest_execretrieval.execution import sandbox as sandbox_module
+
+    monkeypatch.setattr(sandbox_module, "_REPLY_GRACE_S", 0.0)
+    with Sandbox(Limits(timeout_s=0.5)) as sandbox:
+        sandbox.submit(F, "", ["assert f(1) == 10"])
+        time.sleep(0.8)  # the caller's own work outlasts the suite's deadline
+        result = sandbox.run(F, "", ["assert f(1) == 10"])
+    assert result.outcomes == ("pass",), result.detail
+
+
+def test_closing_kills_a_submitted_suite_instead_of_waiting_for_it():
+    sandbox = Sandbox(Limits(timeout_s=60))
+    sandbox.submit("while True:\n    pass", "", ["assert 1"])
+    proc = sandbox._proc
+    sandbox.close()
+    assert proc.returncode == -signal.SIGKILL
+
+
+def test_a_runner_starts_each_suite_while_its_caller_takes_the_one_before():
+    from pytest_execretrieval.execution.runner import SuiteRunner
+
+    suites = [(F, "", [f"assert f({x}) == {10 // x}"]) for x in (1, 2, 3)]
+    with SuiteRunner(Limits(timeout_s=TIMEOUT)) as runner:
+        results = runner.imap(suites)
+        assert next(results).passed
+        sandbox = runner._sandbox("python")
+        assert sandbox._pending is not None and sandbox._pending.suite[2] == ("assert f(2) == 5",)
+        assert [r.passed for r in results] == [True, True]
+        assert runner.executed == 3
+
+
 def test_interrupted_request_does_not_desynchronise_replies(monkeypatch):
     from pytest_execretrieval.execution import sandbox as sandbox_module
 

@@ -4,6 +4,8 @@ Library code (build, verification, the benchmark) asks a :class:`SuiteRunner` fo
 answers from the content-addressed cache or runs the suite in a sandbox, several at once with
 ``jobs > 1``. A thread's sandbox starts at its first cache miss, so a run answered entirely from
 the cache starts no sandbox process; :attr:`SuiteRunner.executed` counts the suites that ran.
+A caller that knows its next suite starts it ahead (:meth:`SuiteRunner.prefetch`), so that it
+runs while the caller handles the last result; :meth:`SuiteRunner.imap` does so with ``jobs=1``.
 
 A suite is in the item's language (``language``, default ``"python"``): each language has its
 sandbox (:func:`sandbox_class`: the Python sandbox, the Node runner for ``"javascript"``), one
@@ -95,6 +97,23 @@ class SuiteRunner:
             self.executed += 1
         return result
 
+    def prefetch(
+        self, code: str, setup: str, tests: Sequence[str], language: str = "python"
+    ) -> None:
+        """Start the suite that this thread's next :meth:`run` will ask for, so that it runs
+        while the caller does its own work (:meth:`Sandbox.submit`). Best effort: a cached
+        suite is not started, and a sandbox that cannot start is left for ``run`` to report."""
+        tests = tuple(tests)
+        if (
+            self.cache is not None
+            and self.cache.get(code, setup, tests, self.limits, language) is not None
+        ):
+            return
+        try:
+            self._sandbox(language).submit(code, setup, tests)
+        except Exception:  # noqa: BLE001, S110 - run() meets the same problem and reports it
+            pass
+
     def run_many(self, suites: Sequence[Suite]) -> list[SuiteResult]:
         """Results in the order of ``suites``; uncached ones run ``jobs`` at a time."""
         return list(self.imap(suites))
@@ -103,7 +122,11 @@ class SuiteRunner:
         """:meth:`run_many` as an iterator: each result as soon as it and those before it are
         done (for progress lines)."""
         if self.jobs == 1 or len(suites) < 2:
-            yield from (self.run(*suite) for suite in suites)
+            for i, suite in enumerate(suites):
+                result = self.run(*suite)
+                if i + 1 < len(suites):
+                    self.prefetch(*suites[i + 1])  # runs while the caller takes this result
+                yield result
             return
         with self._lock:
             if self._pool is None:

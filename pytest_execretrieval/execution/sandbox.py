@@ -257,17 +257,17 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _read_exact(fd: int, n: int, deadline: float) -> bytes:
+    """``n`` bytes; what is already there is read even past the deadline (a reply to a request
+    written ahead, :meth:`Sandbox.submit`, may wait for its reader)."""
     buf = bytearray()
     while len(buf) < n:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
             raise _ServerGone("no reply before the deadline")
-        ready, _, _ = select.select([fd], [], [], remaining)
-        if ready:
-            chunk = os.read(fd, n - len(buf))
-            if not chunk:
-                raise _ServerGone("server closed its reply pipe")
-            buf.extend(chunk)
+        chunk = os.read(fd, n - len(buf))
+        if not chunk:
+            raise _ServerGone("server closed its reply pipe")
+        buf.extend(chunk)
     return bytes(buf)
 
 
@@ -286,12 +286,24 @@ def _read_frame(fd: int, deadline: float, limit: int = _MAX_REPLY_BASE) -> Any:
         raise _ServerGone(str(exc)) from None
 
 
+@dataclass(frozen=True)
+class _Pending:
+    """A request written ahead of the :meth:`Sandbox.run` that asks for its reply."""
+
+    suite: tuple[str, str, tuple[str, ...]]  # code, setup, tests
+    id: int
+    deadline: float
+
+
 class Sandbox:
     """Runs suites in children of a private checker + zygote. Use one per process (or thread).
 
     ``isolation``: ``"best"`` (default) runs with the kernel layers available and warns once
     per process about the missing ones; ``"strict"`` raises :class:`SandboxError` unless every
     layer of :data:`LAYERS` is in force.
+
+    :meth:`submit` starts the suite the next :meth:`run` will ask for, so that it runs while the
+    caller does its own work (one suite ahead at most; the checker serves one at a time).
     """
 
     language = "python"  # the snippets' language (the outcome cache keys on it)
@@ -313,6 +325,7 @@ class Sandbox:
         self._proc: subprocess.Popen[bytes] | None = None
         self._closed = False
         self._requests = 0
+        self._pending: _Pending | None = None
         self.isolation: dict[str, Any] = {}
         # Type names of the values the snippets' calls returned, nested ones too (a census).
         self.value_types: dict[str, int] = {}
@@ -396,6 +409,7 @@ class Sandbox:
 
     def _kill(self) -> None:
         """Stop a checker that may be mid-run; its zygote and every child die with it."""
+        self._pending = None
         proc = self._proc
         if proc is not None and proc.poll() is None:
             proc.kill()  # SIGKILL also reaches a stopped process
@@ -415,33 +429,65 @@ class Sandbox:
         """
         tests = _check_inputs(code, setup, tests)
         with self._lock:
-            if self._closed:
-                raise SandboxError("this Sandbox is closed; create a new one")
-            if os.getpid() != self._owner:
-                raise SandboxError(
-                    f"this Sandbox belongs to pid {self._owner}; create a new Sandbox "
-                    "(or use run_suite) in each process"
-                )
-            self._requests += 1
-            payload = {
-                "id": self._requests,
-                "code": code,
-                "setup": setup,
-                "tests": list(tests),
-                "limits": self._limits_json,
-                "guard": self._guard,
-            }
-            body = json.dumps(payload).encode("utf-8")
-            if len(body) > _wire._MAX_REQUEST:  # the checker would refuse it
-                detail = f"a request of {len(body)} bytes exceeds the {_wire._MAX_REQUEST} limit"
-                return SuiteResult((PROTOCOL_ERROR,) * len(tests), False, detail, "")
-            request = _wire._HEADER.pack(len(body)) + body
-            reply = self._exchange(request, len(tests))
+            self._check_usable()
+            pending, self._pending = self._pending, None
+            if pending is not None and pending.suite != (code, setup, tests):
+                self._read_reply(pending, len(pending.suite[2]), used=False)
+                pending = None
+            if pending is None:
+                request = self._request(code, setup, tests)
+                if isinstance(request, SuiteResult):
+                    return request
+                pending = self._write_request(request, (code, setup, tests))
+            reply = self._read_reply(pending, len(tests))
         if isinstance(reply, SuiteResult):
             return reply
         raise SandboxError(f"the sandbox server could not run the suite: {reply['error']}")
 
-    def _exchange(self, request: bytes, n_tests: int) -> dict[str, Any] | SuiteResult:
+    def submit(self, code: str, setup: str, tests: Sequence[str]) -> None:
+        """Start the suite that the next :meth:`run` will ask for, which returns its result
+        then; a :meth:`run` of another suite first discards it. Raises as :meth:`run` does."""
+        tests = _check_inputs(code, setup, tests)
+        with self._lock:
+            self._check_usable()
+            pending = self._pending
+            if pending is not None:
+                if pending.suite == (code, setup, tests):
+                    return
+                self._pending = None
+                self._read_reply(pending, len(pending.suite[2]), used=False)
+            request = self._request(code, setup, tests)
+            if not isinstance(request, SuiteResult):  # else run() gives the same answer
+                self._pending = self._write_request(request, (code, setup, tests))
+
+    def _check_usable(self) -> None:
+        if self._closed:
+            raise SandboxError("this Sandbox is closed; create a new one")
+        if os.getpid() != self._owner:
+            raise SandboxError(
+                f"this Sandbox belongs to pid {self._owner}; create a new Sandbox "
+                "(or use run_suite) in each process"
+            )
+
+    def _request(self, code: str, setup: str, tests: tuple[str, ...]) -> bytes | SuiteResult:
+        """The next request's frame, or the result of one the checker would refuse."""
+        self._requests += 1
+        payload = {
+            "id": self._requests,
+            "code": code,
+            "setup": setup,
+            "tests": list(tests),
+            "limits": self._limits_json,
+            "guard": self._guard,
+        }
+        body = json.dumps(payload).encode("utf-8")
+        if len(body) > _wire._MAX_REQUEST:
+            detail = f"a request of {len(body)} bytes exceeds the {_wire._MAX_REQUEST} limit"
+            return SuiteResult((PROTOCOL_ERROR,) * len(tests), False, detail, "")
+        return _wire._HEADER.pack(len(body)) + body
+
+    def _write_request(self, request: bytes, suite: tuple[str, str, tuple[str, ...]]) -> _Pending:
+        """Write ``request`` to the checker, restarting it first if it is gone."""
         for attempt in range(2):
             if self._proc is None or self._proc.poll() is not None:
                 self._kill()
@@ -451,7 +497,7 @@ class Sandbox:
                     self._kill()
                     raise SandboxError(f"could not restart the sandbox server: {exc}") from exc
             proc = self._proc
-            assert proc is not None and proc.stdin is not None and proc.stdout is not None
+            assert proc is not None and proc.stdin is not None
             try:
                 _write_all(proc.stdin.fileno(), request)
             except OSError as exc:  # died between requests: not this suite's doing
@@ -459,26 +505,40 @@ class Sandbox:
                 if attempt:
                     raise SandboxError(f"the sandbox server failed twice: {exc}") from exc
                 continue
-            deadline = time.monotonic() + self.limits.timeout_s + _REPLY_GRACE_S
-            try:
-                reply = _read_frame(proc.stdout.fileno(), deadline, self._max_reply)
-                if not isinstance(reply, dict) or reply.get("id") != self._requests:
-                    raise _ServerGone(f"reply out of step with request {self._requests}")
-                if reply.get("fatal"):
-                    raise _ServerGone(str(reply.get("error")))
-                if "error" in reply:
-                    return reply
-                result = _to_result(reply, n_tests)
-                self._census(reply.get("value_types"))
-                return result
-            except _ServerGone as exc:
-                self._kill()
-                detail = f"sandbox lost during this suite ({exc}); restarted for the next one"
-                return SuiteResult((LOST,) * n_tests, False, detail, "")
             except BaseException:
-                self._kill()  # e.g. KeyboardInterrupt mid-request: a reply may be pending
+                self._kill()  # e.g. KeyboardInterrupt mid-write: the checker would wait
                 raise
+            deadline = time.monotonic() + self.limits.timeout_s + _REPLY_GRACE_S
+            return _Pending(suite, self._requests, deadline)
         raise AssertionError("unreachable")
+
+    def _read_reply(
+        self, pending: _Pending, n_tests: int, used: bool = True
+    ) -> dict[str, Any] | SuiteResult:
+        """The reply to ``pending`` (``used=False``: one that nobody asks for any more, read to
+        keep the stream in step, its value types left out of the census)."""
+        proc = self._proc
+        try:
+            if proc is None or proc.stdout is None:
+                raise _ServerGone("the server is gone")
+            reply = _read_frame(proc.stdout.fileno(), pending.deadline, self._max_reply)
+            if not isinstance(reply, dict) or reply.get("id") != pending.id:
+                raise _ServerGone(f"reply out of step with request {pending.id}")
+            if reply.get("fatal"):
+                raise _ServerGone(str(reply.get("error")))
+            if "error" in reply:
+                return reply
+            result = _to_result(reply, n_tests)
+            if used:
+                self._census(reply.get("value_types"))
+            return result
+        except _ServerGone as exc:
+            self._kill()
+            detail = f"sandbox lost during this suite ({exc}); restarted for the next one"
+            return SuiteResult((LOST,) * n_tests, False, detail, "")
+        except BaseException:
+            self._kill()  # e.g. KeyboardInterrupt mid-request: a reply may be pending
+            raise
 
     def _census(self, types: Any) -> None:
         if isinstance(types, dict):
@@ -487,16 +547,24 @@ class Sandbox:
                     self.value_types[name] = self.value_types.get(name, 0) + count
 
     def close(self) -> None:
-        """Stop the sandbox processes. Idempotent."""
+        """Stop the sandbox processes (a suite submitted and never asked for is killed).
+        Idempotent."""
         with self._lock:
             self._closed = True
             if os.getpid() == self._owner:
-                self._stop()
+                self._end()
+
+    def _end(self) -> None:
+        if self._pending is not None:
+            self._pending = None
+            self._kill()
+        else:
+            self._stop()
 
     def __del__(self) -> None:
         try:
             if not self._closed and os.getpid() == self._owner:
-                self._stop()
+                self._end()
         except Exception:  # noqa: BLE001, S110 - interpreter teardown
             pass
 
