@@ -29,6 +29,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -199,12 +200,16 @@ def verify(items: Path, n: str, root: Path = ROOT) -> tuple[float, float, int]:
 
 
 def sampled(args: argparse.Namespace, tmp: str) -> Path:
-    """The items directory of the command line (``--sample N``: a sample of it, in ``tmp``)."""
+    """The items directory of the command line (``--sample N``: a sample of it, in ``tmp``;
+    with ``--before``, a copy in ``tmp``: verification refuses an items directory below another
+    checkout's conftest.py)."""
     from _sample import sample_items
 
-    if args.sample is None:
-        return Path(args.items).resolve()
-    return sample_items(Path(args.items), args.sample, Path(tmp) / "items").resolve()
+    if args.sample is not None:
+        return sample_items(Path(args.items), args.sample, Path(tmp) / "items").resolve()
+    if args.before is not None:
+        return Path(shutil.copytree(args.items, Path(tmp) / "items", symlinks=True)).resolve()
+    return Path(args.items).resolve()
 
 
 def main() -> None:
