@@ -148,12 +148,11 @@ class VerifyItem(ReportingItem):
         self.add_marker(case.item.domain)
 
     def runtest(self) -> None:
-        c, runner = self.case, cast("VerifySession", session_of(self)).runner
-        result = runner.run(c.code, c.item.setup, c.item.tests, c.item.language)
+        runner = cast("VerifySession", session_of(self)).runner
+        result = runner.run(*self.case.suite)
         if self.next_case is not None:
-            n = self.next_case
-            runner.prefetch(n.code, n.item.setup, n.item.tests, n.item.language)
-        problem = check(c, result)
+            runner.prefetch(*self.next_case.suite)
+        problem = check(self.case, result)
         if problem:
             raise VerificationFailure(problem)
 

@@ -851,6 +851,18 @@ def test_a_runner_starts_each_suite_while_its_caller_takes_the_one_before():
         assert runner.executed == 3
 
 
+def test_a_cached_suite_is_not_started_ahead_but_answered_from_the_cache(tmp_path):
+    from pytest_execretrieval.execution.runner import SuiteRunner
+
+    suites = [(F, "", [f"assert f({x}) == {10 // x}"]) for x in (1, 2)]
+    with SuiteRunner(Limits(timeout_s=TIMEOUT), cache_dir=tmp_path) as runner:
+        first = runner.run_many(suites)
+        assert runner.prefetch(*suites[1]) == first[1]
+        assert runner._sandbox("python")._pending is None
+        assert runner.run_many(suites) == first
+        assert runner.executed == 2
+
+
 def test_interrupted_request_does_not_desynchronise_replies(monkeypatch):
     from pytest_execretrieval.execution import sandbox as sandbox_module
 

@@ -27,6 +27,13 @@ class Case:
     must_pass: bool
     snippet: Snippet | None = None
 
+    @property
+    def suite(self) -> tuple[str, str, tuple[str, ...], str]:
+        """What a :class:`~..execution.runner.SuiteRunner` runs for it: code, setup, tests,
+        language."""
+        item = self.item
+        return self.code, item.setup, item.tests, item.language
+
 
 def distractors_by_query(corpus: Corpus | None) -> dict[str, list[Snippet]]:
     """Each item's distractors in the corpus, in source-line order."""

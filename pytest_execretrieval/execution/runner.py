@@ -99,20 +99,21 @@ class SuiteRunner:
 
     def prefetch(
         self, code: str, setup: str, tests: Sequence[str], language: str = "python"
-    ) -> None:
+    ) -> SuiteResult | None:
         """Start the suite that this thread's next :meth:`run` will ask for, so that it runs
-        while the caller does its own work (:meth:`Sandbox.submit`). Best effort: a cached
-        suite is not started, and a sandbox that cannot start is left for ``run`` to report."""
+        while the caller does its own work (:meth:`Sandbox.submit`). A cached suite is not
+        started: its result is returned, for the caller to use instead of asking ``run``. Best
+        effort: a sandbox that cannot start is left for ``run`` to report."""
         tests = tuple(tests)
-        if (
-            self.cache is not None
-            and self.cache.get(code, setup, tests, self.limits, language) is not None
-        ):
-            return
+        if self.cache is not None:
+            hit = self.cache.get(code, setup, tests, self.limits, language)
+            if hit is not None:
+                return hit
         try:
             self._sandbox(language).submit(code, setup, tests)
         except Exception:  # noqa: BLE001, S110 - run() meets the same problem and reports it
             pass
+        return None
 
     def run_many(self, suites: Sequence[Suite]) -> list[SuiteResult]:
         """Results in the order of ``suites``; uncached ones run ``jobs`` at a time."""
@@ -122,10 +123,11 @@ class SuiteRunner:
         """:meth:`run_many` as an iterator: each result as soon as it and those before it are
         done (for progress lines)."""
         if self.jobs == 1 or len(suites) < 2:
+            ahead: SuiteResult | None = None  # the next suite's cached result
             for i, suite in enumerate(suites):
-                result = self.run(*suite)
-                if i + 1 < len(suites):
-                    self.prefetch(*suites[i + 1])  # runs while the caller takes this result
+                result = ahead if ahead is not None else self.run(*suite)
+                # the next suite runs while the caller takes this result
+                ahead = self.prefetch(*suites[i + 1]) if i + 1 < len(suites) else None
                 yield result
             return
         with self._lock:

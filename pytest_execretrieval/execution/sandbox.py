@@ -430,10 +430,7 @@ class Sandbox:
         tests = _check_inputs(code, setup, tests)
         with self._lock:
             self._check_usable()
-            pending, self._pending = self._pending, None
-            if pending is not None and pending.suite != (code, setup, tests):
-                self._read_reply(pending, len(pending.suite[2]), used=False)
-                pending = None
+            pending = self._take_pending((code, setup, tests))
             if pending is None:
                 request = self._request(code, setup, tests)
                 if isinstance(request, SuiteResult):
@@ -450,15 +447,21 @@ class Sandbox:
         tests = _check_inputs(code, setup, tests)
         with self._lock:
             self._check_usable()
-            pending = self._pending
-            if pending is not None:
-                if pending.suite == (code, setup, tests):
-                    return
-                self._pending = None
-                self._read_reply(pending, len(pending.suite[2]), used=False)
+            self._pending = self._take_pending((code, setup, tests))
+            if self._pending is not None:
+                return
             request = self._request(code, setup, tests)
             if not isinstance(request, SuiteResult):  # else run() gives the same answer
                 self._pending = self._write_request(request, (code, setup, tests))
+
+    def _take_pending(self, suite: tuple[str, str, tuple[str, ...]]) -> _Pending | None:
+        """The submitted request if it is ``suite``'s, else None: another suite's reply is read
+        and dropped (it keeps the stream in step)."""
+        pending, self._pending = self._pending, None
+        if pending is not None and pending.suite != suite:
+            self._read_reply(pending, len(pending.suite[2]), used=False)
+            return None
+        return pending
 
     def _check_usable(self) -> None:
         if self._closed:
