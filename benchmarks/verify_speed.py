@@ -14,10 +14,13 @@ suite costs the sandbox, run with -n 0 and -n 2: what xdist's per-item cost leav
 and the same for items of 1 ms and 10 ms, to show how that ratio grows with the work per item.
 
 Usage: python benchmarks/verify_speed.py [ITEMS_DIR] [--sample N] [--serial-only] [--before DIR]
+[--repeats R]
 (default: the bundled items/; --sample N: N of its items, every k-th by id, with their corpus;
 --serial-only: target 3 only, the paper runner and `verify -n 0`; --before DIR: also
 `verify -n 0` with the checkout in DIR, e.g. `git worktree add DIR main`, right after this
-one's, for a before/after in the same run). Each `verify -n 0` is printed with the CPU of its
+one's, for a before/after in the same run; --repeats R: R turns of the paper runner and
+`verify -n 0`, each turn's ratio and their median, since a shared machine's speed changes
+between minutes). Each `verify -n 0` is printed with the CPU of its
 whole process tree per pair (pytest and the sandbox processes, start-up included), and the load
 average of the machine.
 """
@@ -30,6 +33,7 @@ import os
 import re
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -218,38 +222,53 @@ def main() -> None:
     ap.add_argument("--sample", type=int, metavar="N")
     ap.add_argument("--serial-only", action="store_true", help="target 3 only")
     ap.add_argument("--before", type=Path, metavar="DIR", help="an earlier checkout")
+    ap.add_argument(
+        "--repeats", type=int, default=1, metavar="R", help="target 3: R paper/verify turns"
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        measure(sampled(args, tmp), args.serial_only, args.before)
+        measure(sampled(args, tmp), args.serial_only, args.before, args.repeats)
 
 
 def load() -> str:
     return "load average " + ", ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def serial(items: Path, work: list[dict], before: Path | None) -> tuple[float, float, int]:
-    """Target 3: the paper runner, then `verify -n 0` (then with ``before``'s checkout too);
-    prints them; returns `verify -n 0`'s wall and CPU seconds and its number of items."""
+def serial(
+    items: Path, work: list[dict], before: Path | None, repeats: int = 1
+) -> tuple[float, float, int]:
+    """Target 3: the paper runner, then `verify -n 0` (then with ``before``'s checkout too),
+    ``repeats`` times in turn; prints each repeat's ratios and, with repeats, their medians.
+    Returns the median repeat's `verify -n 0` wall and CPU seconds and its number of items."""
     print(f"{len(work)} (snippet, own suite) pairs; {load()}")
-    paper = paper_runner(work)
-    print(f"paper runner (fresh python -I each, sequential): {paper:6.1f} s; {load()}")
     runs = [("", ROOT)] + ([(f" ({before})", before.resolve())] if before else [])
-    results = []
-    for what, root in runs:
-        wall, cpu, n_items = verify(items, "0", root)
-        results.append((wall, cpu, n_items))
-        print(
-            f"execretrieval verify -n 0{what}: {wall:6.1f} s ({cpu:.1f} CPU-s, "
-            f"{cpu / len(work) * 1e3:.2f} ms CPU a pair); {load()}"
-        )
-    for (what, _), (wall, _, _) in zip(runs, results, strict=True):
-        print(f"3. paper / verify -n 0{what} = {paper / wall:5.1f}x   target >= 6x")
-    return results[0]
+    ratios: dict[str, list[float]] = {what: [] for what, _ in runs}
+    ours = []
+    for _ in range(repeats):
+        paper = paper_runner(work)
+        print(f"paper runner (fresh python -I each, sequential): {paper:6.1f} s; {load()}")
+        for what, root in runs:
+            wall, cpu, n_items = verify(items, "0", root)
+            ratios[what].append(paper / wall)
+            ours += [(wall, cpu, n_items)] if not what else []
+            print(
+                f"execretrieval verify -n 0{what}: {wall:6.1f} s ({cpu:.1f} CPU-s, "
+                f"{cpu / len(work) * 1e3:.2f} ms CPU a pair); {load()}"
+            )
+        for what, found in ratios.items():
+            print(f"3. paper / verify -n 0{what} = {found[-1]:5.1f}x   target >= 6x")
+    if repeats > 1:
+        for what, found in ratios.items():
+            each = ", ".join(f"{r:.1f}x" for r in found)
+            print(f"3. median of {repeats} repeats{what}: {statistics.median(found):.1f}x ({each})")
+    return sorted(ours)[len(ours) // 2]
 
 
-def measure(items: Path, serial_only: bool = False, before: Path | None = None) -> None:
+def measure(
+    items: Path, serial_only: bool = False, before: Path | None = None, repeats: int = 1
+) -> None:
     work = pairs(items)
-    serial_wall, serial_cpu, n_items = serial(items, work, before)
+    serial_wall, serial_cpu, n_items = serial(items, work, before, repeats)
     if serial_only:
         return
     parallel, parallel_cpu, _ = verify(items, "2")
