@@ -35,7 +35,9 @@ def load_sandbox(checkout: Path, where: Path, name: str) -> Any:
 
 
 def one_window(sandbox: Any, window: list[dict]) -> float:
-    """Milliseconds a suite, back to back, the next one submitted ahead."""
+    """Milliseconds a suite, back to back, the next one submitted ahead (as
+    ``SuiteRunner.imap`` runs them; a copied package cannot import the runner, whose outcome
+    cache imports from outside ``execution``)."""
     for req in window[:10]:  # warm: the plans and the zygote's compile cache
         sandbox.run(req["code"], req["setup"], req["tests"])
     start = time.perf_counter()

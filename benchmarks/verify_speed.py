@@ -250,7 +250,8 @@ def serial(
         for what, root in runs:
             wall, cpu, n_items = verify(items, "0", root)
             ratios[what].append(paper / wall)
-            ours += [(wall, cpu, n_items)] if not what else []
+            if not what:
+                ours.append((wall, cpu, n_items))
             print(
                 f"execretrieval verify -n 0{what}: {wall:6.1f} s ({cpu:.1f} CPU-s, "
                 f"{cpu / len(work) * 1e3:.2f} ms CPU a pair); {load()}"
