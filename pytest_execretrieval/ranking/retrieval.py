@@ -28,7 +28,9 @@ TIE_POLICY = (
     "within tied scores (listed order: score desc, then snippet_id asc)"
 )
 # Scores are rounded to this many decimals: BLAS kernels for different block shapes differ in the
-# last float32 bits (~1e-7), which would otherwise make exact ties depend on chunking.
+# last bits, which would otherwise make exact ties depend on chunking. Dense scores are computed
+# in float64 before rounding: float32's error (~1e-7) straddles a rounding boundary for about one
+# score in ten, so two tied documents in different blocks could round apart.
 DECIMALS = 6
 
 
@@ -49,9 +51,10 @@ class Ranking:
         return np.stack([self.target_above + 1, self.target_above + self.target_ties], axis=1)
 
 
-def normalize(vectors: np.ndarray) -> np.ndarray:
+def normalize(vectors: np.ndarray, dtype: type = np.float32) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=dtype)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return (vectors / np.where(norms == 0, 1, norms)).astype(np.float32, copy=False)
+    return (vectors / np.where(norms == 0, 1, norms)).astype(dtype, copy=False)
 
 
 def merge(
@@ -136,14 +139,14 @@ def rank_dense(
     chunk: int = 65536,
     watch: Sequence[Sequence[int]] | None = None,
 ) -> Ranking:
-    q = normalize(np.asarray(queries, dtype=np.float32))
+    q = normalize(queries, np.float64)
     target_pos = np.asarray(targets, dtype=np.int64)
     n = len(q)
 
     def blocks() -> Iterator[tuple[int, np.ndarray]]:
         for start in range(0, len(documents), chunk):
-            block = q @ normalize(np.asarray(documents[start : start + chunk], np.float32)).T
-            yield start, np.round(block, DECIMALS)
+            block = q @ normalize(documents[start : start + chunk], np.float64).T
+            yield start, np.round(block, DECIMALS).astype(np.float32)
 
     best_idx, best_score = np.zeros((n, 0), np.int64), np.zeros((n, 0), np.float32)
     target_score = np.full(n, np.nan, dtype=np.float32)
