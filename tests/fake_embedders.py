@@ -35,8 +35,10 @@ def vector(text: str) -> np.ndarray:
 
 
 def unit(vectors: np.ndarray) -> np.ndarray:
+    """Unit rows in float64, as the dense ranking normalizes them before its product."""
+    vectors = vectors.astype(np.float64)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return (vectors / np.where(norms == 0, 1, norms)).astype(np.float32, copy=False)
+    return vectors / np.where(norms == 0, 1, norms)
 
 
 class FakeDense:

@@ -188,13 +188,13 @@ def rank_rows(
     watch: Sequence[Sequence[int]] | None = None,
 ) -> Ranking:
     """Rank from blocks of complete score rows (consecutive queries, every pool column); the
-    scores are rounded like dense ones."""
+    scores are rounded like dense ones (in float64)."""
     target_pos = np.asarray(targets, dtype=np.int64)
     watched = Watch(watch, len(target_pos))
     parts = []
     start = 0
     for block in row_blocks:
-        block = np.round(np.asarray(block, dtype=np.float32), DECIMALS)
+        block = np.round(np.asarray(block, dtype=np.float64), DECIMALS).astype(np.float32)
         t = target_pos[start : start + len(block)]
         ts = block[np.arange(len(block)), t]
         watched.see(block, 0, row_offset=start)
