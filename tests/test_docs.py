@@ -54,8 +54,9 @@ def test_missing_equivalence_evidence_is_explained():
 
 
 def readme_words() -> str:
-    """The README with its line breaks and runs of spaces folded (figures wrap across lines)."""
-    return " ".join((ROOT / "README.md").read_text().split())
+    """The README and the docs it links, with line breaks and runs of spaces folded (figures wrap
+    across lines): the README is the user's page, the figures behind it live in docs/."""
+    return " ".join(" ".join(doc.read_text().split()) for doc in DOCS)
 
 
 def test_readme_item_ids_are_bundled_items():
