@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .bounded_json import JSONBoundError, parse_json
 from .corpus.items import BenchmarkItem, item_id, load_items
 from .corpus.store import (
     DEFAULT_VARIANT,
@@ -46,6 +47,10 @@ if TYPE_CHECKING:
     from .scoring.gate import GateDecision, Incomplete
 
 EXIT_INCOMPLETE = 6  # a benchmark run cut short: fewer selected items completed than selected
+
+
+# The pool travels in the handoff: a million snippets are far beyond a report's size.
+HANDOFF_MAX_BYTES = 8 * 1024**3
 
 
 class SetupError(Exception):
@@ -315,7 +320,10 @@ class Handoff:
     def from_text(cls, text: str, items_dir: Path, variant: CorpusVariant) -> Handoff:
         """The controller's state in a worker whose items directory is ``items_dir`` (item
         paths are rebuilt there from the ids: the controller's paths may not exist here)."""
-        data = json.loads(text)
+        try:
+            data = parse_json(text, "the xdist controller's handoff", max_bytes=HANDOFF_MAX_BYTES)
+        except JSONBoundError as exc:
+            raise SetupError(str(exc)) from None
         items = [
             BenchmarkItem(
                 **{
