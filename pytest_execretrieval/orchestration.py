@@ -170,7 +170,7 @@ def open_rerankers(names: Sequence[str], context: RerankerContext) -> dict[str, 
         try:
             rerankers[name] = get_reranker(name, context)
         except RerankerError as exc:
-            raise SetupError(f"--execretrieval-rerank {name}: {exc}") from None
+            raise SetupError(f"--execretrieval-rerank={name}: {exc}") from None
     return rerankers
 
 
@@ -262,20 +262,20 @@ def load_baseline(path: Path, sha: str, language: str | None = None) -> dict:
             return f"the {name} pool" if name else "an items directory's own pool"
 
         raise SetupError(
-            f"--execretrieval-baseline {path} is a report of {pool(baseline.get('language'))}, "
+            f"--execretrieval-baseline={path} is a report of {pool(baseline.get('language'))}, "
             f"not of {pool(language)}: a baseline is per language (a language pool's reports "
             "are in the report directory's folder of its name, e.g. javascript/)"
         )
     if "incomplete" in baseline:
         done = baseline["incomplete"]
         raise SetupError(
-            f"--execretrieval-baseline {path} is the report of a run cut short "
+            f"--execretrieval-baseline={path} is the report of a run cut short "
             f"({done['completed']} of {done['selected']} selected queries ran): "
             "re-run the baseline model to completion"
         )
     if baseline["corpus"]["sha256"] != sha:
         raise SetupError(
-            f"--execretrieval-baseline {path} was made on corpus "
+            f"--execretrieval-baseline={path} was made on corpus "
             f"{baseline['corpus']['sha256'][:16]}, this run's corpus is {sha[:16]}: "
             "a gate compares two models on the same corpus; re-run the baseline model"
         )

@@ -82,7 +82,7 @@ def _check_paths(config: pytest.Config, items_dir: Path) -> None:
         raise pytest.UsageError(
             f"{', '.join(outside)}: not in the items directory {items_dir}; a benchmark or "
             "verification session runs benchmark items only: name other items with "
-            "--execretrieval-items DIR (paths inside it, -k and -m select from it)"
+            "--execretrieval-items=DIR (paths inside it, -k and -m select from it)"
         )
 
 

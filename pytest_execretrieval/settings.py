@@ -266,7 +266,7 @@ def _gate_options_need_a_baseline(config) -> None:
         raise ValueError(
             f"{', '.join(stray)} without --execretrieval-baseline: these options "
             "set how the gate compares with a baseline report; add "
-            "--execretrieval-baseline FILE (or drop them)"
+            "--execretrieval-baseline=FILE (or drop them)"
         )
 
 
