@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .bounded_json import JSONBoundError, parse_json
 from .corpus.items import BenchmarkItem, item_id, load_items
 from .corpus.store import (
     DEFAULT_VARIANT,
@@ -46,6 +47,10 @@ if TYPE_CHECKING:
     from .scoring.gate import GateDecision, Incomplete
 
 EXIT_INCOMPLETE = 6  # a benchmark run cut short: fewer selected items completed than selected
+
+
+# The pool travels in the handoff: a million snippets are far beyond a report's size.
+HANDOFF_MAX_BYTES = 8 * 1024**3
 
 
 class SetupError(Exception):
@@ -165,7 +170,7 @@ def open_rerankers(names: Sequence[str], context: RerankerContext) -> dict[str, 
         try:
             rerankers[name] = get_reranker(name, context)
         except RerankerError as exc:
-            raise SetupError(f"--execretrieval-rerank {name}: {exc}") from None
+            raise SetupError(f"--execretrieval-rerank={name}: {exc}") from None
     return rerankers
 
 
@@ -257,20 +262,20 @@ def load_baseline(path: Path, sha: str, language: str | None = None) -> dict:
             return f"the {name} pool" if name else "an items directory's own pool"
 
         raise SetupError(
-            f"--execretrieval-baseline {path} is a report of {pool(baseline.get('language'))}, "
+            f"--execretrieval-baseline={path} is a report of {pool(baseline.get('language'))}, "
             f"not of {pool(language)}: a baseline is per language (a language pool's reports "
             "are in the report directory's folder of its name, e.g. javascript/)"
         )
     if "incomplete" in baseline:
         done = baseline["incomplete"]
         raise SetupError(
-            f"--execretrieval-baseline {path} is the report of a run cut short "
+            f"--execretrieval-baseline={path} is the report of a run cut short "
             f"({done['completed']} of {done['selected']} selected queries ran): "
             "re-run the baseline model to completion"
         )
     if baseline["corpus"]["sha256"] != sha:
         raise SetupError(
-            f"--execretrieval-baseline {path} was made on corpus "
+            f"--execretrieval-baseline={path} was made on corpus "
             f"{baseline['corpus']['sha256'][:16]}, this run's corpus is {sha[:16]}: "
             "a gate compares two models on the same corpus; re-run the baseline model"
         )
@@ -315,7 +320,10 @@ class Handoff:
     def from_text(cls, text: str, items_dir: Path, variant: CorpusVariant) -> Handoff:
         """The controller's state in a worker whose items directory is ``items_dir`` (item
         paths are rebuilt there from the ids: the controller's paths may not exist here)."""
-        data = json.loads(text)
+        try:
+            data = parse_json(text, "the xdist controller's handoff", max_bytes=HANDOFF_MAX_BYTES)
+        except JSONBoundError as exc:
+            raise SetupError(str(exc)) from None
         items = [
             BenchmarkItem(
                 **{

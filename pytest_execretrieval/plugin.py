@@ -39,7 +39,25 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
 
     where = early_config.invocation_params.dir / items if items else bundled_items_dir()
     if where.is_dir():  # a missing directory is the session's usage error
+        _refuse_an_ini_file_inside(Path(where).resolve(), early_config.inipath)
         refuse_untrusted(Path(where).resolve(), early_config)
+
+
+def _refuse_an_ini_file_inside(items_dir: Path, inipath: Path | None) -> None:
+    """pytest takes the value of ``--execretrieval-items DIR`` (space form) for a path to test
+    before any plugin installed by a package is loaded, searches DIR for its ini file and
+    applies it (``pythonpath``, the ``-p`` plugins of ``addopts``) before this plugin exists:
+    nothing here can prevent that, so say so plainly rather than only refuse the file."""
+    if inipath is None or items_dir not in inipath.resolve().parents:
+        return
+    raise pytest.UsageError(
+        f"pytest read its configuration from {inipath}, inside the items directory "
+        f"{items_dir}, and applied it (its pythonpath, the plugins its addopts name) before "
+        "this plugin was loaded, because --execretrieval-items was given in the space form, "
+        "whose value pytest takes for a path to test. Code from that directory may have run. "
+        f"Name the items directory as --execretrieval-items={items_dir} (the = form), and "
+        "remove the file"
+    )
 
 
 # trylast: after pytest's terminal reporter exists (its defaults are set here, see
@@ -82,7 +100,7 @@ def _check_paths(config: pytest.Config, items_dir: Path) -> None:
         raise pytest.UsageError(
             f"{', '.join(outside)}: not in the items directory {items_dir}; a benchmark or "
             "verification session runs benchmark items only: name other items with "
-            "--execretrieval-items DIR (paths inside it, -k and -m select from it)"
+            "--execretrieval-items=DIR (paths inside it, -k and -m select from it)"
         )
 
 

@@ -8,6 +8,7 @@ error before any work, and nothing later reads the config.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -265,7 +266,7 @@ def _gate_options_need_a_baseline(config) -> None:
         raise ValueError(
             f"{', '.join(stray)} without --execretrieval-baseline: these options "
             "set how the gate compares with a baseline report; add "
-            "--execretrieval-baseline FILE (or drop them)"
+            "--execretrieval-baseline=FILE (or drop them)"
         )
 
 
@@ -336,6 +337,8 @@ def resolve(config) -> Settings:
     for flag, value in (("batch-size", batch_size), ("max-tokens", max_tokens)):
         if value is not None and value < 1:
             raise ValueError(f"--execretrieval-{flag}: {value} is not a positive number")
+    for flag in ("report-dir", "cache-dir"):
+        check_own_directory(f"--execretrieval-{flag}", setting(config, flag), config.rootpath)
     return Settings(
         embedders=embedders,
         verify=verify,
@@ -357,6 +360,45 @@ def resolve(config) -> Settings:
         limits=_limits(config),
         isolation=isolation,
     )
+
+
+def check_own_directory(flag: str, path: Path | None, root: Path) -> None:
+    """An output directory inside the checkout ``root`` (pytest's rootdir) must be the tool's
+    own: ``ValueError`` when it, a directory on the way to it from ``root``, or a directory
+    directly in it is a symbolic link (a committed link would send every write wherever it
+    points). A directory outside the checkout was named by the user and is taken as given."""
+    if path is None:
+        return
+    root = Path(os.path.abspath(root))
+    where = Path(os.getcwd()) / path  # not normalised: ``link/..`` still passes ``link``
+    if not Path(os.path.abspath(where)).is_relative_to(root):
+        return
+    for link in (*_steps(root, where), *_entries(where)):
+        if link.is_symlink():
+            raise ValueError(
+                f"{flag}: {link} is a symbolic link inside the checkout {root}: the tool "
+                "writes only into directories of its own there; remove the link, or name a "
+                "directory outside the checkout"
+            )
+
+
+def _steps(root: Path, where: Path) -> list[Path]:
+    """Every path from ``root`` (exclusive) down to ``where`` (inclusive), ``..`` kept."""
+    parts = where.parts[len(root.parts) :] if where.is_relative_to(root) else where.parts
+    base = root if where.is_relative_to(root) else Path(where.anchor)
+    steps = []
+    for part in parts:
+        base = base / part
+        steps.append(base)
+    return steps
+
+
+def _entries(where: Path) -> list[Path]:
+    """The entries directly in ``where`` (the caches' and reports' own folders)."""
+    try:
+        return [Path(entry.path) for entry in os.scandir(where)]
+    except OSError:  # not there yet (made fresh), or not a directory: check_outputs says so
+        return []
 
 
 def _unique(names: tuple[str, ...], what: str) -> None:

@@ -152,7 +152,7 @@ class BenchmarkState:
             # that decides on them fails with this reason instead
             self.no_baseline = (
                 f"no baseline for the {self.pool} pool: a baseline is per language, and "
-                f"{path} (the namesake of --execretrieval-baseline {s.baseline} in its folder "
+                f"{path} (the namesake of --execretrieval-baseline={s.baseline} in its folder "
                 f"{self.pool}/) does not exist; write it with --execretrieval-report-dir"
             )
         elif path is not None:

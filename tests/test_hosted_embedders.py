@@ -847,7 +847,7 @@ def test_pytest_run_outlasts_retry_info_429s_and_reports_usage(fake, pytester):
         "--embedder", "gemini-2", *common, "--execretrieval-max-tokens", "10"
     )
     assert over.ret == pytest.ExitCode.USAGE_ERROR and server.seen == []
-    assert "--execretrieval-max-tokens 10" in over.stderr.str()
+    assert "--execretrieval-max-tokens=10" in over.stderr.str()
     run = pytester.runpytest_subprocess(
         "--embedder", "gemini-2", *common, "--execretrieval-report-dir", "out"
     )

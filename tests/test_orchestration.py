@@ -90,7 +90,7 @@ def test_a_changed_item_is_named_stale(items):
 def test_an_unusable_embedder_or_reranker_stops_the_run_before_any_work(tmp_path):
     with pytest.raises(SetupError, match="--embedder nope: unknown embedder 'nope'"):
         open_embedders(["nope"], EmbedderOptions(cache_dir=str(tmp_path)))
-    with pytest.raises(SetupError, match="--execretrieval-rerank nope: unknown reranker"):
+    with pytest.raises(SetupError, match="--execretrieval-rerank=nope: unknown reranker"):
         open_rerankers(["nope"], RerankerContext())
 
 

@@ -193,7 +193,7 @@ def test_explicit_paths_outside_the_items_are_a_usage_error(pytester, items):
     result = bench(pytester, items, "tests")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
-    assert "tests: not in the items directory" in err and "--execretrieval-items DIR" in err
+    assert "tests: not in the items directory" in err and "--execretrieval-items=DIR" in err
     assert not (pytester.path / "cache").exists()  # before any work
     inside = bench(pytester, items, str(items / "strings"))  # a path inside selects from it
     assert inside.ret in (0, 1) and "strings/count_vowels[bm25]" in inside.stdout.str()

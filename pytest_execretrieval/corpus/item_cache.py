@@ -28,6 +28,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from ..bounded_json import parse_json
 from ..execution import _grammar
 from ..execution.outcome_cache import OutcomeCache
 from ..mutation import js_syntax
@@ -74,7 +75,7 @@ class ItemCache:
         self.read: dict[str, str | None] = {}  # the text sha256 each file had at get()
         try:  # the user's key cannot be read or made: every file is validated, as without
             body = self.signer.read_body(self.path, self.key, _MAX_BYTES)
-            self.entries = json.loads(body) if body else {}
+            self.entries = parse_json(body, str(self.path)) if body else {}
         except (OSError, ValueError):
             self.entries = {}
 

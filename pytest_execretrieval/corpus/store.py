@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..bounded_json import JSONBoundError, parse_json, read_json
 from ..safe_write import write_atomic
 from .items import BenchmarkItem, item_id, item_paths
 
@@ -290,13 +291,13 @@ def stale_reasons(items_dir: Path, engine: dict, where: Path | None = None) -> l
     """
     items_dir = Path(items_dir)
     where = Path(where or items_dir)
-    try:
-        meta = json.loads((where / MANIFEST).read_text())
-    except FileNotFoundError:
+    if not (where / MANIFEST).exists():
         message = f"{where / MANIFEST} does not exist: the corpus was never built"
         return [StaleReason("manifest-missing", message)]
-    except (OSError, json.JSONDecodeError) as exc:
-        return [StaleReason("manifest-unreadable", f"{where / MANIFEST} is unreadable: {exc}")]
+    try:
+        meta = read_json(where / MANIFEST)
+    except JSONBoundError as exc:
+        return [StaleReason("manifest-unreadable", f"the manifest is unreadable: {exc}")]
     reasons = []
     for name, key in ((CORPUS, "corpus_sha256"), (ALTERNATIVES, "alternatives_sha256")):
         path = where / name
@@ -327,8 +328,10 @@ def read_snippets(path: Path) -> list[Snippet]:
     with open(path, encoding="utf-8") as lines:
         for number, line in enumerate(lines, 1):
             try:
-                snippet = Snippet.from_json(json.loads(line))
-            except (json.JSONDecodeError, TypeError) as exc:
+                snippet = Snippet.from_json(parse_json(line, f"{path}:{number}"))
+            except JSONBoundError as exc:
+                raise CorpusError(f"malformed corpus row: {exc}") from None
+            except TypeError as exc:
                 raise CorpusError(f"{path}:{number}: malformed corpus row: {exc}") from None
             if snippet.kind not in KINDS or snippet.snippet_id != sha256(snippet.code):
                 raise CorpusError(f"{path}:{number}: bad kind or snippet_id does not hash its code")
@@ -349,9 +352,9 @@ def read_corpus(items_dir: Path, engine: dict | None = None, where: Path | None 
                 + "\n  ".join(map(str, reasons))
             )
     try:
-        meta = json.loads((where / MANIFEST).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise CorpusError(f"{where / MANIFEST}: {exc}; run `execretrieval build`") from None
+        meta = read_json(where / MANIFEST)
+    except JSONBoundError as exc:
+        raise CorpusError(f"{exc}; run `execretrieval build`") from None
     return Corpus(
         snippets=tuple(read_snippets(where / CORPUS)),
         alternatives=tuple(read_snippets(where / ALTERNATIVES)),

@@ -660,7 +660,7 @@ class RunPlan:
 
     def summary(self) -> str:
         budget = self.max_tokens
-        limit = "" if budget is None else f"; --execretrieval-max-tokens {budget:,}"
+        limit = "" if budget is None else f"; --execretrieval-max-tokens={budget}"
         return (
             f"execretrieval cost guard [{self.name}]: {self.texts:,} texts in "
             f"{self.requests:,} requests, ~{self.estimated_tokens:,} estimated tokens "
@@ -734,7 +734,7 @@ def cost_guard(
         raise EmbedderError(
             f"this run would send ~{plan.estimated_tokens:,} estimated tokens ({plan.texts:,} "
             f"texts in {plan.requests:,} requests; {plan.counter}), more than "
-            f"--execretrieval-max-tokens {plan.max_tokens:,}: nothing was sent. Raise the "
+            f"--execretrieval-max-tokens={plan.max_tokens}: nothing was sent. Raise the "
             "limit, or run on fewer items (--execretrieval-items) or with a warm cache"
         )
     return plan

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..bounded_json import JSONBoundError, parse_json
 from ..safe_write import atomic_path
 from . import EmbedderBase, EmbedderError, EmbedderOptions, check_vectors
 
@@ -69,7 +70,10 @@ class FrozenEmbedder(EmbedderBase):
         self._load()
 
     def invocation(self) -> dict:
-        original = json.loads(str(self._load()["invocation"]))
+        try:
+            original = parse_json(str(self._load()["invocation"]), f"{self.path}: invocation")
+        except JSONBoundError as exc:
+            raise EmbedderError(f"{self.name}: {exc}") from None
         return {**original, "name": self.name, "frozen_from": original.get("name")}
 
     def encode(self, texts: Sequence[str], role: str, ids: Sequence[str]) -> np.ndarray:

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from ..bounded_json import parse_json
 from ..safe_write import write_atomic
 from .sandbox import RUNNER_VERSION, Limits, Sandbox, SuiteResult
 
@@ -111,9 +112,10 @@ class OutcomeCache:
         language: str = "python",
     ) -> SuiteResult | None:
         key = self.key(code, setup, tests, limits, language)
-        body = self.read_body(self.path_for(key), key)
+        path = self.path_for(key)
+        body = self.read_body(path, key)
         try:
-            return None if body is None else SuiteResult.from_json(json.loads(body))
+            return None if body is None else SuiteResult.from_json(parse_json(body, str(path)))
         except (ValueError, TypeError):  # JSON/UTF-8 decoding errors, wrong shapes
             _discard(self.path_for(key), None)
             return None

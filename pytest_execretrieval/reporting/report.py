@@ -309,11 +309,11 @@ def ungated_exit_line(
     if gates or not failed:
         return None
     ran = sum(len(rs) for rs in records.values())
-    keep = "" if written else "; keep reports with --execretrieval-report-dir DIR"
+    keep = "" if written else "; keep reports with --execretrieval-report-dir=DIR"
     return (
         f"exit 1: {failed} of {ran} queries failed at rank 1 and no gate decides (plain "
-        "pytest semantics); to gate, add --execretrieval-baseline REPORT.json or "
-        f"--execretrieval-min exec@1=X{keep}"
+        "pytest semantics); to gate, add --execretrieval-baseline=REPORT.json or "
+        f"--execretrieval-min=exec@1=X{keep}"
     )
 
 

@@ -21,12 +21,12 @@ The upgrade gate built on these comparisons is :mod:`.gate`; their tables are
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
+from ..bounded_json import JSONBoundError, read_json
 from ..records import ReportRow
 from .metrics import METRIC_NAMES, mean_metrics, metric_matrix, row_metrics
 from .stats import mcnemar_exact, paired_bootstrap_diff_ci, sign_flip_test
@@ -66,10 +66,10 @@ class ReportError(ValueError):
 def load_report(path: str | Path) -> dict:
     """Read and minimally validate a report JSON; ``ReportError`` says why it is not one."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ReportError(f"{path}: cannot read a JSON report ({exc})") from exc
-    if not isinstance(data, dict) or data.get("schema_version") not in SCHEMA_VERSIONS:
+        data = read_json(path)
+    except JSONBoundError as exc:
+        raise ReportError(f"cannot read a JSON report: {exc}") from None
+    if data.get("schema_version") not in SCHEMA_VERSIONS:
         raise ReportError(f"{path}: not an ExecRetrieval report with schema_version 1 or 2")
     missing = [k for k in _REQUIRED_KEYS if k not in data]
     if missing:

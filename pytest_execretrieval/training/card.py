@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..bounded_json import JSONBoundError, read_json
+
 CARD = "execretrieval-training.json"
 TRAINING_PACKAGES = ("sentence-transformers", "torch", "transformers", "datasets", "accelerate")
 REQUIRED = (
@@ -41,10 +43,10 @@ def read_card(model_dir: Path) -> dict | None:
     if not path.exists():
         return None
     try:
-        card = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise CardError(f"{path}: unreadable training card: {exc}") from None
-    missing = [key for key in REQUIRED if key not in card] if isinstance(card, dict) else REQUIRED
+        card = read_json(path)
+    except JSONBoundError as exc:
+        raise CardError(f"unreadable training card: {exc}") from None
+    missing = [key for key in REQUIRED if key not in card]
     if missing:
         raise CardError(f"{path}: training card lacks {', '.join(missing)}")
     return card
