@@ -400,7 +400,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def write_html(directory: Path, reports: list[dict], items_dir: Path) -> Path:
     """``DIR/report.html``: the reports of DIR and of its pools' folders (``DIR/javascript/``),
-    with the query texts and snippets of ``items_dir``'s pools and the plots written in DIR."""
+    with the query texts and snippets of ``items_dir``'s pools, the plots written in DIR and
+    the values failing snippets returned (from the junit XML beside each report)."""
     from .corpus.items import load_items
     from .corpus.pools import language_pools
     from .corpus.store import corpus_dir, read_corpus
@@ -423,11 +424,21 @@ def write_html(directory: Path, reports: list[dict], items_dir: Path) -> Path:
                 items={item.id: item for item in items},
                 snippets={s.snippet_id: s for s in corpus.snippets},
                 images={p.name: p.read_bytes() for p in sorted(folder.glob("*.png"))},
+                failures=[_junit_failures(folder, r) for r in found],
             )
         )
     path = directory / HTML_FILE
     write_atomic(path, html_page(pages))
     return path
+
+
+def _junit_failures(folder: Path, report: dict) -> dict[str, str]:
+    """The failure texts of the junit XML a run wrote beside ``report`` (none: no values)."""
+    from .reporting.html import junit_failures
+    from .reporting.report import file_stem
+
+    path = folder / f"{file_stem(report['embedder']['name'])}.xml"
+    return junit_failures(path.read_text()) if path.is_file() else {}
 
 
 def cmd_train(args: argparse.Namespace) -> int:

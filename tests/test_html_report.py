@@ -111,6 +111,7 @@ def test_page_renders_metrics_gate_queries_and_diffs_in_a_browser(
     assert any(c.startswith("rank 1: ") for c in cells), failing["query_id"]
     assert any(c.startswith("@@ ") for c in dom.split("\n")) or "@@ -" in dom  # a diff hunk
     assert any(c.startswith(("+", "-")) and not c.startswith(("+++", "---")) for c in cells)
+    assert "\u2192 fail: returned " in "".join(cells)  # a failing test's value, from the junit XML
 
 
 def test_a_hostile_query_renders_as_text(report_dir: Path, items: Path, tmp_path: Path) -> None:

@@ -4,8 +4,10 @@ The page (:func:`html_page`) holds, per language pool (the directory's own repor
 ``DIR/javascript/``'s): the metrics table with 95% CIs and tie bounds, each report's gate
 decision, the per-domain and per-operator-class tables of summary.md, and per query its text,
 whether rank 1 passed and, for a failing rank 1, its diff against the canonical, its failing
-tests' outcomes and the values it returned where the row records them (``rank1_returned``,
-optional). Plots come in as PNG bytes and are inlined as data URIs: the page loads nothing.
+tests' outcomes and the values it returned. The report JSON holds no values: they are read from
+the failure text of the junit XML the run wrote beside it (:func:`junit_failures`; a report
+without one shows outcomes only). Plots come in as PNG bytes and are inlined as data URIs:
+the page loads nothing.
 
 Every string from items or reports is untrusted: it passes :func:`html.escape` (quotes too)
 and, through :func:`..sanitize.escape`, loses its control characters (bidi overrides
@@ -15,6 +17,7 @@ included), so a hostile query renders as its text. Nothing here runs code.
 from __future__ import annotations
 
 import base64
+import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape as html_escape
@@ -26,7 +29,7 @@ from ..scoring.analyses import analyses as run_analyses
 from ..scoring.compare import report_names
 from .report import analyses_markdown, metrics_table
 
-__all__ = ["HTML_FILE", "PoolPage", "html_page", "text"]
+__all__ = ["HTML_FILE", "PoolPage", "html_page", "junit_failures", "text"]
 
 HTML_FILE = "report.html"
 
@@ -45,18 +48,32 @@ img { max-width: 100%; }
 @dataclass(frozen=True)
 class PoolPage:
     """What one language pool's section shows: its reports by file order, the pool's items and
-    snippets by id (for query texts and diffs), and its plots (file name -> PNG bytes)."""
+    snippets by id (for query texts and diffs), its plots (file name -> PNG bytes) and per
+    report (same order) the failure texts of its junit XML by query id (:func:`junit_failures`)."""
 
     title: str
     reports: Sequence[dict]
     items: Mapping[str, BenchmarkItem] = field(default_factory=dict)
     snippets: Mapping[str, Snippet] = field(default_factory=dict)
     images: Mapping[str, bytes] = field(default_factory=dict)
+    failures: Sequence[Mapping[str, str]] = ()
 
 
 def text(value: object) -> str:
     """Untrusted text as HTML text: control characters escaped, then HTML-escaped."""
     return html_escape(control_escape(str(value)), quote=True)
+
+
+def junit_failures(xml: str) -> dict[str, str]:
+    """A run's junit XML (``reporting.report.junit_xml``, written by this package) -> the
+    failure text of each failing query (a ``<failure>``, or under a gate a ``<skipped>``), by
+    query id (the test case's name)."""
+    found = {}
+    for case in ET.fromstring(xml).iter("testcase"):
+        for element in case:
+            if element.tag in ("failure", "skipped") and element.text:
+                found[case.get("name", "")] = element.text
+    return found
 
 
 def html_page(pools: Sequence[PoolPage]) -> str:
@@ -86,10 +103,17 @@ def _pool_section(pool: PoolPage) -> str:
         _gates_html(by_name),
         *(_image_html(name, png) for name, png in pool.images.items()),
         _markdown_tables(analyses_markdown(pool.reports, analyses, (), "")),
-        *(_queries_html(name, r, pool) for name, r in by_name.items()),
+        *(
+            _queries_html(name, r, pool, failures)
+            for (name, r), failures in zip(by_name.items(), _padded(pool.failures, len(names)))
+        ),
         "</section>",
     ]
     return "\n".join(p for p in parts if p)
+
+
+def _padded(failures: Sequence[Mapping[str, str]], n: int) -> list[Mapping[str, str]]:
+    return [*failures, *([{}] * (n - len(failures)))]
 
 
 def _gates_html(reports: Mapping[str, dict]) -> str:
@@ -144,7 +168,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _queries_html(name: str, report: dict, pool: PoolPage) -> str:
+def _queries_html(name: str, report: dict, pool: PoolPage, failures: Mapping[str, str]) -> str:
     rows = report.get("per_query", [])
     failed = sum(not row["passed"] for row in rows)
     return "\n".join(
@@ -152,33 +176,35 @@ def _queries_html(name: str, report: dict, pool: PoolPage) -> str:
             f"<h3>Queries of {text(name)}: {len(rows) - failed} of {len(rows)} pass at rank 1</h3>",
             "<table><thead><tr><th>query</th><th>domain</th><th>rank 1</th><th>query text"
             "</th><th>canonical rank</th></tr></thead><tbody>",
-            *(_query_row(row, pool) for row in rows),
+            *(_query_row(row, pool, failures.get(row["query_id"], "")) for row in rows),
             "</tbody></table>",
         ]
     )
 
 
-def _query_row(row: dict, pool: PoolPage) -> str:
+def _query_row(row: dict, pool: PoolPage, failure: str) -> str:
     item = pool.items.get(row["query_id"])
     verdict = (
         '<span class="pass">passes</span>' if row["passed"] else '<span class="fail">fails</span>'
     )
     query = text(item.query) if item else "(item not found)"
-    details = "" if row["passed"] else _failure_details(row, item, pool.snippets)
+    details = "" if row["passed"] else _failure_details(row, item, pool.snippets, failure)
     return (
         f"<tr><td>{text(row['query_id'])}</td><td>{text(row['domain'])}</td><td>{verdict}</td>"
         f"<td>{query}{details}</td><td>{text(row.get('canonical_rank'))}</td></tr>"
     )
 
 
-def _failure_details(row: dict, item: BenchmarkItem | None, snippets: Mapping[str, Snippet]) -> str:
+def _failure_details(
+    row: dict, item: BenchmarkItem | None, snippets: Mapping[str, Snippet], failure: str
+) -> str:
     """The failing rank 1: what it is, its failing tests (outcome, returned value) and its diff."""
     top1 = row["top"][0]
     snippet = snippets.get(top1["snippet_id"])
     what = top1["kind"] + (f" ({top1['operator']})" if top1.get("operator") else "")
     if top1["query_id"] != row["query_id"]:
         what += f" of {top1['query_id']}"
-    tests = _failing_tests(row, item, snippet)
+    tests = _failing_tests(item, snippet, failure)
     diff = snippet.diff if snippet and top1["query_id"] == row["query_id"] else ""
     return "".join(
         [
@@ -190,18 +216,25 @@ def _failure_details(row: dict, item: BenchmarkItem | None, snippets: Mapping[st
     )
 
 
-def _failing_tests(row: dict, item: BenchmarkItem | None, snippet: Snippet | None) -> str:
+def _failing_tests(item: BenchmarkItem | None, snippet: Snippet | None, failure: str) -> str:
     if item is None or snippet is None or snippet.query_id != item.id:
         return ""  # another query's snippet: its outcomes are for that query's tests
-    returned: Sequence[str] = row.get("rank1_returned", ())
     lines = []
-    for i, (test, outcome) in enumerate(zip(item.tests, snippet.outcomes)):
+    for test, outcome in zip(item.tests, snippet.outcomes):
         if outcome == "pass":
             continue
-        value = returned[i] if i < len(returned) else ""
+        value = _returned(failure, test, outcome)
         lines.append(f"<li><code>{text(test)}</code> &rarr; {text(outcome)}")
         lines.append(f": {text(value)}</li>" if value else "</li>")
     return "".join(lines)
+
+
+def _returned(failure: str, test: str, outcome: str) -> str:
+    """What the failure text says ``test`` returned (its line in ``failures.failure_text``:
+    ``    TEST  ->  OUTCOME: VALUE``), ``""`` where it shows none."""
+    prefix = f"    {test}  ->  {outcome}: "
+    line = next((x for x in failure.splitlines() if x.startswith(prefix)), "")
+    return line[len(prefix) :]
 
 
 def _diff_html(diff: str) -> str:
