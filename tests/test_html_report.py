@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from plugin_runs import bench
+from test_language_pools import built_js, pools  # noqa: F401 - the JavaScript pool's fixtures
 
 from pytest_execretrieval.cli import main
 from pytest_execretrieval.corpus.items import load_items
@@ -126,3 +127,13 @@ def test_a_hostile_query_renders_as_text(report_dir: Path, items: Path, tmp_path
     dom = dump_dom(tmp_path / "hostile.html")
     assert "<script" not in dom
     assert shown in "".join(parsed(dom).text)
+
+
+def test_the_javascript_pool_has_its_own_section(pytester, pools: Path) -> None:  # noqa: F811
+    result = bench(pytester, pools, "--execretrieval-report-dir=r")
+    assert result.ret in (0, 1), result.stdout.str()
+    report_dir = pytester.path / "r"
+    assert main(["report", str(report_dir), "--html", "--items", str(pools)]) == 0
+    text = "".join(parsed(dump_dom(report_dir / HTML_FILE)).text)
+    assert f"javascript pool ({report_dir / 'javascript'})" in text
+    assert "Count the vowels" in text.split("javascript pool")[1]  # a JavaScript query's text
