@@ -38,7 +38,8 @@ body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; max-width: 1100px; }
 table { border-collapse: collapse; margin: .5em 0 1em; }
 th, td { border: 1px solid #ccc; padding: 2px 6px; text-align: left; vertical-align: top; }
 th { background: #f2f2f2; }
-pre { background: #f8f8f8; padding: .5em; overflow-x: auto; margin: .3em 0; }
+pre { background: #f8f8f8; padding: .5em; margin: .3em 0; white-space: pre-wrap; }
+code { white-space: pre-wrap; word-break: break-word; }
 .pass { color: #1a7f37; } .fail { color: #cf222e; }
 .add { color: #1a7f37; } .del { color: #cf222e; }
 img { max-width: 100%; }
