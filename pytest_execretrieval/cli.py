@@ -368,8 +368,9 @@ def cmd_cross_language(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Plots and summary.md from the report JSONs in DIR: exit 0, or 2 with a message (no
-    matplotlib, no reports, reports that are not comparable)."""
+    """Plots and summary.md (and with ``--html`` report.html) from the report JSONs in DIR:
+    exit 0, or 2 with a message (no matplotlib, no reports, reports that are not comparable,
+    no corpus for the HTML page)."""
     from .reporting.plots import INSTALL_HINT, load_reports, similarity_notes, write_report
     from .scoring.compare import ComparisonError, ReportError
 
@@ -390,7 +391,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     except KeyError as exc:
         return _fail("report", f"malformed report (missing key {exc})")
     if args.html:
-        written.append(write_html(directory, reports, Path(args.items or default_items())))
+        from .corpus.store import CorpusError
+
+        try:
+            written.append(write_html(directory, reports, Path(args.items or default_items())))
+        # no corpus; an unreadable or malformed junit XML (ElementTree.ParseError is a SyntaxError)
+        except (CorpusError, OSError, ValueError, SyntaxError) as exc:
+            return _fail("report", f"cannot write the HTML page: {exc}")
     for path in written:
         print(f"wrote {path}")
     for note in similarity_notes(reports):

@@ -137,3 +137,11 @@ def test_the_javascript_pool_has_its_own_section(pytester, pools: Path) -> None:
     text = "".join(parsed(dump_dom(report_dir / HTML_FILE)).text)
     assert f"javascript pool ({report_dir / 'javascript'})" in text
     assert "Count the vowels" in text.split("javascript pool")[1]  # a JavaScript query's text
+
+
+def test_html_without_the_run_corpus_is_a_message(
+    report_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["report", str(report_dir), "--html", "--items", str(tmp_path)]) == 2
+    assert "execretrieval report: cannot write the HTML page: " in capsys.readouterr().err
+    assert not (report_dir / HTML_FILE).exists()
