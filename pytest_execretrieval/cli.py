@@ -368,8 +368,9 @@ def cmd_cross_language(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Plots and summary.md from the report JSONs in DIR: exit 0, or 2 with a message (no
-    matplotlib, no reports, reports that are not comparable)."""
+    """Plots and summary.md (and with ``--html`` report.html) from the report JSONs in DIR:
+    exit 0, or 2 with a message (no matplotlib, no reports, reports that are not comparable,
+    no corpus for the HTML page)."""
     from .reporting.plots import INSTALL_HINT, load_reports, similarity_notes, write_report
     from .scoring.compare import ComparisonError, ReportError
 
@@ -389,11 +390,62 @@ def cmd_report(args: argparse.Namespace) -> int:
         return _fail("report", str(exc))
     except KeyError as exc:
         return _fail("report", f"malformed report (missing key {exc})")
+    if args.html:
+        from .corpus.store import CorpusError
+
+        try:
+            written.append(write_html(directory, reports, Path(args.items or default_items())))
+        # no corpus; an unreadable or malformed junit XML (ElementTree.ParseError is a SyntaxError)
+        except (CorpusError, OSError, ValueError, SyntaxError) as exc:
+            return _fail("report", f"cannot write the HTML page: {exc}")
     for path in written:
         print(f"wrote {path}")
     for note in similarity_notes(reports):
         print(note)
     return 0
+
+
+def write_html(directory: Path, reports: list[dict], items_dir: Path) -> Path:
+    """``DIR/report.html``: the reports of DIR and of its pools' folders (``DIR/javascript/``),
+    with the query texts and snippets of ``items_dir``'s pools, the plots written in DIR and
+    the values failing snippets returned (from the junit XML beside each report)."""
+    from .corpus.items import load_items
+    from .corpus.pools import language_pools
+    from .corpus.store import corpus_dir, read_corpus
+    from .reporting.html import HTML_FILE, PoolPage, html_page
+    from .reporting.plots import load_reports
+    from .safe_write import write_atomic
+
+    pages = []
+    for pool in language_pools(items_dir):
+        found = reports if not pool.name else load_reports(directory / pool.name)[0]
+        if not found:
+            continue
+        items, _ = load_items(pool.items_dir)
+        corpus = read_corpus(pool.items_dir, where=corpus_dir(pool.items_dir))
+        folder = directory / pool.name
+        pages.append(
+            PoolPage(
+                title=f"{pool.name or 'Python'} pool ({folder})",
+                reports=found,
+                items={item.id: item for item in items},
+                snippets={s.snippet_id: s for s in corpus.snippets},
+                images={p.name: p.read_bytes() for p in sorted(folder.glob("*.png"))},
+                failures=[_junit_failures(folder, r) for r in found],
+            )
+        )
+    path = directory / HTML_FILE
+    write_atomic(path, html_page(pages))
+    return path
+
+
+def _junit_failures(folder: Path, report: dict) -> dict[str, str]:
+    """The failure texts of the junit XML a run wrote beside ``report`` (none: no values)."""
+    from .reporting.html import junit_failures
+    from .reporting.report import file_stem
+
+    path = folder / f"{file_stem(report['embedder']['name'])}.xml"
+    return junit_failures(path.read_text()) if path.is_file() else {}
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -490,6 +542,16 @@ def parser() -> argparse.ArgumentParser:
     x.add_argument("--seed", type=int, default=seed, help=f"bootstrap seed (default {seed})")
     r = sub.add_parser("report", help="PNG plots and summary.md from the report JSONs in DIR")
     r.add_argument("directory", metavar="DIR")
+    r.add_argument(
+        "--html",
+        action="store_true",
+        help="also write DIR/report.html, one self-contained page (needs the items directory)",
+    )
+    r.add_argument(
+        "--items",
+        metavar="ITEMS",
+        help="the run's items directory (default: ./items or the bundled items)",
+    )
     e = sub.add_parser("embed", help="write frozen embedding matrices (.npz) for npz:PATH")
     e.add_argument("items_dir", nargs="?")
     e.add_argument("--embedder", required=True)
