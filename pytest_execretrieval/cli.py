@@ -39,6 +39,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     from .corpus.incremental import Plan, Rebuild, digests, plan, yields_jsonl
     from .corpus.items import load_items
     from .corpus.store import CorpusVariant, corpus_dir, write_corpus
+    from .execution.outcome_cache import foreign_line
     from .execution.runner import SuiteRunner
     from .execution.sandbox import Limits
     from .reporting.progress import ProgressLine
@@ -93,6 +94,7 @@ def cmd_build(args: argparse.Namespace) -> int:
             print("nothing written", file=sys.stderr)
             return 1
         executed = runner.executed + mutant_runner.executed
+        foreign = foreign_line(runner.foreign + mutant_runner.foreign)
     meta = write_corpus(
         items_dir,
         result.corpus,
@@ -124,6 +126,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         f"reused {len(items) - len(result.rebuilt)} items, rebuilt {len(result.rebuilt)}"
         f"{moved}; {executed} suites executed; {time.monotonic() - started:.1f} s"
     )
+    if foreign:
+        print(foreign)
     return 0
 
 
