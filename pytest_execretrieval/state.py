@@ -284,7 +284,7 @@ class BenchmarkState:
         self.gates = {n: gates[n] for n in self.final_reports if n in gates}
         if self.report_dir and self.final_reports:
             self.written = write_reports(
-                self.report_dir, self.final_reports, records, self.gate_records
+                self.report_dir, self.final_reports, records, self.gate_records, self.prefix
             )
         self.status = self.exit_status(status)
         return self.status

@@ -108,10 +108,22 @@ def test_the_gate_decides_per_language_and_the_exit_status_names_the_failing_one
     assert first.ret in (0, 1)
     base = pytester.path / "base"
     # the same model against its own baselines (under xdist: each pool handed off): both pass
-    again = bench(pytester, pools, f"--execretrieval-baseline={base / 'bm25.json'}", "-n", "2")
+    again = bench(
+        pytester,
+        pools,
+        f"--execretrieval-baseline={base / 'bm25.json'}",
+        "--execretrieval-report-dir=again",
+        "-n",
+        "2",
+    )
     out = again.stdout.str()
     assert "gate [bm25]: PASS" in out and "gate [javascript/bm25]: PASS" in out
     assert again.ret == 0
+    # each pool's junit and summary name its gate once, so a CI report merging them does too
+    for folder, gate in (("again", "bm25"), ("again/javascript", "javascript/bm25")):
+        junit = (pytester.path / folder / "bm25.xml").read_text()
+        assert f'name="gate[{gate}]"' in junit and junit.count('name="gate[') == 1
+        assert f"- **{gate}**: PASS" in (pytester.path / folder / "summary.md").read_text()
     # a minimum between the two languages' exec@1: one language's gate fails, and says which
     py = json.loads((base / "bm25.json").read_text())["metrics"]["exec@1"]
     js = json.loads((base / "javascript" / "bm25.json").read_text())["metrics"]["exec@1"]
