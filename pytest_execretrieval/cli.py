@@ -39,6 +39,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     from .corpus.incremental import Plan, Rebuild, digests, plan, yields_jsonl
     from .corpus.items import load_items
     from .corpus.store import CorpusVariant, corpus_dir, write_corpus
+    from .execution.outcome_cache import foreign_line
     from .execution.runner import SuiteRunner
     from .execution.sandbox import Limits
     from .reporting.progress import ProgressLine
@@ -93,6 +94,7 @@ def cmd_build(args: argparse.Namespace) -> int:
             print("nothing written", file=sys.stderr)
             return 1
         executed = runner.executed + mutant_runner.executed
+        foreign = foreign_line(runner.foreign + mutant_runner.foreign)
     meta = write_corpus(
         items_dir,
         result.corpus,
@@ -124,6 +126,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         f"reused {len(items) - len(result.rebuilt)} items, rebuilt {len(result.rebuilt)}"
         f"{moved}; {executed} suites executed; {time.monotonic() - started:.1f} s"
     )
+    if foreign:
+        print(foreign)
     return 0
 
 
@@ -175,6 +179,25 @@ def cmd_verify(args: argparse.Namespace, rest: list[str]) -> int:
     if args.n is not None:
         argv += ["-n", args.n]
     return int(pytest.main(argv + rest))
+
+
+# What makes a run a gate: a baseline run overrides every one of them in the ini to its default
+# (an ini key given as an empty ``-o`` value is unset), so the gate the ini configures for CI
+# neither gates nor refuses the run that makes its baseline.
+GATE_KEYS = ("baseline", "gate-metric", "margin", "alpha", "min", "min-exec1")
+
+
+def cmd_baseline(args: argparse.Namespace, rest: list[str]) -> int:
+    """``pytest --embedder NAME`` without the configured gate, its reports in ``--out``: every
+    language pool's, ``DIR/NAME.json`` and ``DIR/javascript/NAME.json``, where an ini's
+    ``execretrieval_baseline = "DIR/NAME.json"`` finds them. A failing query is measured, not an
+    error: the command fails only when pytest could not run the benchmark."""
+    import pytest
+
+    unset = [f"-o=execretrieval_{key.replace('-', '_')}=" for key in GATE_KEYS]
+    argv = [f"--embedder={args.embedder}", *unset, f"--execretrieval-report-dir={args.out}"]
+    status = int(pytest.main([*argv, "-p", "no:randomly", *rest]))
+    return 0 if status == pytest.ExitCode.TESTS_FAILED else status
 
 
 def cmd_embedders(args: argparse.Namespace) -> int:
@@ -518,6 +541,14 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("items_dir", nargs="?")
     v.add_argument("-n", help="pytest-xdist workers (e.g. 2 or auto)")
 
+    a = sub.add_parser(
+        "baseline",
+        help="write every language pool's baseline report for an embedder, ignoring the "
+        "configured gate (further arguments go to pytest)",
+    )
+    a.add_argument("--embedder", required=True, metavar="NAME")
+    a.add_argument("--out", required=True, metavar="DIR", help="DIR/NAME.json, DIR/javascript/")
+
     sub.add_parser(
         "embedders", help="known embedder names and whether each is usable here"
     ).add_argument("--cache-dir", **cache)
@@ -571,6 +602,8 @@ def main(argv: list[str] | None = None) -> int:
     args, rest = parser().parse_known_args(argv)
     if args.command == "verify":
         return cmd_verify(args, rest)
+    if args.command == "baseline":
+        return cmd_baseline(args, rest)
     if rest:
         parser().error(f"unrecognized arguments: {' '.join(rest)}")
     commands = {

@@ -186,6 +186,11 @@ class Session:
         return self._runner.executed if self._runner else 0
 
     @property
+    def foreign(self) -> int:
+        """Cached outcomes this process ignored because another key signed them."""
+        return self._runner.foreign if self._runner else 0
+
+    @property
     def corpus(self) -> Corpus | None:
         return self.loaded.corpus if self.loaded else None
 
@@ -349,9 +354,9 @@ class BenchmarkSession(Session):
 
     @pytest.hookimpl(optionalhook=True)  # xdist: a worker's counts, back in its workeroutput
     def pytest_testnodedown(self, node, error) -> None:
-        self.state.executed += (
-            getattr(node, "workeroutput", {}).get(WORKER_KEY, {}).get("executed", 0)
-        )
+        counts = getattr(node, "workeroutput", {}).get(WORKER_KEY, {})
+        self.state.executed += counts.get("executed", 0)
+        self.state.foreign += counts.get("foreign", 0)
 
     def item_nodes(self, parent: ItemFile, item: BenchmarkItem) -> Iterator[pytest.Item]:
         pool = self.pool_of(parent.path).pool
@@ -424,9 +429,11 @@ class BenchmarkSession(Session):
         their plain implementations, so they see the decision and the gates' test reports."""
         self.close_runner()
         if self.is_worker:
-            self.config.workeroutput[WORKER_KEY] = {"executed": self.executed}  # type: ignore[attr-defined]
+            counts = {"executed": self.executed, "foreign": self.foreign}
+            self.config.workeroutput[WORKER_KEY] = counts  # type: ignore[attr-defined]
         else:
             self.state.executed += self.executed
+            self.state.foreign += self.foreign
             session.exitstatus = self.state.finish(session.exitstatus, stop_reasons(session))
             publish_gates(self.config, self.state.gate_records, self.items_dir)
         return (yield)

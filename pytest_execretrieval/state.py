@@ -29,6 +29,7 @@ from pathlib import Path
 
 from .corpus.store import corpus_sha256
 from .embedders import EmbedderOptions
+from .execution.outcome_cache import foreign_line
 from .execution.runner import SuiteRunner
 from .orchestration import (
     EXIT_INCOMPLETE,
@@ -95,6 +96,7 @@ class BenchmarkState:
         self.baseline: dict | None = None
         self.baseline_failed: set[str] = set()
         self.executed = 0  # suites run in a sandbox, by every process of the session
+        self.foreign = 0  # cached outcomes ignored: signed with another key
         self.selected: dict[str, tuple[str, str]] = {}  # node id -> (name, query id)
         self.outcomes: dict[str, Outcome] = {}  # node id -> its final report
         self.collection_errors: dict[str, None] = {}  # node ids, in order, once each
@@ -282,7 +284,7 @@ class BenchmarkState:
         self.gates = {n: gates[n] for n in self.final_reports if n in gates}
         if self.report_dir and self.final_reports:
             self.written = write_reports(
-                self.report_dir, self.final_reports, records, self.gate_records
+                self.report_dir, self.final_reports, records, self.gate_records, self.prefix
             )
         self.status = self.exit_status(status)
         return self.status
@@ -321,7 +323,8 @@ class BenchmarkState:
         at = next(
             (i for i, x in enumerate(lines) if x.startswith(("gate [", "reports: "))), len(lines)
         )  # the cost goes above the gates: the verdict stays last
-        lines[at:at] = [*cost, *([self.executed_line()] if executed else [])]
+        sandbox = [self.executed_line(), *filter(None, [foreign_line(self.foreign)])]
+        lines[at:at] = [*cost, *(sandbox if executed else [])]
         if self.incomplete:
             return lines + [self.incomplete_line(self.incomplete)]
         last = self.exit_line() if exit_line else None
@@ -375,6 +378,7 @@ class PoolStates:
         self.collect_only = collect_only
         self.pools = {name: BenchmarkState(settings, collect_only, name) for name in pools}
         self.executed = 0  # suites run in a sandbox, by every process of the session
+        self.foreign = 0  # cached outcomes ignored: signed with another key
         self.cross: dict[str, CrossLanguage] = {}  # per embedder, python vs another pool
         self.cross_errors: dict[str, str] = {}  # per embedder, why no analysis was made
         self.cross_written: list[Path] = []
@@ -462,7 +466,7 @@ class PoolStates:
         it, the cross-language analyses, and which languages' gates failed."""
         from .reporting.cross_language_text import cross_language_lines
 
-        self.root.executed = self.executed
+        self.root.executed, self.root.foreign = self.executed, self.foreign
         others = [state for pool, state in self.pools.items() if pool]
         lines = self.root.closing_lines(exit_line=not others)
         for state in others:

@@ -108,10 +108,22 @@ def test_the_gate_decides_per_language_and_the_exit_status_names_the_failing_one
     assert first.ret in (0, 1)
     base = pytester.path / "base"
     # the same model against its own baselines (under xdist: each pool handed off): both pass
-    again = bench(pytester, pools, f"--execretrieval-baseline={base / 'bm25.json'}", "-n", "2")
+    again = bench(
+        pytester,
+        pools,
+        f"--execretrieval-baseline={base / 'bm25.json'}",
+        "--execretrieval-report-dir=again",
+        "-n",
+        "2",
+    )
     out = again.stdout.str()
     assert "gate [bm25]: PASS" in out and "gate [javascript/bm25]: PASS" in out
     assert again.ret == 0
+    # each pool's junit and summary name its gate once, so a CI report merging them does too
+    for folder, gate in (("again", "bm25"), ("again/javascript", "javascript/bm25")):
+        junit = (pytester.path / folder / "bm25.xml").read_text()
+        assert f'name="gate[{gate}]"' in junit and junit.count('name="gate[') == 1
+        assert f"- **{gate}**: PASS" in (pytester.path / folder / "summary.md").read_text()
     # a minimum between the two languages' exec@1: one language's gate fails, and says which
     py = json.loads((base / "bm25.json").read_text())["metrics"]["exec@1"]
     js = json.loads((base / "javascript" / "bm25.json").read_text())["metrics"]["exec@1"]
@@ -295,3 +307,29 @@ def test_report_directories_read_the_cross_language_file_as_no_report(tmp_path):
     written = write_cross_language(tmp_path, {"m": cross_language(python, js)})
     assert [p.name for p in written] == ["cross-language.json", "cross-language.md"]
     assert load_reports(tmp_path) == ([], [])  # no "skipping ..." note for it
+
+
+def test_the_baseline_command_ignores_the_configured_gate_and_writes_every_pool(
+    pytester, pools, monkeypatch
+):
+    """With the CI's gate in the ini (a baseline not yet there, a margin, metrics, a minimum no
+    model meets), ``execretrieval baseline`` writes both pools' reports where the ini looks."""
+    pytester.makeini(
+        f"""
+        [pytest]
+        execretrieval_items = {pools}
+        execretrieval_baseline = benchmarks/bm25.json
+        execretrieval_gate_metric = exec@1
+        execretrieval_margin = 0.02
+        execretrieval_min = exec@1=1.5
+        """
+    )
+    monkeypatch.chdir(pytester.path)
+    assert cli.main(["baseline", "--embedder", "bm25", "--out", "benchmarks", "-q"]) == 0
+    python, js = (
+        json.loads((pytester.path / "benchmarks" / p).read_text())
+        for p in ("bm25.json", "javascript/bm25.json")
+    )
+    assert "gate" not in python and js["language"] == "javascript"
+    gated = bench(pytester, pools).stdout.str()  # the ini's gate finds both baselines
+    assert "gate [javascript/bm25]: " in gated and "no baseline" not in gated

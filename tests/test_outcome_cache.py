@@ -331,3 +331,64 @@ def test_leftover_partial_temp_file_is_ignored(tmp_path):
     path.parent.mkdir(parents=True)
     (path.parent / f".{path.stem}.abc123.tmp").write_bytes(b"execretrieval-outcome 12")
     assert cache.get(CODE, SETUP, TESTS) is None
+
+
+def restored_cache(tmp_path: Path, monkeypatch, name: str) -> OutcomeCache:
+    """A cache as another machine left it, restored on a runner with a fresh home directory."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / f"{name}-xdg"))
+    return OutcomeCache(tmp_path / "restored")
+
+
+@pytest.mark.parametrize("source", ["env", "file"])
+def test_a_restored_cache_signed_with_the_key_from_the_environment_executes_nothing(
+    tmp_path, monkeypatch, source
+):
+    if source == "env":
+        monkeypatch.setenv(outcome_cache.KEY_ENV, "ci-secret")
+    else:
+        (tmp_path / "key").write_text("ci-secret\n")
+        monkeypatch.setenv(outcome_cache.KEY_FILE_ENV, str(tmp_path / "key"))
+    restored_cache(tmp_path, monkeypatch, "writer").put(CODE, SETUP, TESTS, RESULT)
+    cache, sandbox = restored_cache(tmp_path, monkeypatch, "reader"), CountingSandbox()
+    assert cached_run(cache, sandbox, CODE, SETUP, TESTS) == RESULT
+    assert (sandbox.calls, cache.foreign) == (0, 0)
+    assert not (tmp_path / "reader-xdg").exists()  # no per-user key was made or read
+
+
+def test_an_entry_signed_with_another_key_is_executed_again_and_counted(tmp_path, monkeypatch):
+    monkeypatch.setenv(outcome_cache.KEY_ENV, "the writer's secret")
+    restored_cache(tmp_path, monkeypatch, "writer").put(CODE, SETUP, TESTS, RESULT)
+    monkeypatch.setenv(outcome_cache.KEY_ENV, "another secret")
+    cache, sandbox = restored_cache(tmp_path, monkeypatch, "reader"), CountingSandbox()
+    assert cached_run(cache, sandbox, CODE, SETUP, TESTS) == RESULT
+    assert (sandbox.calls, cache.foreign) == (1, 1)
+    line = outcome_cache.foreign_line(cache.foreign)
+    assert line is not None and line.startswith("1 cached outcome ignored: signed with another")
+    assert outcome_cache.KEY_ENV in line and outcome_cache.foreign_line(0) is None
+
+
+def test_an_empty_key_file_is_an_error_not_a_weak_key(tmp_path, monkeypatch):
+    (tmp_path / "key").write_text("\n")
+    monkeypatch.setenv(outcome_cache.KEY_FILE_ENV, str(tmp_path / "key"))
+    with pytest.raises(ValueError, match="is empty"):
+        OutcomeCache(tmp_path / "cache").put(CODE, SETUP, TESTS, RESULT)
+
+
+def test_the_runner_counts_the_foreign_entries_it_ignored(tmp_path, monkeypatch):
+    from pytest_execretrieval.execution import runner as runner_module
+
+    class RunnerSandbox(CountingSandbox):
+        def __init__(self, limits, isolation="best"):
+            super().__init__(limits=limits)
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(runner_module, "Sandbox", RunnerSandbox)
+    monkeypatch.setenv(outcome_cache.KEY_ENV, "the writer's secret")
+    with runner_module.SuiteRunner(cache_dir=tmp_path) as runner:
+        runner.run(CODE, SETUP, TESTS)
+    monkeypatch.setenv(outcome_cache.KEY_ENV, "another secret")
+    with runner_module.SuiteRunner(cache_dir=tmp_path) as runner:
+        runner.run(CODE, SETUP, TESTS)
+        assert (runner.executed, runner.foreign) == (1, 1)

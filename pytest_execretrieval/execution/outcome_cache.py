@@ -16,6 +16,12 @@ place; a symlink in the cache is refused, never followed), so readers see either
 complete entry; anything that fails the header/tag/schema checks (torn copy, garbage, a forgery,
 an entry for another key) is deleted and treated as a miss. Temporary files of a killed writer
 (``.*.tmp``) are never read.
+
+CI shares a cache between runners that share no home directory: the secret may come instead from
+``EXECRETRIEVAL_CACHE_KEY`` (a CI secret's value) or from the file ``EXECRETRIEVAL_CACHE_KEY_FILE``
+names (either hashed to the 32-byte key), never from the cache. A well-formed entry whose tag
+fails is counted (:attr:`OutcomeCache.foreign`), so a restored cache signed with another key is
+named in one line (:func:`foreign_line`) instead of being re-executed in silence.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import json
 import os
 import stat
 import tempfile
+import threading
 import warnings
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -35,13 +42,15 @@ from ..bounded_json import parse_json
 from ..safe_write import write_atomic
 from .sandbox import RUNNER_VERSION, Limits, Sandbox, SuiteResult
 
-__all__ = ["OutcomeCache", "cached_run"]
+__all__ = ["OutcomeCache", "cached_run", "foreign_line"]
 
 _MAGIC = b"execretrieval-outcome2"
 _KEY_FILE = "outcome-hmac-key"  # in user_key_dir()
 _MAX_ENTRY = 4 * 1024 * 1024  # bytes; a suite's record is a few KiB
 _CHECKOUT_KEY = ".hmac-key"  # where a key in the cache root would be: never read
 _named: set[Path] = set()  # checkout key files already warned about
+KEY_ENV = "EXECRETRIEVAL_CACHE_KEY"  # the secret itself (a CI secret)
+KEY_FILE_ENV = "EXECRETRIEVAL_CACHE_KEY_FILE"  # a file holding it
 
 
 def user_key_dir() -> Path:
@@ -70,13 +79,16 @@ class OutcomeCache:
         self.root = Path(root)
         self.within = Path(within) if within is not None else self.root
         self._secret: bytes | None = None
+        self.foreign = 0  # well-formed entries signed with another key: ignored, re-executed
+        self._lock = threading.Lock()
 
     def secret(self) -> bytes:
-        """The user's HMAC key (see the module docstring), created on first use (safe against
-        concurrent creators); a key file in the cache root is ignored and named, once."""
+        """The HMAC key: from the environment (see the module docstring), else the user's key
+        file, created on first use (safe against concurrent creators); a key file in the cache
+        root is ignored and named, once."""
         if self._secret is None:
             _name_checkout_key(self.root / _CHECKOUT_KEY)
-            self._secret = _load_or_create_key(user_key_dir() / _KEY_FILE)
+            self._secret = _secret_from_env() or _load_or_create_key(user_key_dir() / _KEY_FILE)
         return self._secret
 
     def tag(self, key: str, body: bytes) -> str:
@@ -163,8 +175,36 @@ class OutcomeCache:
         if not sep or len(fields) != 3 or fields[0] != _MAGIC or fields[1] != key.encode():
             return None
         if not hmac.compare_digest(fields[2], self.tag(key, body).encode()):
+            with self._lock:
+                self.foreign += 1
             return None
         return body
+
+
+def foreign_line(count: int) -> str | None:
+    """The one line naming the cached outcomes ignored for their signature, or None if none."""
+    if not count:
+        return None
+    return (
+        f"{count} cached outcome{'s' * (count != 1)} ignored: signed with another key (and "
+        f"executed again); set {KEY_ENV} or {KEY_FILE_ENV} to the key that wrote them (a CI "
+        "secret) to share a cache between machines"
+    )
+
+
+def _secret_from_env() -> bytes | None:
+    """The key ``EXECRETRIEVAL_CACHE_KEY`` or the file ``EXECRETRIEVAL_CACHE_KEY_FILE`` gives
+    (hashed: any secret string will do), or None when neither is set."""
+    value = os.environ.get(KEY_ENV, "")
+    if value:
+        return hashlib.sha256(_encode(value)).digest()
+    name = os.environ.get(KEY_FILE_ENV, "")
+    if not name:
+        return None
+    secret = Path(name).read_bytes()
+    if not secret.strip():
+        raise ValueError(f"{KEY_FILE_ENV}={name} is empty: it must hold the cache's secret")
+    return hashlib.sha256(secret).digest()
 
 
 def _runner_version(language: str) -> str:

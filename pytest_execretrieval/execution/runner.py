@@ -136,6 +136,11 @@ class SuiteRunner:
             pool = self._pool
         yield from pool.map(lambda suite: self.run(*suite), suites)
 
+    @property
+    def foreign(self) -> int:
+        """Cached outcomes ignored because another key signed them (then executed)."""
+        return self.cache.foreign if self.cache is not None else 0
+
     def value_types(self) -> dict[str, int]:
         """A census of the value types the snippets' calls returned in this runner's sandboxes."""
         counts: dict[str, int] = {}

@@ -172,8 +172,10 @@ def junit_xml(
     records: Sequence[RecordedTest],
     gate: dict | None = None,
     report: dict | None = None,
+    prefix: str = "",
 ) -> bytes:
-    """One junit test suite named for the model: a test case per query, and the gate's.
+    """One junit test suite named for the model: a test case per query, and the gate's
+    (``gate[<prefix><name>]``: ``prefix`` names another language pool than the directory's own).
 
     The file follows the JUnit schema CI servers validate against (xunit2; ``tests/data/
     junit.xsd`` says where the rules come from): a test case holds its outcome element and a
@@ -189,7 +191,7 @@ def junit_xml(
     case and a red one exactly the gate's.
     """
     if gate is not None:
-        records = [*records, gate_record(name, gate)]
+        records = [*records, gate_record(prefix + name, gate)]
     suite = ET.Element("testsuite", {"name": xml_text(name)})
     if report is not None:
         props = ET.SubElement(suite, "properties")
@@ -489,8 +491,13 @@ def write_reports(
     reports: dict[str, dict],
     records: dict[str, list[RecordedTest]],
     gates: dict[str, dict],
+    prefix: str = "",
 ) -> list[Path]:
     """Write every model's JSON and junit XML and the summary; returns the paths written.
+
+    ``prefix`` names the language pool (``javascript/``) in the gate's junit case and the
+    summary's gates, so a CI's test report merging every pool's files names each gate
+    once (``gate[javascript/bm25]`` beside ``gate[bm25]``); file names stay the model's.
 
     ``summary.md`` covers every model whose report JSON is in ``report_dir`` (same corpus):
     sessions run one model at a time into one directory keep each other's (this session's
@@ -506,10 +513,14 @@ def write_reports(
     for (name, data), stem in zip(reports.items(), stems):
         write_json(report_dir / f"{stem}.json", data)
         write_atomic(
-            report_dir / f"{stem}.xml", junit_xml(name, records[name], gates.get(name), data)
+            report_dir / f"{stem}.xml",
+            junit_xml(name, records[name], gates.get(name), data, prefix),
         )
     earlier = earlier_reports(report_dir, reports, written)
-    every_gate = {**{n: r["gate"] for n, r in earlier.items() if r.get("gate")}, **gates}
+    every_gate = {
+        prefix + n: g
+        for n, g in {**{n: r["gate"] for n, r in earlier.items() if r.get("gate")}, **gates}.items()
+    }
     written.append(report_dir / "summary.md")
     write_atomic(written[-1], escape(session_summary_markdown({**reports, **earlier}, every_gate)))
     return written
