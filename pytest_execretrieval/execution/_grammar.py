@@ -603,6 +603,9 @@ _CONTAINERS = (list, tuple, set, frozenset, dict, collections.deque)
 _WALKING = frozenset(
     {"list", "tuple", "set", "frozenset", "dict", "deque", "Counter", "OrderedDict", "str"}
 )
+_PRINTING = 4  # str() formats each element: measured about 4 times a hash or a copy
+_WORD = 1 << 64
+_WORD_SIZED = frozenset({int, bool, float, complex, type(None)})  # printed in a few characters
 # Digits a Decimal may carry into int/round/Fraction/float: those of MAX_INT_BITS bits.
 MAX_DECIMAL_DIGITS = int(MAX_INT_BITS * math.log10(2)) + 1
 
@@ -641,6 +644,9 @@ class _Evaluation:
         elements = [*value.keys(), *value.values()] if isinstance(value, dict) else value
         total = len(value)
         for element in elements:
+            kind = type(element)
+            if kind in _WORD_SIZED and (kind is not int or -_WORD < element < _WORD):
+                continue  # the common leaf, without a call: this loop is most of the walk
             total += self.size(element, depth + 1)
             if total > MAX_SIZE:
                 raise GrammarError(f"a literal of more than {MAX_SIZE} elements")
@@ -727,7 +733,8 @@ class _Evaluation:
             for v in values:
                 _check_decimal(base, v)
         if base in _WALKING:
-            self.charge(sum(self.size(v) for v in values), f"{base}()")
+            weight = _PRINTING if base == "str" else 1
+            self.charge(weight * sum(self.size(v) for v in values), f"{base}()")
         elif base == "sum":
             self.charge(_sum_work(args), "sum()")
         elif base in ("sorted", "min", "max"):
@@ -742,14 +749,14 @@ class _Evaluation:
 
 
 def _digits(value: Any) -> int:
-    """The decimal digits printing a number writes (0 for what is not an int, Fraction or
-    Decimal): a list of many aliases of one big number prints each of them."""
+    """The decimal digits printing a number writes, past a word's 20 (up to those, printing a
+    number costs what an element does); 0 for what is not an int, Fraction or Decimal: a list
+    of many aliases of one big number prints each of them."""
     bits = _bits(value)
-    if bits:
-        return bits // 3 + 1
+    digits = bits // 3 + 1 if bits else 0
     if type(value).__name__ == "Decimal" and value.is_finite():
-        return len(value.as_tuple().digits)
-    return 0
+        digits = len(value.as_tuple().digits)
+    return digits if digits > 20 else 0
 
 
 def _check_decimal(base: str, value: Any) -> None:
