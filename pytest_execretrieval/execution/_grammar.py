@@ -50,7 +50,7 @@ import datetime as _dt
 import fractions
 import math
 import operator
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 TYPE_CHECKING = False  # type checkers take it as True; typing is not imported in the sandbox
 if TYPE_CHECKING:
@@ -589,49 +589,207 @@ _BINARY: dict[type, Callable[[Any, Any], Any]] = {
 def evaluate(node: ast.expr) -> Any:
     """The value of a literal expression, as Python would compute it; GrammarError for a node
     outside the grammar or a value past the bounds, and whatever Python raises
-    (ZeroDivisionError, ValueError, ...) for a literal that fails. Recursion is bounded by
-    :func:`parse_tree`'s depth check."""
-    if isinstance(node, ast.Constant):
-        if node.value is Ellipsis:
-            raise GrammarError("'...' is not in the test grammar")
-        return _bounded(node.value)
-    if isinstance(node, ast.List | ast.Tuple | ast.Set):
-        items = [evaluate(e) for e in node.elts]
-        kind = {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)]
-        return _bounded(kind(items))
-    if isinstance(node, ast.Dict):
-        pairs = []
-        for k, v in zip(node.keys, node.values):
-            if k is None:
-                raise GrammarError("a ** in a dict is not in the test grammar")
-            pairs.append((evaluate(k), evaluate(v)))
-        return _bounded(dict(pairs))
-    if isinstance(node, ast.UnaryOp):
-        return _bounded(_UNARY[type(node.op)](evaluate(node.operand)))
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        left, right = evaluate(node.left), evaluate(node.right)
-        _precheck(type(node.op), left, right)
-        return _bounded(_BINARY[type(node.op)](left, right))
-    if isinstance(node, ast.Call) and _dotted(node.func) in CALLABLES:
-        name = _dotted(node.func)
-        args = []
-        for a in node.args:
-            if isinstance(a, ast.Starred):
-                raise GrammarError("a starred argument is not in the test grammar")
-            args.append(evaluate(a))
-        kwargs = {}
-        for keyword in node.keywords:
-            if keyword.arg is None:
-                raise GrammarError("a ** argument is not in the test grammar")
-            kwargs[keyword.arg] = evaluate(keyword.value)
-        _check_call(name, args, kwargs)  # type: ignore[arg-type]
-        return _bounded(CALLABLES[name](*args, **kwargs))  # type: ignore[index]
-    if isinstance(node, ast.Attribute | ast.Name) and _dotted(node) in CONSTANTS:
-        return CONSTANTS[_dotted(node)]  # type: ignore[index]
-    if isinstance(node, ast.Slice):
-        parts = [None if x is None else evaluate(x) for x in (node.lower, node.upper, node.step)]
-        return slice(*parts)
-    raise GrammarError(f"{_describe(node)} is not in the test grammar's literals")
+    (ZeroDivisionError, ValueError, ...) for a literal that fails. Every operation's cost is
+    checked before it runs (:class:`_Evaluation`), and one literal's total work is at most
+    :data:`MAX_STEPS`. Recursion is bounded by :func:`parse_tree`'s depth check."""
+    return _Evaluation().value(node)
+
+
+# Work units: one element visited, one character, one 64-bit word of a product.
+MAX_STEPS = 1 << 22  # per literal: about 50 ms of CPU at the slowest operation per unit
+_SEQUENCES = (str, bytes, bytearray, list, tuple, collections.deque)
+_CONTAINERS = (list, tuple, set, frozenset, dict, collections.deque)
+# Callables whose cost is a walk over their arguments' elements (hash, compare, copy, print).
+_WALKING = frozenset(
+    {"list", "tuple", "set", "frozenset", "dict", "deque", "Counter", "OrderedDict", "str"}
+)
+_PRINTING = 4  # str() formats each element: measured about 4 times a hash or a copy
+_WORD = 1 << 64
+_WORD_SIZED = frozenset({int, bool, float, complex, type(None)})  # printed in a few characters
+# Digits a Decimal may carry into int/round/Fraction/float: those of MAX_INT_BITS bits.
+MAX_DECIMAL_DIGITS = int(MAX_INT_BITS * math.log10(2)) + 1
+
+
+class _Evaluation:
+    """One literal's evaluation: its remaining work (:data:`MAX_STEPS`) and the expanded
+    sizes of the containers it built, kept by identity (with the object, so an id is never
+    reused), so that a list held many times is counted each time without walking it again."""
+
+    __slots__ = ("steps", "sizes")
+
+    def __init__(self) -> None:
+        self.steps = MAX_STEPS
+        self.sizes: dict[int, tuple[Any, int]] = {}
+
+    def charge(self, work: int, what: str) -> None:
+        self.steps -= work
+        if self.steps < 0:
+            raise GrammarError(
+                f"{what} is past the literal's budget of {MAX_STEPS} steps; not in the test grammar"
+            )
+
+    def size(self, value: Any, depth: int = 0) -> int:
+        """Elements, characters and decimal digits of ``value``, nested ones counted (aliases
+        each time they appear): what printing, hashing or comparing it visits."""
+        if isinstance(value, str | bytes | bytearray):
+            return len(value)
+        if not isinstance(value, _CONTAINERS):
+            return _digits(value)
+        known = self.sizes.get(id(value))
+        if known is not None:
+            return known[1]
+        if depth > MAX_DEPTH:
+            raise GrammarError(f"a value nested deeper than {MAX_DEPTH} is not in the test grammar")
+        self.charge(len(value), "walking a value")
+        elements = [*value.keys(), *value.values()] if isinstance(value, dict) else value
+        total = len(value)
+        for element in elements:
+            kind = type(element)
+            if kind in _WORD_SIZED and (kind is not int or -_WORD < element < _WORD):
+                continue  # the common leaf, without a call: this loop is most of the walk
+            total += self.size(element, depth + 1)
+            if total > MAX_SIZE:
+                raise GrammarError(f"a literal of more than {MAX_SIZE} elements")
+        self.sizes[id(value)] = (value, total)
+        return total
+
+    def value(self, node: ast.expr) -> Any:
+        self.charge(1, "a literal")
+        if isinstance(node, ast.Constant):
+            if node.value is Ellipsis:
+                raise GrammarError("'...' is not in the test grammar")
+            return self.bounded(node.value)
+        if isinstance(node, ast.List | ast.Tuple | ast.Set):
+            items = [self.value(e) for e in node.elts]
+            if isinstance(node, ast.Set):
+                self.charge(sum(self.size(i) for i in items), "a set's hashing")
+            kind = {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)]
+            return self.bounded(kind(items))
+        if isinstance(node, ast.Dict):
+            pairs = []
+            for k, v in zip(node.keys, node.values):
+                if k is None:
+                    raise GrammarError("a ** in a dict is not in the test grammar")
+                pairs.append((self.value(k), self.value(v)))
+            self.charge(sum(self.size(k) for k, _ in pairs), "a dict's hashing")
+            return self.bounded(dict(pairs))
+        if isinstance(node, ast.UnaryOp):
+            operand = self.value(node.operand)
+            self.charge(_digits(operand), "a unary operation")
+            return self.bounded(_UNARY[type(node.op)](operand))
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            left, right = self.value(node.left), self.value(node.right)
+            self.precheck(type(node.op), left, right)
+            return self.bounded(_BINARY[type(node.op)](left, right))
+        if isinstance(node, ast.Call) and _dotted(node.func) in CALLABLES:
+            name = _dotted(node.func)
+            args = []
+            for a in node.args:
+                if isinstance(a, ast.Starred):
+                    raise GrammarError("a starred argument is not in the test grammar")
+                args.append(self.value(a))
+            kwargs = {}
+            for keyword in node.keywords:
+                if keyword.arg is None:
+                    raise GrammarError("a ** argument is not in the test grammar")
+                kwargs[keyword.arg] = self.value(keyword.value)
+            self.check_call(name, args, kwargs)  # type: ignore[arg-type]
+            return self.bounded(CALLABLES[name](*args, **kwargs))  # type: ignore[index]
+        if isinstance(node, ast.Attribute | ast.Name) and _dotted(node) in CONSTANTS:
+            return CONSTANTS[_dotted(node)]  # type: ignore[index]
+        if isinstance(node, ast.Slice):
+            parts = [
+                None if x is None else self.value(x) for x in (node.lower, node.upper, node.step)
+            ]
+            return slice(*parts)
+        raise GrammarError(f"{_describe(node)} is not in the test grammar's literals")
+
+    def precheck(self, op: type, left: Any, right: Any) -> None:
+        """Refuse an operation whose result would be past the bounds before computing it, and
+        charge its work: a product's words, a repetition's or concatenation's elements."""
+        _precheck(op, left, right)
+        if op is ast.Mod and isinstance(left, str | bytes | bytearray):
+            # '%0999999999d' % 1 pads to a width the format names: printf formatting is out.
+            raise GrammarError("'%' formatting of a str or bytes is not in the test grammar")
+        if op is ast.Mult:
+            for seq, n in ((left, right), (right, left)):
+                if isinstance(seq, _SEQUENCES) and isinstance(n, int) and n > 0:
+                    if self.size(seq) * n > MAX_SIZE:
+                        raise GrammarError(f"a literal of more than {MAX_SIZE} elements")
+                    self.charge(len(seq) * n, "a repetition")
+        if op in (ast.Add, ast.Sub, ast.BitOr, ast.BitAnd, ast.BitXor):
+            self.charge(_length(left) + _length(right), "a concatenation")
+        words = (_bits(left) // 64 + 1) * (_bits(right) // 64 + 1)
+        if op is ast.Pow and isinstance(right, int) and _bits(left) > 1:
+            words = (abs(right) * _bits(left) // 64 + 1) ** 2 // 8  # the last squarings
+        self.charge(words, "arithmetic")
+
+    def check_call(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> None:
+        """:func:`_check_call`'s bounds, then the call's work charged before it runs."""
+        _check_call(name, args, kwargs)
+        base = name.rpartition(".")[2]
+        values = [*args, *kwargs.values()]
+        if base in ("int", "round", "Fraction", "float", "complex"):
+            for v in values:
+                _check_decimal(base, v)
+        if base in _WALKING:
+            weight = _PRINTING if base == "str" else 1
+            self.charge(weight * sum(self.size(v) for v in values), f"{base}()")
+        elif base == "sum":
+            self.charge(_sum_work(args), "sum()")
+        elif base in ("sorted", "min", "max"):
+            items = args[0] if len(args) == 1 else args
+            n = _length(items) if not isinstance(items, range) else len(items)
+            self.charge(sum(self.size(v) for v in args) * (n.bit_length() + 1), f"{base}()")
+
+    def bounded(self, value: Any) -> Any:
+        _bounded(value)
+        self.size(value)
+        return value
+
+
+def _digits(value: Any) -> int:
+    """The decimal digits printing a number writes, past a word's 20 (up to those, printing a
+    number costs what an element does); 0 for what is not an int, Fraction or Decimal: a list
+    of many aliases of one big number prints each of them."""
+    bits = _bits(value)
+    digits = bits // 3 + 1 if bits else 0
+    if type(value).__name__ == "Decimal" and value.is_finite():
+        digits = len(value.as_tuple().digits)
+    return digits if digits > 20 else 0
+
+
+def _check_decimal(base: str, value: Any) -> None:
+    """int/round/Fraction/float of a Decimal computes its exact integer or ratio: refuse one
+    whose exponent makes that past :data:`MAX_INT_BITS` (``int(Decimal('1e999999999'))``)."""
+    if type(value).__name__ != "Decimal" or not value.is_finite():
+        return
+    exponent = value.as_tuple().exponent
+    if abs(exponent) + len(value.as_tuple().digits) > MAX_DECIMAL_DIGITS:
+        raise GrammarError(
+            f"{base}() of a Decimal with exponent {exponent} is past {MAX_DECIMAL_DIGITS} digits; "
+            "not in the test grammar"
+        )
+
+
+def _sum_work(args: list[Any]) -> int:
+    """sum's work: adding sequences copies the running total each time, so n lists of total
+    length L cost up to n * L; numbers cost one step (and their words) each."""
+    if not args or isinstance(args[0], range):
+        return len(args[0]) if args else 0
+    items = args[0]
+    n = (
+        _length(items)
+        if isinstance(items, _SEQUENCES)
+        else len(items)
+        if isinstance(items, set | frozenset | dict)
+        else 0
+    )
+    elements = list(items.keys() if isinstance(items, dict) else items) if n else []
+    start = args[1] if len(args) > 1 else 0
+    total = _length(start) + sum(_length(e) for e in elements)
+    words = sum(_bits(e) // 64 + 1 for e in elements)
+    return n + n * total + words
 
 
 def _bits(value: Any) -> int:
@@ -646,7 +804,7 @@ def _length(value: Any) -> int:
     if isinstance(value, range):
         return 0  # lazy: its consumers are checked (_check_call)
     try:
-        return len(value) if isinstance(value, str | bytes | bytearray | list | tuple) else 0
+        return len(value) if isinstance(value, _SEQUENCES) else 0
     except (TypeError, OverflowError):
         return 0
 
@@ -695,33 +853,18 @@ def _check_call(name: str, args: list[Any], kwargs: dict[str, Any]) -> None:
 def _bounded(value: Any) -> Any:
     if _bits(value) > MAX_INT_BITS:
         raise GrammarError(f"a number past {MAX_INT_BITS} bits is not in the test grammar")
-    if isinstance(value, str | bytes | bytearray | list | tuple | set | frozenset | dict):
+    if isinstance(value, (*_SEQUENCES, *_CONTAINERS)):
         if len(value) > MAX_ELEMENTS:
             raise GrammarError(f"a value longer than {MAX_ELEMENTS} is not in the test grammar")
     return value
 
 
 def literal_value(node: ast.expr) -> Any:
-    """:func:`evaluate`, then the whole value's size (nested elements, aliases counted each
-    time they appear) checked against :data:`MAX_SIZE`: the checker compares it with what a
-    child returned, and a list holding one big list many times would make that slow."""
-    value = evaluate(node)
-    budget, todo = MAX_SIZE, [value]
-    while todo:
-        item = todo.pop()
-        elements: Iterable[Any]
-        if isinstance(item, dict):
-            budget -= 2 * len(item)
-            elements = [*item.keys(), *item.values()]
-        elif isinstance(item, list | tuple | set | frozenset | collections.deque):
-            budget -= len(item)
-            elements = item
-        else:
-            continue
-        if budget < 0:  # before taking the elements in: a big list held many times stops here
-            raise GrammarError(f"a literal of more than {MAX_SIZE} elements")
-        todo.extend(elements)
-    return value
+    """:func:`evaluate`: every value it computes, the whole one too, is at most
+    :data:`MAX_SIZE` elements (nested ones counted, aliases each time they appear): the checker
+    compares it with what a child returned, and a list holding one big list many times would
+    make that slow."""
+    return evaluate(node)
 
 
 def check_test(test: Test) -> None:
