@@ -11,6 +11,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from pytest_execretrieval.corpus.items import grammar_problem
 from pytest_execretrieval.execution import _grammar as g
@@ -91,3 +93,53 @@ def test_many_affordable_operations_exhaust_one_literals_step_budget():
     _refused_quickly(many, "past the literal's budget")
     problem = grammar_problem(f"assert f(1) == {many}", "f")
     assert problem is not None and "past the literal's budget" in problem
+
+
+# Random literal trees within the grammar: leaves of every kind the grammar admits, combined by
+# the operations whose cost grows fastest (repetition, powers, shifts, nesting, the callables).
+_LEAVES = st.sampled_from(
+    ["0", "7", "-3", "2 ** 60", "1.5", "'ab'", "b'xy'", "True", "None", "Decimal('1e999999999')",
+     "Decimal('-2.5e-7')", "Fraction(1, 3)", "[]", "()", "[1, 2, 3]", "'x' * 1000"]
+)
+
+
+def _combine(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    two = st.tuples(children, children)
+    count = st.sampled_from(["2", "16", "256", "4096", "65536", "10 ** 9"])
+    return st.one_of(
+        st.tuples(children, count).map(lambda t: f"[{t[0]}] * {t[1]}"),
+        st.tuples(children, count).map(lambda t: f"({t[0]},) * {t[1]}"),
+        two.map(lambda t: f"[{t[0]}, {t[1]}]"),
+        two.map(lambda t: f"{{{t[0]}: {t[1]}}}" if t[0].isdigit() else f"[{t[0]}]"),
+        two.map(lambda t: f"({t[0]}) + ({t[1]})"),
+        two.map(lambda t: f"({t[0]}) * ({t[1]})"),
+        two.map(lambda t: f"({t[0]}) ** ({t[1]})"),
+        two.map(lambda t: f"({t[0]}) << ({t[1]})"),
+        st.tuples(st.sampled_from(g.LAMBDA_CALLABLES + ("str", "int", "float", "Fraction",
+                                                        "list", "tuple", "set", "repr")),
+                  children).map(lambda t: f"{t[0]}({t[1]})"),
+        children.map(lambda c: f"sum([{c}] * 64, [])"),
+    )
+
+
+_TREES = st.recursive(_LEAVES, _combine, max_leaves=12)
+
+
+@pytest.mark.timeout(300)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_TREES)
+@example("int(Decimal('1e999999999'))")  # stalled the unbounded interpreter
+@example("sum([[0] * 4096] * 4096, [])")
+def test_random_literal_trees_are_computed_within_bounds_or_refused(source):
+    """Whatever the tree, evaluation ends within a bounded CPU time (generous, for a loaded
+    machine: the bounds make it milliseconds) and a computed value is within the size bound."""
+    import time
+
+    start = time.process_time()
+    try:
+        value = g.literal_value(ast.parse(source, mode="eval").body)
+    except (g.GrammarError, ArithmeticError, ValueError, TypeError, OverflowError):
+        value = None  # refused, or an error the literal itself raises: either is an item problem
+    assert time.process_time() - start < 2.0, source
+    if isinstance(value, (str, bytes, list, tuple, dict, set)):
+        assert len(value) <= g.MAX_ELEMENTS, source
