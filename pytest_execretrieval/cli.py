@@ -499,7 +499,26 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+# What a shell reports for a process that SIGPIPE ended (128 + 13), as `git log | head -1`
+# does: the output was cut short, so neither success (0) nor any of our own statuses.
+CLOSED_PIPE_STATUS = 141
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; output into a pipe its reader closed (``| head -1``) ends quietly with
+    ``CLOSED_PIPE_STATUS``, as Python's signal docs advise (stdout pointed at devnull, so the
+    interpreter's last flush cannot raise again)."""
+    try:
+        status = run_command(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return CLOSED_PIPE_STATUS
+    return status
+
+
+def run_command(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     # A CI log shows each line as it is printed, not in one block when a build of many minutes
     # ends: stdout is block-buffered when it is not a terminal.
