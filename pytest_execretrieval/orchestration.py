@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from .scoring.gate import GateDecision, Incomplete
 
 EXIT_INCOMPLETE = 6  # a benchmark run cut short: fewer selected items completed than selected
+EXIT_UNDERPOWERED = 7  # a gate that could not decide: too few queries to detect a drop
 
 
 class SetupError(Exception):
@@ -443,6 +444,7 @@ def gate_reports(
                 margin=gate.margin,
                 minimums=gate.minimums,
                 collection_errors=collection_errors,
+                max_detectable=gate.max_detectable,
             )
         except (ComparisonError, ValueError) as exc:
             n = len(report["per_query"])
