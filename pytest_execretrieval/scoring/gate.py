@@ -23,9 +23,10 @@ never decided (:class:`Incomplete`).
 Each gated metric also states its power: the smallest drop (harm) or the smallest margin
 (non-inferiority) the gate would detect with 80% power at this number of queries and the observed
 spread of the paired differences (:func:`.stats.detectable_difference`). A gate that cannot
-detect a drop of ``max_detectable`` (harm; default :data:`MAX_DETECTABLE`) or of twice the margin
-(non-inferiority) on some metric is UNDERPOWERED (a bound of 1 turns this off), with the queries it would need
-(:func:`.stats.queries_needed`): never a PASS, though a metric that failed still makes it a FAIL.
+detect a drop of ``max_detectable`` (harm; default :data:`MAX_DETECTABLE`) or of twice the
+margin (non-inferiority) on some metric is UNDERPOWERED (a bound of 1 turns this off), with the
+queries it would need (:func:`.stats.queries_needed`): never a PASS, though a metric that failed
+still makes it a FAIL.
 """
 
 from __future__ import annotations
