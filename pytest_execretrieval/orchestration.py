@@ -29,7 +29,7 @@ from .corpus.store import (
     read_corpus,
     stale_reasons,
 )
-from .embedders import Embedder, EmbedderError, EmbedderOptions, get_embedder
+from .embedders import Embedder, EmbedderError, EmbedderOptions, ServiceError, get_embedder
 from .embedders.cache import stderr_progress
 from .embedders.hosted import report_fields as hosted_report_fields
 from .execution.runner import SuiteRunner
@@ -51,6 +51,13 @@ EXIT_UNDERPOWERED = 7  # a gate that could not decide: too few queries to detect
 
 class SetupError(Exception):
     """The run cannot start: a stale corpus, an unusable embedder or reranker, a bad baseline."""
+
+
+EXIT_SERVICE = 8  # a hosted embedder's or reranker's server unreachable or failing after retries
+
+
+class ServiceFailure(Exception):
+    """A hosted provider failed the run (:class:`.embedders.ServiceError`), named by its flag."""
 
 
 @dataclass(frozen=True)
@@ -212,6 +219,8 @@ def rank(
                     stderr_progress,
                     code_similarity,
                 )
+            except ServiceError as exc:
+                raise ServiceFailure(f"--embedder {name}: {exc}") from None
             except EmbedderError as exc:
                 raise SetupError(f"--embedder {name}: {exc}") from None
             finally:
@@ -233,6 +242,8 @@ def rank(
             runs[pipeline] = done.run
             ranked.rerank_info[pipeline] = done.info
             ranked.rerank_cost[pipeline] = done.cost
+    except ServiceError as exc:
+        raise ServiceFailure(f"--execretrieval-rerank: {exc}") from None
     except RerankerError as exc:
         raise SetupError(f"--execretrieval-rerank: {exc}") from None
     finally:
