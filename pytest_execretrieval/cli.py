@@ -262,10 +262,17 @@ def cmd_embed(args: argparse.Namespace) -> int:
     from .corpus.build import engine
     from .corpus.items import load_items
     from .corpus.store import CorpusError, read_corpus
-    from .embedders import EmbedderError, EmbedderOptions, get_embedder, require_dense
+    from .embedders import (
+        EmbedderError,
+        EmbedderOptions,
+        ServiceError,
+        get_embedder,
+        require_dense,
+    )
     from .embedders.cache import EmbeddingCache, encode_cached, stderr_progress
     from .embedders.hosted import cost_guard
     from .embedders.npz import write_npz
+    from .orchestration import EXIT_SERVICE
     from .ranking.benchmark import document_text
 
     items_dir = Path(args.items_dir or default_items())
@@ -309,6 +316,9 @@ def cmd_embed(args: argparse.Namespace) -> int:
             cache,
             progress=stderr_progress,
         )
+    except ServiceError as exc:  # the provider's failure, not the caller's
+        print(f"execretrieval embed: service failure: {exc}", file=sys.stderr)
+        return EXIT_SERVICE
     except (EmbedderError, CorpusError) as exc:
         print(f"execretrieval embed: {exc}", file=sys.stderr)
         return 2

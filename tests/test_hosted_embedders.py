@@ -896,3 +896,14 @@ def test_a_provider_that_stays_down_is_a_service_failure_not_a_usage_error(
     assert "service failure: --embedder gemini-2" in err and "failed 2 time(s)" in err
     assert ("connection error" if down == "refused" else "HTTP 503") in err
     assert (server.seen == []) == (down == "refused")
+
+
+def test_embed_into_a_provider_that_stays_down_exits_8(fake, tmp_path, monkeypatch):
+    items = write_items(tmp_path)
+    cache = tmp_path / "cache"
+    assert cli.main(["build", str(items), "--cache-dir", str(cache), "-j", "2"]) == 0
+    fake("gemini-2", fault_for=lambda texts: ("status", 503))
+    monkeypatch.setenv("EXECRETRIEVAL_HTTP_MAX_ATTEMPTS", "2")
+    monkeypatch.setenv("EXECRETRIEVAL_HTTP_BACKOFF_S", "0.01")
+    argv = ["embed", str(items), "--embedder", "gemini-2", "--out", str(tmp_path / "v.npz")]
+    assert cli.main([*argv, "--cache-dir", str(cache)]) == EXIT_SERVICE
