@@ -34,6 +34,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         evidence_report,
         mutation_score_report,
         review_report,
+        short_items,
         yield_report,
     )
     from .corpus.incremental import Plan, Rebuild, digests, plan, yields_jsonl
@@ -41,6 +42,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     from .corpus.store import CorpusVariant, corpus_dir, write_corpus
     from .execution.runner import SuiteRunner
     from .execution.sandbox import Limits
+    from .mutation.select import MAX_DISTRACTORS
     from .reporting.progress import ProgressLine
 
     started = time.monotonic()
@@ -93,6 +95,15 @@ def cmd_build(args: argparse.Namespace) -> int:
             print("nothing written", file=sys.stderr)
             return 1
         executed = runner.executed + mutant_runner.executed
+    short = short_items(result.yields)
+    if args.strict and short:
+        print(yield_report(result.yields))
+        print(
+            f"--strict: {len(short)} item(s) below the minimum of {MAX_DISTRACTORS} distractors "
+            f"(docs/items-guide.md): {', '.join(short)}; nothing written",
+            file=sys.stderr,
+        )
+        return 1
     meta = write_corpus(
         items_dir,
         result.corpus,
@@ -432,6 +443,11 @@ def parser() -> argparse.ArgumentParser:
         "--check",
         action="store_true",
         help="exit 1, naming what is stale; list what a build rebuilds",
+    )
+    b.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1, writing nothing, when an item has fewer than 4 distractors",
     )
     b.add_argument(
         "--full",
