@@ -34,6 +34,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         evidence_report,
         mutation_score_report,
         review_report,
+        short_items,
         yield_report,
     )
     from .corpus.incremental import Plan, Rebuild, digests, plan, yields_jsonl
@@ -42,6 +43,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     from .execution.outcome_cache import foreign_line
     from .execution.runner import SuiteRunner
     from .execution.sandbox import Limits
+    from .mutation.select import MAX_DISTRACTORS
     from .reporting.progress import ProgressLine
 
     started = time.monotonic()
@@ -95,6 +97,15 @@ def cmd_build(args: argparse.Namespace) -> int:
             return 1
         executed = runner.executed + mutant_runner.executed
         foreign = foreign_line(runner.foreign + mutant_runner.foreign)
+    short = short_items(result.yields)
+    if args.strict and short:
+        print(yield_report(result.yields))
+        print(
+            f"--strict: {len(short)} item(s) below the minimum of {MAX_DISTRACTORS} distractors "
+            f"(docs/items-guide.md): {', '.join(short)}; nothing written",
+            file=sys.stderr,
+        )
+        return 1
     meta = write_corpus(
         items_dir,
         result.corpus,
@@ -285,10 +296,17 @@ def cmd_embed(args: argparse.Namespace) -> int:
     from .corpus.build import engine
     from .corpus.items import load_items
     from .corpus.store import CorpusError, read_corpus
-    from .embedders import EmbedderError, EmbedderOptions, get_embedder, require_dense
+    from .embedders import (
+        EmbedderError,
+        EmbedderOptions,
+        ServiceError,
+        get_embedder,
+        require_dense,
+    )
     from .embedders.cache import EmbeddingCache, encode_cached, stderr_progress
     from .embedders.hosted import cost_guard
     from .embedders.npz import write_npz
+    from .orchestration import EXIT_SERVICE
     from .ranking.benchmark import document_text
 
     items_dir = Path(args.items_dir or default_items())
@@ -332,6 +350,9 @@ def cmd_embed(args: argparse.Namespace) -> int:
             cache,
             progress=stderr_progress,
         )
+    except ServiceError as exc:  # the provider's failure, not the caller's
+        print(f"execretrieval embed: service failure: {exc}", file=sys.stderr)
+        return EXIT_SERVICE
     except (EmbedderError, CorpusError) as exc:
         print(f"execretrieval embed: {exc}", file=sys.stderr)
         return 2
@@ -499,6 +520,11 @@ def parser() -> argparse.ArgumentParser:
         help="exit 1, naming what is stale; list what a build rebuilds",
     )
     b.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1, writing nothing, when an item has fewer than 4 distractors",
+    )
+    b.add_argument(
         "--full",
         action="store_true",
         help="rebuild every item (default: reuse the committed records of unchanged items)",
@@ -592,7 +618,26 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+# What a shell reports for a process that SIGPIPE ended (128 + 13), as `git log | head -1`
+# does: the output was cut short, so neither success (0) nor any of our own statuses.
+CLOSED_PIPE_STATUS = 141
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; output into a pipe its reader closed (``| head -1``) ends quietly with
+    ``CLOSED_PIPE_STATUS``, as Python's signal docs advise (stdout pointed at devnull, so the
+    interpreter's last flush cannot raise again)."""
+    try:
+        status = run_command(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return CLOSED_PIPE_STATUS
+    return status
+
+
+def run_command(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     # A CI log shows each line as it is printed, not in one block when a build of many minutes
     # ends: stdout is block-buffered when it is not a terminal.

@@ -30,7 +30,7 @@ from .corpus.store import (
     read_corpus,
     stale_reasons,
 )
-from .embedders import Embedder, EmbedderError, EmbedderOptions, get_embedder
+from .embedders import Embedder, EmbedderError, EmbedderOptions, ServiceError, get_embedder
 from .embedders.cache import stderr_progress
 from .embedders.hosted import report_fields as hosted_report_fields
 from .execution.runner import SuiteRunner
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from .scoring.gate import GateDecision, Incomplete
 
 EXIT_INCOMPLETE = 6  # a benchmark run cut short: fewer selected items completed than selected
+EXIT_UNDERPOWERED = 7  # a gate that could not decide: too few queries to detect a drop
 
 
 # The pool travels in the handoff: a million snippets are far beyond a report's size.
@@ -55,6 +56,13 @@ HANDOFF_MAX_BYTES = 8 * 1024**3
 
 class SetupError(Exception):
     """The run cannot start: a stale corpus, an unusable embedder or reranker, a bad baseline."""
+
+
+EXIT_SERVICE = 8  # a hosted embedder's or reranker's server unreachable or failing after retries
+
+
+class ServiceFailure(Exception):
+    """A hosted provider failed the run (:class:`.embedders.ServiceError`), named by its flag."""
 
 
 @dataclass(frozen=True)
@@ -216,6 +224,8 @@ def rank(
                     stderr_progress,
                     code_similarity,
                 )
+            except ServiceError as exc:
+                raise ServiceFailure(f"--embedder {name}: {exc}") from None
             except EmbedderError as exc:
                 raise SetupError(f"--embedder {name}: {exc}") from None
             finally:
@@ -237,6 +247,8 @@ def rank(
             runs[pipeline] = done.run
             ranked.rerank_info[pipeline] = done.info
             ranked.rerank_cost[pipeline] = done.cost
+    except ServiceError as exc:
+        raise ServiceFailure(f"--execretrieval-rerank: {exc}") from None
     except RerankerError as exc:
         raise SetupError(f"--execretrieval-rerank: {exc}") from None
     finally:
@@ -451,6 +463,7 @@ def gate_reports(
                 margin=gate.margin,
                 minimums=gate.minimums,
                 collection_errors=collection_errors,
+                max_detectable=gate.max_detectable,
             )
         except (ComparisonError, ValueError) as exc:
             n = len(report["per_query"])

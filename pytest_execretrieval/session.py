@@ -40,7 +40,7 @@ from .corpus.store import (
 from .corpus.verify import distractors_by_query, item_cases
 from .execution.runner import SuiteRunner
 from .nodes import ItemFile, ItemsDir, QueryItem, RankOneFailure, VerifyItem, failure_message
-from .orchestration import Handoff, Loaded, SetupError, load
+from .orchestration import EXIT_SERVICE, Handoff, Loaded, ServiceFailure, SetupError, load
 from .ranking.benchmark import QueryResult
 from .sanitize import escape, one_line
 from .settings import Settings
@@ -336,6 +336,8 @@ class BenchmarkSession(Session):
                 state.start(pool_loaded, self.runner, self.selected_ids(pool_loaded))
         except SetupError as exc:
             raise pytest.UsageError(str(exc)) from None
+        except ServiceFailure as exc:
+            pytest.exit(f"service failure: {exc}", returncode=EXIT_SERVICE)
         self.save_item_caches()
 
     def selected_ids(self, loaded: Loaded) -> list[str]:

@@ -43,6 +43,13 @@ OPTIONS = (
     Option("baseline", Path, None, "gate against this earlier report JSON"),
     Option("alpha", float, 0.05, "significance level of the gate"),
     Option(
+        "max-detectable",
+        float,
+        0.10,
+        "the gate is UNDERPOWERED (exit 7) when the smallest drop it detects with 80% power "
+        "exceeds X (0 < X <= 1; 1: never; non-inferiority: twice the margin)",
+    ),
+    Option(
         "gate-metric",
         str,
         (),
@@ -187,9 +194,15 @@ class GateSettings:
     margin: Mapping[str, float] | None
     minimums: Mapping[str, float] = field(default_factory=dict)
     alpha: float = 0.05
+    max_detectable: float = 0.10
 
 
-GATE_OPTIONS = ("gate-metric", "margin", "alpha")  # meaningless without a baseline
+GATE_OPTIONS = (
+    "gate-metric",
+    "margin",
+    "alpha",
+    "max-detectable",
+)  # meaningless without a baseline
 
 
 def _metric_value(text: str, flag: str, known: tuple[str, ...]) -> tuple[str, float]:
@@ -247,7 +260,10 @@ def _gate_settings(config) -> GateSettings:
     )
     if setting(config, "min-exec1") is not None:
         minimums.setdefault("exec@1", setting(config, "min-exec1"))
-    return GateSettings(metrics, margin or None, minimums, alpha)
+    max_detectable = setting(config, "max-detectable")
+    if not 0.0 < max_detectable <= 1.0:
+        raise ValueError(f"--execretrieval-max-detectable: {max_detectable} is not in (0, 1]")
+    return GateSettings(metrics, margin or None, minimums, alpha, max_detectable)
 
 
 def explicitly_set(config, name: str) -> bool:

@@ -33,6 +33,7 @@ from .execution.outcome_cache import foreign_line
 from .execution.runner import SuiteRunner
 from .orchestration import (
     EXIT_INCOMPLETE,
+    EXIT_UNDERPOWERED,
     Loaded,
     Ranked,
     build_reports,
@@ -57,6 +58,14 @@ from .settings import Settings
 
 # pytest's exit statuses that a gate's decision replaces (the others already say "not a pass")
 OK, TESTS_FAILED, INTERRUPTED, NO_TESTS_COLLECTED = 0, 1, 2, 5
+
+
+def gates_status(gates: Iterable[GateDecision]) -> int:
+    """Decided gates' status: a FAIL beats UNDERPOWERED, which beats a PASS."""
+    decisions = {g.decision for g in gates}
+    if decisions - {"PASS", "UNDERPOWERED"}:
+        return TESTS_FAILED
+    return EXIT_UNDERPOWERED if "UNDERPOWERED" in decisions else OK
 
 
 @dataclass(frozen=True)
@@ -297,7 +306,7 @@ class BenchmarkState:
         if not self.final_reports:
             return NO_TESTS_COLLECTED if status == OK else status  # never a vacuous pass
         if self.gates:
-            return OK if all(g.passed for g in self.gates.values()) else TESTS_FAILED
+            return gates_status(self.gates.values())
         return status
 
     @property
@@ -449,7 +458,9 @@ class PoolStates:
         ran = [state for state in self.pools.values() if state.final_reports]
         if not ran:
             return NO_TESTS_COLLECTED if status == OK else status  # never a vacuous pass
-        return max(int(state.status or OK) for state in ran)
+        statuses = {int(state.status or OK) for state in ran}
+        # a FAIL in one pool beats another's UNDERPOWERED (the larger number)
+        return TESTS_FAILED if TESTS_FAILED in statuses else max(statuses)
 
     @property
     def gate_records(self) -> dict[str, dict]:
@@ -478,13 +489,17 @@ class PoolStates:
         lines += [f"cross-language [{n}]: {why}" for n, why in self.cross_errors.items()]
         if self.cross_written:
             lines.append("cross-language: " + ", ".join(map(str, self.cross_written)))
-        failed = [
-            pool or "python"
-            for pool, state in self.pools.items()
-            if state.gates and not all(g.passed for g in state.gates.values())
-        ]
+        by_status: dict[int, list[str]] = {}
+        for pool, state in self.pools.items():
+            if state.gates:
+                by_status.setdefault(gates_status(state.gates.values()), []).append(
+                    pool or "python"
+                )
+        failed = by_status.get(TESTS_FAILED) or by_status.get(EXIT_UNDERPOWERED)
         if failed and others:
-            lines.append(f"exit 1: the gate fails for {', '.join(failed)}")
+            how = "fails" if TESTS_FAILED in by_status else "cannot decide (UNDERPOWERED)"
+            status = TESTS_FAILED if TESTS_FAILED in by_status else EXIT_UNDERPOWERED
+            lines.append(f"exit {status}: the gate {how} for {', '.join(failed)}")
         elif others and not any(state.incomplete for state in self.pools.values()):
             last = self.root.exit_line(others)
             lines += [last] if last else []

@@ -337,3 +337,19 @@ def test_cli_build_streams_its_progress_into_a_pipe(items, tmp_path):
     assert any(line.startswith("  build running: 4/4 items") for _, line in progress)
     # the first line came while the build still ran (the cold run takes seconds)
     assert arrivals[-1][0] - progress[0][0] > 0.5, arrivals
+
+
+def test_build_strict_refuses_items_below_the_distractor_minimum(tmp_path, capsys):
+    """Items whose tests kill fewer than 4 mutants: named in the summary; an error under
+    ``--strict``, with nothing written."""
+    from test_hosted_embedders import write_items  # three short string items
+
+    items = write_items(tmp_path)
+    cache = str(tmp_path / "cache")
+    assert cli.main(["build", str(items), "--cache-dir", cache, "--strict"]) == 1
+    err = capsys.readouterr().err
+    assert "--strict: 3 item(s) below the minimum of 4 distractors" in err
+    assert "strings/reverse_words" in err and "nothing written" in err
+    assert not (items / "corpus.jsonl").exists()
+    assert cli.main(["build", str(items), "--cache-dir", cache]) == 0
+    assert "items with fewer than 4 distractors chosen (3" in capsys.readouterr().out

@@ -82,9 +82,11 @@ def make_report(ranks: Sequence[int | None], name: str = "m", sha: str = SHA) ->
     }
 
 
-def gated(*args, **kwargs) -> dict:
-    """The report's ``gate`` record of :func:`gate_decision` (figures and sentences)."""
-    return gate_json(gate_decision(*args, **kwargs))
+def gated(*args, max_detectable: float = 1.0, **kwargs) -> dict:
+    """The report's ``gate`` record of :func:`gate_decision` (figures and sentences). The
+    fixtures here are small, and these tests are about the decision's rules, not its power:
+    the power check is off (``max_detectable=1``) unless a test sets a bound."""
+    return gate_json(gate_decision(*args, max_detectable=max_detectable, **kwargs))
 
 
 ranks_lists = st.lists(st.one_of(st.none(), st.integers(1, 12)), min_size=1, max_size=30)
@@ -455,7 +457,8 @@ def test_a_per_metric_margin_leaves_the_other_metrics_in_harm_mode() -> None:
 def test_the_decision_names_what_it_did_not_compare() -> None:
     baseline = make_report([1] * 40)
     subset = make_report([1] * 20)  # q000..q019: a selection
-    d = gate_decision(baseline, subset, metrics=("exec@1",))
+    # about coverage: the power check (20 queries cannot detect a 0.10 drop) is off
+    d = gate_decision(baseline, subset, metrics=("exec@1",), max_detectable=1.0)
     assert d.passed and d.coverage.selection and d.verdicts["exec@1"].n == 20
     assert gate_json(d)["reason"] == (
         "PASS: harm test on exec@1 at alpha 0.05 (Holm) on 20 of "
@@ -473,3 +476,44 @@ def test_the_decision_names_what_it_did_not_compare() -> None:
     assert extra.coverage.missing_from_baseline == ("q040",) and not extra.passed
     assert extra.failed == ["1 queries missing from the baseline"]
     assert gate_json(extra)["coverage"]["compared"] == 40
+
+
+def test_a_gate_too_small_to_detect_its_bound_is_underpowered_never_a_pass() -> None:
+    """9 queries, one of them worse: the smallest drop detected with 80% power is 0.778, far
+    above the default bound 0.10, so nothing failing is not a PASS."""
+    baseline = make_report([1] * 9, "base")
+    candidate = make_report([1] * 8 + [2], "cand")
+    d = gate_decision(baseline, candidate)
+    assert d.failed == [] and not d.passed and d.decision == "UNDERPOWERED"
+    assert d.verdicts["exec@1"].detectable == pytest.approx(7 / 9)
+    needed = d.underpowered["exec@1"]
+    assert needed > 9 and detectable_difference(needed, 1 / 9, 0.05 / 3) <= 0.10
+    assert detectable_difference(needed - 1, 1 / 9, 0.05 / 3) > 0.10
+    record = gate_json(d)
+    assert record["decision"] == "UNDERPOWERED" and not record["passed"]
+    assert record["reason"].startswith("UNDERPOWERED: harm test on exec@1, exec@5, ndcg@10")
+    assert f"exec@1 needs {needed:,} queries" in record["reason"]
+    assert record["metrics"]["exec@1"]["needed"] == needed
+
+
+def test_a_significant_drop_fails_even_when_underpowered() -> None:
+    baseline = make_report([1] * 12, "base")
+    candidate = make_report([None] * 12, "cand")
+    d = gate_decision(baseline, candidate, metrics=("exec@1",))
+    assert d.underpowered and d.decision == "FAIL" and d.failed == ["exec@1"]
+
+
+def test_non_inferiority_is_underpowered_beyond_twice_its_margin() -> None:
+    """60 identical queries: a one-sided exact test needs 5 differing queries, so the smallest
+    detectable margin is 5/60 = 0.083: within twice 0.05, not within twice 0.03."""
+    report = make_report([1] * 30 + [3] * 30)
+    wide = gate_decision(report, report, metrics=("exec@1",), margin=0.05)
+    narrow = gate_decision(report, report, metrics=("exec@1",), margin=0.03)
+    assert wide.decision == "PASS"
+    assert narrow.decision == "UNDERPOWERED" and narrow.underpowered == {"exec@1": 84}
+    assert "twice the margin" in gate_json(narrow)["reason"]
+
+
+def test_the_full_set_against_itself_has_the_power_to_pass() -> None:
+    report = make_report([1] * 300 + [3] * 300)
+    assert gate_decision(report, report).decision == "PASS"

@@ -46,6 +46,7 @@ from pytest_execretrieval.embedders.hosted_http import (
     http_settings,
     retry_after_seconds,
 )
+from pytest_execretrieval.orchestration import EXIT_SERVICE
 
 SPEC = {s.name: s for s in SPECS}
 KEY_VARS = {v for s in SPECS for v in s.api.key_vars}
@@ -859,3 +860,50 @@ def test_pytest_run_outlasts_retry_info_429s_and_reports_usage(fake, pytester):
     assert report["estimated_tokens"] == sum(
         len(t.encode()) for s in server.answered for t in s.texts
     )
+
+
+def unused_port() -> int:
+    """A local port nothing listens on (bound, then closed): a connection to it is refused."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("down", ["refused", "503"])
+def test_a_provider_that_stays_down_is_a_service_failure_not_a_usage_error(
+    down, fake, pytester, monkeypatch
+):
+    items = write_items(pytester.path)
+    cache = pytester.path / "cache"
+    assert cli.main(["build", str(items), "--cache-dir", str(cache), "-j", "2"]) == 0
+    server = fake("gemini-2", fault_for=lambda texts: ("status", 503))
+    if down == "refused":
+        monkeypatch.setenv(SPEC["gemini-2"].api.base_env, f"http://127.0.0.1:{unused_port()}")
+    monkeypatch.setenv("EXECRETRIEVAL_HTTP_MAX_ATTEMPTS", "2")
+    monkeypatch.setenv("EXECRETRIEVAL_HTTP_BACKOFF_S", "0.01")
+    run = pytester.runpytest_subprocess(
+        "--embedder",
+        "gemini-2",
+        "--execretrieval-items",
+        str(items),
+        "--execretrieval-cache-dir",
+        str(cache),
+        "-p",
+        "no:randomly",
+    )
+    err = run.stderr.str()
+    assert run.ret == EXIT_SERVICE, run.stdout.str() + err
+    assert "service failure: --embedder gemini-2" in err and "failed 2 time(s)" in err
+    assert ("connection error" if down == "refused" else "HTTP 503") in err
+    assert (server.seen == []) == (down == "refused")
+
+
+def test_embed_into_a_provider_that_stays_down_exits_8(fake, tmp_path, monkeypatch):
+    items = write_items(tmp_path)
+    cache = tmp_path / "cache"
+    assert cli.main(["build", str(items), "--cache-dir", str(cache), "-j", "2"]) == 0
+    fake("gemini-2", fault_for=lambda texts: ("status", 503))
+    monkeypatch.setenv("EXECRETRIEVAL_HTTP_MAX_ATTEMPTS", "2")
+    monkeypatch.setenv("EXECRETRIEVAL_HTTP_BACKOFF_S", "0.01")
+    argv = ["embed", str(items), "--embedder", "gemini-2", "--out", str(tmp_path / "v.npz")]
+    assert cli.main([*argv, "--cache-dir", str(cache)]) == EXIT_SERVICE

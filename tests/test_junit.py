@@ -98,6 +98,7 @@ def test_baseline_failures_count_as_skipped(pytester, items):
     bench(
         pytester,
         items,
+        "--execretrieval-max-detectable=1",  # small fixture: power check off
         "--execretrieval-baseline",
         str(baseline),
         "--execretrieval-report-dir=gated",
@@ -112,6 +113,7 @@ def test_a_green_gate_leaves_no_failed_case_and_a_red_one_only_its_own(pytester,
     green = bench(
         pytester,
         items,
+        "--execretrieval-max-detectable=1",  # small fixture: power check off
         "--execretrieval-baseline",
         str(baseline),
         "--execretrieval-report-dir=green",
@@ -128,6 +130,7 @@ def test_a_green_gate_leaves_no_failed_case_and_a_red_one_only_its_own(pytester,
     red = bench(
         pytester,
         items,
+        "--execretrieval-max-detectable=1",  # small fixture: power check off
         "--execretrieval-baseline",
         str(baseline),
         "--execretrieval-gate-metric",

@@ -222,6 +222,7 @@ def test_gate_exit_status_is_the_decision(pytester, items):
     lenient = bench(
         pytester,
         items,
+        "--execretrieval-max-detectable=1",  # small fixture: power check off
         "--execretrieval-baseline",
         str(baseline),
         "--execretrieval-report-dir=gated",
@@ -246,6 +247,7 @@ def test_gate_exit_status_is_the_decision(pytester, items):
     strict = bench(
         pytester,
         items,
+        "--execretrieval-max-detectable=1",  # small fixture: power check off
         "--execretrieval-baseline",
         str(baseline),
         "--execretrieval-gate-metric",
@@ -280,12 +282,19 @@ def test_verdict_comes_last(pytester, items):
 def test_margin_mode_is_non_inferiority(pytester, items):
     baseline = perfect_baseline(pytester, items)
     wide = bench(
-        pytester, items, "--execretrieval-baseline", str(baseline), "--execretrieval-margin", "1.5"
+        pytester,
+        items,
+        "--execretrieval-max-detectable=1",
+        "--execretrieval-baseline",
+        str(baseline),
+        "--execretrieval-margin",
+        "1.5",
     )
     assert "gate [bm25]: PASS: non-inferiority" in wide.stdout.str() and wide.ret == 0
     narrow = bench(
         pytester,
         items,
+        "--execretrieval-max-detectable=1",  # small fixture: power check off
         "--execretrieval-baseline",
         str(baseline),
         "--execretrieval-margin",
@@ -329,7 +338,11 @@ def test_baseline_failures_are_xfail(pytester, items):
     base = json.loads((pytester.path / "base" / "bm25.json").read_text())
     failed = sum(not q["passed"] for q in base["per_query"])
     again = bench(
-        pytester, items, "--execretrieval-baseline", str(pytester.path / "base" / "bm25.json")
+        pytester,
+        items,
+        "--execretrieval-max-detectable=1",
+        "--execretrieval-baseline",
+        str(pytester.path / "base" / "bm25.json"),
     )
     assert again.parseoutcomes().get("xfailed", 0) == failed
     assert again.ret == 0  # identical model: no regression
@@ -340,7 +353,13 @@ def test_baseline_for_another_corpus_is_an_error(pytester, items):
     data = json.loads(baseline.read_text())
     data["corpus"]["sha256"] = "0" * 64
     baseline.write_text(json.dumps(data))
-    result = bench(pytester, items, "--execretrieval-baseline", str(baseline))
+    result = bench(
+        pytester,
+        items,
+        "--execretrieval-max-detectable=1",
+        "--execretrieval-baseline",
+        str(baseline),
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "was made on corpus 0000000000000000" in result.stderr.str()
 
@@ -361,13 +380,14 @@ def test_runs_without_pytest_xdist(pytester, items):
 
 
 def test_gate_configured_in_ini_makes_the_plain_command_the_gate(pytester, items):
-    """The CI recipe: baseline, metrics and margin as ini keys."""
+    """The CI recipe: baseline, metrics and margin as ini keys (a margin of 0.5: 4 queries
+    cannot detect one of twice 0.01, and this test is about the ini keys, not power)."""
     baseline = perfect_baseline(pytester, items)
     pytester.makepyprojecttoml(f"""
         [tool.pytest.ini_options]
         execretrieval_baseline = "{baseline}"
         execretrieval_gate_metric = ["exec@5"]
-        execretrieval_margin = ["0.01"]
+        execretrieval_margin = ["0.5"]
         execretrieval_report_dir = "ci"
     """)
     result = bench(pytester, items)

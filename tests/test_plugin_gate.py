@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from test_plugin_benchmark import bench
 
-from pytest_execretrieval.orchestration import EXIT_INCOMPLETE
+from pytest_execretrieval.orchestration import EXIT_INCOMPLETE, EXIT_UNDERPOWERED
 
 
 def flawless_baseline(pytester, items) -> Path:
@@ -330,3 +330,55 @@ def test_a_crashed_xdist_worker_makes_the_gate_incomplete(pytester, items):
         "gate [bm25]: INCOMPLETE: 3 of 4 selected queries ran (a worker crashed running "
         "strings/count_vowels[bm25])"
     ) in out
+
+
+def test_a_gate_too_small_to_decide_is_underpowered_everywhere(pytester, items):
+    """4 queries against their own report: nothing differs, but 4 queries cannot detect a drop
+    of 0.10, so the gate does not decide: exit 7 and a red gate case, never a PASS."""
+    assert bench(pytester, items, "--execretrieval-report-dir=base").ret == 1
+    result = bench(
+        pytester,
+        items,
+        "--execretrieval-baseline",
+        str(pytester.path / "base" / "bm25.json"),
+        "--execretrieval-report-dir=r",
+        "--junitxml=pj.xml",
+    )
+    assert result.ret == EXIT_UNDERPOWERED
+    out = result.stdout.str()
+    assert "gate [bm25]: UNDERPOWERED: harm test on exec@1, exec@5, ndcg@10" in out
+    assert "exec@1 needs 70 queries" in out and "PASS" not in out
+    gate = json.loads((pytester.path / "r" / "bm25.json").read_text())["gate"]
+    assert gate["decision"] == "UNDERPOWERED" and not gate["passed"]
+    assert gate["metrics"]["exec@1"]["needed"] == 70
+    assert "UNDERPOWERED" in (pytester.path / "r" / "summary.md").read_text()
+    suite = ET.parse(pytester.path / "pj.xml").getroot().find("testsuite")
+    [case] = [c for c in suite.iter("testcase") if c.get("name") == "gate[bm25]"]
+    failure = case.find("failure")
+    assert failure is not None and "exec@1 needs 70 queries" in failure.get("message", "") + (
+        failure.text or ""
+    )
+    # the same selection with the check off decides
+    off = bench(
+        pytester,
+        items,
+        "--execretrieval-baseline",
+        str(pytester.path / "base" / "bm25.json"),
+        "--execretrieval-max-detectable",
+        "1",
+    )
+    assert off.ret == 0 and "gate [bm25]: PASS" in off.stdout.str()
+
+
+@pytest.mark.parametrize("value", ["0", "1.5", "x"])
+def test_a_bad_max_detectable_is_a_usage_error(pytester, items, value):
+    result = bench(
+        pytester,
+        items,
+        "--execretrieval-baseline",
+        str(pytester.path / "none.json"),
+        "--execretrieval-max-detectable",
+        value,
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--execretrieval-max-detectable" in result.stderr.str()

@@ -81,7 +81,12 @@ def test_a_pipeline_report_is_a_baseline_for_the_gate(pytester, items):
     baseline = pytester.path / "reports" / "bm25_exec-consensus.json"
     shutil.copy(baseline, pytester.path / "baseline.json")
     gated = bench(
-        pytester, items, *args, "--execretrieval-baseline", str(pytester.path / "baseline.json")
+        pytester,
+        items,
+        *args,
+        "--execretrieval-max-detectable=1",
+        "--execretrieval-baseline",
+        str(pytester.path / "baseline.json"),
     )
     out = gated.stdout.str()
     assert "gate [bm25+exec-consensus]: PASS" in out

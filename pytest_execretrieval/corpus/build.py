@@ -662,6 +662,11 @@ def in_class_order(counts: Counter) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
 
 
+def short_items(yields: Sequence[ItemYield], minimum: int = MAX_DISTRACTORS) -> list[str]:
+    """The items with fewer than ``minimum`` distractors chosen (the items guide's "must")."""
+    return [y.item_id for y in yields if sum(y.selected.values()) < minimum]
+
+
 def yield_report(yields: Sequence[ItemYield], minimum: int = MAX_DISTRACTORS) -> str:
     """Per item: killed mutants per class; then the items below ``minimum`` and class shares."""
     lines = []
@@ -673,7 +678,7 @@ def yield_report(yields: Sequence[ItemYield], minimum: int = MAX_DISTRACTORS) ->
     if weak:
         lines.append(f"items with fewer than {minimum} killed mutants ({len(weak)}):")
         lines += [f"  {iid}" for iid in weak]
-    short = [y.item_id for y in yields if sum(y.selected.values()) < minimum]
+    short = short_items(yields, minimum)
     if short:  # killed, but only by timeouts, which are never chosen
         lines.append(
             f"items with fewer than {minimum} distractors chosen ({len(short)}; "

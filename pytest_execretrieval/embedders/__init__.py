@@ -41,6 +41,11 @@ class EmbedderError(Exception):
     that satisfies neither embedder contract)."""
 
 
+class ServiceError(EmbedderError):
+    """A hosted provider's server unreachable or failing after every retry: nothing the user's
+    setup can fix (exit status 8, not a usage error)."""
+
+
 @dataclass(frozen=True)
 class EmbedderOptions:
     """Session-wide settings an embedder may use."""

@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from . import EmbedderError
+from . import EmbedderError, ServiceError
 
 HOSTED_EXTRA = "pip install 'pytest-execretrieval[hosted]'"
 REDACTED = "[redacted]"
@@ -365,7 +365,7 @@ class Transport:
         raise self.fail(
             f"{label}: failed {s.max_attempts} time(s) (max_attempts "
             f"{s.max_attempts}); last: {last}",
-            EmbedderError,
+            ServiceError,
         )
 
     def check_failure(self, response, label: str, attempt: int) -> float | None:

@@ -37,7 +37,8 @@ def gate_json(d: GateDecision) -> dict:
 
 def reason(d: GateDecision) -> str:
     """One line: ``PASS: <what was tested>[ on N of M queries (selection)]; nothing failed``,
-    ``FAIL: ...; failed: <metrics, minimums, coverage problems>``, or ``INCOMPLETE: ...``."""
+    ``FAIL: ...; failed: <metrics, minimums, coverage problems>``, ``UNDERPOWERED: ...; <the
+    queries needed>`` or ``INCOMPLETE: ...``."""
     if d.incomplete:
         i = d.incomplete
         return (
@@ -45,9 +46,25 @@ def reason(d: GateDecision) -> str:
             f"({'; '.join(i.why)}); the gate did not decide"
         )
     summary = tested(d) + _coverage_note(d.coverage)
+    if d.decision == "UNDERPOWERED":
+        return f"UNDERPOWERED: {summary}; nothing failed, but {underpowered_note(d)}"
     if d.passed:
         return f"PASS: {summary}; nothing failed"
     return f"FAIL: {summary}; failed: {', '.join(d.failed)}"
+
+
+def underpowered_note(d: GateDecision) -> str:
+    """Which metrics could not detect the gate's bound, and the queries each would need."""
+    needs = ", ".join(
+        f"{m} needs {n:,} queries ({_bound(d.verdicts[m])})" for m, n in d.underpowered.items()
+    )
+    return f"too few queries to detect a drop: {needs}; the gate did not decide"
+
+
+def _bound(v: MetricVerdict) -> str:
+    drop = "not estimable" if v.detectable is None else f"{v.detectable:.3f}"
+    bound = "twice the margin" if v.mode == "non-inferiority" else "the bound"
+    return f"smallest detectable {drop} here, above {bound}"
 
 
 def tested(d: GateDecision) -> str:

@@ -22,7 +22,11 @@ never decided (:class:`Incomplete`).
 
 Each gated metric also states its power: the smallest drop (harm) or the smallest margin
 (non-inferiority) the gate would detect with 80% power at this number of queries and the observed
-spread of the paired differences (:func:`.stats.detectable_difference`).
+spread of the paired differences (:func:`.stats.detectable_difference`). A gate that cannot
+detect a drop of ``max_detectable`` (harm; default :data:`MAX_DETECTABLE`) or of twice the
+margin (non-inferiority) on some metric is UNDERPOWERED (a bound of 1 turns this off), with the
+queries it would need (:func:`.stats.queries_needed`): never a PASS, though a metric that failed
+still makes it a FAIL.
 """
 
 from __future__ import annotations
@@ -43,10 +47,11 @@ from .compare import (
     shared_metrics,
 )
 from .metrics import METRIC_NAMES, METRICS, mean_metrics, metric_matrix, row_metrics
-from .stats import detectable_difference, holm_adjust, paired_bootstrap_diff_ci
+from .stats import detectable_difference, holm_adjust, paired_bootstrap_diff_ci, queries_needed
 
 __all__ = [
     "DEFAULT_GATE_METRICS",
+    "MAX_DETECTABLE",
     "GATE_METRICS",
     "POWER",
     "Coverage",
@@ -62,6 +67,7 @@ __all__ = [
 ]
 
 POWER = 0.8
+MAX_DETECTABLE = 0.10  # the largest smallest-detectable drop a harm-mode gate may decide with
 DEFAULT_GATE_METRICS = ("exec@1", "exec@5", "ndcg@10")
 GATE_METRICS = tuple(m.name for m in METRICS if m.gate)
 
@@ -113,7 +119,8 @@ class MetricVerdict:
     """One gated metric: the means, the 95% CI of the difference and the paired test (as in
     :func:`.compare.paired_comparison`), then what its mode decided. ``p_adjusted`` (harm) or
     ``ci`` and ``margin`` (non-inferiority) are ``None`` in the other mode; ``detectable`` is
-    ``None`` when no drop size can be estimated, ``differs`` whether any query differs."""
+    ``None`` when no drop size can be estimated, ``differs`` whether any query differs;
+    ``needed``: the queries that would detect the gate's bound, when these do not (``None``)."""
 
     metric: str
     mode: str  # "harm" | "non-inferiority"
@@ -130,6 +137,11 @@ class MetricVerdict:
     p_adjusted: float | None = None
     ci: tuple[float, float] | None = None
     margin: float | None = None
+    needed: int | None = None
+
+    @property
+    def underpowered(self) -> bool:
+        return self.needed is not None
 
     def to_json(self) -> dict:
         """The report's ``gate.metrics[metric]`` row (key order as in schema 2; ``mode`` added)."""
@@ -145,7 +157,12 @@ class MetricVerdict:
             row["p_adjusted"] = self.p_adjusted
         else:
             row |= {"ci": None if self.ci is None else list(self.ci), "margin": self.margin}
-        return row | {"passed": self.passed, "detectable": self.detectable, "mode": self.mode}
+        return row | {
+            "passed": self.passed,
+            "detectable": self.detectable,
+            "mode": self.mode,
+            "needed": self.needed,
+        }
 
 
 @dataclass(frozen=True)
@@ -154,6 +171,7 @@ class HarmTest:
     this test covers at ``alpha``; two-sided paired tests (:func:`.compare.paired_test`)."""
 
     alpha: float
+    max_detectable: float = MAX_DETECTABLE
 
     def verdicts(
         self, paired: Paired, compared: Mapping[str, dict], metrics: Sequence[str]
@@ -163,6 +181,7 @@ class HarmTest:
         for m, p_adjusted in zip(metrics, adjusted):
             c = compared[m]
             d = paired.differences(m)
+            power_args = (paired.n, float(np.mean(d**2)), self.alpha / len(metrics))
             out[m] = _verdict(
                 m,
                 "harm",
@@ -170,10 +189,9 @@ class HarmTest:
                 paired.n,
                 d,
                 passed=not (p_adjusted < self.alpha and c["difference"] < 0),
-                detectable=detectable_difference(
-                    paired.n, float(np.mean(d**2)), self.alpha / len(metrics), POWER
-                ),
+                detectable=detectable_difference(*power_args, POWER),
                 p_adjusted=p_adjusted,
+                needed=_needed_within(power_args, self.max_detectable, two_sided=True),
             )
         return out
 
@@ -196,6 +214,7 @@ class NonInferiorityTest:
                 paired.a[:, j], paired.b[:, j], N_RESAMPLES, seed, confidence=1 - 2 * self.alpha
             )
             d = paired.differences(m)
+            power_args = (paired.n, float(np.var(d)), self.alpha)
             out[m] = _verdict(
                 m,
                 "non-inferiority",
@@ -203,13 +222,23 @@ class NonInferiorityTest:
                 paired.n,
                 d,
                 passed=bool(lo > -self.margins[m]),
-                detectable=detectable_difference(
-                    paired.n, float(np.var(d)), self.alpha, POWER, two_sided=False
-                ),
+                detectable=detectable_difference(*power_args, POWER, two_sided=False),
                 ci=(float(lo), float(hi)),
                 margin=self.margins[m],
+                needed=_needed_within(power_args, 2 * self.margins[m], two_sided=False),
             )
         return out
+
+
+def _needed_within(
+    power_args: tuple[int, float, float], bound: float, *, two_sided: bool
+) -> int | None:
+    """The queries needed to detect a drop of ``bound``, when these do not. A bound of 1 or
+    more (the largest drop a metric can show) turns the check off, as a bound of 0 (a
+    non-inferiority margin of 0) has nothing to meet."""
+    if not 0 < bound < 1:
+        return None
+    return queries_needed(*power_args, bound, POWER, two_sided=two_sided)
 
 
 def _verdict(metric: str, mode: str, c: dict, n: int, d: np.ndarray, **decided) -> MetricVerdict:
@@ -396,12 +425,22 @@ class GateDecision:
         )
 
     @property
+    def underpowered(self) -> dict[str, int]:
+        """The gated metrics that could not detect the gate's bound: the queries each needs."""
+        return {m: v.needed for m, v in self.verdicts.items() if v.needed is not None}
+
+    @property
     def passed(self) -> bool:
-        return self.incomplete is None and not self.failed
+        return self.incomplete is None and not self.failed and not self.underpowered
 
     @property
     def decision(self) -> str:
-        return "INCOMPLETE" if self.incomplete else "PASS" if self.passed else "FAIL"
+        """INCOMPLETE beats FAIL, which beats UNDERPOWERED (a drop found is decided), then PASS."""
+        if self.incomplete:
+            return "INCOMPLETE"
+        if self.failed:
+            return "FAIL"
+        return "UNDERPOWERED" if self.underpowered else "PASS"
 
     def to_json(self) -> dict:
         """The figures of the report's ``gate`` record (its sentences come from
@@ -473,13 +512,15 @@ def gate_decision(
     margin: Mapping[str, float] | float | None = None,
     minimums: Mapping[str, float] | None = None,
     collection_errors: Sequence[str] = (),
+    max_detectable: float = MAX_DETECTABLE,
 ) -> GateDecision:
     """The decision on ``candidate`` (rules in the module docstring).
 
     ``metrics``: the gated metrics (compared with ``baseline``); ``margin``: ``None`` for harm
     mode, one non-inferiority margin for every gated metric, or ``{metric: delta}`` (metrics
     named there are gated too; the others stay in harm mode); ``minimums``: ``{metric: x}``
-    floors on the candidate. Without a baseline only the
+    floors on the candidate; ``max_detectable``: the harm-mode bound on the smallest drop detected
+    with 80% power, beyond which the gate is UNDERPOWERED. Without a baseline only the
     minimums are gated (at least one is then required). The comparison pairs the queries both
     reports cover; ``collection_errors`` (the items a session could not collect) fail it.
 
@@ -504,7 +545,7 @@ def gate_decision(
     margins = gate_margins(metrics, margin)
     harm = [m for m in metrics if m not in margins]
     by_metric = {
-        **HarmTest(alpha).verdicts(paired, compared, harm),
+        **HarmTest(alpha, max_detectable).verdicts(paired, compared, harm),
         **NonInferiorityTest(alpha, margins).verdicts(
             paired, compared, [m for m in metrics if m in margins], seed
         ),

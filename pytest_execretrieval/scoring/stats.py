@@ -24,6 +24,7 @@ __all__ = [
     "deception_rates",
     "density_exec1",
     "detectable_difference",
+    "queries_needed",
     "false_high_similarity_rate",
     "holm_adjust",
     "js_divergence",
@@ -252,8 +253,49 @@ def detectable_difference(
     for _ in range(100):
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if excess(mid) < 0 else (lo, mid)
-    fewest = math.ceil(math.log2((2 if two_sided else 1) / alpha))
-    return max(hi, fewest / n)
+    return max(hi, _fewest_differing(alpha, two_sided) / n)
+
+
+def _fewest_differing(alpha: float, two_sided: bool) -> int:
+    """The fewest differing queries with which an exact sign-type test can reject at all."""
+    return math.ceil(math.log2((2 if two_sided else 1) / alpha))
+
+
+def _detects(
+    n: int, second_moment: float, alpha: float, power: float, two_sided: bool, bound: float
+) -> bool:
+    """Whether ``n`` queries detect a drop of ``bound`` with ``power``. No query differing gives
+    no spread to scale by, but the exact test's floor still holds: fewer than
+    :func:`_fewest_differing` queries' worth of difference is never detected."""
+    if second_moment == 0:
+        return _fewest_differing(alpha, two_sided) / n <= bound
+    drop = detectable_difference(n, second_moment, alpha, power, two_sided)
+    return drop is not None and drop <= bound
+
+
+def queries_needed(
+    n: int,
+    second_moment: float,
+    alpha: float,
+    bound: float,
+    power: float = 0.8,
+    two_sided: bool = True,
+) -> int | None:
+    """``None`` when ``n`` queries detect a true drop of ``bound`` (see
+    :func:`detectable_difference`, same arguments); else the fewest queries that would, at the
+    same spread of the paired differences (the detectable drop only shrinks as ``n`` grows)."""
+    if not 0 < bound <= 1:
+        raise ValueError(f"the bound must be in (0, 1], got {bound}")
+    args = (second_moment, alpha, power, two_sided, bound)
+    if _detects(n, *args):
+        return None
+    lo, hi = n, 2 * n
+    while not _detects(hi, *args):
+        lo, hi = hi, 2 * hi
+    while hi - lo > 1:  # _detects(lo) is false, _detects(hi) true
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if _detects(mid, *args) else (mid, hi)
+    return hi
 
 
 def _finite_1d(x: ArrayLike, name: str) -> np.ndarray:

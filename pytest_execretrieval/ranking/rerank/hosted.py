@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...embedders import EmbedderError, package_versions
+from ...embedders import EmbedderError, ServiceError, package_versions
 from ...embedders.hosted import BYTES, parse_base_url
 from ...embedders.hosted_http import Transport, http_settings, import_httpx
 from ...safe_write import append_text
@@ -198,6 +198,8 @@ class HostedReranker:
             payload = self.transport().post_json(
                 self.base.url + self.api.path, self.body(q.item.query, docs), label
             )
+        except ServiceError:
+            raise  # the provider's failure, not the reranker's setup (exit 8)
         except EmbedderError as exc:
             raise RerankerError(str(exc)) from None
         scores = self.parse(payload, len(docs), label)
