@@ -531,6 +531,12 @@ function g() { return planted; }
 """
 
 
+def test_a_host_intrinsic_replaced_through_node_s_error_path_changes_no_outcome(box):
+    result = run(box, PLANT_HOST_GETTER, "assert f(2) == 4", "assert g() == 'planted'")
+    assert result.outcomes == ("fail", "fail"), result
+    unaffected(box)
+
+
 def test_what_one_item_leaves_in_node_never_reaches_another_item(box):
     """Two items with the same tests, one sandbox (``--jobs 1``): the first's snippet plants;
     the second's wrong canonical must still fail."""

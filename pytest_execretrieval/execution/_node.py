@@ -68,6 +68,9 @@ def node_argv(node: str, runner: str, limits: dict[str, Any]) -> list[str]:
     heap_mib = int(limits.get("memory_bytes") or 0) >> 20
     flags = [
         "--no-addons",  # process.dlopen refused: no native code
+        # The host realm's intrinsics are frozen before any code runs: a host object a snippet
+        # reaches (an error node raises in host code) cannot change what the runner calls.
+        "--frozen-intrinsics",
         "--disallow-code-generation-from-strings",
         "--no-warnings",
         "--experimental-vm-modules",  # so that the runner's import() callback is used
