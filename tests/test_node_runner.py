@@ -27,6 +27,7 @@ from pytest_execretrieval.execution import node as node_module
 from pytest_execretrieval.execution.sandbox import (
     PROTOCOL_ERROR,
     Limits,
+    Sandbox,
     SandboxError,
     SuiteResult,
 )
@@ -711,3 +712,15 @@ def test_probes_tell_a_thrown_error_from_a_thrown_value(box):
     code = "function f(x) { if (x === 1) throw new RangeError(); if (x) throw 7; return [x]; }"
     result = run(box, code, "f(0)", "f(1)", "f(2)")
     assert result.values == (("value", [0]), ("raises", "RangeError"), ("error", "Throw"))
+
+
+def test_the_python_sandbox_runs_no_suite_in_a_process_another_suite_ran_in():
+    """The Python side holds the same rule by its structure (a forked child per suite; the
+    zygote compiles setup but runs no item code): what one item's snippet plants in a module
+    is gone for the next item with the same tests."""
+    tests = ["assert f() == 4"]
+    with Sandbox(Limits(timeout_s=TIMEOUT)) as python:
+        planter = "import math\nmath.planted = 4\ndef f():\n    return math.planted\n"
+        assert python.run(planter, "", tests).passed
+        victim = "import math\ndef f():\n    return getattr(math, 'planted', 0)\n"
+        assert python.run(victim, "", tests).outcomes == ("fail",)
