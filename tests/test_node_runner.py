@@ -16,6 +16,7 @@ import os
 import socket
 import sys
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from pytest_execretrieval.execution import node as node_module
 from pytest_execretrieval.execution.sandbox import (
     PROTOCOL_ERROR,
     Limits,
+    Sandbox,
     SandboxError,
     SuiteResult,
 )
@@ -479,18 +481,68 @@ def node_processes(box) -> list[int]:
     return [pid for _, pid in sorted(found)]
 
 
-def test_each_item_gets_a_fresh_process_and_a_timeout_ends_its_own(box):
-    """Suites of one item (the same tests) share a process; another item's suite, or the
-    suite after a timeout, gets a fresh one (the spare started ahead)."""
+def next_node_process(box) -> int:
+    """The process that will serve the next suite (the spare is started after a suite ends)."""
+    deadline = time.monotonic() + 10
+    while not (found := node_processes(box)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return found[0]
+
+
+def test_every_suite_gets_a_fresh_process_and_a_timeout_ends_its_own(box):
+    """No suite runs in a process another suite's code ran in: not another item's with the same
+    tests, not a mutant of the same item (the spare started ahead serves the next suite)."""
+    serving = next_node_process(box)
     run(box, "function f() { return 1; }", "assert f() == 1")
-    serving = node_processes(box)[0]
     run(box, "function f() { return 2; }", "assert f() == 1")
-    assert node_processes(box)[0] == serving, "the item's next suite had a new process"
-    run(box, "function f() { return 2; }", "assert f() == 2")
-    assert serving not in node_processes(box), "another item's suite shared the process"
-    serving = node_processes(box)[0]
+    assert serving not in node_processes(box), "a suite with the same tests shared the process"
+    serving = next_node_process(box)
     run(box, "function f() { for (;;) {} }", "assert f() == 2")
     assert serving not in node_processes(box), "the process outlived its timeout"
+
+
+# A snippet that takes a host-realm object (an error node's stack-formatting callback throws
+# when the stack overflows inside it) and plants a getter on the host's Object.prototype that
+# the runner meets after the snippet's module code: every entry point it looks up becomes
+# ``2 * x``. The realm boundary must stop it (docs/javascript-realm.md); were it to fail, a
+# process per suite still keeps it from any other suite.
+PLANT_HOST_GETTER = """
+var host = null;
+var ownRangeError = RangeError.prototype;
+function probe() {
+  try { return new Error('x').stack; }
+  catch (e) { if (!host && e && Object.getPrototypeOf(e) !== ownRangeError) host = e; }
+}
+function deep(n) { try { deep(n + 1); } catch (e) {} if (!host) probe(); }
+deep(0);
+var planted = 'no host object';
+if (host) {
+  const hostObjectProto = Object.getPrototypeOf(Object.getPrototypeOf(Object.getPrototypeOf(host)));
+  const honest = (x) => 2 * x;
+  try {
+    Object.defineProperty(hostObjectProto, 'missing', {
+      configurable: true,
+      get() { if (this.fn !== honest) this.fn = honest; return undefined; },
+    });
+    planted = 'planted';
+  } catch (e) { planted = 'refused'; }
+}
+function f(x) { return 3 * x; }
+function g() { return planted; }
+"""
+
+
+def test_a_host_intrinsic_replaced_through_node_s_error_path_changes_no_outcome(box):
+    result = run(box, PLANT_HOST_GETTER, "assert f(2) == 4", "assert g() == 'planted'")
+    assert result.outcomes == ("fail", "fail"), result
+    unaffected(box)
+
+
+def test_what_one_item_leaves_in_node_never_reaches_another_item(box):
+    """Two items with the same tests, one sandbox (``--jobs 1``): the first's snippet plants;
+    the second's wrong canonical must still fail."""
+    run(box, PLANT_HOST_GETTER, "assert f(2) == 4")
+    assert run(box, "function f(x) { return 3 * x; }", "assert f(2) == 4").outcomes == ("fail",)
 
 
 # --- the kernel layers, under a script with every Node API --------------------------------------
@@ -660,3 +712,15 @@ def test_probes_tell_a_thrown_error_from_a_thrown_value(box):
     code = "function f(x) { if (x === 1) throw new RangeError(); if (x) throw 7; return [x]; }"
     result = run(box, code, "f(0)", "f(1)", "f(2)")
     assert result.values == (("value", [0]), ("raises", "RangeError"), ("error", "Throw"))
+
+
+def test_the_python_sandbox_runs_no_suite_in_a_process_another_suite_ran_in():
+    """The Python side holds the same rule by its structure (a forked child per suite; the
+    zygote compiles setup but runs no item code): what one item's snippet plants in a module
+    is gone for the next item with the same tests."""
+    tests = ["assert f() == 4"]
+    with Sandbox(Limits(timeout_s=TIMEOUT)) as python:
+        planter = "import math\nmath.planted = 4\ndef f():\n    return math.planted\n"
+        assert python.run(planter, "", tests).passed
+        victim = "import math\ndef f():\n    return getattr(math, 'planted', 0)\n"
+        assert python.run(victim, "", tests).outcomes == ("fail",)

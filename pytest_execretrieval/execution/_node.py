@@ -14,13 +14,13 @@ confinement, its verdicts and the child frame protocol: only the planning and th
   (:class:`_NodeLayers`: the same namespaces, the unprivileged uid, no_new_privs, Landlock and
   seccomp, with node's paths, a ``noexec`` scratch tmpfs, and a child ruleset that executes the
   node binary only and reads only what node needs) around long-lived node processes
-  (``_node_runner.js``). One node process serves the suites of ONE item: suites are grouped by
-  their tests (an item's canonical, alternatives and mutants share them), and a suite with
-  other tests gets a fresh process, as does the suite after a timeout, a protocol breach,
-  node's death or :data:`MAX_SUITES_PER_PROCESS` suites. So an item can only ever affect its
-  own item's outcomes. Each suite runs in a fresh ``vm`` context inside that process (see
-  ``_node_runner.js`` for the boundary). A spare node process is started ahead, while the
-  caller is busy, so the next item's start-up costs no wall time when a core is free.
+  (``_node_runner.js``). One node process serves ONE suite, and is killed after it: no code
+  of one suite (another item's, or a mutant of the same item) ever runs in a process another
+  suite's code ran in, so nothing a snippet leaves behind in node (a planted host global, a
+  replaced host intrinsic) can reach another suite's outcome, nor the outcome cache. The suite
+  runs in a fresh ``vm`` context inside that process (see ``_node_runner.js`` for the
+  boundary, and docs/javascript-realm.md). The next suite's process is started ahead, while the
+  caller is busy, so its start-up costs no wall time when a core is free.
 
 Each node process is started by a launcher forked from the zygote: its own session, the
 child rlimits (memory, file size, processes, CPU as a backstop), the child Landlock ruleset,
@@ -33,8 +33,6 @@ directory after every suite.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import select
 import signal
@@ -62,9 +60,6 @@ _READY_S = 30.0  # a node process that has not said it is ready by then is lost
 _AS_HEADROOM = 8 << 30
 # node's own threads (V8's platform workers, the main thread); RLIMIT_NPROC counts them.
 _NODE_THREADS = 16
-# A process serves at most this many suites, then the item continues in a fresh one: contexts
-# whose jobs are still queued (a promise a call left pending) are collected late, if ever.
-MAX_SUITES_PER_PROCESS = 256
 _PIPE_ROOM = 1 << 16  # a pipe's default capacity: the runner source is written into one
 
 
@@ -73,6 +68,9 @@ def node_argv(node: str, runner: str, limits: dict[str, Any]) -> list[str]:
     heap_mib = int(limits.get("memory_bytes") or 0) >> 20
     flags = [
         "--no-addons",  # process.dlopen refused: no native code
+        # The host realm's intrinsics are frozen before any code runs: a host object a snippet
+        # reaches (an error node raises in host code) cannot change what the runner calls.
+        "--frozen-intrinsics",
         "--disallow-code-generation-from-strings",
         "--no-warnings",
         "--experimental-vm-modules",  # so that the runner's import() callback is used
@@ -134,9 +132,6 @@ class _NodePlan:
         self.probes = any(
             not isinstance(t, str) and t[0].form == _grammar.PROBE for t in self.tests
         )
-        # The item the suite belongs to, as far as the runner can tell: its tests (an item's
-        # canonical, alternatives and mutants share them).
-        self.key = hashlib.sha256(json.dumps(tests).encode()).hexdigest()
 
 
 class _NodeChecker(_checker._Checker):
@@ -148,7 +143,7 @@ class _NodeChecker(_checker._Checker):
         plan: Any = self.plan(req["tests"])  # a _NodePlan (plan_class)
         limits = req["limits"]
         self.link.reset(int(limits["output_bytes"]))
-        run = {"code": req["code"], "calls": plan.calls, "limits": limits, "key": plan.key}
+        run = {"code": req["code"], "calls": plan.calls, "limits": limits}
         _wire._send(self.pipes.zc_w, {"run": run})
         reply = _checker._Suite(self.link, plan, float(limits["timeout_s"])).run()
         ended = self.link.exit or {}
@@ -206,20 +201,18 @@ class _NodeLayers(_zygote._Layers):
 
 class _Proc:
     """One node process: its pid, pidfd, the write end of its run pipe, the read end of its
-    notes to the zygote, and the item (calls) it serves."""
+    notes to the zygote."""
 
-    __slots__ = ("pid", "pidfd", "run_w", "note_r", "key", "ready", "suites")
+    __slots__ = ("pid", "pidfd", "run_w", "note_r", "ready")
 
     def __init__(self, pid: int, run_w: int, note_r: int) -> None:
         self.pid, self.run_w, self.note_r = pid, run_w, note_r
         self.pidfd = _zygote._pidfd(pid)
-        self.key: str | None = None
         self.ready = False
-        self.suites = 0
 
 
 class _NodeZygote:
-    """Serves suites with long-lived node processes, one per item (see the module docs)."""
+    """Serves each suite with a node process of its own (see the module docs)."""
 
     def __init__(self, pipes: _wire.Pipes, layers: _NodeLayers, limits: dict[str, Any]) -> None:
         self.pipes, self.layers, self.limits = pipes, layers, limits
@@ -262,12 +255,9 @@ class _NodeZygote:
         return bool(select.select([self.pipes.zc_r], [], [], 0.0003)[0])
 
     def run(self, run: dict[str, Any]) -> dict[str, Any]:
-        node = self.current
-        if node is None or node.key != run["key"] or node.suites >= MAX_SUITES_PER_PROCESS:
-            self._retire(node)
-            node, self.spare = self.spare or self._spawn(), None
-            node.key = run["key"]
-            self.current = node
+        node = self.current = self.spare or self._spawn()
+        # The next suite's process starts now and boots on another core while this one runs.
+        self.spare = self._spawn()
         frame = {"code": run["code"], "calls": run["calls"]}
         frame["output_bytes"] = int(run["limits"]["output_bytes"])
         if not self._ready(node):
@@ -276,15 +266,13 @@ class _NodeZygote:
             why = "a node process did not start"
             return {"exit": "lost", "why": why, "status": 0, "left": False, "scratch": ""}
         deadline = time.monotonic() + float(run["limits"]["timeout_s"])
-        node.suites += 1
         try:
             _wire._send(node.run_w, frame)
         except OSError:
             pass  # it died: _wait sees the exit
         ended, status = self._wait(node, deadline)
-        if ended != "done":
-            self._retire(node)
-            self.current = None
+        self._retire(node)  # never reused: the next suite gets the spare
+        self.current = None
         left = self._strays()
         return {
             "exit": "exited" if ended == "done" else ended,

@@ -1,4 +1,4 @@
-// The Node runner's node side: serves the suites of one item, each in a fresh vm context.
+// The Node runner's node side: serves one suite in a fresh vm context (then the zygote kills it).
 //
 // Started by the Node runner's zygote (_node.py), confined before exec (namespaces, nobody,
 // no_new_privs, Landlock, the `node` seccomp program, rlimits), with an empty environment and

