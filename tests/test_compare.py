@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import random
 from collections.abc import Sequence
 from pathlib import Path
@@ -517,3 +518,14 @@ def test_non_inferiority_is_underpowered_beyond_twice_its_margin() -> None:
 def test_the_full_set_against_itself_has_the_power_to_pass() -> None:
     report = make_report([1] * 300 + [3] * 300)
     assert gate_decision(report, report).decision == "PASS"
+
+
+def test_compare_says_when_the_queries_cannot_decide() -> None:
+    """Like the gate, compare states the caveat: 4 queries cannot detect a drop of 0.10 (it
+    would need the named number of queries), while 1,000 identical rank-1 hits can."""
+    few = compare_reports([make_report([1, 2, None, 1], "a"), make_report([1, 1, 3, 1], "b")])
+    caveat = next(line for line in few.splitlines() if line.startswith("UNDERPOWERED"))
+    assert "4 queries cannot detect a drop of 0.10 with 80% power" in caveat
+    assert re.search(r"exec@1 needs \d[\d,]* queries", caveat)
+    many = [make_report([1] * 1000, name) for name in ("a", "b")]
+    assert "UNDERPOWERED" not in compare_reports(many)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from tabulate import tabulate
 
 from ..scoring.compare import (
+    MAX_DETECTABLE,
     ComparisonError,
     beside_first_stage,
     invocation_differences,
@@ -91,6 +92,14 @@ def _pair_section(
         disable_numparse=True,
     )
     lines = ["", f"### {title}" if fmt == "markdown" else title, "", table]
+    weak = {m: d for m, d in cmp["metrics"].items() if d.get("needed")}
+    if weak:
+        lines += [
+            "",
+            f"UNDERPOWERED: {cmp['n_queries']} queries cannot detect a drop of "
+            f"{MAX_DETECTABLE:.2f} with 80% power (a gate on them would not decide): "
+            + "; ".join(f"{m} needs {d['needed']:,} queries" for m, d in weak.items()),
+        ]
     differs = invocation_differences(reports[i], reports[j])
     if differs:
         lines += ["", "Invocation differs: " + "; ".join(differs)]

@@ -29,7 +29,17 @@ import numpy as np
 from ..bounded_json import JSONBoundError, read_json
 from ..records import ReportRow
 from .metrics import METRIC_NAMES, mean_metrics, metric_matrix, row_metrics
-from .stats import mcnemar_exact, paired_bootstrap_diff_ci, sign_flip_test
+from .stats import (
+    detectable_difference,
+    mcnemar_exact,
+    paired_bootstrap_diff_ci,
+    queries_needed,
+    sign_flip_test,
+)
+
+POWER = 0.8
+MAX_DETECTABLE = 0.10  # the largest smallest-detectable drop a harm-mode gate may decide with
+ALPHA = 0.05  # the level of compare's own power statement (two-sided, one metric)
 
 __all__ = [
     "N_PERMUTATIONS",
@@ -181,7 +191,8 @@ def paired_comparison(
     """Paired comparison of report ``b`` against report ``a`` (differences ``b - a``).
 
     Returns ``{"a", "b" (names), "n_queries", "seed", "n_resamples", "metrics": {name: {"a",
-    "b", "difference", "ci95": [low, high], "test", "p_value", "only_a", "only_b"}},
+    "b", "difference", "ci95": [low, high], "test", "p_value", "only_a", "only_b", "detectable",
+    "needed"}},
     "skipped": {name: reason}}``.  ``metrics``: the metrics to compare (default: the two
     reports' :func:`shared_metrics`; ``skipped`` then says why the others are not compared).
     ``ci95`` is the paired query-level percentile bootstrap
@@ -194,7 +205,11 @@ def paired_comparison(
     names = tuple(shared if metrics is None else metrics)
     if not names:
         raise ComparisonError(f"the reports share no metric to compare ({skipped_line(skipped)})")
-    compared = comparison_rows(_rows(qa, names), _rows(qb, names), names, seed)
+    ma, mb = _rows(qa, names), _rows(qb, names)
+    compared = {
+        name: row | power_statement(len(ma), float(np.mean((mb[:, j] - ma[:, j]) ** 2)))
+        for j, (name, row) in enumerate(comparison_rows(ma, mb, names, seed).items())
+    }
     labels = report_names([a, b])
     return {
         "a": labels[0],
@@ -223,6 +238,17 @@ def comparison_rows(
             **paired_test(ma[:, j], mb[:, j], seed),
         }
         for j, name in enumerate(names)
+    }
+
+
+def power_statement(n: int, second_moment: float) -> dict[str, float | int | None]:
+    """What ``n`` paired queries can detect: ``detectable``, the smallest drop a two-sided
+    level-:data:`ALPHA` test finds with :data:`POWER`, and ``needed``, the queries a drop of
+    :data:`MAX_DETECTABLE` would take when these cannot (else ``None``); the gate's own
+    statement uses its alpha and bound (:mod:`.gate`)."""
+    return {
+        "detectable": detectable_difference(n, second_moment, ALPHA, POWER),
+        "needed": queries_needed(n, second_moment, ALPHA, MAX_DETECTABLE, POWER),
     }
 
 

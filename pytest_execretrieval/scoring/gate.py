@@ -39,7 +39,9 @@ import numpy as np
 
 from ..records import ReportRow
 from .compare import (
+    MAX_DETECTABLE,
     N_RESAMPLES,
+    POWER,
     ComparisonError,
     comparison_rows,
     invocation_differences,
@@ -66,8 +68,6 @@ __all__ = [
     "gate_decision",
 ]
 
-POWER = 0.8
-MAX_DETECTABLE = 0.10  # the largest smallest-detectable drop a harm-mode gate may decide with
 DEFAULT_GATE_METRICS = ("exec@1", "exec@5", "ndcg@10")
 GATE_METRICS = tuple(m.name for m in METRICS if m.gate)
 
