@@ -353,3 +353,29 @@ def test_build_strict_refuses_items_below_the_distractor_minimum(tmp_path, capsy
     assert not (items / "corpus.jsonl").exists()
     assert cli.main(["build", str(items), "--cache-dir", cache]) == 0
     assert "items with fewer than 4 distractors chosen (3" in capsys.readouterr().out
+
+
+def test_the_evidence_report_names_each_differing_alternative_with_its_witness():
+    from pytest_execretrieval.corpus.build import evidence_report
+    from pytest_execretrieval.corpus.store import Corpus, Snippet
+
+    def alternative(sid: str, qid: str, differing: int, witness: str | None) -> Snippet:
+        found = {"inputs": 50, "differing": differing, "out_of_domain": 0}
+        found |= {"witness": witness} if witness else {}
+        return Snippet(sid * 8, qid, "alternative", None, None, "", "", equivalence=found)
+
+    text = evidence_report(
+        Corpus(
+            snippets=(),
+            alternatives=(
+                alternative("b", "strings/agree", 0, None),
+                alternative("a", "strings/apart", 3, "('x\x1b[31m', 2)"),
+            ),
+        )
+    )
+    lines = text.splitlines()
+    assert "1/2 alternatives agree on every drawn input" in lines[0]
+    assert lines[1:] == [
+        "  differs: strings/apart alternative aaaaaaaa on 3/50 drawn inputs, e.g. on the "
+        "arguments ('x\\x1b[31m', 2)"
+    ]

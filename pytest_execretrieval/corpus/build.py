@@ -21,6 +21,7 @@ from ..mutation.fingerprint import families_version, mutation_version
 from ..mutation.operators import CORE_CLASSES, Mutant, generate_mutants
 from ..mutation.select import MAX_DISTRACTORS, UNUSABLE, Killed, kill_kind, select_distractors
 from ..mutation.stacking import stack_mutants
+from ..sanitize import escape
 from .incremental import ItemRecord, Reusable, choosable, recorded_killed
 from .items import BenchmarkItem
 from .store import (
@@ -504,10 +505,30 @@ def evidence_report(corpus: Corpus) -> str:
         )
     shown = sum(s.equivalence["differing"] > 0 for s in distractors if s.equivalence)
     agree = sum(s.equivalence["differing"] == 0 for s in alternatives if s.equivalence)
+    differing = [s for s in alternatives if s.equivalence and s.equivalence["differing"] > 0]
+    return "\n".join(
+        [
+            f"equivalence evidence (annotated items): {shown}/{len(distractors)} distractors "
+            f"differ from the canonical on drawn inputs; {agree}/{len(alternatives)} "
+            "alternatives agree on every drawn input",
+            *(_differing_alternative(s) for s in sorted(differing, key=_alternative_order)),
+        ]
+    )
+
+
+def _alternative_order(s: Snippet) -> tuple[str, str]:
+    return (s.query_id, s.snippet_id)
+
+
+def _differing_alternative(s: Snippet) -> str:
+    """One alternative the drawn inputs tell apart from its canonical, with the first input
+    that does (item text and drawn values are untrusted: escaped)."""
+    e = s.equivalence or {}
+    witness = e.get("witness")
+    where = f", e.g. on the arguments {escape(str(witness))}" if witness is not None else ""
     return (
-        f"equivalence evidence (annotated items): {shown}/{len(distractors)} distractors "
-        f"differ from the canonical on drawn inputs; {agree}/{len(alternatives)} "
-        "alternatives agree on every drawn input"
+        f"  differs: {escape(s.query_id)} alternative {s.snippet_id[:12]} on "
+        f"{e['differing']}/{e['inputs']} drawn inputs{where}"
     )
 
 
