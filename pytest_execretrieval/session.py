@@ -19,6 +19,7 @@ it receives, and each worker's count of suites executed comes back in ``workerou
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -330,10 +331,13 @@ class BenchmarkSession(Session):
             if not pool_loaded.items:
                 where = self.pools[name].pool.items_dir
                 raise pytest.UsageError(f"no valid benchmark items in {where}")
+        spent: Counter[str] = Counter()  # estimated tokens per hosted embedder, every pool
         try:  # every output, embedder and reranker is checked before any work starts
             for name, pool_loaded in loaded.items():
                 state = self.state.pools[name]
-                state.start(pool_loaded, self.runner, self.selected_ids(pool_loaded))
+                state.start(pool_loaded, self.runner, self.selected_ids(pool_loaded), spent)
+                for embedder, fields in state.ranked.usage.items():
+                    spent[embedder] += fields.get("estimated_tokens", 0)
         except SetupError as exc:
             raise pytest.UsageError(str(exc)) from None
         except ServiceFailure as exc:

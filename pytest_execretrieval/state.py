@@ -23,7 +23,7 @@ error or a usage error keep pytest's own status: they are not 0 either).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -138,21 +138,36 @@ class BenchmarkState:
         """Whether the exit status is a gate's decision (a baseline, or a minimum)."""
         return self.settings.baseline is not None or bool(self.settings.gate.minimums)
 
-    def start(self, loaded: Loaded, runner: SuiteRunner, selected: Sequence[str]) -> None:
+    def start(
+        self,
+        loaded: Loaded,
+        runner: SuiteRunner,
+        selected: Sequence[str],
+        spent: Mapping[str, int] | None = None,
+    ) -> None:
         """Everything before the first item, every check before any work; a problem the user
         must fix raises :class:`.orchestration.SetupError`. ``selected``: the ids of the items
-        under the paths given (a fine-tuned model refuses its own training items)."""
+        under the paths given (a fine-tuned model refuses its own training items); ``spent``:
+        per embedder, the estimated tokens the session's earlier pools send (the cost guard's
+        budget is the whole run's)."""
         s = self.settings
         check_outputs(self.report_dir, s.cache_dir, self.names)
-        extra = {} if s.max_tokens is None else {"max_tokens": s.max_tokens}  # the cost guard
-        options = EmbedderOptions(
-            batch_size=s.batch_size,
-            trust_remote_code=s.trust_remote_code,
-            cache_dir=str(s.cache_dir),
-            extra=extra,
-        )
+
+        def options(name: str) -> EmbedderOptions:
+            extra = {} if s.max_tokens is None else {"max_tokens": s.max_tokens}
+            return EmbedderOptions(
+                batch_size=s.batch_size,
+                trust_remote_code=s.trust_remote_code,
+                cache_dir=str(s.cache_dir),
+                extra=extra | {"spent_tokens": (spent or {}).get(name, 0)},
+            )
+
         context = RerankerContext(runner, Path(s.cache_dir), s.embedders, self.runs)
-        embedders = open_embedders(s.embedders, options)
+        embedders = {
+            name: opened
+            for name in s.embedders
+            for opened in open_embedders([name], options(name)).values()
+        }
         if not s.allow_training_items:
             refuse_training_items(embedders, selected)
         embedders = identifier_view(embedders, loaded, s.identifiers)

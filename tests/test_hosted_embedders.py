@@ -907,3 +907,15 @@ def test_embed_into_a_provider_that_stays_down_exits_8(fake, tmp_path, monkeypat
     monkeypatch.setenv("EXECRETRIEVAL_HTTP_BACKOFF_S", "0.01")
     argv = ["embed", str(items), "--embedder", "gemini-2", "--out", str(tmp_path / "v.npz")]
     assert cli.main([*argv, "--cache-dir", str(cache)]) == EXIT_SERVICE
+
+
+def test_the_cost_guard_budget_is_the_whole_runs_every_language_pool(fake):
+    fake("openai-3-small")
+    work = [("document", ["def f(x):\n    return x\n"] * 1, ["s0"])]
+    alone = cost_guard(make("openai-3-small", dimensions=16), work, None, io.StringIO())
+    tokens = alone.estimated_tokens
+    fits = make("openai-3-small", dimensions=16, max_tokens=tokens + 5, spent_tokens=5)
+    assert cost_guard(fits, work, None, io.StringIO()).estimated_tokens == tokens
+    over = make("openai-3-small", dimensions=16, max_tokens=tokens + 5, spent_tokens=6)
+    message = raised(lambda: cost_guard(over, work, None, io.StringIO()))
+    assert "on top of the ~6 of the run's earlier language pools" in message

@@ -59,7 +59,8 @@ def test_a_session_without_pytest(items, tmp_path):
     assert reports["bm25"]["corpus"]["n_queries"] == 4
     assert reports["bm25+exec-consensus"]["first_stage"] == "bm25"
     assert "lift" in reports["bm25+exec-consensus"]
-    gate = GateSettings(DEFAULT_GATE_METRICS, None)
+    # 4 queries cannot detect a drop of 0.10 (UNDERPOWERED): the power check is off here
+    gate = GateSettings(DEFAULT_GATE_METRICS, None, max_detectable=1.0)
     assert gate_reports(reports, None, gate, 0) == {}  # no baseline, no minimum: no gate
     gates = gate_reports({"bm25": reports["bm25"]}, reports["bm25"], gate, 0)
     assert gates["bm25"].passed and reports["bm25"]["gate"]["passed"]

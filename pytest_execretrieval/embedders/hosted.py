@@ -323,6 +323,8 @@ class HostedEmbedder(EmbedderBase):
         self.max_tokens = option_or_env(extra, "max_tokens", "EXECRETRIEVAL_MAX_TOKENS", int)
         if self.max_tokens is not None and self.max_tokens < 0:
             raise EmbedderError(f"--execretrieval-max-tokens must be >= 0, got {self.max_tokens}")
+        # what the run's earlier language pools plan to send: the budget is the whole run's
+        self.spent_tokens = int(extra.get("spent_tokens", 0))
         base = extra.get("base_url") or os.environ.get(self.api.base_env, "").strip()
         source = "extra['base_url']" if extra.get("base_url") else f"${self.api.base_env}"
         self.base = parse_base_url(base or self.default_base(), source)
@@ -730,10 +732,12 @@ def cost_guard(
     print(plan.summary(), file=stream, flush=True)
     if plan.truncated:
         print(plan.truncation_warning(), file=stream, flush=True)
-    if plan.max_tokens is not None and plan.estimated_tokens > plan.max_tokens:
+    spent = embedder.spent_tokens
+    if plan.max_tokens is not None and spent + plan.estimated_tokens > plan.max_tokens:
+        earlier = f" on top of the ~{spent:,} of the run's earlier language pools" if spent else ""
         raise EmbedderError(
-            f"this run would send ~{plan.estimated_tokens:,} estimated tokens ({plan.texts:,} "
-            f"texts in {plan.requests:,} requests; {plan.counter}), more than "
+            f"this run would send ~{plan.estimated_tokens:,} estimated tokens{earlier} "
+            f"({plan.texts:,} texts in {plan.requests:,} requests; {plan.counter}), more than "
             f"--execretrieval-max-tokens={plan.max_tokens}: nothing was sent. Raise the "
             "limit, or run on fewer items (--execretrieval-items) or with a warm cache"
         )
