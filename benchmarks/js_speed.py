@@ -137,29 +137,32 @@ def mutants(code: str, count: int, comment: str) -> list[str]:
     return out
 
 
-def suites(n_mutants: int) -> dict[str, list[tuple[str, str, list[str]]]]:
-    per_language: dict[str, list[tuple[str, str, list[str]]]] = {"python": [], "javascript": []}
+Suite = tuple[str, str, list[str], str]  # code, setup, tests, the item (Sandbox.run's group)
+
+
+def suites(n_mutants: int) -> dict[str, list[Suite]]:
+    per_language: dict[str, list[Suite]] = {"python": [], "javascript": []}
     for item_id, js in TWINS.items():
         data = tomllib.loads((ROOT / "items" / f"{item_id}.toml").read_text())
         tests = list(data["tests"])
         js_tests = [t.replace("raises(ValueError,", "raises(RangeError,") for t in tests]
         setup = data.get("setup", "")
         for code in [data["canonical"], *mutants(data["canonical"], n_mutants, "#")]:
-            per_language["python"].append((code, setup, tests))
+            per_language["python"].append((code, setup, tests, item_id))
         for code in [js, *mutants(js, n_mutants, "//")]:
-            per_language["javascript"].append((code, "", js_tests))
+            per_language["javascript"].append((code, "", js_tests, item_id))
     return per_language
 
 
-def measure(make, batch: list[tuple[str, str, list[str]]], rounds: int) -> dict[str, float]:
+def measure(make, batch: list[Suite], rounds: int) -> dict[str, float]:
     """Wall and CPU seconds per suite (the sandbox's processes, start-up and close included)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     passed = 0
     with make() as sandbox:
         for _ in range(rounds):
-            for code, setup, tests in batch:
-                passed += sandbox.run(code, setup, tests).passed
+            for code, setup, tests, item in batch:
+                passed += sandbox.run(code, setup, tests, group=item).passed
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -176,8 +179,8 @@ def main() -> None:
     canonicals = {"python": 0, "javascript": 0}
     with Sandbox(limits) as py, NodeSandbox(limits) as js:  # the canonicals must pass in both
         for language, box in (("python", py), ("javascript", js)):
-            for code, setup, tests in batch[language][:: n_mutants + 1]:
-                result = box.run(code, setup, tests)
+            for code, setup, tests, item in batch[language][:: n_mutants + 1]:
+                result = box.run(code, setup, tests, group=item)
                 assert result.passed, (language, code[:60], result)
                 canonicals[language] += 1
     print(f"node: {node} ({where}); {len(TWINS)} items, {n_mutants} mutants each, {rounds} rounds")

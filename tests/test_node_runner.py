@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from processes import descendants
 
+from pytest_execretrieval.execution import _node
 from pytest_execretrieval.execution import node as node_module
 from pytest_execretrieval.execution.sandbox import (
     PROTOCOL_ERROR,
@@ -489,16 +490,53 @@ def next_node_process(box) -> int:
     return found[0]
 
 
-def test_every_suite_gets_a_fresh_process_and_a_timeout_ends_its_own(box):
-    """No suite runs in a process another suite's code ran in: not another item's with the same
-    tests, not a mutant of the same item (the spare started ahead serves the next suite)."""
+def test_a_process_serves_one_item_only_and_a_timeout_ends_its_own(box):
+    """No suite runs in a process another item's code ran in: not another item's with the same
+    tests, not a suite that names no item; an item's own suites share its process (the spare
+    started ahead serves the next item)."""
     serving = next_node_process(box)
+    box.run("function f() { return 1; }", "", ["assert f() == 1"], group="item-a")
+    box.run("function f() { return 2; }", "", ["assert f() == 1"], group="item-a")
+    assert node_processes(box)[0] == serving, "a mutant of the item did not reuse its process"
+    box.run("function f() { return 1; }", "", ["assert f() == 1"], group="item-b")
+    assert serving not in node_processes(box), "another item with the same tests shared it"
+    serving = node_processes(box)[0]
     run(box, "function f() { return 1; }", "assert f() == 1")
-    run(box, "function f() { return 2; }", "assert f() == 1")
-    assert serving not in node_processes(box), "a suite with the same tests shared the process"
+    assert serving not in node_processes(box), "a suite of no item reused an item's process"
     serving = next_node_process(box)
-    run(box, "function f() { for (;;) {} }", "assert f() == 2")
+    run(box, "function f() { return 2; }", "assert f() == 1")
+    assert serving not in node_processes(box), "two suites of no item shared a process"
+    serving = next_node_process(box)
+    box.run("function f() { for (;;) {} }", "", ["assert f() == 2"], group="item-c")
     assert serving not in node_processes(box), "the process outlived its timeout"
+    assert box.run(*BENIGN, group="item-c").passed, "the item's next suite had no process"
+
+
+def test_build_names_each_suite_s_item(tmp_path, monkeypatch):
+    """Build passes every suite's item to the Node runner (its canonical's and mutants' suites
+    name it, and no other item's), so the runner keys its processes by item, not by tests."""
+    import shutil
+
+    from pytest_execretrieval import cli
+    from pytest_execretrieval.corpus.items import load_items
+
+    seen: dict[str, set[str | None]] = {}
+    real = node_module.NodeSandbox.run
+
+    def spy(self, code, setup, tests, group=None):
+        seen.setdefault(code, set()).add(group)
+        return real(self, code, setup, tests, group)
+
+    monkeypatch.setattr(node_module.NodeSandbox, "run", spy)
+    items = tmp_path / "javascript"
+    shutil.copytree(Path(__file__).parent / "data" / "js_items", items)
+    assert cli.main(["build", str(items), "-j", "1", "--cache-dir", str(tmp_path / "c")]) == 0
+    loaded, problems = load_items(items)
+    assert not problems
+    ids = {item.id for item in loaded}
+    canonicals = {item.canonical: item.id for item in loaded}
+    assert set().union(*seen.values()) == ids
+    assert all(seen[code] == {qid} for code, qid in canonicals.items())
 
 
 # A snippet that takes a host-realm object (an error node's stack-formatting callback throws
@@ -538,11 +576,41 @@ def test_a_host_intrinsic_replaced_through_node_s_error_path_changes_no_outcome(
     unaffected(box)
 
 
+def test_everything_the_runner_calls_after_a_snippet_is_frozen_before_it_runs():
+    """The second class: not a language intrinsic but one of node's own objects the runner
+    calls after the snippet (Buffer, fs, vm, util.types) or the host's globalThis, which a host
+    object a snippet reaches could lead to: all frozen, and the eval wrapper's require gone,
+    by the time the first frame is read (the runner as node runs it, its main() replaced by
+    the check)."""
+    import json
+    import subprocess
+
+    source = node_module.RUNNER_SCRIPT.read_text()
+    assert source.rstrip().endswith("main();")
+    check = """
+const names = { globalThis, Buffer, BufferProto: Buffer.prototype, fs, vm, Script: vm.Script,
+  ScriptProto: vm.Script.prototype, types };
+const out = {};
+for (const [k, v] of Object.entries(names)) out[k] = Object.isFrozen(v);
+out.require = typeof globalThis.require;
+require('fs').writeSync(1, JSON.stringify(out));
+""".replace("require('fs')", "fs")
+    argv = _node.node_argv(NODE, "-", {})
+    done = subprocess.run(
+        argv, input=source.rstrip()[: -len("main();")] + check, capture_output=True,
+        text=True, timeout=60, check=False,
+    )
+    found = json.loads(done.stdout)
+    assert found.pop("require") == "undefined", found
+    assert all(found.values()), found
+
+
 def test_what_one_item_leaves_in_node_never_reaches_another_item(box):
     """Two items with the same tests, one sandbox (``--jobs 1``): the first's snippet plants;
     the second's wrong canonical must still fail."""
-    run(box, PLANT_HOST_GETTER, "assert f(2) == 4")
-    assert run(box, "function f(x) { return 3 * x; }", "assert f(2) == 4").outcomes == ("fail",)
+    box.run(PLANT_HOST_GETTER, "", ["assert f(2) == 4"], group="planter")
+    victim = box.run("function f(x) { return 3 * x; }", "", ["assert f(2) == 4"], group="victim")
+    assert victim.outcomes == ("fail",)
 
 
 # --- the kernel layers, under a script with every Node API --------------------------------------

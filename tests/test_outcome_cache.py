@@ -27,7 +27,7 @@ class CountingSandbox:
     def __init__(self, result: SuiteResult = RESULT, limits: Limits | None = None) -> None:
         self.result, self.limits, self.calls = result, limits or Limits(), 0
 
-    def run(self, code, setup, tests):
+    def run(self, code, setup, tests, group=None):
         self.calls += 1
         return self.result
 

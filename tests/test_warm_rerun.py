@@ -23,7 +23,7 @@ class CountingSandbox(Sandbox):
         CountingSandbox.started += 1
         super()._start()
 
-    def run(self, code, setup, tests):
+    def run(self, code, setup, tests, group=None):
         CountingSandbox.suites += 1
         return super().run(code, setup, tests)
 

@@ -392,13 +392,15 @@ def run_items(
         mutants = stacked_candidates(items, mutants, mutant_runner, variant.stack, phases, problems)
         items = [item for item in items if mutants.get(item.id) is not None]
     originals = [
-        (code, item.setup, item.tests, item.language)
+        (code, item.setup, item.tests, item.language, item.id)
         for item in items
         for code in (item.canonical, *item.alternatives)
     ]
     original_results = iter(runner.run_many(originals))
     candidates = [
-        (m.code, item.setup, item.tests, item.language) for item in items for m in mutants[item.id]
+        (m.code, item.setup, item.tests, item.language, item.id)
+        for item in items
+        for m in mutants[item.id]
     ]
     mutant_results = mutant_runner.imap(candidates)
     phases.start("running", len(items))
@@ -627,7 +629,9 @@ def stacked_candidates(
     """Each item's stacked candidates (``None`` for an item whose stacking failed, recorded in
     ``problems``; raised when that is None)."""
     suites = [
-        (m.code, item.setup, item.tests, item.language) for item in items for m in singles[item.id]
+        (m.code, item.setup, item.tests, item.language, item.id)
+        for item in items
+        for m in singles[item.id]
     ]
     results = runner.imap(suites)
     phases = phases or _Phases(None, ())

@@ -28,11 +28,11 @@ class Case:
     snippet: Snippet | None = None
 
     @property
-    def suite(self) -> tuple[str, str, tuple[str, ...], str]:
+    def suite(self) -> tuple[str, str, tuple[str, ...], str, str]:
         """What a :class:`~..execution.runner.SuiteRunner` runs for it: code, setup, tests,
-        language."""
+        language, and the item the code belongs to."""
         item = self.item
-        return self.code, item.setup, item.tests, item.language
+        return self.code, item.setup, item.tests, item.language, item.id
 
 
 def distractors_by_query(corpus: Corpus | None) -> dict[str, list[Snippet]]:
@@ -100,7 +100,7 @@ def name_collisions(items: Sequence[BenchmarkItem], runner: SuiteRunner) -> list
         if a is not b
     ]
     pairs.sort(key=lambda p: (p[0].id, p[1].id))
-    results = runner.run_many([(a.canonical, b.setup, b.tests, b.language) for a, b in pairs])
+    results = runner.run_many([(a.canonical, b.setup, b.tests, b.language, a.id) for a, b in pairs])
     return [
         f"{a.id}'s canonical passes every test of {b.id} (both define {a.entry_point!r}): "
         "the two items are the same function"

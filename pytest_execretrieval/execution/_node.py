@@ -14,13 +14,16 @@ confinement, its verdicts and the child frame protocol: only the planning and th
   (:class:`_NodeLayers`: the same namespaces, the unprivileged uid, no_new_privs, Landlock and
   seccomp, with node's paths, a ``noexec`` scratch tmpfs, and a child ruleset that executes the
   node binary only and reads only what node needs) around long-lived node processes
-  (``_node_runner.js``). One node process serves ONE suite, and is killed after it: no code
-  of one suite (another item's, or a mutant of the same item) ever runs in a process another
-  suite's code ran in, so nothing a snippet leaves behind in node (a planted host global, a
-  replaced host intrinsic) can reach another suite's outcome, nor the outcome cache. The suite
-  runs in a fresh ``vm`` context inside that process (see ``_node_runner.js`` for the
-  boundary, and docs/javascript-realm.md). The next suite's process is started ahead, while the
-  caller is busy, so its start-up costs no wall time when a core is free.
+  (``_node_runner.js``). One node process serves the suites of ONE item, and no other: the
+  caller names the item a suite's code belongs to (``Sandbox.run(..., group=ITEM)``; its
+  canonical, alternatives and mutants), a suite of another item or of none gets a fresh
+  process, as does the suite after a timeout, a protocol breach, node's death or
+  :data:`MAX_SUITES` suites. So nothing a snippet leaves behind in node (a planted host
+  global, a replaced host intrinsic) can reach another item's outcome, nor the outcome cache
+  (two items with the same tests are two groups). Each suite runs in a fresh ``vm`` context
+  inside that process (see ``_node_runner.js`` for the boundary, and
+  docs/javascript-realm.md). The next item's process is started ahead, while the caller is
+  busy, so its start-up costs no wall time when a core is free.
 
 Each node process is started by a launcher forked from the zygote: its own session, the
 child rlimits (memory, file size, processes, CPU as a backstop), the child Landlock ruleset,
@@ -60,6 +63,9 @@ _READY_S = 30.0  # a node process that has not said it is ready by then is lost
 _AS_HEADROOM = 8 << 30
 # node's own threads (V8's platform workers, the main thread); RLIMIT_NPROC counts them.
 _NODE_THREADS = 16
+# A process serves at most this many suites of its item, then the item continues in a fresh
+# one: contexts whose jobs are still queued (a promise a call left pending) are collected late.
+MAX_SUITES = 256
 _PIPE_ROOM = 1 << 16  # a pipe's default capacity: the runner source is written into one
 
 
@@ -143,7 +149,8 @@ class _NodeChecker(_checker._Checker):
         plan: Any = self.plan(req["tests"])  # a _NodePlan (plan_class)
         limits = req["limits"]
         self.link.reset(int(limits["output_bytes"]))
-        run = {"code": req["code"], "calls": plan.calls, "limits": limits}
+        group = req.get("group")
+        run = {"code": req["code"], "calls": plan.calls, "limits": limits, "group": group}
         _wire._send(self.pipes.zc_w, {"run": run})
         reply = _checker._Suite(self.link, plan, float(limits["timeout_s"])).run()
         ended = self.link.exit or {}
@@ -203,12 +210,14 @@ class _Proc:
     """One node process: its pid, pidfd, the write end of its run pipe, the read end of its
     notes to the zygote."""
 
-    __slots__ = ("pid", "pidfd", "run_w", "note_r", "ready")
+    __slots__ = ("pid", "pidfd", "run_w", "note_r", "ready", "group", "suites")
 
     def __init__(self, pid: int, run_w: int, note_r: int) -> None:
         self.pid, self.run_w, self.note_r = pid, run_w, note_r
         self.pidfd = _zygote._pidfd(pid)
         self.ready = False
+        self.group: str | None = None  # the item whose suites it serves (None: one suite)
+        self.suites = 0
 
 
 class _NodeZygote:
@@ -255,9 +264,15 @@ class _NodeZygote:
         return bool(select.select([self.pipes.zc_r], [], [], 0.0003)[0])
 
     def run(self, run: dict[str, Any]) -> dict[str, Any]:
-        node = self.current = self.spare or self._spawn()
-        # The next suite's process starts now and boots on another core while this one runs.
-        self.spare = self._spawn()
+        group = run.get("group")
+        node = self.current
+        if node is None or group is None or node.group != group or node.suites >= MAX_SUITES:
+            self._retire(node)
+            node = self.current = self.spare or self._spawn()
+            node.group = group if isinstance(group, str) else None
+            # The next process starts now and boots on another core while this one runs.
+            self.spare = self._spawn()
+        node.suites += 1
         frame = {"code": run["code"], "calls": run["calls"]}
         frame["output_bytes"] = int(run["limits"]["output_bytes"])
         if not self._ready(node):
@@ -271,8 +286,9 @@ class _NodeZygote:
         except OSError:
             pass  # it died: _wait sees the exit
         ended, status = self._wait(node, deadline)
-        self._retire(node)  # never reused: the next suite gets the spare
-        self.current = None
+        if ended != "done" or node.group is None:
+            self._retire(node)  # never reused: the next suite gets the spare
+            self.current = None
         left = self._strays()
         return {
             "exit": "exited" if ended == "done" else ended,

@@ -21,7 +21,19 @@
 
 const fs = require('fs');
 const vm = require('vm');
-const { isProxy } = require('util').types;
+const types = require('util').types;
+const { isProxy } = types;
+
+// Whatever this file calls after a snippet's code has run is frozen before any snippet runs:
+// --frozen-intrinsics freezes the language's intrinsics (Object, Map, JSON, Array.prototype,
+// ...), and here node's own objects this file uses (Buffer, fs, vm, util.types) and the host's
+// globalThis, once the eval wrapper's require and module are gone from it. A host object that
+// reaches a snippet (an error node raised in host code) leads only to frozen things.
+for (const name of ['require', 'module', 'exports', '__filename', '__dirname']) {
+  delete globalThis[name];
+}
+const FROZEN = [globalThis, Buffer, Buffer.prototype, fs, vm, vm.Script, vm.Script.prototype, types];
+for (const o of FROZEN) Object.freeze(o);
 
 const RUN_FD = 3;
 const REPLY_FD = 4;

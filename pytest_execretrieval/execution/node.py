@@ -119,9 +119,12 @@ class NodeSandbox(Sandbox):
     def _server_options(self) -> list[str]:
         return [json.dumps({"node": self.node, "runner": str(self.runner)})]
 
-    def run(self, code: str, setup: str, tests: Sequence[str]) -> SuiteResult:
+    def run(
+        self, code: str, setup: str, tests: Sequence[str], group: str | None = None
+    ) -> SuiteResult:
         """As :meth:`Sandbox.run`, for JavaScript; tests in the grammar with JavaScript's
-        error classes (``raises(RangeError, f, ...)``) and JSON-representable arguments."""
+        error classes (``raises(RangeError, f, ...)``) and JSON-representable arguments. The
+        suites of one ``group`` (an item) share a node process; no other suite does."""
         if isinstance(setup, str) and setup.strip():
             raise ValueError("a JavaScript suite has no setup (got a non-empty one)")
-        return super().run(code, setup, tests)
+        return super().run(code, setup, tests, group)

@@ -281,9 +281,10 @@ def cached_run(
     code: str,
     setup: str,
     tests: Sequence[str],
+    group: str | None = None,
 ) -> SuiteResult:
     """``sandbox.run`` behind ``cache`` (keyed with the sandbox's limits and language); None
-    disables it.
+    disables it. ``group``: the item the code belongs to (:meth:`Sandbox.run`).
 
     An unusable result (a lost sandbox, a broken protocol: :attr:`SuiteResult.unusable`) is
     retried once; one that recurs is returned, unusable, and never cached (it says nothing
@@ -293,9 +294,9 @@ def cached_run(
     hit = cache.get(code, setup, tests, sandbox.limits, language) if cache is not None else None
     if hit is not None:
         return hit
-    result = sandbox.run(code, setup, tests)
+    result = sandbox.run(code, setup, tests, group=group)
     if result.unusable:
-        result = sandbox.run(code, setup, tests)
+        result = sandbox.run(code, setup, tests, group=group)
     if cache is not None and not result.unusable:
         cache.put(code, setup, tests, result, sandbox.limits, language)
     return result

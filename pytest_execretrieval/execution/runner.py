@@ -27,8 +27,13 @@ from .node import NodeSandbox
 from .outcome_cache import OutcomeCache, cached_run
 from .sandbox import Limits, Sandbox, SuiteResult
 
-# (code, setup, tests) or (code, setup, tests, language)
-Suite = tuple[str, str, Sequence[str]] | tuple[str, str, Sequence[str], str]
+# (code, setup, tests), (code, setup, tests, language) or (code, setup, tests, language, group):
+# group is the item the code belongs to (Sandbox.run), None where the caller does not say.
+Suite = (
+    tuple[str, str, Sequence[str]]
+    | tuple[str, str, Sequence[str], str]
+    | tuple[str, str, Sequence[str], str, str | None]
+)
 LANGUAGES = ("python", "javascript")  # the languages a suite may be in
 
 
@@ -84,7 +89,12 @@ class SuiteRunner:
         return sandbox
 
     def run(
-        self, code: str, setup: str, tests: Sequence[str], language: str = "python"
+        self,
+        code: str,
+        setup: str,
+        tests: Sequence[str],
+        language: str = "python",
+        group: str | None = None,
     ) -> SuiteResult:
         sandbox_class(language)  # an unknown language is a ValueError before the cache is asked
         tests = tuple(tests)
@@ -92,13 +102,18 @@ class SuiteRunner:
             hit = self.cache.get(code, setup, tests, self.limits, language)
             if hit is not None:
                 return hit
-        result = cached_run(self.cache, self._sandbox(language), code, setup, tests)
+        result = cached_run(self.cache, self._sandbox(language), code, setup, tests, group)
         with self._lock:
             self.executed += 1
         return result
 
     def prefetch(
-        self, code: str, setup: str, tests: Sequence[str], language: str = "python"
+        self,
+        code: str,
+        setup: str,
+        tests: Sequence[str],
+        language: str = "python",
+        group: str | None = None,
     ) -> SuiteResult | None:
         """Start the suite that this thread's next :meth:`run` will ask for, so that it runs
         while the caller does its own work (:meth:`Sandbox.submit`). A cached suite is not
@@ -110,7 +125,7 @@ class SuiteRunner:
             if hit is not None:
                 return hit
         try:
-            self._sandbox(language).submit(code, setup, tests)
+            self._sandbox(language).submit(code, setup, tests, group)
         except Exception:  # noqa: BLE001, S110 - run() meets the same problem and reports it
             pass
         return None

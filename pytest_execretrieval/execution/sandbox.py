@@ -286,11 +286,14 @@ def _read_frame(fd: int, deadline: float, limit: int = _MAX_REPLY_BASE) -> Any:
         raise _ServerGone(str(exc)) from None
 
 
+_SuiteKey = tuple[str, str, tuple[str, ...], str | None]  # code, setup, tests, group
+
+
 @dataclass(frozen=True)
 class _Pending:
     """A request written ahead of the :meth:`Sandbox.run` that asks for its reply."""
 
-    suite: tuple[str, str, tuple[str, ...]]  # code, setup, tests
+    suite: _SuiteKey
     id: int
     deadline: float
 
@@ -419,9 +422,13 @@ class Sandbox:
                 pass
         self._stop()
 
-    def run(self, code: str, setup: str, tests: Sequence[str]) -> SuiteResult:
+    def run(
+        self, code: str, setup: str, tests: Sequence[str], group: str | None = None
+    ) -> SuiteResult:
         """Exec ``setup`` + ``code`` in a fresh child, then each test's call; see the module
         docs. ``tests``: statements of the test grammar (:mod:`._grammar`), or probes.
+        ``group``: the item whose code this is (its id), or None; a runner that keeps a
+        process between suites (the Node runner) shares it only between suites of one group.
 
         If the sandbox itself dies, stops or hangs during the suite, every test's outcome is
         ``error:SandboxLost`` (the detail says what happened) and the next call restarts it.
@@ -430,31 +437,35 @@ class Sandbox:
         tests = _check_inputs(code, setup, tests)
         with self._lock:
             self._check_usable()
-            pending = self._take_pending((code, setup, tests))
+            suite = (code, setup, tests, group)
+            pending = self._take_pending(suite)
             if pending is None:
-                request = self._request(code, setup, tests)
+                request = self._request(*suite)
                 if isinstance(request, SuiteResult):
                     return request
-                pending = self._write_request(request, (code, setup, tests))
+                pending = self._write_request(request, suite)
             reply = self._read_reply(pending, len(tests))
         if isinstance(reply, SuiteResult):
             return reply
         raise SandboxError(f"the sandbox server could not run the suite: {reply['error']}")
 
-    def submit(self, code: str, setup: str, tests: Sequence[str]) -> None:
+    def submit(
+        self, code: str, setup: str, tests: Sequence[str], group: str | None = None
+    ) -> None:
         """Start the suite that the next :meth:`run` will ask for, which returns its result
         then; a :meth:`run` of another suite first discards it. Raises as :meth:`run` does."""
         tests = _check_inputs(code, setup, tests)
         with self._lock:
             self._check_usable()
-            self._pending = self._take_pending((code, setup, tests))
+            suite = (code, setup, tests, group)
+            self._pending = self._take_pending(suite)
             if self._pending is not None:
                 return
-            request = self._request(code, setup, tests)
+            request = self._request(*suite)
             if not isinstance(request, SuiteResult):  # else run() gives the same answer
-                self._pending = self._write_request(request, (code, setup, tests))
+                self._pending = self._write_request(request, suite)
 
-    def _take_pending(self, suite: tuple[str, str, tuple[str, ...]]) -> _Pending | None:
+    def _take_pending(self, suite: _SuiteKey) -> _Pending | None:
         """The submitted request if it is ``suite``'s, else None: another suite's reply is read
         and dropped (it keeps the stream in step)."""
         pending, self._pending = self._pending, None
@@ -472,7 +483,9 @@ class Sandbox:
                 "(or use run_suite) in each process"
             )
 
-    def _request(self, code: str, setup: str, tests: tuple[str, ...]) -> bytes | SuiteResult:
+    def _request(
+        self, code: str, setup: str, tests: tuple[str, ...], group: str | None
+    ) -> bytes | SuiteResult:
         """The next request's frame, or the result of one the checker would refuse."""
         self._requests += 1
         payload = {
@@ -482,6 +495,7 @@ class Sandbox:
             "tests": list(tests),
             "limits": self._limits_json,
             "guard": self._guard,
+            "group": group,
         }
         body = json.dumps(payload).encode("utf-8")
         if len(body) > _wire._MAX_REQUEST:
@@ -489,7 +503,7 @@ class Sandbox:
             return SuiteResult((PROTOCOL_ERROR,) * len(tests), False, detail, "")
         return _wire._HEADER.pack(len(body)) + body
 
-    def _write_request(self, request: bytes, suite: tuple[str, str, tuple[str, ...]]) -> _Pending:
+    def _write_request(self, request: bytes, suite: _SuiteKey) -> _Pending:
         """Write ``request`` to the checker, restarting it first if it is gone."""
         for attempt in range(2):
             if self._proc is None or self._proc.poll() is not None:
