@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .bounded_json import JSONBoundError, parse_json
+from .corpus.background import pool_sha256, with_background
 from .corpus.items import BenchmarkItem, item_id, load_items
 from .corpus.store import (
     DEFAULT_VARIANT,
@@ -75,14 +76,21 @@ class Loaded:
     stale: list[StaleReason]  # why the corpus does not match the item files; [] when fresh
     changed: frozenset[str]  # ids of the items whose files changed since the corpus was built
     built: bool = True  # the corpus was ever built (its manifest exists)
+    # Functions of --execretrieval-background sources in every query's pool (corpus/background.py)
+    background: tuple[Snippet, ...] = ()
 
     @property
     def pool(self) -> Corpus:
-        """The corpus, which a benchmark needs (``load(stale_ok=False)`` refuses to go on
-        without one: an unbuilt corpus is stale)."""
+        """The corpus with its background, which a benchmark needs (``load(stale_ok=False)``
+        refuses to go on without one: an unbuilt corpus is stale)."""
         if self.corpus is None:
             raise SetupError(f"no corpus in {self.corpus_dir}: run `execretrieval build`")
-        return self.corpus
+        return with_background(self.corpus, self.background)
+
+    @property
+    def pool_sha256(self) -> str:
+        """The pool's identity in reports and baselines: the corpus's, with its background."""
+        return pool_sha256(corpus_sha256(self.corpus_dir), self.background)
 
 
 def load(
@@ -207,7 +215,7 @@ def rank(
     """Rank the pool for every query with each embedder, then every pipeline (``pipelines``:
     name -> (embedder, reranker); fusion needs all first stages first). ``runs`` is filled as
     the work goes (the reranker context reads it); every embedder and reranker is closed."""
-    sha = corpus_sha256(loaded.corpus_dir)
+    sha = loaded.pool_sha256
     ranked = Ranked({}, 0.0, {}, {})
     pending = dict(embedders)  # closed as each is done, the rest on the way out
     try:
@@ -322,6 +330,7 @@ class Handoff:
                 "stale": [asdict(r) for r in loaded.stale],
                 "changed": sorted(loaded.changed),
                 "built": loaded.built,
+                "background": [_fields(s) for s in loaded.background],
                 "runs": {n: r.to_json() for n, r in self.runs.items()},
                 "baseline_failed": sorted(self.baseline_failed),
             },
@@ -360,6 +369,7 @@ class Handoff:
             [StaleReason(**r) for r in data["stale"]],
             frozenset(data["changed"]),
             data["built"],
+            tuple(Snippet.from_json(row) for row in data["background"]),
         )
         runs = {name: BenchmarkRun.from_json(run) for name, run in data["runs"].items()}
         return cls(loaded, runs, frozenset(data["baseline_failed"]))

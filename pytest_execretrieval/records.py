@@ -115,6 +115,8 @@ class ReportRow(TypedDict):
     top: list[HitRow]  # ranks 1..10
     own_distractors: NotRequired[list[OwnDistractorRow]]
     code_similarity: NotRequired[CodeSimilarity]
+    # With a background pool only: how many background functions score above the canonical.
+    background_above: NotRequired[int]
     rank1_outcomes: NotRequired[list[str]]
 
 
@@ -213,6 +215,7 @@ class QueryResult:
     rank1_tie: TieGroup = field(default_factory=_untied)
     tail_tie: TieGroup | None = None
     canonical_tie: TieSpan | None = None
+    background_above: int | None = None  # None: the pool has no background
 
     def to_json(self, rank1_outcomes: bool = True) -> ReportRow:
         """The report's ``per_query`` row (key order as written since schema version 2), with
@@ -230,6 +233,8 @@ class QueryResult:
             own_distractors=list(self.own_distractors),
             code_similarity=self.code_similarity,
         )
+        if self.background_above is not None:
+            row["background_above"] = self.background_above
         if rank1_outcomes:
             row["rank1_outcomes"] = list(self.rank1_outcomes)
         return row
@@ -253,6 +258,7 @@ class QueryResult:
             row.get("rank1_tie", _untied()),
             row.get("tail_tie"),
             row.get("canonical_tie"),
+            row.get("background_above"),
         )
 
 
@@ -265,6 +271,9 @@ class BenchmarkRun:
     n_snippets: int
     results: dict[str, QueryResult]  # by query id
     encode_s: float
+    # The pool's background (corpus/background.py), the report's ``corpus.background``:
+    # {"sources": [...], "n_snippets": N}; None without one.
+    background: dict | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -273,13 +282,19 @@ class BenchmarkRun:
             "n_snippets": self.n_snippets,
             "encode_s": self.encode_s,
             "results": {q: r.to_json() for q, r in self.results.items()},
+            "background": self.background,
         }
 
     @classmethod
     def from_json(cls, data: dict) -> BenchmarkRun:
         results = {q: QueryResult.from_json(r) for q, r in data["results"].items()}
         return cls(
-            data["embedder"], data["corpus_sha256"], data["n_snippets"], results, data["encode_s"]
+            data["embedder"],
+            data["corpus_sha256"],
+            data["n_snippets"],
+            results,
+            data["encode_s"],
+            data.get("background"),
         )
 
 

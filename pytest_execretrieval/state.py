@@ -27,7 +27,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .corpus.store import corpus_sha256
 from .embedders import EmbedderOptions
 from .execution.outcome_cache import foreign_line
 from .execution.runner import SuiteRunner
@@ -182,8 +181,7 @@ class BenchmarkState:
                 f"{self.pool}/) does not exist; write it with --execretrieval-report-dir"
             )
         elif path is not None:
-            sha = corpus_sha256(loaded.corpus_dir)
-            self.baseline = load_baseline(path, sha, self.pool or None)
+            self.baseline = load_baseline(path, loaded.pool_sha256, self.pool or None)
             self.baseline_failed = failed_queries(self.baseline)
         self.ranked = rank(
             loaded,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 
 from pytest_execretrieval.records import (
@@ -49,6 +51,9 @@ def test_a_query_result_reads_back_from_its_json():
     assert QueryResult.from_json(row) == r
     run = BenchmarkRun({"name": "m", "dim": 3}, "sha", 2, {"q/x": r}, 0.5)
     assert BenchmarkRun.from_json(json.loads(json.dumps(run.to_json()))) == run
+    background = {"sources": ["repo"], "n_snippets": 4}
+    run = dataclasses.replace(run, background=background)
+    assert BenchmarkRun.from_json(json.loads(json.dumps(run.to_json()))) == run
 
 
 def test_the_report_row_is_the_json_without_the_rank1_outcomes():
@@ -58,7 +63,10 @@ def test_the_report_row_is_the_json_without_the_rank1_outcomes():
     order = "query_id domain passed canonical_rank canonical_score rank1_tie tail_tie"
     order += " canonical_tie top own_distractors code_similarity"
     assert list(row) == order.split()
-    assert set(row) == keys - {"rank1_outcomes"}
+    assert set(row) == keys - {"rank1_outcomes", "background_above"}  # a background pool's
+    with_background = dataclasses.replace(result(), background_above=3).to_json(False)
+    assert list(with_background) == [*order.split(), "background_above"]
+    assert QueryResult.from_json(with_background).background_above == 3
     assert row["top"][0]["tie_key"] == [1, 0.5, 0.9] and "tie_key" not in row["top"][1]
     # A report row reads back too (without outcomes: reports do not carry them).
     assert QueryResult.from_json(row).rank1_outcomes == ()

@@ -449,9 +449,7 @@ class Sandbox:
             return reply
         raise SandboxError(f"the sandbox server could not run the suite: {reply['error']}")
 
-    def submit(
-        self, code: str, setup: str, tests: Sequence[str], group: str | None = None
-    ) -> None:
+    def submit(self, code: str, setup: str, tests: Sequence[str], group: str | None = None) -> None:
         """Start the suite that the next :meth:`run` will ask for, which returns its result
         then; a :meth:`run` of another suite first discards it. Raises as :meth:`run` does."""
         tests = _check_inputs(code, setup, tests)

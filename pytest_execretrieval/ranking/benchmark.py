@@ -24,6 +24,7 @@ from typing import cast
 
 import numpy as np
 
+from ..corpus.background import as_entry_point, describe, is_background
 from ..corpus.items import BenchmarkItem
 from ..corpus.store import Corpus, Snippet
 from ..embedders import DenseEncoder, Embedder
@@ -208,13 +209,18 @@ def index_pool(items: Sequence[BenchmarkItem], corpus: Corpus) -> PoolIndex:
             own.setdefault(s.query_id, []).append(i)
     names = {item.id: item.language for item in ordered}
     by_name = definers(pool, [language(names.get(s.query_id, DEFAULT)) for s in pool])
+    # A background function may pass any Python query: it runs as the entry point.
+    background = [i for i, s in enumerate(pool) if is_background(s)]
     may_pass = tuple(
-        [
-            i
-            for i in by_name.get(item.entry_point, [])
-            if names.get(pool[i].query_id, DEFAULT) == item.language
-            and (pool[i].kind == "canonical" or pool[i].query_id != item.id)
-        ]
+        sorted(
+            {
+                i
+                for i in by_name.get(item.entry_point, [])
+                if names.get(pool[i].query_id, DEFAULT) == item.language
+                and (pool[i].kind == "canonical" or pool[i].query_id != item.id)
+            }
+            | set(background if item.language == DEFAULT else ())
+        )
         for item in ordered
     )
     return PoolIndex(ordered, pool, canonical, own, may_pass)
@@ -237,9 +243,21 @@ def pair_outcomes(item: BenchmarkItem, snippet: Snippet) -> Outcomes | None:
     the corpus (its own query's) or a missing entry point; ``None``: it must run."""
     if snippet.query_id == item.id:
         return snippet.outcomes
+    if is_background(snippet):
+        python = item.language == DEFAULT  # background functions are Python
+        return None if python else (item.lang.missing_entry_point,) * len(item.tests)
     if not item.lang.defines(snippet.code, item.entry_point):
         return (item.lang.missing_entry_point,) * len(item.tests)
     return None
+
+
+def suite_code(item: BenchmarkItem, snippet: Snippet) -> str:
+    """The code that runs when ``snippet`` answers ``item``'s query: the snippet's own, or a
+    background function bound to the entry point (:func:`..corpus.background.as_entry_point`)."""
+    if not is_background(snippet):
+        return snippet.code
+    defines = item.lang.defines(snippet.code, item.entry_point)
+    return as_entry_point(snippet, item.entry_point, defines)
 
 
 def tied_below(index: PoolIndex, ranking: Ranking) -> list[list[int]]:
@@ -275,7 +293,8 @@ def plan_outcomes(
         else:
             outcomes[query_id, i] = known
     suites = [
-        (index.pool[i].code, by_id[q].setup, by_id[q].tests, by_id[q].language) for q, i in to_run
+        (suite_code(by_id[q], index.pool[i]), by_id[q].setup, by_id[q].tests, by_id[q].language)
+        for q, i in to_run
     ]
     for key, result in zip(to_run, runner.run_many(suites)):
         outcomes[key] = honest(result)
@@ -330,6 +349,21 @@ def tie_groups(
     return TieGroup(size=len(first_group), passing=sum(h.passes for h in first_group)), tail
 
 
+def background_above(index: PoolIndex, ranking: Ranking, q: int) -> int | None:
+    """How many background functions score above query ``q``'s canonical (None: the pool has
+    no background). They are all watched (:attr:`PoolIndex.may_pass`), so this is exact."""
+    if not any(is_background(s) for s in index.pool):
+        return None
+    item = index.items[q]
+    watched = ranking.watched[q][len(index.own.get(item.id, [])) :]
+    target = ranking.target_score[q]
+    return sum(
+        1
+        for i, score in zip(index.may_pass[q], watched)
+        if is_background(index.pool[i]) and score > target
+    )
+
+
 def assemble(
     index: PoolIndex, scored: Scored, below: Sequence[Sequence[int]], outcomes: OutcomePlan
 ) -> dict[str, QueryResult]:
@@ -354,6 +388,7 @@ def assemble(
             rank1,
             tail,
             TieSpan(first=int(span[0]), last=int(span[1])),
+            background_above(index, ranking, q),
         )
     return out
 
@@ -394,7 +429,8 @@ def run_benchmark(
     results = assemble(index, scored, below, outcomes)
     # The embedder's own record (embedders.describe builds it with the report's fixed keys).
     invocation = cast(Invocation, embedder.invocation())
-    return BenchmarkRun(invocation, corpus_sha256, len(index.pool), results, encode_s)
+    n = len(index.pool)
+    return BenchmarkRun(invocation, corpus_sha256, n, results, encode_s, describe(index.pool))
 
 
 __all__ = [
@@ -413,4 +449,5 @@ __all__ = [
     "plan_outcomes",
     "rank_pool",
     "run_benchmark",
+    "suite_code",
 ]

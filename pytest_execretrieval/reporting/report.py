@@ -108,6 +108,7 @@ def build_report(
             "sha256": run.corpus_sha256,
             "n_queries": len(per_query),
             "n_snippets": run.n_snippets,
+            **({"background": run.background} if run.background else {}),
         },
         "tie_policy": TIE_POLICY,
         **metric_summary(per_query, seed),

@@ -211,19 +211,25 @@ def rank1_miss_attribution(report: dict) -> dict:
 
     Counts over those queries (``n_misses``), split by the rank-1 snippet: ``own_distractor``
     (a mutant of the query's own canonical), ``other_canonical`` / ``other_distractor`` (a
-    snippet belonging to another query) and ``own_canonical`` (only if the corpus is broken).
-    ``own_distractor_share`` = own_distractor / n_misses; ``by_operator`` counts the own
-    distractors at rank 1 by class.  Queries with an empty top are ignored.
+    snippet belonging to another query), ``own_canonical`` (only if the corpus is broken) and,
+    in a report whose pool has a background (``corpus.background``), ``background`` (a
+    function of the background source). ``own_distractor_share`` = own_distractor / n_misses;
+    ``by_operator`` counts the own distractors at rank 1 by class.  Queries with an empty top
+    are ignored.
     """
-    counts = dict.fromkeys(
-        ("own_distractor", "other_canonical", "other_distractor", "own_canonical"), 0
-    )
+    kinds = ["own_distractor", "other_canonical", "other_distractor", "own_canonical"]
+    if report.get("corpus", {}).get("background"):
+        kinds.append("background")
+    counts = dict.fromkeys(kinds, 0)
     by_operator: dict[str, int] = {}
     for q in report["per_query"]:
         top = _top(q)
         if not top or top[0]["passes"]:
             continue
         hit = top[0]
+        if hit["kind"] == "background":
+            counts["background"] += 1
+            continue
         whose = "own" if hit["query_id"] == q["query_id"] else "other"
         kind = "distractor" if hit["kind"] == "distractor" else "canonical"
         counts[f"{whose}_{kind}"] += 1

@@ -46,7 +46,7 @@ from ...records import (
     TieGroup,
     TieSpan,
 )
-from ..benchmark import honest, pair_outcomes
+from ..benchmark import honest, pair_outcomes, suite_code
 from ..retrieval import DECIMALS
 from .base import Candidate, Reranked, Reranker, RerankerError, RerankQuery
 
@@ -147,7 +147,7 @@ def _outcomes(item: BenchmarkItem, snippet: Snippet, runner: SuiteRunner) -> Out
     known = pair_outcomes(item, snippet)
     if known is not None:
         return known
-    return honest(runner.run(snippet.code, item.setup, item.tests, item.language))
+    return honest(runner.run(suite_code(item, snippet), item.setup, item.tests, item.language))
 
 
 def rerank_run(
@@ -253,7 +253,9 @@ def rerank_run(
         "first_stage_ms_per_query": 1000 * first.encode_s / n,
     }
     return PipelineRun(
-        BenchmarkRun(invocation, first.corpus_sha256, first.n_snippets, results, seconds),
+        BenchmarkRun(
+            invocation, first.corpus_sha256, first.n_snippets, results, seconds, first.background
+        ),
         info,
         cost,
     )

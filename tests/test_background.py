@@ -1,0 +1,129 @@
+"""The background pool (corpus/background.py): a code base's functions in every query's pool.
+
+Execution decides: a background function ranked first passes a query iff it passes the query's
+tests in the sandbox, called as the query's entry point; reports count the rank-1 misses it
+holds, and how many background functions outscore each canonical."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pytest_execretrieval.corpus.background import (
+    BackgroundFunction,
+    as_entry_point,
+    background_snippets,
+    describe,
+    pool_sha256,
+    with_background,
+)
+from pytest_execretrieval.corpus.items import load_items
+from pytest_execretrieval.corpus.store import corpus_sha256, read_corpus
+from pytest_execretrieval.execution.runner import SuiteRunner
+from pytest_execretrieval.ranking.benchmark import run_benchmark
+from pytest_execretrieval.reporting.report import build_report
+from pytest_execretrieval.scoring.analyses import rank1_miss_attribution
+
+DATA = Path(__file__).parent / "data" / "items"
+
+# A correct duplicate of count_vowels under another name, and a wrong one.
+DUPLICATE = BackgroundFunction(
+    "repo:text.py",
+    "vowel_total",
+    "def vowel_total(s):\n    return sum(c in 'aeiouAEIOU' for c in s)\n",
+)
+WRONG = BackgroundFunction(
+    "repo:text.py", "vowel_guess", "def vowel_guess(s):\n    return len(s) // 2\n"
+)
+
+
+class Favouring:
+    """A lexical scorer that puts one marked document first for every query, the rest after."""
+
+    name = "favouring"
+
+    def __init__(self, marker: str):
+        self.marker = marker
+
+    def invocation(self) -> dict:
+        return {"name": self.name, "model": self.marker, "dim": 0}
+
+    def check_usable(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def score(self, queries: Sequence[str], documents: Sequence[str]) -> Iterator[np.ndarray]:
+        row = np.array(
+            [1.0 if self.marker in d else 0.5 - i * 1e-4 for i, d in enumerate(documents)]
+        )
+        yield np.tile(row, (len(queries), 1))
+
+
+def run_with(function: BackgroundFunction, marker: str, tmp_path: Path):
+    items, problems = load_items(DATA)
+    assert not problems
+    corpus = read_corpus(DATA)
+    background = background_snippets([function], corpus)
+    pool = with_background(corpus, background)
+    sha = pool_sha256(corpus_sha256(DATA), background)
+    with SuiteRunner(cache_dir=tmp_path) as runner:
+        return run_benchmark(items, pool, sha, Favouring(marker), runner, tmp_path)
+
+
+def test_a_correct_duplicate_ranked_first_passes_under_another_name(tmp_path):
+    run = run_with(DUPLICATE, "vowel_total", tmp_path)
+    vowels = run.results["strings/count_vowels"]
+    assert vowels.top[0].kind == "background" and vowels.top[0].passes
+    assert vowels.passed
+    others = [r for q, r in run.results.items() if q != "strings/count_vowels"]
+    assert all(r.top[0].kind == "background" and not r.passed for r in others)
+    assert all(r.background_above == 1 for r in run.results.values())
+    assert run.background == {"sources": ["repo"], "n_snippets": 1}
+
+
+def test_a_wrong_function_ranked_first_fails_and_reports_name_it(tmp_path):
+    run = run_with(WRONG, "vowel_guess", tmp_path)
+    assert not any(r.passed for r in run.results.values())
+    report = build_report(
+        "favouring", run, sorted(run.results), 0.0, isolation={}, created_at="now"
+    )
+    assert report["corpus"]["background"] == {"sources": ["repo"], "n_snippets": 1}
+    misses = rank1_miss_attribution(report)
+    assert misses["background"] == misses["n_misses"] == len(run.results)
+    assert report["per_query"][0]["background_above"] == 1
+
+
+def test_without_a_background_nothing_changes(tmp_path):
+    corpus = read_corpus(DATA)
+    assert with_background(corpus, []) is corpus
+    assert pool_sha256(corpus_sha256(DATA), []) == corpus_sha256(DATA)
+    assert describe(corpus.snippets) is None
+    report = {"corpus": {}, "per_query": []}
+    assert "background" not in rank1_miss_attribution(report)
+
+
+def test_the_pool_keeps_one_copy_of_code_it_holds_and_a_new_identity():
+    corpus = read_corpus(DATA)
+    canonical = next(s for s in corpus.snippets if s.kind == "canonical")
+    same = BackgroundFunction("repo:a.py", "f", canonical.code)
+    twice = [DUPLICATE, BackgroundFunction("repo:b.py", "vowel_total", DUPLICATE.code)]
+    snippets = background_snippets([same, *twice], corpus)
+    assert [s.query_id for s in snippets] == ["background:repo:b.py:vowel_total"]  # sorted first
+    assert pool_sha256("a" * 64, snippets) != "a" * 64
+
+
+@pytest.mark.parametrize(
+    ("name", "defines", "bound"),
+    [("vowel_total", False, True), ("count_vowels", False, False), ("vowel_total", True, False)],
+)
+def test_a_background_function_runs_as_the_entry_point(name, defines, bound):
+    corpus = read_corpus(DATA)
+    code = f"def {name}(s):\n    return 0\n"
+    (snippet,) = background_snippets([BackgroundFunction("r:x.py", name, code)], corpus)
+    run = as_entry_point(snippet, "count_vowels", defines)
+    assert run.endswith(f"count_vowels = {name}\n") is bound
