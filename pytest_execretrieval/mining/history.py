@@ -1,0 +1,276 @@
+"""Real bugs that shipped: single-statement fixes of module-level functions in a repository's
+history (issue 41).
+
+A commit is a candidate when its subject says it fixes something (:data:`FIX_WORDS`), it has one
+parent, and its change to the repository's non-test Python files is one diff hunk in one file
+(TSSB-3M's criterion, git's default three lines of context). The hunk must lie in one
+module-level function that both versions define, the rest of the module unchanged, and change
+exactly one statement of it: the function's statements in pre-order, each compared by its own
+syntax without the statements it contains (a compound statement by its header), differ at one
+position and nowhere else (an added or removed statement is not a single-statement change;
+a change of comments or layout alone is no change). The pre-fix function is the real bug, the
+post-fix one its fix.
+
+Each pair is named with the operator class whose edit turns the fix into the bug, when one
+does exactly (the same syntax tree): the core classes (:mod:`..mutation.operators`) and the
+families shaped after TSSB-3M's patterns (:mod:`..mutation.families`); "other" otherwise.
+Test files the same commit changed are recorded, with the test functions it added.
+
+Everything is read through :class:`.git_reader.GitReader` (no program the repository names
+runs) and parsed with :mod:`ast`; nothing of the repository is imported or executed here.
+Every commit not taken is counted by its reason.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import difflib
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..mutation.families import ALL_OPERATORS
+from ..mutation.operators import apply_edits, generate_edits
+from .git_reader import Change, Commit, GitReader, Unreadable, blob_text
+
+FIX_WORDS = re.compile(r"\b(fix(e[sd]|ing)?|bug(fix)?|repair(ed|s)?|correct(ed|s)?)\b", re.I)
+TEST_PATH = re.compile(
+    r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_tests?\.py$|(^|/)conftest\.py$"
+)
+MAX_STATEMENTS = 400  # statements of one function compared; a larger one is skipped
+OTHER = "other"
+
+
+@dataclass(frozen=True)
+class FixPair:
+    """One real bug and its fix, with where they come from."""
+
+    commit: str
+    parent: str
+    author_date: str
+    subject: str
+    file: str
+    name: str  # the function's name
+    line: int  # the fixed function's first line in the post-fix file
+    bug: str  # the function's source before the commit
+    fix: str  # and after it
+    module: str  # the whole post-fix module (its helpers and imports, for mining)
+    pattern: str  # the operator class whose edit turns the fix into the bug, or "other"
+    tests: tuple[str, ...] = ()  # test files the commit changed
+    added_tests: tuple[str, ...] = ()  # "FILE::test_name" of test functions it added
+
+
+@dataclass
+class HistoryScan:
+    pairs: list[FixPair] = field(default_factory=list)
+    commits: int = 0
+    skipped: Counter = field(default_factory=Counter)  # reason -> commits
+
+
+def scan_history(
+    repo: Path, since: str | None = None, limit: int | None = None, git: str = "git"
+) -> HistoryScan:
+    """The single-statement fixes of ``repo``'s history from ``since`` (exclusive) to HEAD,
+    oldest first, at most ``limit`` of them; every other commit counted by its reason."""
+    scan = HistoryScan()
+    with GitReader(repo, git) as reader:
+        for commit in reader.commits(since):
+            scan.commits += 1
+            if limit is not None and len(scan.pairs) >= limit:
+                scan.skipped["past --limit"] += 1
+                continue
+            try:
+                scan.pairs.append(_fix_pair(reader, commit))
+            except Skip as why:
+                scan.skipped[str(why)] += 1
+    return scan
+
+
+class Skip(Exception):
+    """A commit that is not a single-statement fix; the message is the reason."""
+
+
+def _fix_pair(reader: GitReader, commit: Commit) -> FixPair:
+    if len(commit.parents) != 1:
+        raise Skip("merge commit" if commit.parents else "root commit")
+    if not FIX_WORDS.search(commit.subject):
+        raise Skip("subject names no fix")
+    changes = reader.changes(commit)
+    code = [c for c in changes if c.path.endswith(".py") and not TEST_PATH.search(c.path)]
+    tests = [c for c in changes if c.path.endswith(".py") and TEST_PATH.search(c.path)]
+    if not code:
+        raise Skip("no change to non-test Python code")
+    if len(code) > 1:
+        raise Skip("more than one Python file changed")
+    (change,) = code
+    if change.status != "M":
+        raise Skip("file added, deleted or moved" if change.status in "AD" else "file type changed")
+    try:
+        before, after = blob_text(reader, change.old), blob_text(reader, change.new)
+        added = _added_tests(reader, tests)
+    except Unreadable as why:
+        raise Skip(str(why)) from None
+    assert before is not None and after is not None  # an M change has both blobs
+    if _hunks(before, after) != 1:
+        raise Skip("more than one diff hunk")
+    name, bug, fix, line = _changed_function(before, after)
+    return FixPair(
+        commit.sha,
+        commit.parents[0],
+        commit.author_date,
+        commit.subject,
+        change.path,
+        name,
+        line,
+        bug,
+        fix,
+        after,
+        pattern(fix, bug),
+        tuple(sorted(t.path for t in tests)),
+        added,
+    )
+
+
+def _hunks(before: str, after: str) -> int:
+    a, b = before.splitlines(), after.splitlines()
+    return sum(
+        1 for _ in difflib.SequenceMatcher(None, a, b, autojunk=False).get_grouped_opcodes(3)
+    )
+
+
+def _parse(text: str) -> ast.Module:
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        raise Skip("a version does not parse") from None
+
+
+def _functions(module: ast.Module) -> dict[str, ast.FunctionDef]:
+    return {n.name: n for n in module.body if isinstance(n, ast.FunctionDef)}
+
+
+def _changed_function(before: str, after: str) -> tuple[str, str, str, int]:
+    """The one module-level function whose single statement the change edits: its name, its
+    source before and after, its first line after (decorators included)."""
+    old, new = _parse(before), _parse(after)
+    if len(old.body) != len(new.body):
+        raise Skip("module-level statements added or removed")
+    differing = [(a, b) for a, b in zip(old.body, new.body) if ast.dump(a) != ast.dump(b)]
+    if not differing:
+        raise Skip("no change to the syntax (comments or layout only)")
+    if len(differing) > 1:
+        raise Skip("more than one module-level statement changed")
+    ((a, b),) = differing
+    if not (isinstance(a, ast.FunctionDef) and isinstance(b, ast.FunctionDef)):
+        raise Skip("change outside a module-level function")
+    if a.name != b.name:
+        raise Skip("function renamed")
+    changed = _statement_changes(_without_docstring(a), _without_docstring(b))
+    if changed == 0:
+        raise Skip("docstring only")
+    if changed != 1:
+        raise Skip("more than one statement of the function changed")
+    first = min([b.lineno, *(d.lineno for d in b.decorator_list)])
+    return b.name, _source(before, a), _source(after, b), first
+
+
+def _source(text: str, node: ast.FunctionDef) -> str:
+    lines = text.splitlines(keepends=True)
+    first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+    assert node.end_lineno is not None
+    return "".join(lines[first - 1 : node.end_lineno])
+
+
+def _without_docstring(func: ast.FunctionDef) -> ast.FunctionDef:
+    body = func.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        if isinstance(body[0].value.value, str):
+            shallow = copy.copy(func)
+            shallow.body = body[1:]
+            return shallow
+    return func
+
+
+_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _statements(func: ast.FunctionDef) -> list[str]:
+    """The function's header and statements in pre-order, each as its own syntax without the
+    statements it contains."""
+    out: list[str] = []
+
+    def header(node: ast.AST) -> str:
+        shallow = copy.copy(node)
+        kept = []  # except handlers and match cases keep their own headers (type, pattern)
+        for name in _BODIES:
+            if hasattr(shallow, name):
+                clauses = (ast.ExceptHandler, ast.match_case)
+                kept += [header(c) for c in getattr(node, name) if isinstance(c, clauses)]
+                setattr(shallow, name, [])
+        return "|".join([ast.dump(shallow), *kept])
+
+    def visit(stmts: Sequence[ast.AST]) -> None:
+        for s in stmts:
+            out.append(header(s))
+            if len(out) > MAX_STATEMENTS:
+                raise Skip("function too large to compare")
+            for name in _BODIES:
+                for child in getattr(s, name, ()):
+                    clause = isinstance(child, (ast.ExceptHandler, ast.match_case))
+                    visit(child.body if clause else [child])
+
+    visit([func])
+    return out
+
+
+def _statement_changes(a: ast.FunctionDef, b: ast.FunctionDef) -> int:
+    """How many statements differ (a differing count of statements counts as two or more)."""
+    old, new = _statements(a), _statements(b)
+    if len(old) != len(new):
+        return 2
+    return sum(x != y for x, y in zip(old, new))
+
+
+def pattern(fix: str, bug: str) -> str:
+    """The first operator class (core, then families) one of whose edits of ``fix`` gives
+    exactly ``bug``'s syntax tree; :data:`OTHER` when none does."""
+    try:
+        target = ast.dump(ast.parse(bug))
+        edits = generate_edits(fix, ALL_OPERATORS)
+    except (SyntaxError, ValueError, RecursionError):
+        return OTHER
+    for edit in edits:
+        try:
+            if ast.dump(ast.parse(apply_edits(fix, [edit]))) == target:
+                return edit.operator
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+    return OTHER
+
+
+def _added_tests(reader: GitReader, tests: Sequence[Change]) -> tuple[str, ...]:
+    """``FILE::name`` of every test function the commit's test-file changes add."""
+    added = []
+    for change in tests:
+        before = blob_text(reader, change.old) or ""
+        after = blob_text(reader, change.new) or ""
+        try:
+            old, new = _test_names(before), _test_names(after)
+        except Skip:
+            continue
+        added += [f"{change.path}::{name}" for name in sorted(new - old)]
+    return tuple(added)
+
+
+def _test_names(text: str) -> set[str]:
+    """Test functions and methods (``test*``) a test module defines."""
+    names = set()
+    for node in ast.walk(_parse(text)) if text else ():
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith(
+            "test"
+        ):
+            names.add(node.name)
+    return names
