@@ -2,7 +2,8 @@
 
 The steps, each a function: read the SOURCE (:func:`.sources.load_source`, licence checked),
 find the candidates (:func:`.functions.mined_functions`), give each its query and tests
-(:func:`candidate_items`), run each canonical on its tests twice in the sandbox
+(:func:`candidate_items`: its doctests, :mod:`.doctests`, and its test files' tests,
+:mod:`.testfiles`), run each canonical on its tests twice in the sandbox
 (:func:`confirm_in_sandbox`), name the items and write them with ``MINED.md`` and ``NOTICE``.
 """
 
@@ -21,12 +22,14 @@ from .doctests import doctest_tests
 from .functions import MinedFunction, mined_functions
 from .query import query_text
 from .sources import SourceError, SourceTree, check_licence, load_source
+from .testfiles import FileTests, test_file_tests
 from .writer import MinedItem, mined_markdown, notice_text, write_items
 
 NO_DOCSTRING = "no docstring"
 CONTROL_DOCSTRING = "docstring holds control characters"
 NO_TEST = "no test"
-FAILS_OWN_TESTS = "fails its own doctests"
+FAILS_OWN_DOCTESTS = "fails its own doctests"
+FAILS_OWN_TESTS = "fails its own tests"  # some of them from its test files
 NONDETERMINISTIC = "nondeterministic"
 # The value codec carries plain values only: a generator's result cannot cross the sandbox's
 # pipe, so ``list(f(x))`` fails there (the wrapper is applied to the decoded value).
@@ -62,10 +65,11 @@ def default_domain(distribution: str) -> str:
 
 
 def candidate_items(
-    functions: list[MinedFunction], dropped: Counter[str]
+    functions: list[MinedFunction], dropped: Counter[str], file_tests: FileTests
 ) -> tuple[list[MinedItem], dict[int, str]]:
-    """The functions that have a query and a test, as (unnamed) items; the others' reasons by
-    index into ``functions``. Doctest examples dropped are added to ``dropped``."""
+    """The functions that have a query and a test (their doctests, then their test files'
+    tests), as (unnamed) items; the others' reasons by index into ``functions``. Doctest
+    examples dropped are added to ``dropped``."""
     items: list[MinedItem] = []
     reasons: dict[int, str] = {}
     for index, fn in enumerate(functions):
@@ -81,11 +85,19 @@ def candidate_items(
             continue
         converted = doctest_tests(fn.docstring, fn.name)
         dropped.update(converted.dropped)
-        if not converted.tests:
+        tests = dict(
+            zip(
+                converted.tests,
+                (f"doctest {fn.file}:{fn.docstring_line + n}" for n in converted.lines),
+                strict=True,
+            )
+        )
+        for test, where in file_tests.get(fn.name, []):
+            tests.setdefault(test, where)  # a test-file test the doctests already hold: once
+        if not tests:
             reasons[index] = NO_TEST
             continue
-        provenance = tuple(f"doctest {fn.file}:{fn.docstring_line + n}" for n in converted.lines)
-        items.append(MinedItem(str(index), fn, query, tuple(converted.tests), provenance))
+        items.append(MinedItem(str(index), fn, query, tuple(tests), tuple(tests.values())))
     return items, reasons
 
 
@@ -103,6 +115,8 @@ def confirm_in_sandbox(items: list[MinedItem], runner: SuiteRunner) -> dict[str,
             reasons[item.stem] = NONDETERMINISTIC
         elif UNSUPPORTED_OUTCOME in one.outcomes:
             reasons[item.stem] = UNCARRIED
+        elif all(p.startswith("doctest ") for p in item.provenance):
+            reasons[item.stem] = FAILS_OWN_DOCTESTS
         else:
             reasons[item.stem] = FAILS_OWN_TESTS
     return reasons
@@ -146,7 +160,8 @@ def mine(
         raise MiningError(f"domain {domain!r} is not a valid name (a-z, 0-9 and _ only)")
     functions = mined_functions(tree)
     dropped: Counter[str] = Counter()
-    candidates, reasons = candidate_items(functions, dropped)
+    names = {fn.name for fn in functions if not fn.skip}
+    candidates, reasons = candidate_items(functions, dropped, test_file_tests(tree, names))
     owned = runner is None
     runner = runner or SuiteRunner(jobs=1)
     try:
