@@ -507,6 +507,8 @@ def cmd_mine(args: argparse.Namespace) -> int:
 
     if args.limit is not None and args.limit < 1:
         return _usage("mine", "--limit must be at least 1")
+    if args.record < 0:
+        return _usage("mine", "--record must be 0 or more")
     try:
         mined = mine(
             args.source,
@@ -514,6 +516,7 @@ def cmd_mine(args: argparse.Namespace) -> int:
             domain=args.domain,
             limit=args.limit,
             allow_licence=args.allow_licence,
+            record=args.record,
         )
     except SourceError as exc:
         return _usage("mine", one_line(str(exc)))
@@ -650,6 +653,14 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--out", required=True, metavar="DIR", help="the items directory to write")
     m.add_argument("--domain", metavar="NAME", help="default: the distribution's name")
     m.add_argument("--limit", type=int, metavar="N", help="keep the first N items by id")
+    m.add_argument(
+        "--record",
+        type=int,
+        default=0,
+        metavar="K",
+        help="up to K more tests per item: the canonical's outputs, recorded in the sandbox, on "
+        "arguments near the mined tests' ones",
+    )
     m.add_argument(
         "--allow-licence",
         metavar="EXPR",

@@ -15,6 +15,7 @@ from pytest_execretrieval.mining.mine import (
     NONDETERMINISTIC,
     confirm_in_sandbox,
 )
+from pytest_execretrieval.mining.record import derived_calls
 from pytest_execretrieval.mining.writer import MinedItem
 
 HALVE = '''
@@ -113,3 +114,29 @@ def test_items_whose_tests_do_not_pass_twice_are_told_apart():
         "broken": FAILS_OWN_DOCTESTS,
         "broken_test": FAILS_OWN_TESTS,
     }
+
+
+def test_derived_calls_are_near_the_mined_ones():
+    tests = ("assert f(3, 'ab') == 1", "assert f(2, 'ab') == 0", "assert raises(KeyError, f, [1])")
+    assert derived_calls(tests) == [  # f(2, 'ab') and f(3, 'ab') are mined calls already
+        "f(4, 'ab')",
+        "f(3, 'a')",
+        "f(3, 'ba')",
+        "f(1, 'ab')",
+        "f(2, 'a')",
+        "f(2, 'ba')",
+        "f([])",
+    ]
+
+
+def test_record_adds_the_canonicals_own_outputs_as_tests(tmp_path):
+    root = write_package(tmp_path / "src")
+    out = tmp_path / "out"
+    assert cli.main(["mine", str(root), "--out", str(out), "--record", "2"]) == 0
+    item = load_item(out / "tinypkg" / "safe_sqrt.toml")
+    assert item.tests[3:] == (
+        "assert raises(ValueError, safe_sqrt, -2)",
+        "assert safe_sqrt(0) == 0.0",
+    )
+    assert item.source is not None and item.source.tests[3:] == ("recorded", "recorded")
+    assert cli.main(["mine", str(root), "--out", str(out), "--record", "-1"]) == 4

@@ -3,8 +3,9 @@
 The steps, each a function: read the SOURCE (:func:`.sources.load_source`, licence checked),
 find the candidates (:func:`.functions.mined_functions`), give each its query and tests
 (:func:`candidate_items`: its doctests, :mod:`.doctests`, and its test files' tests,
-:mod:`.testfiles`), run each canonical on its tests twice in the sandbox
-(:func:`confirm_in_sandbox`), name the items and write them with ``MINED.md`` and ``NOTICE``.
+:mod:`.testfiles`; with ``record``, :mod:`.record`'s), run each canonical on its tests twice
+in the sandbox (:func:`confirm_in_sandbox`), name the items and write them with ``MINED.md``
+and ``NOTICE``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..sanitize import has_unsafe
 from .doctests import doctest_tests
 from .functions import MinedFunction, mined_functions
 from .query import query_text
+from .record import with_recorded
 from .sources import SourceError, SourceTree, check_licence, load_source
 from .testfiles import FileTests, test_file_tests
 from .writer import MinedItem, mined_markdown, notice_text, write_items
@@ -144,6 +146,7 @@ def mine(
     limit: int | None = None,
     allow_licence: str | None = None,
     runner: SuiteRunner | None = None,
+    record: int = 0,
 ) -> Mined:
     """Mine ``source`` into the items directory ``out``; raises :class:`.sources.SourceError`
     (a usage error) for a SOURCE or an ``out`` it cannot use."""
@@ -165,6 +168,8 @@ def mine(
     owned = runner is None
     runner = runner or SuiteRunner(jobs=1)
     try:
+        if record:
+            candidates = with_recorded(candidates, runner, record)
         failed = confirm_in_sandbox(candidates, runner)
     finally:
         if owned:
