@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from . import DEFAULT_CACHE_DIR
 from .corpus.items import bundled_items_dir
 from .corpus.store import MAX_STACK, SOURCES, build_command, stale_reasons
-from .sanitize import escape
+from .sanitize import escape, one_line
 from .settings import BY_NAME
 from .training import command as training
 
@@ -498,6 +498,37 @@ def cmd_train(args: argparse.Namespace) -> int:
     return run(args, Path(args.items_dir or default_items()))
 
 
+EXIT_USAGE = 4  # pytest's own usage-error status: a bad argument, before any work
+
+
+def cmd_mine(args: argparse.Namespace) -> int:
+    from .mining.mine import mine
+    from .mining.sources import SourceError
+
+    if args.limit is not None and args.limit < 1:
+        return _usage("mine", "--limit must be at least 1")
+    if args.record < 0:
+        return _usage("mine", "--record must be 0 or more")
+    try:
+        mined = mine(
+            args.source,
+            Path(args.out),
+            domain=args.domain,
+            limit=args.limit,
+            allow_licence=args.allow_licence,
+            record=args.record,
+        )
+    except SourceError as exc:
+        return _usage("mine", one_line(str(exc)))
+    print(one_line(mined.summary()) + f"; see {Path(args.out) / 'MINED.md'}")
+    return 0
+
+
+def _usage(command: str, message: str) -> int:
+    print(f"execretrieval {command}: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
 def _fail(command: str, message: str) -> int:
     print(f"execretrieval {command}: {message}", file=sys.stderr)
     return 2
@@ -615,6 +646,26 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--out", required=True)
     e.add_argument("--cache-dir", **cache)
     training.add_parser(sub, cache)
+    m = sub.add_parser(
+        "mine", help="items from a Python directory, wheel, sdist or installed distribution"
+    )
+    m.add_argument("source", metavar="SOURCE")
+    m.add_argument("--out", required=True, metavar="DIR", help="the items directory to write")
+    m.add_argument("--domain", metavar="NAME", help="default: the distribution's name")
+    m.add_argument("--limit", type=int, metavar="N", help="keep the first N items by id")
+    m.add_argument(
+        "--record",
+        type=int,
+        default=0,
+        metavar="K",
+        help="up to K more tests per item: the canonical's outputs, recorded in the sandbox, on "
+        "arguments near the mined tests' ones",
+    )
+    m.add_argument(
+        "--allow-licence",
+        metavar="EXPR",
+        help="mine a SOURCE of this licence expression too (default: permissive ones only)",
+    )
     return p
 
 
@@ -660,6 +711,7 @@ def run_command(argv: list[str] | None) -> int:
         "cross-language": cmd_cross_language,
         "report": cmd_report,
         "train": cmd_train,
+        "mine": cmd_mine,
     }
     return commands[args.command](args)
 

@@ -33,7 +33,7 @@ from ..execution import _grammar
 from ..execution.outcome_cache import OutcomeCache
 from ..mutation import js_syntax
 from . import bounds, items, js_gate
-from .items import BenchmarkItem
+from .items import BenchmarkItem, ItemSource
 
 _MAX_BYTES = 64 * 1024 * 1024  # an entry for many thousands of items
 _FIELDS = (
@@ -46,6 +46,7 @@ _FIELDS = (
     "setup",
     "alternatives",
     "language",
+    "source",
 )
 
 
@@ -98,6 +99,7 @@ class ItemCache:
             **entry[1],
             "tests": tuple(entry[1]["tests"]),
             "alternatives": tuple(entry[1]["alternatives"]),
+            "source": ItemSource.from_table(entry[1].get("source")),
         }
         return BenchmarkItem(path=path, **fields)
 

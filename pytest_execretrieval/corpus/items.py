@@ -21,12 +21,23 @@ from ..execution import _grammar
 from ..languages import DEFAULT, Language, UnknownLanguage, language
 from ..languages.javascript import JAVASCRIPT
 from ..languages.python import defined_functions
-from ..sanitize import escape, one_line
+from ..sanitize import escape, has_unsafe, one_line
 from . import js_gate
 from .bounds import BoundError, ast_depth_problem, field_problems, name_problems, read_item_text
 
 REQUIRED = {"domain": str, "query": str, "entry_point": str, "canonical": str, "tests": list}
-OPTIONAL = {"setup": str, "alternatives": list, "language": str}
+OPTIONAL = {"setup": str, "alternatives": list, "language": str, "source": dict}
+# The optional ``[source]`` table of a mined item (docs/mining.md): where its code came from.
+SOURCE_REQUIRED = {
+    "distribution": str,
+    "version": str,
+    "file": str,
+    "line": int,
+    "sha256": str,
+    "license": str,
+    "url": str,
+}
+SOURCE_OPTIONAL = {"tests": list, "commit": str, "parent": str, "subject": str}
 DOMAINS = (
     "strings",
     "parsing_validation",
@@ -42,6 +53,31 @@ DOMAINS = (
 
 
 @dataclass(frozen=True)
+class ItemSource:
+    """An item's provenance (its ``[source]`` table); ``tests`` names where each test came
+    from (``doctest FILE:LINE``, ``test FILE:LINE``, ``recorded``), in the item's test order."""
+
+    distribution: str
+    version: str
+    file: str
+    line: int
+    sha256: str
+    license: str
+    url: str
+    tests: tuple[str, ...] = ()
+    commit: str = ""
+    parent: str = ""
+    subject: str = ""
+
+    @classmethod
+    def from_table(cls, table: dict | None) -> ItemSource | None:
+        """The record of a checked ``[source]`` table (or its JSON form), None without one."""
+        if table is None:
+            return None
+        return cls(**{**table, "tests": tuple(table.get("tests", ()))})
+
+
+@dataclass(frozen=True)
 class BenchmarkItem:
     id: str
     path: Path
@@ -53,6 +89,7 @@ class BenchmarkItem:
     setup: str = ""
     alternatives: tuple[str, ...] = ()
     language: str = DEFAULT  # a name in languages.LANGUAGES: its parser, operators and runner
+    source: ItemSource | None = None  # where a mined item's code and tests came from
 
     @property
     def lang(self) -> Language:
@@ -129,6 +166,9 @@ def load_item(path: Path) -> BenchmarkItem:
                     problem(f"{key}[{i}]", f"must be a string, got {type(value).__name__}")
     for field, reason in field_problems(data):  # sizes and control characters, before parsing
         problem(field, reason)
+    if isinstance(data.get("source"), dict):
+        for field, reason in source_problems(data["source"], data.get("tests")):
+            problem(field, reason)
     if problems:
         raise ItemError(problems)
 
@@ -175,6 +215,7 @@ def load_item(path: Path) -> BenchmarkItem:
         setup=data.get("setup", ""),
         alternatives=tuple(data.get("alternatives", ())),
         language=data.get("language", DEFAULT),
+        source=ItemSource.from_table(data.get("source")),
     )
 
 
@@ -199,6 +240,35 @@ def load_items(root: Path, cache=None) -> tuple[list[BenchmarkItem], list[ItemPr
                 ItemProblem(path, "<file>", f"cannot be loaded: {type(exc).__name__}: {exc}")
             )
     return items, problems
+
+
+def source_problems(table: dict, tests: object) -> list[tuple[str, str]]:
+    """``(field, reason)`` for a ``[source]`` table: unknown or missing keys, a wrong type,
+    a ``tests`` list that is not one string per test of the item."""
+    found = []
+    allowed = {**SOURCE_REQUIRED, **SOURCE_OPTIONAL}
+    for key in sorted(set(table) - set(allowed)):
+        found.append((f"source.{key}", "unknown key (allowed: " + ", ".join(allowed) + ")"))
+    for key, kind in allowed.items():
+        if key not in table:
+            if key in SOURCE_REQUIRED:
+                found.append((f"source.{key}", "missing required field"))
+        elif not isinstance(table[key], kind) or isinstance(table[key], bool):
+            found.append(
+                (f"source.{key}", f"must be a {kind.__name__}, got {type(table[key]).__name__}")
+            )
+    provenance = table.get("tests")
+    if isinstance(provenance, list):
+        if any(not isinstance(p, str) or has_unsafe(p) for p in provenance):
+            found.append(("source.tests", "must hold strings without control characters"))
+        elif isinstance(tests, list) and len(provenance) != len(tests):
+            found.append(
+                (
+                    "source.tests",
+                    f"names {len(provenance)} provenances for {len(tests)} tests: one per test",
+                )
+            )
+    return found
 
 
 def language_problems(path: Path, name: str) -> list[ItemProblem]:

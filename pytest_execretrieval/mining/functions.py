@@ -1,0 +1,346 @@
+"""The candidate functions of a :class:`.sources.SourceTree`: public module-level functions
+that are self-contained, each with the helpers, constants and imports it needs.
+
+Every module is parsed with :mod:`ast` within the item bounds (``corpus/bounds.py``); nothing is
+imported or run. A function is a candidate when it is a public (no leading ``_``), undecorated,
+non-async module-level ``def`` and every name it loads resolves to a builtin, a parameter or
+local, a standard-library import of its module, or a module-level helper function or literal
+constant that is itself self-contained (transitively). The canonical is the needed imports, then
+the helpers and constants in source order, then the entry point, whose docstring (the query's
+source) is left out. Everything else is kept with its ``skip`` reason.
+
+Refused as I/O, process, clock or randomness access (:data:`UNSAFE_MODULES`,
+:data:`UNSAFE_BUILTINS`, :data:`CLOCK_ATTRIBUTES`): the sandbox would refuse most of them anyway,
+but an item must mean the same on every machine and every run.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import hashlib
+import sys
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from ..corpus.bounds import MAX_CODE_CHARS, ast_depth_problem, code_size_problem
+from ..execution import _grammar
+from .sources import SourceTree
+
+UNSAFE_MODULES = frozenset(
+    {
+        "asyncio", "ctypes", "concurrent", "fcntl", "ftplib", "gc", "glob",
+        "http", "importlib", "inspect", "io", "logging", "mmap", "multiprocessing", "os",
+        "pathlib", "pickle", "platform", "pty", "random", "resource", "secrets", "select",
+        "selectors", "shelve", "shutil", "signal", "socket", "socketserver", "sqlite3", "ssl",
+        "subprocess", "sys", "sysconfig", "tempfile", "threading", "time", "tkinter",
+        "urllib", "uuid", "warnings", "weakref", "webbrowser", "zipfile", "tarfile",
+    }
+)  # fmt: skip
+UNSAFE_BUILTINS = frozenset(
+    {
+        "open", "input", "exec", "eval", "compile", "__import__", "breakpoint", "globals",
+        "locals", "vars", "help", "exit", "quit", "memoryview", "id", "hash",
+    }
+)  # fmt: skip
+CLOCK_ATTRIBUTES = frozenset({"now", "today", "utcnow", "fromtimestamp", "utcfromtimestamp"})
+_BUILTINS = frozenset(dir(builtins))
+_TEST_PARTS = frozenset({"tests", "test", "testing", "docs", "doc", "examples", "benchmarks"})
+
+
+@dataclass(frozen=True)
+class MinedFunction:
+    module: str
+    file: str
+    line: int
+    name: str
+    code: str  # self-contained source: imports, helpers, the entry point ("" when skipped)
+    docstring: str
+    sha256: str  # of ``code``
+    skip: str | None = None
+    docstring_line: int = 0  # where the docstring starts (its examples' lines count from it)
+
+
+class NotSelfContained(Exception):
+    """A name a function loads does not resolve to something that travels with it."""
+
+
+def is_test_file(path: str) -> bool:
+    parts = PurePosixPath(path).parts
+    name = parts[-1]
+    return (
+        name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+        or bool(_TEST_PARTS & set(parts[:-1]))
+    )
+
+
+def module_name(path: str) -> str:
+    """The dotted module of a posix path (an sdist's top folder and ``src/`` left out)."""
+    parts = list(PurePosixPath(path).with_suffix("").parts)
+    if len(parts) > 1 and "-" in parts[0]:  # an sdist's NAME-VERSION/ folder
+        parts = parts[1:]
+    if parts and parts[0] in ("src", "lib"):
+        parts = parts[1:]
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts) or "__init__"
+
+
+def source_modules(tree: SourceTree) -> list[str]:
+    """The files functions are mined from: ``.py`` files that are not tests, setup or docs."""
+    return [
+        path
+        for path in tree.files
+        if path.endswith(".py")
+        and not is_test_file(path)
+        and PurePosixPath(path).name != "setup.py"
+    ]
+
+
+def parse_module(text: str) -> ast.Module | str:
+    """The parsed module, or why it cannot be parsed within the bounds."""
+    try:
+        module = ast.parse(text)
+    except SyntaxError as exc:
+        return f"module does not parse: {exc.msg}"
+    except (RecursionError, MemoryError, ValueError):
+        return "module nests too deeply to parse"
+    deep = ast_depth_problem(module)
+    return f"module {deep}" if deep else module
+
+
+def mined_functions(tree: SourceTree) -> list[MinedFunction]:
+    """Every public module-level function of the SOURCE's modules, in file and line order,
+    each self-contained or with its skip reason; a module that cannot be parsed is one
+    record named ``<module>`` with the reason."""
+    found: list[MinedFunction] = []
+    for path in source_modules(tree):
+        module = module_name(path)
+        text = tree.files[path].decode("utf-8", "replace")
+        parsed = parse_module(text)
+        if isinstance(parsed, str):
+            found.append(MinedFunction(module, path, 1, "<module>", "", "", "", parsed))
+            continue
+        scope = ModuleScope(parsed, text)
+        for node in parsed.body:
+            if isinstance(
+                node, ast.FunctionDef | ast.AsyncFunctionDef
+            ) and not node.name.startswith("_"):
+                found.append(_candidate(scope, node, module, path))
+    return found
+
+
+def _candidate(scope: ModuleScope, node: ast.stmt, module: str, path: str) -> MinedFunction:
+    assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    docstring = ast.get_docstring(node) or ""
+    record = MinedFunction(
+        module, path, node.lineno, node.name, "", docstring, "", None, node.body[0].lineno
+    )
+    reason = _entry_problem(node)
+    code = ""
+    if reason is None and isinstance(node, ast.FunctionDef):  # _entry_problem refuses async
+        try:
+            code = scope.canonical(node)
+        except NotSelfContained as exc:
+            reason = str(exc)
+    if reason is None:
+        reason = code_size_problem(code) and f"too large: {MAX_CODE_CHARS:,} characters at most"
+    if reason is not None:
+        return MinedFunction(**{**record.__dict__, "skip": reason})
+    digest = hashlib.sha256(code.encode()).hexdigest()
+    return MinedFunction(**{**record.__dict__, "code": code, "sha256": digest})
+
+
+def _entry_problem(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    if isinstance(node, ast.AsyncFunctionDef):
+        return "async"
+    if node.decorator_list:
+        return "decorated"
+    if not node.name.isascii():
+        return "name is not ASCII"
+    if node.name in _grammar.RESERVED:
+        return "name is one the test grammar reserves"
+    if len(node.body) == 1 and ast.get_docstring(node) is not None:
+        return "no body besides its docstring"
+    return None
+
+
+class ModuleScope:
+    """A module's top-level bindings, and how a function's free names resolve in it."""
+
+    def __init__(self, module: ast.Module, text: str):
+        self.text = text
+        self.imports: dict[str, tuple[ast.stmt, str]] = {}  # bound name -> (statement, source)
+        self.definitions: dict[str, ast.stmt] = {}  # helpers and constants
+        self.other: set[str] = set()  # bound some other way (classes, computed values)
+        for node in module.body:
+            self._bind(node)
+
+    def _bind(self, node: ast.stmt) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                bound = alias.asname or alias.name.partition(".")[0]
+                spelled = f"import {alias.name}" + (f" as {alias.asname}" if alias.asname else "")
+                self.imports[bound] = (node, spelled)
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                bound = alias.asname or alias.name
+                spelled = f"from {'.' * node.level}{node.module or ''} import {alias.name}" + (
+                    f" as {alias.asname}" if alias.asname else ""
+                )
+                self.imports[bound] = (node, spelled)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            self.definitions[node.name] = node
+        elif isinstance(node, ast.Assign) and _literal(node.value):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    self.definitions[target.id] = node
+        elif isinstance(node, ast.ClassDef):
+            self.other.add(node.name)
+        else:
+            self.other |= _stored_names(node)
+
+    def canonical(self, entry: ast.FunctionDef) -> str:
+        """The entry point with what it needs; raises :class:`NotSelfContained`."""
+        imports: dict[str, str] = {}
+        helpers: dict[int, ast.stmt] = {}
+        self._collect(entry, imports, helpers, seen={entry.name})
+        blocks = list(dict.fromkeys(imports[k] for k in sorted(imports, key=self._import_order)))
+        parts = ["\n".join(blocks)] if blocks else []
+        parts += [self._segment(helpers[line]) for line in sorted(helpers)]
+        parts.append(_without_docstring(self._segment(entry), entry))
+        return "\n\n\n".join(parts) + "\n"
+
+    def _import_order(self, name: str) -> tuple[int, str]:
+        node, spelled = self.imports[name]
+        return node.lineno, spelled
+
+    def _segment(self, node: ast.stmt) -> str:
+        return ast.get_source_segment(self.text, node) or ast.unparse(node)
+
+    def _collect(
+        self, node: ast.stmt, imports: dict[str, str], helpers: dict[int, ast.stmt], seen: set[str]
+    ) -> None:
+        _refuse_unsafe_statements(node)
+        for name in sorted(free_names(node)):
+            if name in seen:
+                continue
+            seen.add(name)
+            if name in self.imports:
+                imports[name] = self._checked_import(name)
+            elif name in self.definitions:
+                helper = self.definitions[name]
+                if isinstance(helper, ast.AsyncFunctionDef):
+                    raise NotSelfContained(f"uses async helper {name!r}")
+                if isinstance(helper, ast.FunctionDef) and helper.decorator_list:
+                    raise NotSelfContained(f"uses decorated helper {name!r}")
+                helpers[helper.lineno] = helper
+                self._collect(helper, imports, helpers, seen)
+            elif name in self.other:
+                raise NotSelfContained("uses a module-level class or computed value")
+            elif name in UNSAFE_BUILTINS:
+                raise NotSelfContained(f"I/O, process or introspection: {name}")
+            elif name not in _BUILTINS:
+                raise NotSelfContained("uses a name defined nowhere in its module")
+
+    def _checked_import(self, name: str) -> str:
+        node, spelled = self.imports[name]
+        if isinstance(node, ast.ImportFrom) and node.level:
+            raise NotSelfContained("relative import")
+        return _checked_module(_top_module(node, name), spelled)
+
+
+def _checked_module(top: str, spelled: str) -> str:
+    if top not in sys.stdlib_module_names:
+        raise NotSelfContained("third-party import")
+    if top in UNSAFE_MODULES:
+        raise NotSelfContained(f"I/O, process, clock or randomness: {top}")
+    return spelled
+
+
+def _top_module(node: ast.stmt, bound: str) -> str:
+    if isinstance(node, ast.ImportFrom):
+        return (node.module or "").partition(".")[0]
+    assert isinstance(node, ast.Import)
+    for alias in node.names:
+        if (alias.asname or alias.name.partition(".")[0]) == bound:
+            return alias.name.partition(".")[0]
+    return bound
+
+
+def _refuse_unsafe_statements(node: ast.stmt) -> None:
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Global | ast.Nonlocal):
+            raise NotSelfContained("global or nonlocal")
+        if isinstance(inner, ast.Attribute) and inner.attr in CLOCK_ATTRIBUTES:
+            raise NotSelfContained(f"clock: .{inner.attr}")
+        if isinstance(inner, ast.Import | ast.ImportFrom):
+            if isinstance(inner, ast.ImportFrom) and inner.level:
+                raise NotSelfContained("relative import")
+            modules = (
+                [a.name for a in inner.names]
+                if isinstance(inner, ast.Import)
+                else [inner.module or ""]
+            )
+            for module in modules:
+                _checked_module(module.partition(".")[0], module)
+
+
+def free_names(node: ast.stmt) -> set[str]:
+    """Names ``node`` loads that nothing inside it binds (parameters, assignments, nested
+    definitions and imports anywhere inside count as bound: a name that is in fact unbound
+    where it is loaded fails in the sandbox, and execution decides)."""
+    loaded = {
+        n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+    }
+    bound: set[str] = set()
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.arg):
+            bound.add(inner.arg)
+        elif inner is not node and isinstance(
+            inner, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+        ):
+            bound.add(inner.name)
+        elif isinstance(inner, ast.ExceptHandler) and inner.name:
+            bound.add(inner.name)
+        elif isinstance(inner, ast.alias):
+            bound.add(inner.asname or inner.name.partition(".")[0])
+        elif isinstance(inner, ast.MatchAs | ast.MatchStar) and inner.name:
+            bound.add(inner.name)
+    bound |= _stored_names(node)
+    return loaded - bound
+
+
+def _stored_names(node: ast.AST) -> set[str]:
+    return {
+        n.id
+        for n in ast.walk(node)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store | ast.Del)
+    }
+
+
+def _literal(node: ast.expr) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def _without_docstring(source: str, node: ast.FunctionDef) -> str:
+    """The function's source without its docstring's lines (when it has one on lines of its own)."""
+    first = node.body[0]
+    if ast.get_docstring(node) is None:
+        return source
+    lines = source.splitlines()
+    start = first.lineno - node.lineno
+    end = (first.end_lineno or first.lineno) - node.lineno
+    if (
+        start == 0
+        or lines[start][: first.col_offset].strip()
+        or lines[end][first.end_col_offset or 0 :].strip()
+    ):
+        return source  # the docstring shares a line with other code: keep it
+    return "\n".join(lines[:start] + lines[end + 1 :])

@@ -1,0 +1,170 @@
+"""What mining writes: one item file per mined function (the item format plus its ``[source]``
+table), ``MINED.md`` and ``NOTICE``. Byte-identical for the same SOURCE: everything is sorted,
+and nothing of the machine (a path, a time) is written."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..safe_write import write_atomic
+from .functions import MinedFunction
+from .sources import SourceTree, copyright_lines
+
+# Characters a TOML multi-line literal string cannot hold (control characters but tab and \n).
+_NOT_LITERAL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]|'''")
+
+
+@dataclass(frozen=True)
+class MinedItem:
+    """A function that became an item: its file stem, query, tests and their provenance."""
+
+    stem: str
+    function: MinedFunction
+    query: str
+    tests: tuple[str, ...]
+    provenance: tuple[str, ...]  # per test: "doctest FILE:LINE", "test FILE:LINE", "recorded"
+
+
+def toml_string(text: str) -> str:
+    """A TOML basic string (JSON's escapes are TOML's, DEL and the C1 range escaped as well)."""
+    out = ['"']
+    for char in text:
+        code = ord(char)
+        if char in '"\\':
+            out.append("\\" + char)
+        elif char == "\n":
+            out.append("\\n")
+        elif char == "\t":
+            out.append("\\t")
+        elif code < 0x20 or 0x7F <= code < 0xA0:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(char)
+    return "".join(out) + '"'
+
+
+def toml_code(code: str) -> str:
+    """Code as a multi-line literal string where it can be one (readable), else a basic string."""
+    if _NOT_LITERAL.search(code) or code.endswith("'"):
+        return toml_string(code)
+    return f"'''\n{code}'''"
+
+
+def _array(values: tuple[str, ...]) -> str:
+    return "[\n" + "".join(f"  {toml_string(v)},\n" for v in values) + "]"
+
+
+def item_text(item: MinedItem, domain: str, tree: SourceTree) -> str:
+    """The item file of ``item``: the interface's fields, then the ``[source]`` table."""
+    fn = item.function
+    source = {
+        "distribution": toml_string(tree.distribution),
+        "version": toml_string(tree.version),
+        "file": toml_string(fn.file),
+        "line": str(fn.line),
+        "sha256": toml_string(fn.sha256),
+        "license": toml_string(tree.license_expression),
+        "url": toml_string(tree.url),
+        "tests": _array(item.provenance),
+    }
+    lines = [
+        f"domain = {toml_string(domain)}",
+        f"query = {toml_string(item.query)}",
+        f"entry_point = {toml_string(fn.name)}",
+        f"canonical = {toml_code(fn.code)}",
+        f"tests = {_array(item.tests)}",
+        "",
+        "[source]",
+        *(f"{key} = {value}" for key, value in source.items()),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_items(out: Path, domain: str, items: list[MinedItem], tree: SourceTree) -> list[Path]:
+    """Write ``out/domain/<stem>.toml`` for each item, replacing the domain's earlier item files."""
+    folder = Path(out) / domain
+    folder.mkdir(parents=True, exist_ok=True)
+    keep = {f"{item.stem}.toml" for item in items}
+    for old in folder.glob("*.toml"):
+        if old.name not in keep:
+            old.unlink()
+    return [
+        write_atomic(folder / f"{item.stem}.toml", item_text(item, domain, tree), root=Path(out))
+        for item in items
+    ]
+
+
+def notice_text(tree: SourceTree) -> str:
+    """``NOTICE``: whose code the items hold, and the copyright lines of its licence files."""
+    lines = [
+        f"The items in this directory hold code from {tree.distribution} {tree.version}".rstrip()
+        + f", licensed {tree.license_expression or 'under an unknown licence'}"
+        + (f" ({tree.url})." if tree.url else "."),
+        "",
+    ]
+    found = copyright_lines(tree)
+    lines += found or ["(its licence files carry no copyright line)"]
+    if tree.licence_texts:
+        lines += ["", "Licence files: " + ", ".join(sorted(tree.licence_texts))]
+    return "\n".join(lines) + "\n"
+
+
+def _table(header: tuple[str, str], counts: Counter[str]) -> list[str]:
+    rows = [f"| {header[0]} | {header[1]} |", "|---|---:|"]
+    rows += [
+        f"| {reason} | {n} |" for reason, n in sorted(counts.items(), key=lambda r: (-r[1], r[0]))
+    ]
+    return rows if counts else ["(none)"]
+
+
+def mined_markdown(
+    tree: SourceTree,
+    domain: str,
+    items: list[MinedItem],
+    decided: list[tuple[MinedFunction, str | None]],
+    dropped: Counter[str],
+    density: list[str],
+) -> str:
+    """``MINED.md``: the source, what became an item, what was skipped (by reason, per module;
+    ``decided`` pairs each function with its skip reason, None for an item), the doctest
+    examples dropped (by reason) and the near-clone density table."""
+    per_module: dict[str, Counter[str]] = {}
+    for fn, reason in decided:
+        per_module.setdefault(fn.module, Counter())["skipped" if reason else "mined"] += 1
+    skipped = Counter(reason for _, reason in decided if reason)
+    mined_tests = Counter(p.split(" ")[0] for item in items for p in item.provenance)
+    lines = [
+        f"# Mined: {tree.distribution} {tree.version}".rstrip(),
+        "",
+        f"- licence: {tree.license_expression or 'unknown'}",
+        f"- project URL: {tree.url or 'unknown'}",
+        f"- source sha256: `{tree.sha256}`",
+        f"- domain: `{domain}`",
+        f"- public functions: {len(decided)}; items written: {len(items)}; "
+        f"tests: {sum(len(i.tests) for i in items)} "
+        f"({', '.join(f'{k} {v}' for k, v in sorted(mined_tests.items())) or 'none'})",
+        "",
+        "## Files left out when reading",
+        "",
+        *_table(("reason", "files"), tree.skipped),
+        "",
+        "## Functions skipped, by reason",
+        "",
+        *_table(("reason", "functions"), skipped),
+        "",
+        "## Per module",
+        "",
+        "| module | mined | skipped |",
+        "|---|---:|---:|",
+        *(f"| `{m}` | {c['mined']} | {c['skipped']} |" for m, c in sorted(per_module.items())),
+        "",
+        "## Doctest examples dropped, by reason",
+        "",
+        *_table(("reason", "examples"), dropped),
+    ]
+    if density:
+        lines += ["", "## Near-clone density (token edit distance)", "", *density]
+    return "\n".join(lines) + "\n"

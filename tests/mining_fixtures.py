@@ -1,0 +1,137 @@
+"""Fixture packages the mining tests write: a tiny one and a hostile one (never the network)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+LICENCE = "Copyright (c) 2024 Tiny Authors\n\nPermission is hereby granted, free of charge...\n"
+PYPROJECT = '[project]\nname = "tinypkg"\nversion = "0.1"\nlicense = "MIT"\n'
+MARKER = "IMPORTED_MARKER"
+# An __init__ that would leave a marker beside itself if anything imported the package.
+INIT = f"""import pathlib
+pathlib.Path(__file__).with_name({MARKER!r}).write_text("imported")
+"""
+CORE = '''import math
+import requests
+from collections import deque
+from functools import wraps
+
+LIMIT = 10
+
+
+def _clamp(n):
+    return max(0, min(n, LIMIT))
+
+
+def clamp_sum(values):
+    """Sum the values, each clamped into 0..LIMIT; see :func:`_clamp`.
+
+    >>> clamp_sum([1, 20, -3])
+    11
+    >>> clamp_sum([])
+    0
+    """
+    return sum(_clamp(v) for v in values)
+
+
+def window(seq, n):
+    """Yield ``n``-wide sliding windows over *seq*.
+
+    >>> list(window([1, 2, 3], 2))
+    [(1, 2), (2, 3)]
+    """
+    d = deque(maxlen=n)
+    for x in seq:
+        d.append(x)
+        if len(d) == n:
+            yield tuple(d)
+
+
+def safe_sqrt(x):
+    """Square root that refuses negatives.
+
+    >>> safe_sqrt(9.0)
+    3.0
+    >>> big = 16.0
+    >>> safe_sqrt(big)
+    4.0
+    >>> safe_sqrt(-1)
+    Traceback (most recent call last):
+    ...
+    ValueError: negative
+    """
+    if x < 0:
+        raise ValueError("negative")
+    return math.sqrt(x)
+
+
+def fetch(url):
+    """Fetch a URL.
+
+    >>> fetch("x")
+    1
+    """
+    return requests.get(url)
+
+
+def read_text(path):
+    """Read a file.
+
+    >>> read_text("x")
+    ''
+    """
+    with open(path) as fh:
+        return fh.read()
+
+
+def logged(fn):
+    @wraps(fn)
+    def inner(*a):
+        return fn(*a)
+
+    return inner
+
+
+@logged
+def double(x):
+    """Double.
+
+    >>> double(2)
+    4
+    """
+    return 2 * x
+
+
+def undocumented(x):
+    return x
+'''
+HOSTILE = (
+    'def deep(n):\n    """Nested deeply.\n\n    >>> deep(1)\n    '
+    + "[" * 300
+    + "]" * 300
+    + "\n    >>> deep(2)\n    "
+    + "[1, " * 5000
+    + "1"
+    + "]" * 5000
+    + '\n    """\n    return n\n\n\n'
+    'def huge(n):\n    """Huge output.\n\n    >>> huge(1)\n    '
+    + "1"
+    * 50_000
+    + '\n    >>> huge(2)\n    2\n    """\n    return n\n\n\n'
+    'def noisy(n):\n    """Beep \\x1b[31m red \\x07 bell.\n\n    >>> noisy(1)\n    1\n    """\n'
+    "    return n\n"
+)
+
+
+def write_package(root: Path, hostile: bool = False) -> Path:
+    """``root`` as a source tree: pyproject, LICENSE, ``tinypkg/`` (and ``hostile.py``)."""
+    package = root / "tinypkg"
+    package.mkdir(parents=True)
+    (root / "pyproject.toml").write_text(PYPROJECT)
+    (root / "LICENSE").write_text(LICENCE)
+    (package / "__init__.py").write_text(INIT)
+    (package / "core.py").write_text(CORE)
+    if hostile:
+        (package / "hostile.py").write_text(HOSTILE)
+        (package / "deepmod.py").write_text("x = " + "[" * 150 + "]" * 150 + "\n")
+    return root

@@ -1,0 +1,142 @@
+"""Mined tests from the package's test files, and the two sandbox runs that keep only items
+whose tests pass both times."""
+
+from __future__ import annotations
+
+from mining_fixtures import write_package
+
+from pytest_execretrieval import cli
+from pytest_execretrieval.corpus.items import load_item
+from pytest_execretrieval.execution.sandbox import SuiteResult
+from pytest_execretrieval.mining.functions import MinedFunction
+from pytest_execretrieval.mining.mine import (
+    FAILS_OWN_DOCTESTS,
+    FAILS_OWN_TESTS,
+    NONDETERMINISTIC,
+    confirm_in_sandbox,
+)
+from pytest_execretrieval.mining.record import derived_calls
+from pytest_execretrieval.mining.writer import MinedItem
+
+HALVE = '''
+
+def halve(n):
+    """Halve an even number; an odd one is a ValueError."""
+    if n % 2:
+        raise ValueError(n)
+    return n // 2
+
+
+def wrong(n):
+    """Add one, says its doctest; it does not.
+
+    >>> wrong(1)
+    2
+    """
+    return n
+'''
+TEST_FILE = """import unittest
+from tinypkg.core import halve, clamp_sum
+from tinypkg import core as aliased
+
+
+def test_halve():
+    assert halve(4) == 2
+    x = 8
+    assert halve(x) == 4
+    assert clamp_sum([1, 2]) == 3
+
+
+class HalveTest(unittest.TestCase):
+    def test_it(self):
+        self.assertEqual(halve(6), 3)
+        self.assertRaises(ValueError, halve, 3)
+        self.assertEqual(aliased.halve(2), 1)
+"""
+
+
+def test_test_files_give_tests_with_their_lines(tmp_path):
+    root = write_package(tmp_path / "src")
+    core = root / "tinypkg" / "core.py"
+    core.write_text(core.read_text() + HALVE)
+    (root / "tests").mkdir()
+    (root / "tests" / "test_core.py").write_text(TEST_FILE)
+    out = tmp_path / "out"
+    assert cli.main(["mine", str(root), "--out", str(out)]) == 0
+    halve = load_item(out / "tinypkg" / "halve.toml")
+    assert halve.tests == (
+        "assert halve(4) == 2",
+        "assert halve(6) == 3",
+        "assert raises(ValueError, halve, 3)",
+    )
+    assert halve.source is not None
+    assert halve.source.tests == (
+        "test tests/test_core.py:7",
+        "test tests/test_core.py:15",
+        "test tests/test_core.py:16",
+    )
+    clamp = load_item(out / "tinypkg" / "clamp_sum.toml")
+    assert clamp.tests[-1] == "assert clamp_sum([1, 2]) == 3"
+    assert clamp.source is not None and clamp.source.tests[-1] == "test tests/test_core.py:10"
+    assert not (out / "tinypkg" / "wrong.toml").exists()
+    assert f"| {FAILS_OWN_DOCTESTS} | 1 |" in (out / "MINED.md").read_text()
+
+
+class ScriptedRunner:
+    """Answers each run_many call with the next scripted outcomes per suite."""
+
+    def __init__(self, *runs: list[tuple[str, ...]]):
+        self.runs = list(runs)
+
+    def run_many(self, suites):
+        outcomes = self.runs.pop(0)
+        return [SuiteResult(o, all(x == "pass" for x in o)) for o in outcomes]
+
+
+def _item(stem: str, provenance: tuple[str, ...]) -> MinedItem:
+    fn = MinedFunction("m", "m.py", 1, stem, f"def {stem}(x):\n    return x\n", "", "")
+    return MinedItem(
+        stem, fn, "q", tuple(f"assert {stem}({i}) == {i}" for i in range(2)), provenance
+    )
+
+
+def test_items_whose_tests_do_not_pass_twice_are_told_apart():
+    items = [
+        _item("steady", ("doctest m.py:2", "doctest m.py:3")),
+        _item("flaky", ("doctest m.py:2", "doctest m.py:3")),
+        _item("broken", ("doctest m.py:2", "doctest m.py:3")),
+        _item("broken_test", ("doctest m.py:2", "test t.py:3")),
+    ]
+    first = [("pass", "pass"), ("pass", "pass"), ("pass", "fail"), ("fail", "pass")]
+    second = [("pass", "pass"), ("pass", "fail"), ("pass", "fail"), ("fail", "pass")]
+    assert confirm_in_sandbox(items, ScriptedRunner(first, second)) == {  # type: ignore[arg-type]
+        "flaky": NONDETERMINISTIC,
+        "broken": FAILS_OWN_DOCTESTS,
+        "broken_test": FAILS_OWN_TESTS,
+    }
+
+
+def test_derived_calls_are_near_the_mined_ones():
+    tests = ("assert f(3, 'ab') == 1", "assert f(2, 'ab') == 0", "assert raises(KeyError, f, [1])")
+    assert derived_calls(tests) == [  # f(2, 'ab') and f(3, 'ab') are mined calls already
+        "f(4, 'ab')",
+        "f(3, 'a')",
+        "f(3, 'ba')",
+        "f(1, 'ab')",
+        "f(2, 'a')",
+        "f(2, 'ba')",
+        "f([])",
+    ]
+
+
+def test_record_adds_the_canonicals_own_outputs_as_tests(tmp_path):
+    root = write_package(tmp_path / "src")
+    out = tmp_path / "out"
+    assert cli.main(["mine", str(root), "--out", str(out), "--record", "2"]) == 0
+    item = load_item(out / "tinypkg" / "safe_sqrt.toml")
+    assert item.tests[3:] == (
+        "assert raises(ValueError, safe_sqrt, -2)",
+        "assert safe_sqrt(0) == 0.0",
+    )
+    assert item.source is not None and item.source.tests[3:] == ("recorded", "recorded")
+    assert cli.main(["mine", str(root), "--out", str(out), "--record", "-1"]) == 4
