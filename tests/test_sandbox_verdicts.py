@@ -259,3 +259,50 @@ def test_a_crashed_or_looping_suite_has_no_value_for_the_tests_it_never_reached(
     r = sb.run(code, "", ["assert f(0) == 1", "assert f(1) == 1"])
     assert r.outcomes == ("fail", "timeout")
     assert r.returned == ("returned 0", "")
+
+
+# --- iterators under a consuming wrapper --------------------------------------------------------
+
+GENERATORS = '''
+def chunked(xs, n):
+    for i in range(0, len(xs), n):
+        yield xs[i:i + n]
+
+def forever():
+    while True:
+        yield 1
+
+def broken():
+    yield 1
+    raise ValueError("late")
+'''
+
+
+def test_an_iterator_inside_a_consuming_wrapper_is_read_as_python_reads_it():
+    """``list(f(...))``, ``sorted(...)``, ``sum``/``min``/``max``/``tuple`` of a generator give
+    what Python gives (the child reads it, bounded); ``len`` of one, or a bare generator,
+    stays unsupported; an exception raised while reading is the call's."""
+    tests = [
+        "assert list(chunked([1, 2, 3], 2)) == [[1, 2], [3]]",
+        "assert sorted(chunked([3, 1], 1)) == [[1], [3]]",
+        "assert tuple(chunked([], 1)) == ()",
+        "assert max(chunked([1, 2], 1)) == [2]",
+        "assert len(chunked([1], 1)) == 1",
+        "assert chunked([1], 1) == [[1]]",
+        "assert list(broken()) == [1]",
+        "assert list(forever()) == []",
+        "assert list(chunked([1, 2, 3], 2))[1] == [3]",
+    ]
+    with Sandbox(Limits(timeout_s=30)) as box:
+        result = box.run(GENERATORS, "", tests)
+    assert result.outcomes == (
+        "pass",
+        "pass",
+        "pass",
+        "pass",
+        "error:UnsupportedValue",
+        "error:UnsupportedValue",
+        "error:ValueError",
+        "error:UnsupportedValue",
+        "pass",
+    )

@@ -214,7 +214,7 @@ class _Plan:
         self.calls = [
             None
             if isinstance(t, str)
-            else ["call" if t[0].form == _grammar.RAISES else "value", t[0].call.source]
+            else [_grammar.call_kind(t[0]), t[0].call.source]
             for t in self.tests
         ]
         self.probes = any(

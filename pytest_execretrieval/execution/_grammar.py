@@ -36,7 +36,10 @@ part a child runs as code, in its own namespace with no builtins.
 The checker never calls into the snippet: the child calls ``NAME(ARG...)`` and returns the value
 in the codec's encoding (or the raised exception's class names); the checker applies the
 subscripts and wrappers to the decoded plain value (:func:`returned_value`) and decides
-(:func:`judge`, :func:`raised_matches`). A bare ``NAME(ARG...)`` expression statement is a
+(:func:`judge`, :func:`raised_matches`). Only where a consuming wrapper (:data:`CONSUMERS`:
+``list``, ``tuple``, ``sorted``, ``sum``, ``min``, ``max``) takes the call's value directly
+does the child read an iterator the call returns into a list first (:func:`call_kind`), as
+Python's wrapper would. A bare ``NAME(ARG...)`` expression statement is a
 *probe* (:data:`PROBE`): no verdict, the library asks for the value (the differential harness);
 item files never hold one.
 """
@@ -87,6 +90,13 @@ WRAPPERS: dict[str, Callable[[Any], Any]] = {
     "list": list,
     "tuple": tuple,
 }
+# The wrappers that consume an iterable as Python's would: a call inside one of them (the
+# innermost step) may return an iterator or a generator, which the child reads into a list
+# (at most ``_wire._MAX_ELEMENTS`` items) before encoding it, since no iterator crosses the
+# codec: ``list(chunked(x, 2))`` gives what Python gives. len and abs take no iterator.
+CONSUMERS = frozenset({"sorted", "sum", "min", "max", "list", "tuple"})
+# In the outcome cache's key: outcomes cached before the child read iterators are not reused.
+CALL_KINDS_VERSION = "2"
 ISCLOSE_OPTIONS = ("rel_tol", "abs_tol")
 
 
@@ -897,6 +907,17 @@ def expected_value(test: Test) -> Any:
         options = {name: literal_value(node) for name, node in test.options}
         return literal_value(test.expected), options  # type: ignore[arg-type]
     return None
+
+
+def call_kind(test: Test) -> str:
+    """What the child makes of the test's call (:func:`._child._make_call`): ``"call"`` for
+    ``raises`` (whether it raised), ``"items"`` when a consuming wrapper takes the call's
+    value directly (an iterator is read into a list), ``"value"`` otherwise."""
+    if test.form == RAISES:
+        return "call"
+    if test.steps and test.steps[0][0] == "apply" and test.steps[0][1] in CONSUMERS:
+        return "items"
+    return "value"
 
 
 def returned_value(test: Test, value: Any) -> Any:

@@ -40,6 +40,7 @@ from pathlib import Path
 
 from ..bounded_json import parse_json
 from ..safe_write import write_atomic
+from . import _grammar
 from .sandbox import RUNNER_VERSION, Limits, Sandbox, SuiteResult
 
 __all__ = ["OutcomeCache", "cached_run", "foreign_line"]
@@ -103,11 +104,12 @@ class OutcomeCache:
         language: str = "python",
     ) -> str:
         """Content key. ``limits`` defaults to ``Limits()``: a timeout depends on them. Another
-        language than Python adds its name and its runner's version (a Python key is what it
-        always was, so its cached outcomes stay valid)."""
+        language than Python adds its name and its runner's version; every key names what the
+        child makes of a call (:data:`._grammar.CALL_KINDS_VERSION`)."""
         suite = json.dumps([setup, list(tests)]).encode("ascii")
         limits_token = json.dumps(asdict(limits or Limits()), sort_keys=True)
         parts = [_sha256(_encode(code)), _sha256(suite), RUNNER_VERSION, limits_token]
+        parts.append(f"calls:{_grammar.CALL_KINDS_VERSION}")
         if language != "python":
             parts.append(f"{language}:{_runner_version(language)}")
         return _sha256("\n".join(parts).encode("utf-8"))
