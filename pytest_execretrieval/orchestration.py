@@ -8,16 +8,23 @@ the user must fix before the run starts raises :class:`SetupError`.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import os
 from collections.abc import Mapping, MutableMapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .bounded_json import JSONBoundError, parse_json
-from .corpus.background import pool_sha256, with_background
-from .corpus.items import BenchmarkItem, item_id, load_items
+from .corpus.authors import authors_only
+from .corpus.background import (
+    BackgroundFunction,
+    background_snippets,
+    pool_sha256,
+    with_background,
+)
+from .corpus.items import BenchmarkItem, ItemSource, item_id, load_items
 from .corpus.store import (
     DEFAULT_VARIANT,
     Corpus,
@@ -78,6 +85,7 @@ class Loaded:
     built: bool = True  # the corpus was ever built (its manifest exists)
     # Functions of --execretrieval-background sources in every query's pool (corpus/background.py)
     background: tuple[Snippet, ...] = ()
+    tests: str = "all"  # --execretrieval-tests: "authors" when cut to the authors' tests
 
     @property
     def pool(self) -> Corpus:
@@ -89,8 +97,46 @@ class Loaded:
 
     @property
     def pool_sha256(self) -> str:
-        """The pool's identity in reports and baselines: the corpus's, with its background."""
-        return pool_sha256(corpus_sha256(self.corpus_dir), self.background)
+        """The pool's identity in reports and baselines: the corpus's, with its background and
+        which tests decide."""
+        sha = pool_sha256(corpus_sha256(self.corpus_dir), self.background)
+        if self.tests == "all":
+            return sha
+        return hashlib.sha256(f"{sha}\ntests={self.tests}".encode()).hexdigest()
+
+
+def prepare_pool(loaded: Loaded, background: Sequence[str], tests: str) -> Loaded:
+    """A benchmark's pool: ``loaded`` with every function mined from the ``background``
+    sources beside its snippets, and cut to the authors' tests when ``tests`` is
+    ``authors`` (:mod:`.corpus.authors`). A source that cannot be read is a
+    :class:`SetupError` naming it."""
+    if loaded.corpus is None:
+        return loaded
+    if tests == "authors":
+        items, corpus, _ = authors_only(loaded.items, loaded.corpus)
+        loaded = replace(loaded, items=items, corpus=corpus, tests=tests)
+    if not background:
+        return loaded
+    assert loaded.corpus is not None
+    functions = [f for source in background for f in background_functions(source)]
+    return replace(loaded, background=tuple(background_snippets(functions, loaded.corpus)))
+
+
+def background_functions(source: str) -> list[BackgroundFunction]:
+    """Every self-contained function mined from ``source`` (never imported: mining/)."""
+    from .mining.functions import mined_functions
+    from .mining.sources import SourceError, load_source
+
+    try:
+        tree = load_source(source)
+    except SourceError as exc:
+        raise SetupError(f"--execretrieval-background={source}: {exc}") from None
+    origin = f"{tree.distribution} {tree.version}".strip()
+    return [
+        BackgroundFunction(f"{origin}:{f.file}", f.name, f.code)
+        for f in mined_functions(tree)
+        if f.code
+    ]
 
 
 def load(
@@ -231,6 +277,7 @@ def rank(
                     cache_dir,
                     stderr_progress,
                     code_similarity,
+                    loaded.tests,
                 )
             except ServiceError as exc:
                 raise ServiceFailure(f"--embedder {name}: {exc}") from None
@@ -331,6 +378,7 @@ class Handoff:
                 "changed": sorted(loaded.changed),
                 "built": loaded.built,
                 "background": [_fields(s) for s in loaded.background],
+                "tests": loaded.tests,
                 "runs": {n: r.to_json() for n, r in self.runs.items()},
                 "baseline_failed": sorted(self.baseline_failed),
             },
@@ -352,6 +400,7 @@ class Handoff:
                     "path": items_dir / row["path"],
                     "tests": tuple(row["tests"]),
                     "alternatives": tuple(row["alternatives"]),
+                    "source": ItemSource.from_table(row["source"]),
                 }
             )
             for row in data["items"]
@@ -370,6 +419,7 @@ class Handoff:
             frozenset(data["changed"]),
             data["built"],
             tuple(Snippet.from_json(row) for row in data["background"]),
+            data["tests"],
         )
         runs = {name: BenchmarkRun.from_json(run) for name, run in data["runs"].items()}
         return cls(loaded, runs, frozenset(data["baseline_failed"]))
@@ -384,6 +434,7 @@ def _fields(record) -> dict:
 def _item_json(item: BenchmarkItem) -> dict:
     row = _fields(item)
     row["path"] = f"{item.path.parent.name}/{item.path.name}"  # <domain>/<file>, as collected
+    row["source"] = asdict(item.source) if item.source else None
     return row
 
 

@@ -115,6 +115,8 @@ class ReportRow(TypedDict):
     top: list[HitRow]  # ranks 1..10
     own_distractors: NotRequired[list[OwnDistractorRow]]
     code_similarity: NotRequired[CodeSimilarity]
+    # A mined item's provenance (its [source] table: distribution, version, file, line, ...).
+    source: NotRequired[dict]
     # With a background pool only: how many background functions score above the canonical.
     background_above: NotRequired[int]
     rank1_outcomes: NotRequired[list[str]]
@@ -216,6 +218,7 @@ class QueryResult:
     tail_tie: TieGroup | None = None
     canonical_tie: TieSpan | None = None
     background_above: int | None = None  # None: the pool has no background
+    source: dict | None = None  # a mined item's provenance (its [source] table); None: none
 
     def to_json(self, rank1_outcomes: bool = True) -> ReportRow:
         """The report's ``per_query`` row (key order as written since schema version 2), with
@@ -233,6 +236,8 @@ class QueryResult:
             own_distractors=list(self.own_distractors),
             code_similarity=self.code_similarity,
         )
+        if self.source is not None:
+            row["source"] = self.source
         if self.background_above is not None:
             row["background_above"] = self.background_above
         if rank1_outcomes:
@@ -259,6 +264,7 @@ class QueryResult:
             row.get("tail_tie"),
             row.get("canonical_tie"),
             row.get("background_above"),
+            row.get("source"),
         )
 
 
@@ -274,6 +280,7 @@ class BenchmarkRun:
     # The pool's background (corpus/background.py), the report's ``corpus.background``:
     # {"sources": [...], "n_snippets": N}; None without one.
     background: dict | None = None
+    tests: str = "all"  # which tests decide: all, or the authors' (corpus/authors.py)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -283,6 +290,7 @@ class BenchmarkRun:
             "encode_s": self.encode_s,
             "results": {q: r.to_json() for q, r in self.results.items()},
             "background": self.background,
+            "tests": self.tests,
         }
 
     @classmethod
@@ -295,6 +303,7 @@ class BenchmarkRun:
             results,
             data["encode_s"],
             data.get("background"),
+            data.get("tests", "all"),
         )
 
 

@@ -41,7 +41,15 @@ from .corpus.store import (
 from .corpus.verify import distractors_by_query, item_cases
 from .execution.runner import SuiteRunner
 from .nodes import ItemFile, ItemsDir, QueryItem, RankOneFailure, VerifyItem, failure_message
-from .orchestration import EXIT_SERVICE, Handoff, Loaded, ServiceFailure, SetupError, load
+from .orchestration import (
+    EXIT_SERVICE,
+    Handoff,
+    Loaded,
+    ServiceFailure,
+    SetupError,
+    load,
+    prepare_pool,
+)
 from .ranking.benchmark import QueryResult
 from .sanitize import escape, one_line
 from .settings import Settings
@@ -327,6 +335,7 @@ class BenchmarkSession(Session):
         loaded = self.load(stale_ok=False)
         if self.state.collect_only:  # --co lists the items; nothing is ranked
             return
+        loaded = self.prepare(loaded)
         for name, pool_loaded in loaded.items():  # a pool present is never vacuously passed
             if not pool_loaded.items:
                 where = self.pools[name].pool.items_dir
@@ -343,6 +352,21 @@ class BenchmarkSession(Session):
         except ServiceFailure as exc:
             pytest.exit(f"service failure: {exc}", returncode=EXIT_SERVICE)
         self.save_item_caches()
+
+    def prepare(self, loaded: dict[str, Loaded]) -> dict[str, Loaded]:
+        """Each pool as the benchmark ranks it (:func:`.orchestration.prepare_pool`): the
+        background sources beside the Python pool's snippets, the tests that decide."""
+        s = self.settings
+        prepared = {}
+        try:
+            for name, pool_loaded in loaded.items():
+                background = s.background if name == "" else ()
+                prepared[name] = prepare_pool(pool_loaded, background, s.tests)
+                self.pools[name].loaded = prepared[name]
+        except SetupError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        self._index_items()
+        return prepared
 
     def selected_ids(self, loaded: Loaded) -> list[str]:
         """The ids of the items under the paths given on the command line (all by default)."""

@@ -121,6 +121,22 @@ OPTIONS = (
         "sandbox layers: best (use what the kernel offers, warn once about the rest) or strict "
         "(refuse to run without all of them; see `execretrieval doctor`)",
     ),
+    Option(
+        "background",
+        str,
+        (),
+        "add every function mined from SOURCE (a directory, a wheel or sdist, an installed "
+        "distribution's name; never imported) to each query's pool as a natural neighbour "
+        "(repeatable); execution decides whether one ranked first passes",
+        repeatable=True,
+    ),
+    Option(
+        "tests",
+        str,
+        "all",
+        "which tests decide: all, or authors (a mined item's doctests and test-file asserts, "
+        "not its recorded tests)",
+    ),
 )
 BY_NAME = {o.name: o for o in OPTIONS}
 
@@ -309,6 +325,8 @@ class Settings:
     identifiers: str
     limits: Limits
     isolation: str
+    background: tuple[str, ...] = ()  # --execretrieval-background sources
+    tests: str = "all"  # --execretrieval-tests
 
 
 def resolve(config) -> Settings:
@@ -353,6 +371,11 @@ def resolve(config) -> Settings:
     for flag, value in (("batch-size", batch_size), ("max-tokens", max_tokens)):
         if value is not None and value < 1:
             raise ValueError(f"--execretrieval-{flag}: {value} is not a positive number")
+    from .corpus.authors import TESTS
+
+    tests = setting(config, "tests")
+    if tests not in TESTS:
+        raise ValueError(f"--execretrieval-tests: {tests!r} is not one of {TESTS}")
     for flag in ("report-dir", "cache-dir"):
         check_own_directory(f"--execretrieval-{flag}", setting(config, flag), config.rootpath)
     return Settings(
@@ -375,6 +398,8 @@ def resolve(config) -> Settings:
         identifiers=identifiers,
         limits=_limits(config),
         isolation=isolation,
+        background=setting(config, "background"),
+        tests=tests,
     )
 
 

@@ -6,11 +6,13 @@ holds, and how many background functions outscore each canonical."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
+from plugin_runs import bench
 
 from pytest_execretrieval.corpus.background import (
     BackgroundFunction,
@@ -127,3 +129,82 @@ def test_a_background_function_runs_as_the_entry_point(name, defines, bound):
     (snippet,) = background_snippets([BackgroundFunction("r:x.py", name, code)], corpus)
     run = as_entry_point(snippet, "count_vowels", defines)
     assert run.endswith(f"count_vowels = {name}\n") is bound
+
+
+# --- the plugin: --execretrieval-background and --execretrieval-tests --------------------------
+
+
+def test_the_plugin_adds_a_background_source_and_reports_it(pytester, items):
+    """A directory of source as the background: its functions join the pool (never imported:
+    its package's __init__ would leave a marker), the report names the source, the pool's
+    sha256 changes, and a run without it is unchanged."""
+    package = pytester.path / "repo" / "textkit"
+    package.mkdir(parents=True)
+    marker = pytester.path / "imported"
+    (package / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    (package / "words.py").write_text(
+        "def vowel_total(s):\n    return sum(c in 'aeiouAEIOU' for c in s)\n\n\n"
+        "def shout(s):\n    return s.upper()\n"
+    )
+    (pytester.path / "repo" / "pyproject.toml").write_text(
+        '[project]\nname = "textkit"\nversion = "0.1"\nlicense = "MIT"\n'
+    )
+    plain = bench(pytester, items, "--execretrieval-report-dir=plain")
+    result = bench(
+        pytester,
+        items,
+        f"--execretrieval-background={pytester.path / 'repo'}",
+        "--execretrieval-report-dir=with",
+    )
+    assert plain.ret in (0, 1) and result.ret in (0, 1), result.stdout.str()
+    assert not marker.exists()
+    before = json.loads((pytester.path / "plain" / "bm25.json").read_text())
+    after = json.loads((pytester.path / "with" / "bm25.json").read_text())
+    assert "background" not in before["corpus"]
+    assert after["corpus"]["background"]["n_snippets"] == 2
+    assert after["corpus"]["background"]["sources"][0].startswith("textkit")
+    assert after["corpus"]["n_snippets"] == before["corpus"]["n_snippets"] + 2
+    assert after["corpus"]["sha256"] != before["corpus"]["sha256"]
+    assert all("background_above" in q for q in after["per_query"])
+    assert "background" in after["analyses"]["rank1_miss_attribution"]
+
+
+def test_a_background_source_that_cannot_be_read_is_a_usage_error(pytester, items):
+    result = bench(pytester, items, "--execretrieval-background=no-such-distribution-xyz")
+    assert result.ret == 4
+    assert "--execretrieval-background=no-such-distribution-xyz" in result.stderr.str()
+
+
+def test_tests_must_be_all_or_authors(pytester, items):
+    result = bench(pytester, items, "--execretrieval-tests=mine")
+    assert result.ret == 4 and "--execretrieval-tests" in result.stderr.str()
+
+
+def test_the_authors_tests_alone_keep_their_outcomes_and_drop_recorded_ones():
+    from dataclasses import replace
+
+    from pytest_execretrieval.corpus.authors import authors_only
+    from pytest_execretrieval.corpus.items import ItemSource
+
+    items, _ = load_items(DATA)
+    corpus = read_corpus(DATA)
+    vowels = next(i for i in items if i.id == "strings/count_vowels")
+    where = ["doctest t.py:3", "recorded", "test t.py:9", "recorded", "doctest t.py:4"]
+    where += ["recorded"] * (len(vowels.tests) - len(where))
+    source = ItemSource("d", "1", "t.py", 1, "0" * 64, "MIT", "", tuple(where))
+    only_recorded = replace(
+        next(i for i in items if i.id == "strings/count_vowels"),
+        id="strings/recorded_only",
+        source=replace(source, tests=("recorded",) * len(vowels.tests)),
+    )
+    mined = [replace(vowels, source=source), only_recorded]
+    kept, cut, dropped = authors_only(mined, corpus)
+    assert dropped == ["strings/recorded_only"] and [i.id for i in kept] == [vowels.id]
+    assert kept[0].tests == (vowels.tests[0], vowels.tests[2], vowels.tests[4])
+    assert kept[0].source is not None and "recorded" not in kept[0].source.tests
+    before = {s.snippet_id: s for s in corpus.snippets}
+    for s in cut.snippets:
+        if s.query_id == vowels.id:
+            assert s.outcomes == tuple(before[s.snippet_id].outcomes[i] for i in (0, 2, 4))
+        else:
+            assert s == before[s.snippet_id]

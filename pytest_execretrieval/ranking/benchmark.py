@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import cast
 
@@ -389,6 +389,7 @@ def assemble(
             tail,
             TieSpan(first=int(span[0]), last=int(span[1])),
             background_above(index, ranking, q),
+            asdict(item.source) if item.source else None,
         )
     return out
 
@@ -402,12 +403,15 @@ def run_benchmark(
     cache_dir: Path | None = None,
     progress: Progress | None = None,
     with_code_similarity: bool = False,
+    tests: str = "all",
 ) -> BenchmarkRun:
     """Rank the whole pool for every item's query and decide exec@k from the top 10 (the steps:
     module docstring).
 
     With ``with_code_similarity`` the alternatives are embedded too (about 15% more encoding on the
-    bundled set) for the code-to-code analysis; without it that analysis is absent."""
+    bundled set) for the code-to-code analysis; without it that analysis is absent.
+    ``tests``: which tests the items carry (``authors``: cut to their authors', for the
+    report)."""
     index = index_pool(items, corpus)
     alternatives = (
         sorted(corpus.alternatives, key=lambda s: s.snippet_id) if with_code_similarity else []
@@ -430,7 +434,8 @@ def run_benchmark(
     # The embedder's own record (embedders.describe builds it with the report's fixed keys).
     invocation = cast(Invocation, embedder.invocation())
     n = len(index.pool)
-    return BenchmarkRun(invocation, corpus_sha256, n, results, encode_s, describe(index.pool))
+    background = describe(index.pool)
+    return BenchmarkRun(invocation, corpus_sha256, n, results, encode_s, background, tests)
 
 
 __all__ = [

@@ -109,6 +109,7 @@ def build_report(
             "n_queries": len(per_query),
             "n_snippets": run.n_snippets,
             **({"background": run.background} if run.background else {}),
+            **({"tests": run.tests} if run.tests != "all" else {}),
         },
         "tie_policy": TIE_POLICY,
         **metric_summary(per_query, seed),

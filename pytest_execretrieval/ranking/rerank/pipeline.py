@@ -219,6 +219,7 @@ def rerank_run(
             rank1,
             tail,
             span,
+            source=r.source,
         )
     # The first stage's invocation plus the reranker's: a comparison with the first stage
     # shows exactly what the second stage adds.
@@ -254,7 +255,13 @@ def rerank_run(
     }
     return PipelineRun(
         BenchmarkRun(
-            invocation, first.corpus_sha256, first.n_snippets, results, seconds, first.background
+            invocation,
+            first.corpus_sha256,
+            first.n_snippets,
+            results,
+            seconds,
+            first.background,
+            first.tests,
         ),
         info,
         cost,
