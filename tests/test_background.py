@@ -167,6 +167,10 @@ def test_the_plugin_adds_a_background_source_and_reports_it(pytester, items):
     assert after["corpus"]["sha256"] != before["corpus"]["sha256"]
     assert all("background_above" in q for q in after["per_query"])
     assert "background" in after["analyses"]["rank1_miss_attribution"]
+    neighbours = after["analyses"]["background_neighbours"]
+    above = [q["background_above"] for q in after["per_query"]]
+    assert neighbours["share_above"] == sum(a > 0 for a in above) / len(above)
+    assert "background_neighbours" not in before["analyses"]
 
 
 def test_a_background_source_that_cannot_be_read_is_a_usage_error(pytester, items):

@@ -456,9 +456,28 @@ def per_class(report: dict) -> dict:
     }
 
 
+def background_neighbours(report: dict) -> dict | None:
+    """With a background pool (``corpus.background``): how often the embedder ranks a real
+    function of the code base above the query's canonical (``per_query[].background_above``,
+    counted exactly over the whole pool). ``share_above``: the share of queries with at least
+    one; ``mean_above``: background functions above the canonical per query; None without a
+    background."""
+    if not report.get("corpus", {}).get("background"):
+        return None
+    above = [q.get("background_above") or 0 for q in report["per_query"]]
+    n = len(above)
+    return {
+        "n": n,
+        "share_above": _rate(sum(a > 0 for a in above), n),
+        "mean_above": _rate(sum(above), n),
+    }
+
+
 def analyses(report: dict) -> dict:
     """Every analysis of one report, keyed by section (see the module and section docstrings)."""
+    neighbours = background_neighbours(report)
     return {
+        **({"background_neighbours": neighbours} if neighbours else {}),
         "embedder": report["embedder"].get("name"),
         "n_queries": len(report["per_query"]),
         "per_domain": per_domain(report),
