@@ -11,28 +11,22 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
+from typing import TypeVar
 
 from ..execution.runner import SuiteRunner
 from ..execution.sandbox import RUNNER_VERSION, SuiteResult
 from ..languages import DEFAULT, language
 from ..mutation.equivalence import EVIDENCE_VERSION, evidence
-from ..mutation.families import ALL_CLASSES, ALL_OPERATORS, FAMILY_CANDIDATES_PER_CLASS
-from ..mutation.fingerprint import families_version, mutation_version
-from ..mutation.operators import CORE_CLASSES, Mutant, generate_mutants
+from ..mutation.families import ALL_CLASSES
+from ..mutation.fingerprint import mutation_version
+from ..mutation.operators import Mutant
 from ..mutation.select import MAX_DISTRACTORS, UNUSABLE, Killed, kill_kind, select_distractors
 from ..mutation.stacking import stack_mutants
 from ..sanitize import escape
 from .incremental import ItemRecord, Reusable, choosable, recorded_killed
 from .items import BenchmarkItem
-from .store import (
-    DEFAULT_VARIANT,
-    SOURCES,
-    Corpus,
-    CorpusVariant,
-    Snippet,
-    make_snippet,
-    unified_diff,
-)
+from .store import Corpus, Snippet, make_snippet, unified_diff
+from .variants import DEFAULT_VARIANT, Candidates, CorpusVariant, VariantUnavailable
 
 MUTANT_TIMEOUT_S = 1.0
 
@@ -40,9 +34,9 @@ MUTANT_TIMEOUT_S = 1.0
 def engine(variant: CorpusVariant = DEFAULT_VARIANT, languages: Iterable[str] = ()) -> dict:
     """What generated a corpus; a change here makes committed corpora stale. The mutation
     version follows the operator table and selection code (see :mod:`.mutation.fingerprint`);
-    a mutmut corpus also records mutmut's, libcst's and the adapter's versions, the families
-    corpus the families' version and candidates per class. ``languages``: those of the
-    corpus's items; each but Python adds its runner's and mutants' versions
+    the variant's row adds what it records of its generator (mutmut's, libcst's and the
+    adapter's versions; the families' version and candidates per class). ``languages``: those
+    of the corpus's items; each but Python adds its runner's and mutants' versions
     (:meth:`.languages.Language.versions`), so a Python corpus records what it always did."""
     others = {name: language(name).versions() for name in sorted(set(languages) - {DEFAULT})}
     return (
@@ -51,67 +45,29 @@ def engine(variant: CorpusVariant = DEFAULT_VARIANT, languages: Iterable[str] = 
             "mutation": mutation_version(),
             "mutant_timeout_s": MUTANT_TIMEOUT_S,
             "distractors_per_item": MAX_DISTRACTORS,
-            "stack": variant.stack,
+            "stack": variant.k,
             "evidence": EVIDENCE_VERSION,
         }
-        | ({"source": _mutmut_engine()} if variant.source == "mutmut" else {})
-        | (
-            {"families": families_version(), "candidates_per_class": FAMILY_CANDIDATES_PER_CLASS}
-            if variant.families
-            else {}
-        )
+        | _available(variant.row.engine)
         | ({"languages": others} if others else {})
     )
 
 
-def _mutmut_engine() -> dict:
-    return _mutmut_source().engine_source()
+def candidate_generator(variant: CorpusVariant) -> Candidates:
+    """``item -> single-edit candidates`` of the ``variant`` corpus (its row's generator: an
+    extra such as mutmut is imported only when asked for)."""
+    return _available(variant.row.generator)
 
 
-def _mutmut_source():
-    """:mod:`.mutation.mutmut_source`, or a :class:`BuildError` saying how to install mutmut."""
+T = TypeVar("T")
+
+
+def _available(load: Callable[[], T]) -> T:
+    """``load()``, a missing extra a :class:`BuildError` saying how to install it."""
     try:
-        from ..mutation import mutmut_source
-    except ImportError as exc:
-        raise BuildError(
-            f"--source mutmut needs mutmut: pip install 'pytest-execretrieval[mutmut]' ({exc})"
-        ) from None
-    return mutmut_source
-
-
-def candidate_generator(source: str) -> Callable[[str, str], list[Mutant]] | None:
-    """``(canonical, entry_point) -> candidates`` of a source in :data:`SOURCES` (``None`` for
-    ``operators``: each item's language's own operators); mutmut (and libcst) are imported only
-    when asked for."""
-    if source == "operators":
-        return None
-    if source == "mutmut":
-        return _mutmut_source().generate_mutmut_mutants
-    raise ValueError(f"unknown mutant source {source!r}: one of {SOURCES}")
-
-
-def candidate_mutants(
-    item: BenchmarkItem,
-    families: bool = False,
-    generate: Callable[[str, str], list[Mutant]] | None = None,
-) -> list[Mutant]:
-    """An item's single-edit candidates: ``generate``'s (a source's, :func:`candidate_generator`),
-    else the item's language's operators (the default corpus), or, for the families corpus,
-    every class's (:data:`.mutation.families.ALL_OPERATORS`), the first
-    :data:`~.mutation.families.FAMILY_CANDIDATES_PER_CLASS` of each."""
-    if generate is not None:
-        return generate(item.canonical, item.entry_point)
-    if not families:
-        return list(item.lang.mutants(item.canonical, item.entry_point))
-    return generate_mutants(
-        item.canonical, item.entry_point, ALL_OPERATORS, FAMILY_CANDIDATES_PER_CLASS
-    )
-
-
-def preferred_classes(families: bool = False) -> tuple[str, ...]:
-    """The classes the selection prefers after distinct classes: the core classes, or every
-    class in the families corpus (its distractors are drawn across all classes alike)."""
-    return ALL_CLASSES if families else CORE_CLASSES
+        return load()
+    except VariantUnavailable as exc:
+        raise BuildError(str(exc)) from None
 
 
 class BuildError(Exception):
@@ -249,12 +205,11 @@ def build(
     candidates, usually with a shorter timeout (a mutant that loops is killed either way, and
     verification re-runs every chosen distractor under the full limits).
 
-    ``variant``: which corpus. With ``variant.stack`` K > 1 the candidates are stacked mutants: K
-    single edits on disjoint lines (:func:`.mutation.stacking.stack_mutants`), drawn from the
-    item's killed single-edit mutants in selection-preference order, so each edit is itself
-    proven wrong. ``variant.source``: where the candidates come from (:func:`candidate_generator`);
-    ``variant.families``: the families corpus (:func:`candidate_mutants`,
-    :func:`preferred_classes`).
+    ``variant``: which corpus; its row (:data:`.variants.VARIANTS`) gives the single-edit
+    candidates (:func:`candidate_generator`) and the classes the selection prefers. With
+    ``variant.k`` K > 1 the candidates are stacked mutants: K single edits on disjoint lines
+    (:func:`.mutation.stacking.stack_mutants`), drawn from the item's killed single-edit
+    mutants in selection-preference order, so each edit is itself proven wrong.
 
     ``reuse``: committed records of unchanged items (:func:`.incremental.plan`); those items
     run nothing unless the corpus-wide class balance moves their choice of distractors. The
@@ -274,7 +229,7 @@ def build(
         if item.id not in runs and item.id not in reuse:
             continue  # its build failed: a problem already
         killed = runs[item.id].killed if item.id in runs else recorded_killed(reuse[item.id].record)
-        picked = select_distractors(killed, class_totals, core=preferred_classes(variant.families))
+        picked = select_distractors(killed, class_totals, core=variant.row.preferred)
         chosen[item.id] = [k.position for k in picked]
         if item.id in reuse and tuple(chosen[item.id]) != reuse[item.id].record.selected:
             moved.append(item)
@@ -374,22 +329,20 @@ def run_items(
     phases: _Phases,
     problems: list[str],
 ) -> dict[str, ItemRun]:
-    """Generate (the ``variant`` corpus's candidates, :func:`candidate_mutants`) and run every
+    """Generate (the ``variant`` corpus's candidates, :func:`candidate_generator`) and run every
     candidate of ``items`` (and their canonicals and alternatives); an item whose mutants or
     stacking fail is left out, its failure in ``problems``."""
     if not items:
         return {}
     phases.start("mutants", len(items))
-    generate = candidate_generator(variant.source)
+    generate = candidate_generator(variant)
     mutants = {}
     for done, item in enumerate(items, 1):
-        mutants[item.id] = per_item(
-            item, problems, "mutants", candidate_mutants, item, variant.families, generate
-        )
+        mutants[item.id] = per_item(item, problems, "mutants", generate, item)
         phases.tick(done)
     items = [item for item in items if mutants[item.id] is not None]
-    if variant.stack > 1:
-        mutants = stacked_candidates(items, mutants, mutant_runner, variant.stack, phases, problems)
+    if variant.k > 1:
+        mutants = stacked_candidates(items, mutants, mutant_runner, variant.k, phases, problems)
         items = [item for item in items if mutants.get(item.id) is not None]
     originals = [
         (code, item.setup, item.tests, item.language, item.id)
