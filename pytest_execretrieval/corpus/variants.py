@@ -121,7 +121,7 @@ VARIANTS: dict[str, CorpusKind] = {
 # `--source`'s choices: the default and every kind that `--source NAME` selects.
 SOURCES = (
     str(OPTION_DEFAULTS["source"]),
-    *(k.name for k in VARIANTS.values() if "source" in k.options(k.ks[0])),
+    *(kind.name for kind in VARIANTS.values() if "source" in kind.options(kind.ks[0])),
 )
 
 
