@@ -15,6 +15,7 @@ from pathlib import Path
 
 from . import DEFAULT_CACHE_DIR
 from .corpus.store import CorpusVariant
+from .corpus.variants import OPTION_DEFAULTS as CORPUS_OPTIONS
 from .execution.sandbox import ISOLATION_MODES, Limits
 
 
@@ -30,12 +31,22 @@ class Option:
 OPTIONS = (
     Option("verify", bool, False, "verification run: one item per snippet, plus the name gate"),
     Option("items", Path, None, "items directory (default: the bundled benchmark)"),
-    Option("stack", int, 1, "benchmark/verify the stacked corpus: K edits per distractor (1-4)"),
-    Option("source", str, "operators", "the corpus of mutant source S: operators or mutmut"),
+    Option(
+        "stack",
+        int,
+        CORPUS_OPTIONS["stack"],
+        "benchmark/verify the stacked corpus: K edits per distractor (1-4)",
+    ),
+    Option(
+        "source",
+        str,
+        CORPUS_OPTIONS["source"],
+        "the corpus of mutant source S: operators or mutmut",
+    ),
     Option(
         "families",
         bool,
-        False,
+        CORPUS_OPTIONS["families"],
         "benchmark/verify the families corpus: distractors drawn across every operator class, "
         "the real-bug families too",
     ),

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_execretrieval import cli
 from pytest_execretrieval.corpus.build import engine
 from pytest_execretrieval.corpus.store import (
     MAX_STACK,
@@ -16,7 +17,9 @@ from pytest_execretrieval.corpus.store import (
     build_command,
     corpus_dir,
 )
+from pytest_execretrieval.corpus.variants import OPTION_DEFAULTS, VARIANTS
 from pytest_execretrieval.orchestration import Handoff, Loaded
+from pytest_execretrieval.settings import BY_NAME
 
 ITEMS = Path("/items")
 
@@ -68,3 +71,27 @@ def test_an_xdist_worker_reads_the_corpus_its_controller_chose(tmp_path):
         Loaded([], None, corpus_dir(tmp_path, families), [], frozenset(), False), {}, frozenset()
     ).to_text()
     assert Handoff.from_text(text, tmp_path, families).loaded.corpus_dir == tmp_path / "families"
+
+
+@pytest.mark.parametrize(
+    "kind, k", [(kind.name, k) for kind in VARIANTS.values() for k in kind.ks], ids=str
+)
+def test_the_variant_table_is_the_one_place_a_kind_is_defined(kind, k):
+    """A row's directory, flags and options round-trip: the build command of a kind's corpus
+    parses back (through the `execretrieval build` parser) to the same variant, in its folder."""
+    variant = CorpusVariant.of(kind, k)
+    assert (variant.kind, variant.k) == (kind, k)
+    assert corpus_dir(ITEMS, variant) == ITEMS / VARIANTS[kind].directory.format(k=k)
+    args = cli.parser().parse_args(build_command(ITEMS, variant).split()[1:])
+    assert CorpusVariant.checked(args.stack, args.source, args.families, "--{}".format) == variant
+    # the benchmark's options are the build's, with the same defaults (the default corpus)
+    assert {name: BY_NAME[name].default for name in OPTION_DEFAULTS} == OPTION_DEFAULTS
+    assert CorpusVariant(**OPTION_DEFAULTS) == CorpusVariant.of("default")
+
+
+def test_every_kind_has_its_own_folder():
+    variants = [CorpusVariant.of(kind.name, k) for kind in VARIANTS.values() for k in kind.ks]
+    folders = [corpus_dir(ITEMS, v) for v in variants]
+    assert len(set(folders)) == len(folders) and ITEMS in folders
+    with pytest.raises(ValueError, match="'stack'"):
+        CorpusVariant.of("stack", 1)  # one edit is the default corpus

@@ -9,30 +9,24 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
+from typing import TypeVar
 
-from ..execution.runner import SuiteRunner
+from ..execution.runner import Suite, SuiteRunner
 from ..execution.sandbox import RUNNER_VERSION, SuiteResult
 from ..languages import DEFAULT, language
 from ..mutation.equivalence import EVIDENCE_VERSION, evidence
-from ..mutation.families import ALL_CLASSES, ALL_OPERATORS, FAMILY_CANDIDATES_PER_CLASS
-from ..mutation.fingerprint import families_version, mutation_version
-from ..mutation.operators import CORE_CLASSES, Mutant, generate_mutants
+from ..mutation.families import ALL_CLASSES
+from ..mutation.fingerprint import mutation_version
+from ..mutation.operators import Mutant
 from ..mutation.select import MAX_DISTRACTORS, UNUSABLE, Killed, kill_kind, select_distractors
 from ..mutation.stacking import stack_mutants
 from ..sanitize import escape
 from .incremental import ItemRecord, Reusable, choosable, recorded_killed
 from .items import BenchmarkItem
-from .store import (
-    DEFAULT_VARIANT,
-    SOURCES,
-    Corpus,
-    CorpusVariant,
-    Snippet,
-    make_snippet,
-    unified_diff,
-)
+from .store import Corpus, Snippet, make_snippet, unified_diff
+from .variants import DEFAULT_VARIANT, Candidates, CorpusVariant, VariantUnavailable
 
 MUTANT_TIMEOUT_S = 1.0
 
@@ -40,9 +34,9 @@ MUTANT_TIMEOUT_S = 1.0
 def engine(variant: CorpusVariant = DEFAULT_VARIANT, languages: Iterable[str] = ()) -> dict:
     """What generated a corpus; a change here makes committed corpora stale. The mutation
     version follows the operator table and selection code (see :mod:`.mutation.fingerprint`);
-    a mutmut corpus also records mutmut's, libcst's and the adapter's versions, the families
-    corpus the families' version and candidates per class. ``languages``: those of the
-    corpus's items; each but Python adds its runner's and mutants' versions
+    the variant's row adds what it records of its generator (mutmut's, libcst's and the
+    adapter's versions; the families' version and candidates per class). ``languages``: those
+    of the corpus's items; each but Python adds its runner's and mutants' versions
     (:meth:`.languages.Language.versions`), so a Python corpus records what it always did."""
     others = {name: language(name).versions() for name in sorted(set(languages) - {DEFAULT})}
     return (
@@ -51,67 +45,29 @@ def engine(variant: CorpusVariant = DEFAULT_VARIANT, languages: Iterable[str] = 
             "mutation": mutation_version(),
             "mutant_timeout_s": MUTANT_TIMEOUT_S,
             "distractors_per_item": MAX_DISTRACTORS,
-            "stack": variant.stack,
+            "stack": variant.k,
             "evidence": EVIDENCE_VERSION,
         }
-        | ({"source": _mutmut_engine()} if variant.source == "mutmut" else {})
-        | (
-            {"families": families_version(), "candidates_per_class": FAMILY_CANDIDATES_PER_CLASS}
-            if variant.families
-            else {}
-        )
+        | _available(variant.row.engine)
         | ({"languages": others} if others else {})
     )
 
 
-def _mutmut_engine() -> dict:
-    return _mutmut_source().engine_source()
+def candidate_generator(variant: CorpusVariant) -> Candidates:
+    """``item -> single-edit candidates`` of the ``variant`` corpus (its row's generator: an
+    extra such as mutmut is imported only when asked for)."""
+    return _available(variant.row.generator)
 
 
-def _mutmut_source():
-    """:mod:`.mutation.mutmut_source`, or a :class:`BuildError` saying how to install mutmut."""
+T = TypeVar("T")
+
+
+def _available(load: Callable[[], T]) -> T:
+    """``load()``, a missing extra a :class:`BuildError` saying how to install it."""
     try:
-        from ..mutation import mutmut_source
-    except ImportError as exc:
-        raise BuildError(
-            f"--source mutmut needs mutmut: pip install 'pytest-execretrieval[mutmut]' ({exc})"
-        ) from None
-    return mutmut_source
-
-
-def candidate_generator(source: str) -> Callable[[str, str], list[Mutant]] | None:
-    """``(canonical, entry_point) -> candidates`` of a source in :data:`SOURCES` (``None`` for
-    ``operators``: each item's language's own operators); mutmut (and libcst) are imported only
-    when asked for."""
-    if source == "operators":
-        return None
-    if source == "mutmut":
-        return _mutmut_source().generate_mutmut_mutants
-    raise ValueError(f"unknown mutant source {source!r}: one of {SOURCES}")
-
-
-def candidate_mutants(
-    item: BenchmarkItem,
-    families: bool = False,
-    generate: Callable[[str, str], list[Mutant]] | None = None,
-) -> list[Mutant]:
-    """An item's single-edit candidates: ``generate``'s (a source's, :func:`candidate_generator`),
-    else the item's language's operators (the default corpus), or, for the families corpus,
-    every class's (:data:`.mutation.families.ALL_OPERATORS`), the first
-    :data:`~.mutation.families.FAMILY_CANDIDATES_PER_CLASS` of each."""
-    if generate is not None:
-        return generate(item.canonical, item.entry_point)
-    if not families:
-        return list(item.lang.mutants(item.canonical, item.entry_point))
-    return generate_mutants(
-        item.canonical, item.entry_point, ALL_OPERATORS, FAMILY_CANDIDATES_PER_CLASS
-    )
-
-
-def preferred_classes(families: bool = False) -> tuple[str, ...]:
-    """The classes the selection prefers after distinct classes: the core classes, or every
-    class in the families corpus (its distractors are drawn across all classes alike)."""
-    return ALL_CLASSES if families else CORE_CLASSES
+        return load()
+    except VariantUnavailable as exc:
+        raise BuildError(str(exc)) from None
 
 
 class BuildError(Exception):
@@ -237,6 +193,42 @@ class _Phases:
             )
 
 
+@dataclass(frozen=True)
+class BuildPlan:
+    """Which items a build runs and which it takes from their committed records."""
+
+    items: tuple[BenchmarkItem, ...]  # every item, in id order
+    reuse: Mapping[str, Reusable]  # the committed records of the items that run nothing
+
+    @property
+    def fresh(self) -> list[BenchmarkItem]:
+        """The items built from scratch, in id order."""
+        return [item for item in self.items if item.id not in self.reuse]
+
+    def without(self, items: Sequence[BenchmarkItem]) -> BuildPlan:
+        """This plan with ``items`` built from scratch instead of reused."""
+        rebuilt = {item.id for item in items}
+        reuse = {iid: r for iid, r in self.reuse.items() if iid not in rebuilt}
+        return BuildPlan(self.items, reuse)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The distractors chosen over the corpus."""
+
+    chosen: Mapping[str, list[int]]  # per item id, the candidate positions chosen, in order
+    moved: tuple[BenchmarkItem, ...]  # reused items whose choice differs from their record
+
+
+@dataclass(frozen=True)
+class Fresh:
+    """The snippets of the items built from scratch."""
+
+    pool: list[Snippet]  # canonicals and chosen distractors
+    alternatives: list[Snippet]
+    survivors: tuple[Survivor, ...] = ()
+
+
 def build(
     items: Sequence[BenchmarkItem],
     runner: SuiteRunner,
@@ -249,54 +241,81 @@ def build(
     candidates, usually with a shorter timeout (a mutant that loops is killed either way, and
     verification re-runs every chosen distractor under the full limits).
 
-    ``variant``: which corpus. With ``variant.stack`` K > 1 the candidates are stacked mutants: K
-    single edits on disjoint lines (:func:`.mutation.stacking.stack_mutants`), drawn from the
-    item's killed single-edit mutants in selection-preference order, so each edit is itself
-    proven wrong. ``variant.source``: where the candidates come from (:func:`candidate_generator`);
-    ``variant.families``: the families corpus (:func:`candidate_mutants`,
-    :func:`preferred_classes`).
+    ``variant``: which corpus; its row (:data:`.variants.VARIANTS`) gives the single-edit
+    candidates (:func:`candidate_generator`) and the classes the selection prefers. With
+    ``variant.k`` K > 1 the candidates are stacked mutants: K single edits on disjoint lines
+    (:func:`.mutation.stacking.stack_mutants`), drawn from the item's killed single-edit
+    mutants in selection-preference order, so each edit is itself proven wrong.
 
     ``reuse``: committed records of unchanged items (:func:`.incremental.plan`); those items
     run nothing unless the corpus-wide class balance moves their choice of distractors. The
-    result is the same as without ``reuse``."""
-    items = sorted(items, key=lambda item: item.id)
-    reuse = dict(reuse or {})
+    result is the same as without ``reuse``.
+
+    The steps: :func:`plan_build`, :func:`run_items` (:func:`mutate`, :func:`execute`),
+    :func:`select` (and :func:`run_items` again for the items whose choice moved),
+    :func:`fresh_snippets`, :func:`attach_evidence`, :func:`assemble`. Every item's problems
+    are reported together, after the step that found them."""
     phases = _Phases(progress, (runner, mutant_runner))
-    problems: list[str] = []  # every item's, all reported together
-    runs = run_items(
-        [i for i in items if i.id not in reuse], runner, mutant_runner, variant, phases, problems
-    )
-    # The selection balances classes over the corpus in item order: run it over every item.
+    problems: list[str] = []
+    planned = plan_build(items, reuse)
+    runs = run_items(planned.fresh, runner, mutant_runner, variant, phases, problems)
+    selection = select(planned, runs, variant)
+    runs |= run_items(selection.moved, runner, mutant_runner, variant, phases, problems)
+    planned = planned.without(selection.moved)
+    fresh = fresh_snippets(planned.items, runs, selection.chosen, problems)
+    _raise_problems(problems)
+    fresh = attach_evidence(planned.items, runs, fresh, mutant_runner, phases, problems)
+    _raise_problems(problems)
+    return assemble(planned, runs, selection, fresh, variant)
+
+
+def plan_build(items: Sequence[BenchmarkItem], reuse: Mapping[str, Reusable] | None) -> BuildPlan:
+    """Every item in id order; those with a committed record in ``reuse`` run nothing."""
+    return BuildPlan(tuple(sorted(items, key=lambda item: item.id)), dict(reuse or {}))
+
+
+def select(planned: BuildPlan, runs: Mapping[str, ItemRun], variant: CorpusVariant) -> Selection:
+    """Choose every item's distractors from its killed candidates (a fresh run's, else its
+    record's), balancing operator classes over the corpus in item-id order, the ``variant``'s
+    classes preferred after distinct classes (:func:`.mutation.select.select_distractors`).
+    Items in neither (their build failed: a problem already) are skipped. A reused item whose
+    choice differs from its record has ``moved``: it must be built again."""
     chosen: dict[str, list[int]] = {}
     moved = []
     class_totals: Counter = Counter()
-    for item in items:
-        if item.id not in runs and item.id not in reuse:
+    for item in planned.items:
+        reused = planned.reuse.get(item.id)
+        if item.id in runs:
+            killed = runs[item.id].killed
+        elif reused is not None:
+            killed = recorded_killed(reused.record)
+        else:
             continue  # its build failed: a problem already
-        killed = runs[item.id].killed if item.id in runs else recorded_killed(reuse[item.id].record)
-        picked = select_distractors(killed, class_totals, core=preferred_classes(variant.families))
+        picked = select_distractors(killed, class_totals, core=variant.row.preferred)
         chosen[item.id] = [k.position for k in picked]
-        if item.id in reuse and tuple(chosen[item.id]) != reuse[item.id].record.selected:
+        if reused is not None and tuple(chosen[item.id]) != reused.record.selected:
             moved.append(item)
-    runs |= run_items(moved, runner, mutant_runner, variant, phases, problems)
-    for item in moved:
-        del reuse[item.id]
+    return Selection(chosen, tuple(moved))
 
-    fresh_pool: list[Snippet] = []
-    fresh_alternatives: list[Snippet] = []
+
+def fresh_snippets(
+    items: Sequence[BenchmarkItem],
+    runs: Mapping[str, ItemRun],
+    chosen: Mapping[str, list[int]],
+    problems: list[str],
+) -> Fresh:
+    """The canonical, alternatives and chosen distractors of every item in ``runs``. A canonical
+    or alternative failing its tests is a problem, as is a chosen position no fresh candidate
+    has (a record that disagrees with the run)."""
+    pool: list[Snippet] = []
+    alternatives: list[Snippet] = []
     for item in items:
         if item.id not in runs:
             continue
         run = runs[item.id]
-        labels = ["canonical"] + [f"alternatives[{i}]" for i in range(len(item.alternatives))]
-        for label, code, result in zip(labels, (item.canonical, *item.alternatives), run.originals):
-            if not result.passed:
-                problems.append(
-                    f"{item.path}: {label}: fails its tests: " + failure_summary(item, result)
-                )
-            kind = "canonical" if label == "canonical" else "alternative"
-            snippet = make_snippet(item, kind, code, result.outcomes)
-            (fresh_pool if kind == "canonical" else fresh_alternatives).append(snippet)
+        canonical, *own_alternatives = originals(item, run, problems)
+        pool.append(canonical)
+        alternatives += own_alternatives
         by_position = {k.position: k for k in run.killed}
         if not set(chosen[item.id]) <= set(by_position):  # chosen from a record: it lied
             problems.append(
@@ -304,57 +323,123 @@ def build(
                 "a fresh run; run `execretrieval build --full`"
             )
             continue
-        fresh_pool += [distractor(item, by_position[p]) for p in chosen[item.id]]
-    if problems:
-        raise BuildError("\n".join(problems))
-    built = [item for item in items if item.id in runs]
-    fresh_pool, fresh_alternatives = with_evidence(
-        built, fresh_pool, fresh_alternatives, mutant_runner, phases, problems
-    )
-    fresh_survivors = survivor_evidence(
-        built, {i: r.survivors for i, r in runs.items()}, mutant_runner, phases, problems
-    )
-    if problems:
-        raise BuildError("\n".join(problems))
+        pool += [distractor(item, by_position[p]) for p in chosen[item.id]]
+    return Fresh(pool, alternatives)
 
-    pool = fresh_pool + [s for r in reuse.values() for s in (r.canonical, *r.distractors)]
-    alternatives = fresh_alternatives + [s for r in reuse.values() for s in r.alternatives]
+
+def originals(item: BenchmarkItem, run: ItemRun, problems: list[str]) -> list[Snippet]:
+    """The snippets of ``item``'s canonical, then its alternatives; each that fails its own
+    tests is a problem naming it."""
+    labels = ["canonical"] + [f"alternatives[{i}]" for i in range(len(item.alternatives))]
+    snippets = []
+    for label, code, result in zip(labels, (item.canonical, *item.alternatives), run.originals):
+        if not result.passed:
+            problems.append(
+                f"{item.path}: {label}: fails its tests: " + failure_summary(item, result)
+            )
+        kind = "canonical" if label == "canonical" else "alternative"
+        snippets.append(make_snippet(item, kind, code, result.outcomes))
+    return snippets
+
+
+def attach_evidence(
+    items: Sequence[BenchmarkItem],
+    runs: Mapping[str, ItemRun],
+    fresh: Fresh,
+    runner: SuiteRunner,
+    phases: _Phases,
+    problems: list[str],
+) -> Fresh:
+    """``fresh`` with differential evidence: on its distractors and alternatives
+    (:func:`with_evidence`) and on every surviving candidate (:func:`survivor_evidence`) of
+    the items built from scratch."""
+    built = [item for item in items if item.id in runs]
+    pool, alternatives = with_evidence(
+        built, fresh.pool, fresh.alternatives, runner, phases, problems
+    )
+    survivors = survivor_evidence(
+        built, {i: r.survivors for i, r in runs.items()}, runner, phases, problems
+    )
+    return Fresh(pool, alternatives, survivors)
+
+
+def assemble(
+    planned: BuildPlan,
+    runs: Mapping[str, ItemRun],
+    selection: Selection,
+    fresh: Fresh,
+    variant: CorpusVariant,
+) -> BuildResult:
+    """The build's result: the corpus (:func:`corpus_of`), every item's yield, survivors and
+    record, in id order (:func:`kept_records`), and the lines on unusable candidates."""
+    kept = kept_records(planned, runs, selection.chosen, fresh.survivors)
+    built = [item for item in planned.items if item.id in runs]
+    return BuildResult(
+        corpus_of(planned, fresh, variant),
+        tuple(item_yield(item.id, record) for item, (record, _) in zip(planned.items, kept)),
+        tuple(s for _, own in kept for s in own),
+        tuple(record for record, _ in kept),
+        tuple(i.id for i in built),
+        tuple(i.id for i in selection.moved),
+        tuple(line for item in built for line in runs[item.id].unusable),
+    )
+
+
+def corpus_of(planned: BuildPlan, fresh: Fresh, variant: CorpusVariant) -> Corpus:
+    """The fresh and the reused snippets, each file sorted by snippet id, and the engine that
+    made them; identical code in two items' pool snippets is a :class:`BuildError`."""
+    reused = planned.reuse.values()
+    pool = fresh.pool + [s for r in reused for s in (r.canonical, *r.distractors)]
+    alternatives = fresh.alternatives + [s for r in reused for s in r.alternatives]
+    _refuse_duplicates(pool)
+    by_id = lambda s: s.snippet_id  # noqa: E731
+    return Corpus(
+        tuple(sorted(pool, key=by_id)),
+        tuple(sorted(alternatives, key=by_id)),
+        engine(variant, {item.language for item in planned.items}),
+    )
+
+
+def _refuse_duplicates(pool: Sequence[Snippet]) -> None:
     ids = Counter(s.snippet_id for s in pool)
     duplicates = sorted(i for i, n in ids.items() if n > 1)
     if duplicates:
         raise BuildError(f"identical code in several items: snippet ids {duplicates}")
+
+
+def _raise_problems(problems: Sequence[str]) -> None:
+    if problems:
+        raise BuildError("\n".join(problems))
+
+
+def kept_records(
+    planned: BuildPlan,
+    runs: Mapping[str, ItemRun],
+    chosen: Mapping[str, list[int]],
+    survivors: Sequence[Survivor],
+) -> list[tuple[ItemRecord, list[Survivor]]]:
+    """Per item in id order, its record and surviving candidates: a reused item's as committed,
+    a fresh item's from its run, its chosen positions and its survivors' evidence."""
     survivors_of: dict[str, list[Survivor]] = {}
-    for survivor in fresh_survivors:
+    for survivor in survivors:
         survivors_of.setdefault(survivor.item_id, []).append(survivor)
-    yields, survivors, records = [], [], []
-    for item in items:
-        if item.id in reuse:
-            record = reuse[item.id].record
+    kept = []
+    for item in planned.items:
+        if item.id in planned.reuse:
+            record = planned.reuse[item.id].record
             own = [Survivor(item.id, **s) for s in record.survivors]
         else:
             own = survivors_of.get(item.id, [])
             record = item_record(item.id, runs[item.id], chosen[item.id], own)
-        operators = {c.position: c.operator for c in record.choosable}
-        selected = in_class_order(Counter(operators[p] for p in record.selected))
-        yields.append(ItemYield(item.id, record.candidates, record.killed, selected))
-        survivors += own
-        records.append(record)
-    by_id = lambda s: s.snippet_id  # noqa: E731
-    corpus = Corpus(
-        tuple(sorted(pool, key=by_id)),
-        tuple(sorted(alternatives, key=by_id)),
-        engine(variant, {item.language for item in items}),
-    )
-    unusable = tuple(line for item in items if item.id in runs for line in runs[item.id].unusable)
-    return BuildResult(
-        corpus,
-        tuple(yields),
-        tuple(survivors),
-        tuple(records),
-        tuple(i.id for i in built),
-        tuple(i.id for i in moved),
-        unusable,
-    )
+        kept.append((record, own))
+    return kept
+
+
+def item_yield(item_id: str, record: ItemRecord) -> ItemYield:
+    """What the item's record says it yielded: candidates, kills and choices per class."""
+    operators = {c.position: c.operator for c in record.choosable}
+    selected = in_class_order(Counter(operators[p] for p in record.selected))
+    return ItemYield(item_id, record.candidates, record.killed, selected)
 
 
 def item_record(
@@ -374,55 +459,93 @@ def run_items(
     phases: _Phases,
     problems: list[str],
 ) -> dict[str, ItemRun]:
-    """Generate (the ``variant`` corpus's candidates, :func:`candidate_mutants`) and run every
-    candidate of ``items`` (and their canonicals and alternatives); an item whose mutants or
+    """Generate the ``variant`` corpus's candidates of ``items`` (:func:`mutate`) and run them
+    and the items' canonicals and alternatives (:func:`execute`); an item whose mutants or
     stacking fail is left out, its failure in ``problems``."""
     if not items:
         return {}
+    candidates = mutate(items, mutant_runner, variant, phases, problems)
+    return execute(
+        [i for i in items if i.id in candidates], candidates, runner, mutant_runner, phases
+    )
+
+
+def mutate(
+    items: Sequence[BenchmarkItem],
+    mutant_runner: SuiteRunner,
+    variant: CorpusVariant,
+    phases: _Phases,
+    problems: list[str],
+) -> dict[str, list[Mutant]]:
+    """Each item's candidates, in item order: its single edits from the ``variant``'s generator
+    (:func:`candidate_generator`), stacked K at a time when ``variant.k`` K > 1
+    (:func:`stacked_candidates`, which runs the single edits). An item whose generation or
+    stacking fails is left out, its failure in ``problems`` (:func:`per_item`)."""
     phases.start("mutants", len(items))
-    generate = candidate_generator(variant.source)
-    mutants = {}
+    generate = candidate_generator(variant)
+    singles = {}
     for done, item in enumerate(items, 1):
-        mutants[item.id] = per_item(
-            item, problems, "mutants", candidate_mutants, item, variant.families, generate
-        )
+        singles[item.id] = per_item(item, problems, "mutants", generate, item)
         phases.tick(done)
-    items = [item for item in items if mutants[item.id] is not None]
-    if variant.stack > 1:
-        mutants = stacked_candidates(items, mutants, mutant_runner, variant.stack, phases, problems)
-        items = [item for item in items if mutants.get(item.id) is not None]
-    originals = [
-        (code, item.setup, item.tests, item.language, item.id)
-        for item in items
-        for code in (item.canonical, *item.alternatives)
-    ]
-    original_results = iter(runner.run_many(originals))
-    candidates = [
-        (m.code, item.setup, item.tests, item.language, item.id)
-        for item in items
-        for m in mutants[item.id]
-    ]
-    mutant_results = mutant_runner.imap(candidates)
+    items = [item for item in items if singles[item.id] is not None]
+    if variant.k == 1:
+        return {item.id: singles[item.id] for item in items}
+    stacked = stacked_candidates(items, singles, mutant_runner, variant.k, phases, problems)
+    return {item.id: stacked[item.id] for item in items if stacked.get(item.id) is not None}
+
+
+def execute(
+    items: Sequence[BenchmarkItem],
+    candidates: Mapping[str, list[Mutant]],
+    runner: SuiteRunner,
+    mutant_runner: SuiteRunner,
+    phases: _Phases,
+) -> dict[str, ItemRun]:
+    """Run every item's canonical and alternatives (``runner``, full limits) and candidates
+    (``mutant_runner``); each candidate is killed (a distractor's candidate), survives or is
+    unusable (its suite proved nothing twice)."""
+    original_results = iter(
+        runner.run_many([_suite(i, code) for i in items for code in (i.canonical, *i.alternatives)])
+    )
+    mutant_results = mutant_runner.imap(
+        [_suite(i, m.code) for i in items for m in candidates[i.id]]
+    )
     phases.start("running", len(items))
     runs = {}
     for done, item in enumerate(items, 1):
         own = [next(original_results) for _ in range(1 + len(item.alternatives))]
-        killed, survivors, unusable = [], [], []
-        for position, mutant in enumerate(mutants[item.id]):
-            result = next(mutant_results)
-            kind = kill_kind(result)
-            if kind == UNUSABLE:
-                unusable.append(
-                    f"{item.path}: {mutant.operator} mutant at line {mutant.line} "
-                    f"is unusable: {result.detail}"
-                )
-            elif kind:
-                killed.append(Killed(position, mutant, result, kind))
-            else:
-                survivors.append(mutant)
-        runs[item.id] = ItemRun(mutants[item.id], own, killed, survivors, unusable)
+        runs[item.id] = classify(item, candidates[item.id], own, mutant_results)
         phases.tick(done)
     return runs
+
+
+def classify(
+    item: BenchmarkItem,
+    mutants: list[Mutant],
+    originals: list[SuiteResult],
+    results: Iterator[SuiteResult],
+) -> ItemRun:
+    """``item``'s run: each of ``mutants``, in order, killed, surviving or unusable by its
+    result, the next one from ``results``."""
+    killed, survivors, unusable = [], [], []
+    for position, mutant in enumerate(mutants):
+        result = next(results)
+        kind = kill_kind(result)
+        if kind == UNUSABLE:
+            unusable.append(
+                f"{item.path}: {mutant.operator} mutant at line {mutant.line} "
+                f"is unusable: {result.detail}"
+            )
+        elif kind:
+            killed.append(Killed(position, mutant, result, kind))
+        else:
+            survivors.append(mutant)
+    return ItemRun(mutants, originals, killed, survivors, unusable)
+
+
+def _suite(item: BenchmarkItem, code: str) -> Suite:
+    """The suite that runs ``code`` against ``item``'s tests."""
+    return (code, item.setup, item.tests, item.language, item.id)
 
 
 def survivor_evidence(
@@ -628,12 +751,7 @@ def stacked_candidates(
 ) -> dict[str, list[Mutant]]:
     """Each item's stacked candidates (``None`` for an item whose stacking failed, recorded in
     ``problems``; raised when that is None)."""
-    suites = [
-        (m.code, item.setup, item.tests, item.language, item.id)
-        for item in items
-        for m in singles[item.id]
-    ]
-    results = runner.imap(suites)
+    results = runner.imap([_suite(item, m.code) for item in items for m in singles[item.id]])
     phases = phases or _Phases(None, ())
     phases.start("stacking", len(items))
     out = {}

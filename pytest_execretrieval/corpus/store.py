@@ -13,13 +13,19 @@ import difflib
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..bounded_json import JSONBoundError, parse_json, read_json
 from ..safe_write import write_atomic
 from .items import BenchmarkItem, item_id, item_paths
+from .variants import DEFAULT_VARIANT as DEFAULT_VARIANT  # which corpus: kept importable here
+from .variants import MAX_STACK as MAX_STACK
+from .variants import SOURCES as SOURCES
+from .variants import CorpusVariant as CorpusVariant
+from .variants import build_command as build_command
+from .variants import corpus_dir as corpus_dir
 
 CORPUS = "corpus.jsonl"
 ALTERNATIVES = "alternatives.jsonl"
@@ -141,85 +147,6 @@ def manifest(
         },
         "items": {item_id(p): sha256(p.read_bytes()) for p in item_paths(items_dir)},
     } | ({"records": records} if records is not None else {})
-
-
-# Where candidate mutants come from (`execretrieval build --source`, `--execretrieval-source`):
-# the project's operator table (the default corpus) or mutmut's own operators (DIR/mutmut/).
-SOURCES = ("operators", "mutmut")
-FAMILIES_DIR = "families"
-MAX_STACK = 4  # `execretrieval build --stack K` builds K = 2..4
-
-
-@dataclass(frozen=True)
-class CorpusVariant:
-    """Which corpus of an items directory: the default one (the paper's shape: single edits of
-    the core operator classes, in the directory itself), a stacked one (``stack`` K > 1 edits
-    per distractor, ``stack-K/``), the one whose candidates come from mutmut's operators
-    (``source="mutmut"``, ``mutmut/``) or the real-bug ``families`` one (distractors drawn
-    across every operator class, ``families/``). They exclude each other; a conflict is a
-    ``ValueError`` (:meth:`checked` names the options)."""
-
-    stack: int = 1
-    source: str = "operators"
-    families: bool = False
-
-    def __post_init__(self) -> None:
-        problem = _variant_problem(self.stack, self.source, self.families, str)
-        if problem:
-            raise ValueError(problem)
-
-    @classmethod
-    def checked(
-        cls, stack: int, source: str, families: bool, flag: Callable[[str], str]
-    ) -> CorpusVariant:
-        """The variant that command-line options ask for; the ``ValueError`` of a conflict
-        spells each option as ``flag(name)`` does (``--stack``, ``--execretrieval-stack``)."""
-        problem = _variant_problem(stack, source, families, flag)
-        if problem:
-            raise ValueError(problem)
-        return cls(stack, source, families)
-
-
-def _variant_problem(stack: int, source: str, families: bool, flag: Callable[[str], str]) -> str:
-    if not 1 <= stack <= MAX_STACK:
-        return f"{flag('stack')}: {stack} is not in 1..{MAX_STACK}"
-    if source not in SOURCES:
-        return f"{flag('source')}: {source!r} is not one of {SOURCES}"
-    if source != "operators" and stack != 1:
-        return f"{flag('source')} {source} has single edits only: drop {flag('stack')} {stack}"
-    if families and stack != 1:
-        return (
-            f"{flag('families')}: the families corpus has single-edit distractors; "
-            f"drop {flag('stack')}"
-        )
-    if families and source != "operators":
-        return (
-            f"{flag('families')}: the families corpus draws on our operators and families; "
-            f"drop {flag('source')}"
-        )
-    return ""
-
-
-DEFAULT_VARIANT = CorpusVariant()
-
-
-def corpus_dir(items_dir: Path, variant: CorpusVariant = DEFAULT_VARIANT) -> Path:
-    """Where the ``variant`` corpus of ``items_dir`` lives (see :class:`CorpusVariant`)."""
-    if variant.families:
-        return Path(items_dir) / FAMILIES_DIR
-    if variant.source != "operators":
-        return Path(items_dir) / variant.source
-    return Path(items_dir) if variant.stack == 1 else Path(items_dir) / f"stack-{variant.stack}"
-
-
-def build_command(items_dir: Path, variant: CorpusVariant = DEFAULT_VARIANT) -> str:
-    """The ``execretrieval build`` command line that (re)builds the ``variant`` corpus."""
-    options = (
-        (f" --stack {variant.stack}" if variant.stack != 1 else "")
-        + (f" --source {variant.source}" if variant.source != "operators" else "")
-        + (" --families" if variant.families else "")
-    )
-    return f"execretrieval build {items_dir}{options}"
 
 
 def write_corpus(
