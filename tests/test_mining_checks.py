@@ -140,3 +140,17 @@ def test_record_adds_the_canonicals_own_outputs_as_tests(tmp_path):
     )
     assert item.source is not None and item.source.tests[3:] == ("recorded", "recorded")
     assert cli.main(["mine", str(root), "--out", str(out), "--record", "-1"]) == 4
+
+
+def test_a_name_two_modules_define_gets_module_qualified_stems(tmp_path):
+    root = write_package(tmp_path / "src")
+    for module, factor in (("a", 2), ("b", 3)):
+        (root / "tinypkg" / f"{module}.py").write_text(
+            f'def scale(n):\n    """Scale by {factor}.\n\n    >>> scale(1)\n    {factor}\n    """\n'
+            f"    return n * {factor}\n"
+        )
+    out = tmp_path / "out"
+    assert cli.main(["mine", str(root), "--out", str(out)]) == 0
+    stems = sorted(p.stem for p in (out / "tinypkg").glob("*.toml"))
+    assert stems == ["clamp_sum", "safe_sqrt", "tinypkg_a_scale", "tinypkg_b_scale"]
+    assert load_item(out / "tinypkg" / "tinypkg_b_scale.toml").tests == ("assert scale(1) == 3",)
