@@ -74,6 +74,7 @@ def test_skipped_functions_are_counted_by_reason(mined):
     ):
         assert row in text
     assert f"| {TOO_LARGE} | 3 |" in text or f"| {NOT_LITERAL} |" in text
+    assert "## Near-clone density (token edit distance)" in text
 
 
 def test_mining_never_imports_the_package(mined, tmp_path):

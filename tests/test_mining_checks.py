@@ -8,7 +8,7 @@ from mining_fixtures import write_package
 from pytest_execretrieval import cli
 from pytest_execretrieval.corpus.items import load_item
 from pytest_execretrieval.execution.sandbox import SuiteResult
-from pytest_execretrieval.mining.functions import MinedFunction
+from pytest_execretrieval.mining.functions import MinedFunction, mined_functions
 from pytest_execretrieval.mining.mine import (
     FAILS_OWN_DOCTESTS,
     FAILS_OWN_TESTS,
@@ -16,6 +16,7 @@ from pytest_execretrieval.mining.mine import (
     confirm_in_sandbox,
 )
 from pytest_execretrieval.mining.record import derived_calls
+from pytest_execretrieval.mining.sources import load_source
 from pytest_execretrieval.mining.writer import MinedItem
 
 HALVE = '''
@@ -140,3 +141,39 @@ def test_record_adds_the_canonicals_own_outputs_as_tests(tmp_path):
     )
     assert item.source is not None and item.source.tests[3:] == ("recorded", "recorded")
     assert cli.main(["mine", str(root), "--out", str(out), "--record", "-1"]) == 4
+
+
+def test_a_name_two_modules_define_gets_module_qualified_stems(tmp_path):
+    root = write_package(tmp_path / "src")
+    for module, factor in (("a", 2), ("b", 3)):
+        (root / "tinypkg" / f"{module}.py").write_text(
+            f'def scale(n):\n    """Scale by {factor}.\n\n    >>> scale(1)\n    {factor}\n    """\n'
+            f"    return n * {factor}\n"
+        )
+    out = tmp_path / "out"
+    assert cli.main(["mine", str(root), "--out", str(out)]) == 0
+    stems = sorted(p.stem for p in (out / "tinypkg").glob("*.toml"))
+    assert stems == ["clamp_sum", "safe_sqrt", "tinypkg_a_scale", "tinypkg_b_scale"]
+    assert load_item(out / "tinypkg" / "tinypkg_b_scale.toml").tests == ("assert scale(1) == 3",)
+
+
+def test_a_helper_imported_from_another_module_of_the_source_travels(tmp_path):
+    root = write_package(tmp_path / "src")
+    package = root / "tinypkg"
+    (package / "util.py").write_text("import math\n\nBASE = 10\n\n\ndef _digits(n):\n"
+                                     "    return len(str(abs(n)))\n")  # fmt: skip
+    (package / "api.py").write_text(
+        "from .util import _digits, BASE\nfrom .missing import gone\n\n\n"
+        'def width(n):\n    """Digits of n.\n\n    >>> width(-120)\n    3\n    """\n'
+        "    return _digits(n)\n\n\n"
+        'def far(n):\n    """Uses a module the source lacks.\n\n    >>> far(1)\n    1\n    """\n'
+        "    return gone(n)\n"
+    )
+    reasons = {f.name: f.skip for f in mined_functions(load_source(str(root)))}
+    assert reasons["far"] == "relative import" and reasons["width"] is None
+    out = tmp_path / "out"
+    assert cli.main(["mine", str(root), "--out", str(out)]) == 0
+    width = load_item(out / "tinypkg" / "width.toml")
+    assert width.canonical == (
+        "def _digits(n):\n    return len(str(abs(n)))\n\n\ndef width(n):\n    return _digits(n)\n"
+    )

@@ -116,6 +116,8 @@ def mined_functions(tree: SourceTree) -> list[MinedFunction]:
     each self-contained or with its skip reason; a module that cannot be parsed is one
     record named ``<module>`` with the reason."""
     found: list[MinedFunction] = []
+    scopes: dict[str, ModuleScope] = {}  # by module: where a relative import's names resolve
+    parsed_modules: list[tuple[str, str, ast.Module]] = []
     for path in source_modules(tree):
         module = module_name(path)
         text = tree.files[path].decode("utf-8", "replace")
@@ -123,13 +125,16 @@ def mined_functions(tree: SourceTree) -> list[MinedFunction]:
         if isinstance(parsed, str):
             found.append(MinedFunction(module, path, 1, "<module>", "", "", "", parsed))
             continue
-        scope = ModuleScope(parsed, text)
+        package = PurePosixPath(path).name == "__init__.py"
+        scopes.setdefault(module, ModuleScope(parsed, text, module, package, scopes))
+        parsed_modules.append((path, module, parsed))
+    for path, module, parsed in parsed_modules:
         for node in parsed.body:
             if isinstance(
                 node, ast.FunctionDef | ast.AsyncFunctionDef
             ) and not node.name.startswith("_"):
-                found.append(_candidate(scope, node, module, path))
-    return found
+                found.append(_candidate(scopes[module], node, module, path))
+    return sorted(found, key=lambda f: (f.file, f.line))
 
 
 def _candidate(scope: ModuleScope, node: ast.stmt, module: str, path: str) -> MinedFunction:
@@ -167,11 +172,30 @@ def _entry_problem(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
     return None
 
 
-class ModuleScope:
-    """A module's top-level bindings, and how a function's free names resolve in it."""
+@dataclass
+class _Needed:
+    """What a canonical needs, gathered across the SOURCE's modules."""
 
-    def __init__(self, module: ast.Module, text: str):
-        self.text = text
+    imports: dict[str, tuple[str, int]]  # import statement -> (module, line): its order
+    helpers: dict[tuple[str, int], str]  # (module, line) -> the helper's or constant's source
+    bound: dict[str, tuple[str, ...]]  # each top-level name of the canonical -> what binds it
+    seen: set[tuple[str, str]]  # (module, name) resolved already
+
+
+class ModuleScope:
+    """A module's top-level bindings, and how a function's free names resolve in it (a
+    relative import in the module of ``siblings``, the SOURCE's other modules by name)."""
+
+    def __init__(
+        self,
+        module: ast.Module,
+        text: str,
+        name: str = "",
+        package: bool = False,
+        siblings: dict[str, ModuleScope] | None = None,
+    ):
+        self.text, self.name, self.package = text, name, package
+        self.siblings = siblings if siblings is not None else {}
         self.imports: dict[str, tuple[ast.stmt, str]] = {}  # bound name -> (statement, source)
         self.definitions: dict[str, ast.stmt] = {}  # helpers and constants
         self.other: set[str] = set()  # bound some other way (classes, computed values)
@@ -204,52 +228,70 @@ class ModuleScope:
 
     def canonical(self, entry: ast.FunctionDef) -> str:
         """The entry point with what it needs; raises :class:`NotSelfContained`."""
-        imports: dict[str, str] = {}
-        helpers: dict[int, ast.stmt] = {}
-        self._collect(entry, imports, helpers, seen={entry.name})
-        blocks = list(dict.fromkeys(imports[k] for k in sorted(imports, key=self._import_order)))
-        parts = ["\n".join(blocks)] if blocks else []
-        parts += [self._segment(helpers[line]) for line in sorted(helpers)]
+        needed = _Needed({}, {}, {entry.name: (self.name, str(entry.lineno))}, set())
+        needed.seen.add((self.name, entry.name))
+        self._collect(entry, needed)
+        imports = sorted(needed.imports, key=lambda spelled: (*needed.imports[spelled], spelled))
+        parts = ["\n".join(imports)] if imports else []
+        parts += [needed.helpers[key] for key in sorted(needed.helpers)]
         parts.append(_without_docstring(self._segment(entry), entry))
         return "\n\n\n".join(parts) + "\n"
-
-    def _import_order(self, name: str) -> tuple[int, str]:
-        node, spelled = self.imports[name]
-        return node.lineno, spelled
 
     def _segment(self, node: ast.stmt) -> str:
         return ast.get_source_segment(self.text, node) or ast.unparse(node)
 
-    def _collect(
-        self, node: ast.stmt, imports: dict[str, str], helpers: dict[int, ast.stmt], seen: set[str]
-    ) -> None:
+    def _collect(self, node: ast.stmt, needed: _Needed) -> None:
         _refuse_unsafe_statements(node)
         for name in sorted(free_names(node)):
-            if name in seen:
-                continue
-            seen.add(name)
-            if name in self.imports:
-                imports[name] = self._checked_import(name)
-            elif name in self.definitions:
-                helper = self.definitions[name]
-                if isinstance(helper, ast.AsyncFunctionDef):
-                    raise NotSelfContained(f"uses async helper {name!r}")
-                if isinstance(helper, ast.FunctionDef) and helper.decorator_list:
-                    raise NotSelfContained(f"uses decorated helper {name!r}")
-                helpers[helper.lineno] = helper
-                self._collect(helper, imports, helpers, seen)
-            elif name in self.other:
-                raise NotSelfContained("uses a module-level class or computed value")
-            elif name in UNSAFE_BUILTINS:
-                raise NotSelfContained(f"I/O, process or introspection: {name}")
-            elif name not in _BUILTINS:
-                raise NotSelfContained("uses a name defined nowhere in its module")
+            self._resolve(name, needed)
 
-    def _checked_import(self, name: str) -> str:
-        node, spelled = self.imports[name]
-        if isinstance(node, ast.ImportFrom) and node.level:
+    def _resolve(self, name: str, needed: _Needed) -> None:
+        if (self.name, name) in needed.seen:
+            return
+        needed.seen.add((self.name, name))
+        if name in self.imports:
+            node, spelled = self.imports[name]
+            if isinstance(node, ast.ImportFrom) and node.level:
+                self._resolve_relative(name, node, needed)
+                return
+            _claim(name, ("import", spelled), needed)
+            needed.imports.setdefault(
+                _checked_module(_top_module(node, name), spelled), (self.name, node.lineno)
+            )
+        elif name in self.definitions:
+            helper = self.definitions[name]
+            if isinstance(helper, ast.AsyncFunctionDef):
+                raise NotSelfContained(f"uses async helper {name!r}")
+            if isinstance(helper, ast.FunctionDef) and helper.decorator_list:
+                raise NotSelfContained(f"uses decorated helper {name!r}")
+            _claim(name, (self.name, str(helper.lineno)), needed)
+            needed.helpers[(self.name, helper.lineno)] = self._segment(helper)
+            self._collect(helper, needed)
+        elif name in self.other:
+            raise NotSelfContained("uses a module-level class or computed value")
+        elif name in UNSAFE_BUILTINS:
+            raise NotSelfContained(f"I/O, process or introspection: {name}")
+        elif name not in _BUILTINS:
+            raise NotSelfContained("uses a name defined nowhere in its module")
+
+    def _resolve_relative(self, name: str, node: ast.ImportFrom, needed: _Needed) -> None:
+        """A name imported from another module of the SOURCE (``from .recipes import take``)
+        resolves there, under its own name; anything else relative is refused."""
+        parts = self.name.split(".") if self.package else self.name.split(".")[:-1]
+        parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
+        target = ".".join([*parts, *([node.module] if node.module else [])])
+        scope = self.siblings.get(target)
+        renamed = any(
+            a.asname not in (None, a.name) for a in node.names if (a.asname or a.name) == name
+        )
+        if scope is None or scope is self or renamed:
             raise NotSelfContained("relative import")
-        return _checked_module(_top_module(node, name), spelled)
+        scope._resolve(name, needed)
+
+
+def _claim(name: str, binding: tuple[str, ...], needed: _Needed) -> None:
+    if needed.bound.setdefault(name, binding) != binding:
+        raise NotSelfContained(f"name {name!r} means different things in two modules")
 
 
 def _checked_module(top: str, spelled: str) -> str:

@@ -19,6 +19,7 @@ from ..corpus.bounds import NAME
 from ..execution.runner import SuiteRunner
 from ..safe_write import write_atomic
 from ..sanitize import has_unsafe
+from .density import near_clone_density
 from .doctests import doctest_tests
 from .functions import MinedFunction, mined_functions
 from .query import query_text
@@ -192,8 +193,9 @@ def mine(
 def write_output(out: Path, result: Mined) -> None:
     """The item files, ``MINED.md`` and ``NOTICE``."""
     write_items(out, result.domain, result.items, result.tree)
+    density = near_clone_density([fn for fn, _ in result.decided])
     markdown = mined_markdown(
-        result.tree, result.domain, result.items, result.decided, result.dropped, []
+        result.tree, result.domain, result.items, result.decided, result.dropped, density
     )
     write_atomic(out / "MINED.md", markdown, root=out)
     write_atomic(out / "NOTICE", notice_text(result.tree), root=out)

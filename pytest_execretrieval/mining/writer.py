@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..safe_write import write_atomic
+from .density import MAX_EDITS, NearestNeighbour, density_shares
 from .functions import MinedFunction
 from .sources import SourceTree, copyright_lines
 
@@ -112,6 +113,26 @@ def notice_text(tree: SourceTree) -> str:
     return "\n".join(lines) + "\n"
 
 
+def density_markdown(records: list[NearestNeighbour]) -> list[str]:
+    """The near-clone density table, and the functions that have a neighbour that near."""
+    shares = density_shares(records)
+    lines = [
+        f"{len(records)} self-contained functions; the share with another one of the same "
+        "source within k token edits (Levenshtein over Python tokens):",
+        "",
+        "| within | functions | share |",
+        "|---:|---:|---:|",
+    ]
+    for k, share in shares.items():
+        count = sum(1 for r in records if r.edits is not None and r.edits <= k)
+        lines.append(f"| {k} edit{'s' if k > 1 else ''} | {count} | {share:.1%} |")
+    near = sorted((r for r in records if r.edits is not None), key=lambda r: (r.edits, r.function))
+    if near:
+        lines += ["", f"| function | nearest within {MAX_EDITS} edits | edits |", "|---|---|---:|"]
+        lines += [f"| `{r.function}` | `{r.neighbour}` | {r.edits} |" for r in near]
+    return lines
+
+
 def _table(header: tuple[str, str], counts: Counter[str]) -> list[str]:
     rows = [f"| {header[0]} | {header[1]} |", "|---|---:|"]
     rows += [
@@ -126,7 +147,7 @@ def mined_markdown(
     items: list[MinedItem],
     decided: list[tuple[MinedFunction, str | None]],
     dropped: Counter[str],
-    density: list[str],
+    density: list[NearestNeighbour],
 ) -> str:
     """``MINED.md``: the source, what became an item, what was skipped (by reason, per module;
     ``decided`` pairs each function with its skip reason, None for an item), the doctest
@@ -166,5 +187,5 @@ def mined_markdown(
         *_table(("reason", "examples"), dropped),
     ]
     if density:
-        lines += ["", "## Near-clone density (token edit distance)", "", *density]
+        lines += ["", "## Near-clone density (token edit distance)", "", *density_markdown(density)]
     return "\n".join(lines) + "\n"
