@@ -34,10 +34,11 @@ NO_TEST = "no test"
 FAILS_OWN_DOCTESTS = "fails its own doctests"
 FAILS_OWN_TESTS = "fails its own tests"  # some of them from its test files
 NONDETERMINISTIC = "nondeterministic"
-# The value codec carries plain values only: a generator's result cannot cross the sandbox's
-# pipe, so ``list(f(x))`` fails there (the wrapper is applied to the decoded value).
+# The value codec carries plain values only (an iterator under ``list(...)`` and the other
+# consuming wrappers is read into a list in the child: docs/test-grammar.md); an instance of
+# the package's own class, or a bare generator, cannot cross the sandbox's pipe.
 UNSUPPORTED_OUTCOME = "error:UnsupportedValue"  # a SuiteResult outcome
-UNCARRIED = "returns an iterator or another value the sandbox's value codec cannot carry"
+UNCARRIED = "returns a value the sandbox's value codec cannot carry"
 
 
 class MiningError(SourceError):
