@@ -153,7 +153,7 @@ def test_a_name_two_modules_define_gets_module_qualified_stems(tmp_path):
     out = tmp_path / "out"
     assert cli.main(["mine", str(root), "--out", str(out)]) == 0
     stems = sorted(p.stem for p in (out / "tinypkg").glob("*.toml"))
-    assert stems == ["clamp_sum", "safe_sqrt", "tinypkg_a_scale", "tinypkg_b_scale"]
+    assert stems == ["clamp_sum", "safe_sqrt", "tinypkg_a_scale", "tinypkg_b_scale", "window"]
     assert load_item(out / "tinypkg" / "tinypkg_b_scale.toml").tests == ("assert scale(1) == 3",)
 
 

@@ -49,7 +49,7 @@ def test_a_wheel_is_mined_in_memory(tmp_path):
     wheel = write_wheel(tmp_path / "tinypkg-0.1-py3-none-any.whl", files)
     out = tmp_path / "out"
     assert cli.main(["mine", str(wheel), "--out", str(out)]) == 0
-    assert mined_names(out) == ["clamp_sum", "safe_sqrt"]
+    assert mined_names(out) == ["clamp_sum", "safe_sqrt", "window"]
     items, _ = load_items(out)
     assert items[0].source is not None and items[0].source.url == "https://example.org/tinypkg"
     text = (out / "MINED.md").read_text()
@@ -80,7 +80,7 @@ def test_an_sdist_skips_links_and_escaping_names_without_extracting(tmp_path):
     assert tree.license_expression == "BSD-3-Clause"
     out = tmp_path / "out"
     assert cli.main(["mine", str(sdist), "--out", str(out)]) == 0
-    assert mined_names(out) == ["clamp_sum", "safe_sqrt"]
+    assert mined_names(out) == ["clamp_sum", "safe_sqrt", "window"]
     assert not (tmp_path / "escaped.py").exists() and not list(tmp_path.rglob(MARKER))
 
 
@@ -95,7 +95,7 @@ def test_an_installed_distribution_is_read_by_path_never_imported(tmp_path, monk
     monkeypatch.syspath_prepend(str(site))
     out = tmp_path / "out"
     assert cli.main(["mine", "tinypkg", "--out", str(out)]) == 0
-    assert mined_names(out) == ["clamp_sum", "safe_sqrt"]
+    assert mined_names(out) == ["clamp_sum", "safe_sqrt", "window"]
     assert not list(site.rglob(MARKER))
 
 
