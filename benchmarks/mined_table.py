@@ -8,7 +8,7 @@ user's command), its report JSON read back. The background SOURCE is the corpus'
 (``pip download --no-deps NAME==VERSION``; ``--wheels DIR`` says where they are).
 
 Usage: python benchmarks/mined_table.py [--wheels DIR] [--embedders bm25,minilm,e5-small]
-       [CORPUS_DIR ...]   (default: every directory under mined/)
+       [--tests all,authors] [CORPUS_DIR ...]   (default: every directory under mined/)
 """
 
 from __future__ import annotations
@@ -68,6 +68,7 @@ def main() -> None:
     parser.add_argument("corpora", nargs="*", type=Path)
     parser.add_argument("--wheels", type=Path, default=Path("/tmp/wheels"))
     parser.add_argument("--embedders", default="bm25,minilm,e5-small")
+    parser.add_argument("--tests", default="all,authors", help="which tests decide, per run")
     args = parser.parse_args()
     corpora = [p.resolve() for p in args.corpora] or sorted(
         p for p in (ROOT / "mined").iterdir() if p.is_dir()
@@ -84,7 +85,7 @@ def main() -> None:
         wheel = wheel_of(items, args.wheels)
         backgrounds = [[]] + ([[f"--execretrieval-background={wheel}"]] if wheel else [])
         for embedder in embedders:
-            for tests in ("all", "authors"):
+            for tests in args.tests.split(","):
                 for background in backgrounds:
                     data = report(
                         items, embedder, cache, [f"--execretrieval-tests={tests}", *background]
