@@ -117,8 +117,10 @@ class ReportRow(TypedDict):
     code_similarity: NotRequired[CodeSimilarity]
     # A mined item's provenance (its [source] table: distribution, version, file, line, ...).
     source: NotRequired[dict]
-    # With a background pool only: how many background functions score above the canonical.
+    # With a background pool only: how many background functions score above the canonical,
+    # and (dense embedders) the cosine of the canonical and its nearest background function.
     background_above: NotRequired[int]
+    background_nearest: NotRequired[float]
     rank1_outcomes: NotRequired[list[str]]
 
 
@@ -219,6 +221,7 @@ class QueryResult:
     canonical_tie: TieSpan | None = None
     background_above: int | None = None  # None: the pool has no background
     source: dict | None = None  # a mined item's provenance (its [source] table); None: none
+    background_nearest: float | None = None  # cosine to the nearest background function
 
     def to_json(self, rank1_outcomes: bool = True) -> ReportRow:
         """The report's ``per_query`` row (key order as written since schema version 2), with
@@ -240,6 +243,8 @@ class QueryResult:
             row["source"] = self.source
         if self.background_above is not None:
             row["background_above"] = self.background_above
+        if self.background_nearest is not None:
+            row["background_nearest"] = self.background_nearest
         if rank1_outcomes:
             row["rank1_outcomes"] = list(self.rank1_outcomes)
         return row
@@ -265,6 +270,7 @@ class QueryResult:
             row.get("canonical_tie"),
             row.get("background_above"),
             row.get("source"),
+            row.get("background_nearest"),
         )
 
 

@@ -212,3 +212,24 @@ def test_the_authors_tests_alone_keep_their_outcomes_and_drop_recorded_ones():
             assert s.outcomes == tuple(before[s.snippet_id].outcomes[i] for i in (0, 2, 4))
         else:
             assert s == before[s.snippet_id]
+
+
+def test_a_dense_embedder_reports_each_canonical_s_nearest_background_function(tmp_path):
+    from fake_embedders import FakeDense, unit, vector
+
+    items, _ = load_items(DATA)
+    corpus = read_corpus(DATA)
+    background = background_snippets([DUPLICATE, WRONG], corpus)
+    pool = with_background(corpus, background)
+    with SuiteRunner(cache_dir=tmp_path) as runner:
+        run = run_benchmark(items, pool, "sha", FakeDense(None), runner, tmp_path)
+    canonical = next(
+        s for s in corpus.snippets if s.query_id == "strings/count_vowels" and s.kind == "canonical"
+    )
+    vectors = unit(np.stack([vector(s.code) for s in (canonical, *background)]))
+    expected = round(float((vectors[1:] @ vectors[0]).max()), 6)
+    assert run.results["strings/count_vowels"].background_nearest == expected
+    report = build_report("d", run, sorted(run.results), 0.0, isolation={}, created_at="now")
+    assert report["analyses"]["background_neighbours"]["median_nearest_cosine"] is not None
+    plain = run_benchmark(items, corpus, "sha", FakeDense(None), SuiteRunner(), tmp_path)
+    assert all(r.background_nearest is None for r in plain.results.values())

@@ -62,7 +62,9 @@ def test_the_report_row_is_the_json_without_the_rank1_outcomes():
     order = "query_id domain passed canonical_rank canonical_score rank1_tie tail_tie"
     order += " canonical_tie top own_distractors code_similarity"
     assert list(row) == order.split()
-    assert set(row) == keys - {"rank1_outcomes", "background_above"}  # a background pool's
+    # a run's own JSON; a background pool's; a mined item's
+    optional = {"rank1_outcomes", "background_above", "background_nearest", "source"}
+    assert set(row) == keys - optional
     with_background = dataclasses.replace(result(), background_above=3).to_json(False)
     assert list(with_background) == [*order.split(), "background_above"]
     assert QueryResult.from_json(with_background).background_above == 3

@@ -52,10 +52,13 @@ def keys(typed: type) -> set[str]:
 
 def test_report_row_writes_exactly_the_typed_keys() -> None:
     row = report_row(result("strings/a", 2))
-    optional = {"rank1_outcomes", "background_above"}  # a run's own JSON; a background pool's
+    # a run's own JSON; a background pool's; a mined item's
+    optional = {"rank1_outcomes", "background_above", "background_nearest", "source"}
     assert set(row) == keys(ReportRow) - optional
-    with_background = report_row(dataclasses.replace(result("strings/a", 2), background_above=0))
-    assert set(with_background) == keys(ReportRow) - {"rank1_outcomes"}
+    full = dataclasses.replace(
+        result("strings/a", 2), background_above=0, background_nearest=0.5, source={"file": "x"}
+    )
+    assert set(report_row(full)) == keys(ReportRow) - {"rank1_outcomes"}
     assert set(row["top"][0]) == keys(HitRow) - {"tie_key"}  # tie_key: pipelines only
     tied = hit_row(Hit(1, "s", "canonical", None, "q", 0.5, True, (1, 0.5, 0.25)))
     assert set(tied) == keys(HitRow) and tied["tie_key"] == [1, 0.5, 0.25]

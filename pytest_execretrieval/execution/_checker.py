@@ -212,9 +212,7 @@ class _Plan:
             except Exception as exc:  # noqa: BLE001 - SyntaxError, GrammarError, a literal's own
                 self.tests.append(_wire._error(exc))
         self.calls = [
-            None
-            if isinstance(t, str)
-            else [_grammar.call_kind(t[0]), t[0].call.source]
+            None if isinstance(t, str) else [_grammar.call_kind(t[0]), t[0].call.source]
             for t in self.tests
         ]
         self.probes = any(

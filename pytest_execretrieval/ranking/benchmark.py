@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import cast
 
@@ -68,6 +68,9 @@ def definers(pool: Sequence[Snippet], languages: Sequence[Language]) -> dict[str
 class Scored:
     ranking: Ranking
     code_similarity: dict[str, CodeSimilarity]  # by query id
+    # By query id: the cosine of its canonical and the nearest background function (dense
+    # embedders with a background pool only).
+    nearest_background: dict[str, float] = field(default_factory=dict)
 
 
 def rank_pool(
@@ -110,7 +113,22 @@ def rank_pool(
     similarity = code_similarity(
         encoder, pool, retrieved.document_vectors, alternatives, cache, progress
     )
-    return Scored(retrieved.ranking, similarity)
+    nearest = nearest_background(pool, retrieved.document_vectors)
+    return Scored(retrieved.ranking, similarity, nearest)
+
+
+def nearest_background(pool: Sequence[Snippet], doc_vectors: np.ndarray) -> dict[str, float]:
+    """Per query, the code-to-code cosine of its canonical and the nearest background function
+    (the near-clone density of real code, as the embedder sees it); {} without a background."""
+    background = [i for i, s in enumerate(pool) if is_background(s)]
+    if not background:
+        return {}
+    unit = normalize(doc_vectors, np.float64)
+    canonicals = [(s.query_id, i) for i, s in enumerate(pool) if s.kind == "canonical"]
+    others = unit[background]
+    return {
+        query_id: float(np.round((others @ unit[i]).max(), DECIMALS)) for query_id, i in canonicals
+    }
 
 
 def guard_cost(
@@ -390,6 +408,7 @@ def assemble(
             TieSpan(first=int(span[0]), last=int(span[1])),
             background_above(index, ranking, q),
             asdict(item.source) if item.source else None,
+            scored.nearest_background.get(item.id),
         )
     return out
 

@@ -460,16 +460,20 @@ def background_neighbours(report: dict) -> dict | None:
     """With a background pool (``corpus.background``): how often the embedder ranks a real
     function of the code base above the query's canonical (``per_query[].background_above``,
     counted exactly over the whole pool). ``share_above``: the share of queries with at least
-    one; ``mean_above``: background functions above the canonical per query; None without a
+    one; ``mean_above``: background functions above the canonical per query;
+    ``median_nearest_cosine``: the median code-to-code cosine of a canonical and its nearest
+    background function (dense embedders; None for a lexical scorer); None without a
     background."""
     if not report.get("corpus", {}).get("background"):
         return None
     above = [q.get("background_above") or 0 for q in report["per_query"]]
+    nearest = [q["background_nearest"] for q in report["per_query"] if "background_nearest" in q]
     n = len(above)
     return {
         "n": n,
         "share_above": _rate(sum(a > 0 for a in above), n),
         "mean_above": _rate(sum(above), n),
+        "median_nearest_cosine": _median(nearest),
     }
 
 
