@@ -233,3 +233,15 @@ def test_a_dense_embedder_reports_each_canonical_s_nearest_background_function(t
     assert report["analyses"]["background_neighbours"]["median_nearest_cosine"] is not None
     plain = run_benchmark(items, corpus, "sha", FakeDense(None), SuiteRunner(), tmp_path)
     assert all(r.background_nearest is None for r in plain.results.values())
+
+
+def test_the_authors_tests_are_a_pool_of_their_own_in_the_report(pytester, items):
+    """Items without provenance keep every test, so the figures are the same; the report says
+    which tests decided and cites another pool sha256, so the two are never gated together."""
+    bench(pytester, items, "--execretrieval-report-dir=all")
+    bench(pytester, items, "--execretrieval-tests=authors", "--execretrieval-report-dir=authors")
+    every = json.loads((pytester.path / "all" / "bm25.json").read_text())
+    authors = json.loads((pytester.path / "authors" / "bm25.json").read_text())
+    assert authors["corpus"]["tests"] == "authors" and "tests" not in every["corpus"]
+    assert authors["corpus"]["sha256"] != every["corpus"]["sha256"]
+    assert authors["metrics"] == every["metrics"]
