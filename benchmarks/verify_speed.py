@@ -200,7 +200,10 @@ def verify(items: Path, n: str, root: Path = ROOT) -> tuple[float, float, int]:
     if done.returncode != 0:
         sys.exit(f"verify -n {n} failed:\n{done.stdout[-3000:]}")
     wall, cpu = time.perf_counter() - start, children_cpu() - cpu
-    return wall, cpu, int(re.search(r"(\d+) passed", done.stdout).group(1))
+    passed = re.search(r"(\d+) passed", done.stdout)
+    if passed is None:
+        sys.exit(f"verify -n {n} printed no pass count:\n{done.stdout[-3000:]}")
+    return wall, cpu, int(passed.group(1))
 
 
 def sampled(args: argparse.Namespace, tmp: str) -> Path:
