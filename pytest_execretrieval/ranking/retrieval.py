@@ -9,6 +9,10 @@ Dense scores (cosine of L2-normalised vectors) are computed in blocks of the poo
 a running top-k, so the full query x pool matrix never exists; a second pass over the same blocks
 counts, per query, the documents scoring above and equal to its target (the canonical) and equal
 to its k-th score. Lexical scorers (BM25) hand over blocks of whole rows instead.
+:func:`rank_dense` gives the same ranking in one pass at float32 speed: each block is scored in
+float32, and only the documents whose float32 score lies within :func:`float32_margin` of a
+decision (the running k-th score, the target's score) are re-scored in float64 and rounded like the
+float64 path (:func:`_rank_dense_float64`, kept as the reference).
 :func:`retrieve` is the one place that chooses between the two, by the embedder's contract
 (:class:`.embedders.DenseEncoder` or :class:`.embedders.LexicalScorer`).
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import cast
 
 import numpy as np
@@ -30,8 +35,16 @@ TIE_POLICY = (
 # Scores are rounded to this many decimals: BLAS kernels for different block shapes differ in the
 # last bits, which would otherwise make exact ties depend on chunking. Dense scores are computed
 # in float64 before rounding: float32's error (~1e-7) straddles a rounding boundary for about one
-# score in ten, so two tied documents in different blocks could round apart.
+# score in ten, so two tied documents in different blocks could round apart. The float32 path
+# therefore decides near a boundary in float64 (see float32_margin).
 DECIMALS = 6
+# A query row whose band of undecided documents in a block is wider than this share of the block
+# is re-scored whole in float64 (a row of the float64 path), which bounds the candidates' memory;
+# small blocks always allow MIN_CANDIDATES.
+CANDIDATE_SHARE = 1 / 32
+MIN_CANDIDATES = 64
+# (query, document) pairs re-scored in float64 per step: bounds the gathered vectors' memory.
+PAIRS_PER_STEP = 8192
 
 
 @dataclass(frozen=True)
@@ -131,7 +144,7 @@ class Watch:
         return [self.scores[a:b].tolist() for a, b in zip(bounds[:-1], bounds[1:])]
 
 
-def rank_dense(
+def _rank_dense_float64(
     queries: np.ndarray,
     documents: np.ndarray,
     targets: Sequence[int],
@@ -139,6 +152,7 @@ def rank_dense(
     chunk: int = 65536,
     watch: Sequence[Sequence[int]] | None = None,
 ) -> Ranking:
+    """The reference: every score in float64, rounded, two passes (:func:`rank_dense` equals it)."""
     q = normalize(queries, np.float64)
     target_pos = np.asarray(targets, dtype=np.int64)
     n = len(q)
@@ -179,6 +193,282 @@ def last_listed(scores: np.ndarray) -> np.ndarray:
     if scores.shape[1] == 0:
         return np.full(scores.shape[0], np.nan, dtype=np.float32)
     return scores[:, -1]
+
+
+def float32_margin(dim: int) -> float:
+    """A bound on |float32 score - float64 path's score| for vectors of ``dim`` dimensions.
+
+    Both paths normalise in float64; the float32 path casts the unit vectors to float32, so each
+    component carries a relative error c <= u32 + (dim + 4) * u64 (the cast plus float64's
+    normalisation). The exact dot of the cast vectors then differs from the exact cosine by at
+    most (2c + c^2) * sum|q_i x_i| <= 2c + c^2 (Cauchy-Schwarz on unit vectors), and sgemm's sum of
+    ``dim`` products, in any order, adds at most gamma_dim * (1 + c)^2 with
+    gamma_dim = dim * u32 / (1 - dim * u32) (Higham, Accuracy and Stability, 3.1). The float64
+    path's score is its own float64 product (within (3 * dim + 16) * u64 of the cosine) rounded to
+    DECIMALS (half a unit of the last decimal) and cast to float32 (u32 for |score| <= 1).
+    """
+    u32, u64 = 2.0**-24, 2.0**-53
+    c = u32 + (dim + 4) * u64
+    gamma = dim * u32 / (1 - dim * u32)
+    float32_error = gamma * (1 + c) ** 2 + 2 * c + c**2
+    float64_score_error = (3 * dim + 16) * u64 + 0.5 * 10.0**-DECIMALS + u32
+    return float32_error + float64_score_error
+
+
+def _below(bound: np.ndarray) -> np.ndarray:
+    """float32 values at most ``bound`` (a float64 bound), so that no candidate is missed."""
+    return np.nextafter(bound.astype(np.float32), np.float32(-np.inf))
+
+
+def _above(bound: np.ndarray) -> np.ndarray:
+    """float32 values at least ``bound``."""
+    return np.nextafter(bound.astype(np.float32), np.float32(np.inf))
+
+
+def exact_scores(
+    q64: np.ndarray, d64: np.ndarray, rows: np.ndarray, cols: np.ndarray
+) -> np.ndarray:
+    """The float64 path's scores of the pairs (q64[rows], d64[cols]): float64 products rounded to
+    DECIMALS, as float32. (This product may differ from the float64 path's dgemm in its last bits,
+    which matters only within ~1e-16 of a rounding midpoint, as between its block shapes.)"""
+    out = np.empty(len(rows), dtype=np.float32)
+    for start in range(0, len(rows), PAIRS_PER_STEP):
+        r, c = rows[start : start + PAIRS_PER_STEP], cols[start : start + PAIRS_PER_STEP]
+        out[start : start + len(r)] = np.round(np.einsum("ij,ij->i", q64[r], d64[c]), DECIMALS)
+    return out
+
+
+def pool_scores(
+    q64: np.ndarray, documents: np.ndarray, rows: np.ndarray, positions: np.ndarray
+) -> np.ndarray:
+    """Exact scores of (query row, pool position) pairs; nan where a position lies outside the
+    pool."""
+    inside = (positions >= 0) & (positions < len(documents))
+    scores = np.full(len(positions), np.nan, dtype=np.float32)
+    wanted, where = np.unique(positions[inside], return_inverse=True)
+    d64 = normalize(documents[wanted], np.float64)
+    scores[inside] = exact_scores(q64, d64, rows[inside], where.reshape(-1))
+    return scores
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """One block's undecided documents, re-scored in float64, per query row.
+
+    ``rows``/``cols``/``scores``: the sparse candidates (block columns) of the rows scored in
+    float32, ``near_target`` marks those within the margin of the row's target score;
+    ``sure_above``: per row, the documents whose float32 score is above the target's beyond doubt;
+    ``dense_rows``/``dense``: the rows with too many candidates, re-scored whole in float64."""
+
+    rows: np.ndarray
+    cols: np.ndarray
+    scores: np.ndarray
+    near_target: np.ndarray
+    sure_above: np.ndarray
+    dense_rows: np.ndarray
+    dense: np.ndarray
+
+
+def listing_floor(
+    block32: np.ndarray, listed_last: np.ndarray, full: bool, k: int, margin: float, cap: int
+) -> np.ndarray:
+    """Per row, a float32 score below which no document of this block can be listed or tie with
+    the final last listed score.
+
+    Such a document's score is at least the running last listed score (if the list is full) and
+    at least the block's own k-th score, which is at least the block's k-th float32 score minus
+    the margin. The partition for the second bound runs only on rows the first leaves crowded.
+    """
+    n, width = block32.shape
+    floor = np.full(n, -np.inf, dtype=np.float32)
+    if full:
+        floor = _below(listed_last.astype(np.float64) - margin)
+    if width <= k:
+        return floor
+    crowded = np.flatnonzero(np.count_nonzero(block32 >= floor[:, None], axis=1) > cap)
+    if len(crowded):
+        kth = np.partition(block32[crowded], width - k, axis=1)[:, width - k]
+        floor[crowded] = np.maximum(floor[crowded], _below(kth.astype(np.float64) - 2 * margin))
+    return floor
+
+
+def candidates(
+    block32: np.ndarray,
+    q64: np.ndarray,
+    d64: np.ndarray,
+    floor: np.ndarray,
+    target_score: np.ndarray,
+    margin: float,
+    cap: int,
+) -> Candidates:
+    """The documents of this block whose float32 score cannot decide the ranking: at or above
+    ``floor``, or within ``margin`` of the row's target score, re-scored in float64."""
+    target = target_score.astype(np.float64)
+    above_target = block32 > _above(target + margin)[:, None]
+    near_target = block32 >= _below(target - margin)[:, None]
+    near_target &= ~above_target
+    wanted = near_target | (block32 >= floor[:, None])
+    dense_rows = np.flatnonzero(np.count_nonzero(wanted, axis=1) > cap)
+    wanted[dense_rows] = False
+    rows, cols = np.nonzero(wanted)
+    sure_above = np.count_nonzero(above_target, axis=1)
+    sure_above[dense_rows] = 0
+    dense = np.round(q64[dense_rows] @ d64.T, DECIMALS).astype(np.float32)
+    return Candidates(
+        rows,
+        cols,
+        exact_scores(q64, d64, rows, cols),
+        near_target[rows, cols],
+        sure_above,
+        dense_rows,
+        dense,
+    )
+
+
+def candidate_top(found: Candidates, n: int, k: int, offset: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's best ``k`` candidates by (score desc, position asc), padded with -inf scores."""
+    idx = np.full((n, k), -1, dtype=np.int64)
+    score = np.full((n, k), -np.inf, dtype=np.float32)
+    order = np.lexsort((found.cols, -found.scores, found.rows))
+    rows, cols, scores = found.rows[order], found.cols[order], found.scores[order]
+    place = np.arange(len(rows)) - np.searchsorted(rows, rows)  # the rank within its row
+    keep = place < k
+    idx[rows[keep], place[keep]] = cols[keep] + offset
+    score[rows[keep], place[keep]] = scores[keep]
+    if len(found.dense_rows):
+        dense_idx, dense_score = block_top(found.dense, offset, k)
+        idx[found.dense_rows, : dense_idx.shape[1]] = dense_idx
+        score[found.dense_rows, : dense_idx.shape[1]] = dense_score
+    return idx, score
+
+
+def candidate_counts(
+    found: Candidates,
+    offset: int,
+    targets: np.ndarray,
+    target_score: np.ndarray,
+    last_score: np.ndarray,
+) -> np.ndarray:
+    """:func:`counts` of one block from its candidates: the documents they leave out are above
+    the target beyond doubt (``sure_above``) or can neither reach it nor the last listed score."""
+    n = len(targets)
+    rows, positions, scores = found.rows, found.cols + offset, found.scores
+    ts = target_score[rows]
+    greater = found.near_target & (scores > ts)
+    equal = found.near_target & (scores == ts)
+    before = greater | (equal & (positions < targets[rows]))
+    tail = scores == last_score[rows]
+    total = np.stack(
+        [np.bincount(rows[m], minlength=n) for m in (before, greater, equal, tail)], axis=1
+    ).astype(np.int64)
+    total[:, :2] += found.sure_above[:, None]
+    dense = found.dense_rows
+    if len(dense):
+        total[dense] += counts(
+            found.dense, offset, targets[dense], target_score[dense], last_score[dense]
+        )
+    return total
+
+
+class Listing:
+    """The running top ``k`` over the blocks seen (padded with -inf scores while fewer than ``k``
+    documents were seen), and how many of the documents seen score equal to its last listed
+    score: all of them scoring above the previous last listed score are listed, so the count
+    carries over or is recounted from the previous list."""
+
+    def __init__(self, n: int, k: int):
+        self.k, self.seen = k, 0
+        self.idx = np.full((n, k), -1, dtype=np.int64)
+        self.scores = np.full((n, k), -np.inf, dtype=np.float32)
+        self.tail = np.zeros(n, dtype=np.int64)
+
+    @property
+    def full(self) -> bool:
+        return self.seen >= self.k
+
+    def last(self) -> np.ndarray:
+        return last_listed(self.scores[:, : min(self.k, self.seen)])
+
+    def add(
+        self,
+        idx: np.ndarray,
+        scores: np.ndarray,
+        width: int,
+        block_counts: Callable[[np.ndarray], np.ndarray],
+    ) -> np.ndarray:
+        """Merge a block's top ``k``; ``block_counts(last listed score)`` gives the block's four
+        :func:`counts`, which are returned."""
+        previous, previous_last = self.scores, self.last()
+        self.idx, self.scores = merge(self.idx, self.scores, idx, scores, self.k)
+        self.seen += width
+        last = self.last()
+        found = block_counts(last)
+        recounted = np.count_nonzero(previous == last[:, None], axis=1)
+        self.tail = np.where(last == previous_last, self.tail, recounted) + found[:, 3]
+        return found
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        length = min(self.k, self.seen)
+        return self.idx[:, :length], self.scores[:, :length]
+
+
+def rank_dense(
+    queries: np.ndarray,
+    documents: np.ndarray,
+    targets: Sequence[int],
+    k: int = 10,
+    chunk: int = 65536,
+    watch: Sequence[Sequence[int]] | None = None,
+) -> Ranking:
+    """Rank the pool for each query, exactly as :func:`_rank_dense_float64` does, in one pass of
+    float32 blocks (see :func:`float32_margin`)."""
+    return _rank_dense_float32(queries, documents, targets, k, chunk, watch)
+
+
+def _rank_dense_float32(
+    queries: np.ndarray,
+    documents: np.ndarray,
+    targets: Sequence[int],
+    k: int = 10,
+    chunk: int = 65536,
+    watch: Sequence[Sequence[int]] | None = None,
+    max_candidates: int | None = None,
+) -> Ranking:
+    """:func:`rank_dense`; ``max_candidates`` (default: a share of the block) is the most
+    candidates a row may have in a block before it is re-scored whole in float64."""
+    q64 = normalize(queries, np.float64)
+    q32 = q64.astype(np.float32)
+    n = len(q64)
+    target_pos = np.asarray(targets, dtype=np.int64)
+    target_score = pool_scores(q64, documents, np.arange(n), target_pos)
+    if np.isnan(target_score).any():
+        raise ValueError("a target position lies outside the pool")
+    watched = Watch(watch, n)
+    watched.scores = pool_scores(q64, documents, watched.rows, watched.cols)
+    margin = float32_margin(q64.shape[1])
+    listing = Listing(n, k)
+    total = np.zeros((n, 4), dtype=np.int64)
+    for offset in range(0, len(documents), chunk):
+        d64 = normalize(documents[offset : offset + chunk], np.float64)
+        block32 = q32 @ d64.astype(np.float32).T
+        cap = max_candidates
+        if cap is None:
+            cap = max(MIN_CANDIDATES, int(len(d64) * CANDIDATE_SHARE))
+        floor = listing_floor(block32, listing.last(), listing.full, k, margin, cap)
+        found = candidates(block32, q64, d64, floor, target_score, margin, cap)
+        block_counts = partial(candidate_counts, found, offset, target_pos, target_score)
+        total += listing.add(*candidate_top(found, n, k, offset), len(d64), block_counts)
+    idx, scores = listing.result()
+    return Ranking(
+        idx,
+        scores,
+        1 + total[:, 0],
+        target_score,
+        watched.result(),
+        total[:, 1],
+        total[:, 2],
+        listing.tail,
+    )
 
 
 def rank_rows(
