@@ -979,6 +979,8 @@ PARSER_PROBE_REVIEWED: dict[str, tuple[str, str]] = {
         "2**53 repeats exhaust memory: no result exists to give"),
     "python:data_structures/replace_with_roots": ("leading space, trailing space",
         "words are split at spaces: a surrounding space adds no word"),
+    "python:date_time/clock_to_minutes": ("dropped zero",
+        "'H:MM or HH:MM': 0:00 is 00:00 with a one-digit hour"),
     "python:parsing_validation/check_nested_tags": ("leading space, trailing space",
         "text outside the tags is free, a space too"),
     "python:parsing_validation/is_valid_git_branch_name": ("non-ASCII digits",
@@ -1002,9 +1004,9 @@ PARSER_PROBE_OPEN: dict[str, str] = {
     "javascript:date_time/parse_us_date":
         "leading space, trailing space, leading zero, dropped zero",
     "javascript:date_time/time_slots":
-        "underscore, leading zero, dropped zero, plus sign, leading space, trailing space",
+        "leading zero, dropped zero, plus sign, past 2**53, leading space, trailing space",
     "javascript:date_time/to_12_hour":
-        "underscore, plus sign, leading space, trailing space, leading zero, dropped zero",
+        "plus sign, leading space, trailing space, leading zero, dropped zero",
     "javascript:date_time/to_24_hour": "underscore, plus sign, leading space, trailing space",
     "javascript:graphs_trees/deserialize_preorder": "past 2**53",
     "javascript:parsing_validation/compare_semver":
@@ -1035,14 +1037,9 @@ PARSER_PROBE_OPEN: dict[str, str] = {
     "javascript:parsing_validation/version_satisfies_spec":
         "plus sign, leading space, trailing space",
     "python:data_structures/simplify_unix_path": "leading space",
-    "python:date_time/clock_to_minutes": "leading zero, dropped zero",
     "python:date_time/cron_field_values": "underscore, plus sign, trailing space, leading space",
     "python:date_time/parse_us_date":
         "past 2**53, leading space, trailing space, leading zero, dropped zero",
-    "python:date_time/time_slots":
-        "underscore, leading zero, dropped zero, plus sign, leading space, trailing space",
-    "python:date_time/to_12_hour":
-        "underscore, plus sign, leading space, trailing space, leading zero, dropped zero",
     "python:date_time/to_24_hour": "underscore, plus sign, leading space, trailing space",
     "python:parsing_validation/compare_semver":
         "non-ASCII digits, plus sign, leading space, trailing space, empty",
