@@ -1022,7 +1022,7 @@ PARSER_PROBE_OPEN: dict[str, str] = {
     "javascript:parsing_validation/parse_dimensions_string": "past 2**53",
     "javascript:parsing_validation/parse_dms_to_decimal": "leading space, trailing space",
     "javascript:parsing_validation/parse_geo_coordinate":
-        "underscore, nan, leading space, trailing space",
+        "underscore, leading space, trailing space",
     "javascript:parsing_validation/parse_git_remote_url": "leading space, trailing space",
     "javascript:parsing_validation/parse_http_status_line": "trailing space",
     "javascript:parsing_validation/parse_int_strict": "underscore, past 2**53",
@@ -1052,8 +1052,7 @@ PARSER_PROBE_OPEN: dict[str, str] = {
     "python:parsing_validation/parse_content_type": "leading space, trailing space",
     "python:parsing_validation/parse_diff_hunk_header": "trailing space",
     "python:parsing_validation/parse_dms_to_decimal": "leading space, trailing space",
-    "python:parsing_validation/parse_geo_coordinate":
-        "underscore, nan, leading space, trailing space",
+    "python:parsing_validation/parse_geo_coordinate": "leading space, trailing space",
     "python:parsing_validation/parse_git_remote_url": "leading space, trailing space",
     "python:parsing_validation/parse_http_status_line": "trailing space",
     "python:parsing_validation/parse_matrix_text": "plus sign",
