@@ -22,6 +22,7 @@ from pytest_execretrieval.corpus.store import sha256, stale_reasons
 from pytest_execretrieval.execution import _grammar
 from pytest_execretrieval.execution.runner import SuiteRunner
 from pytest_execretrieval.execution.sandbox import SuiteResult
+from pytest_execretrieval.mutation import js_syntax
 from pytest_execretrieval.mutation.equivalence import (
     annotations,
     entry_point_def,
@@ -1021,8 +1022,7 @@ PARSER_PROBE_OPEN: dict[str, str] = {
     "javascript:parsing_validation/parse_diff_hunk_header": "past 2**53, trailing space",
     "javascript:parsing_validation/parse_dimensions_string": "past 2**53",
     "javascript:parsing_validation/parse_dms_to_decimal": "leading space, trailing space",
-    "javascript:parsing_validation/parse_geo_coordinate":
-        "underscore, leading space, trailing space",
+    "javascript:parsing_validation/parse_geo_coordinate": "leading space, trailing space",
     "javascript:parsing_validation/parse_git_remote_url": "leading space, trailing space",
     "javascript:parsing_validation/parse_http_status_line": "trailing space",
     "javascript:parsing_validation/parse_int_strict": "underscore, past 2**53",
@@ -1126,6 +1126,54 @@ def test_the_parser_probe_flags_a_loose_parser():
     overflows = parser_probe_findings([truncates], {})["python:d/planted"]
     assert overflows["inf"] == "f('inf'): raises OverflowError, which the query does not name"
     assert parser_probe_findings([strict], {}) == {}
+
+
+# JavaScript twins are plain as the Python pool is (no comment in the code), and none names
+# Python: a twin is JavaScript in its own right, not a port that explains itself.
+PYTHON_NAMED = {
+    "parsing_validation/is_valid_python_identifier": "its subject: whether a string is a "
+    "Python variable name",
+}
+
+
+def javascript_plainness_failures(js_items: list[BenchmarkItem]) -> list[str]:
+    failures = []
+    for item in js_items:
+        for label, code in [("canonical", item.canonical)] + [
+            (f"alternatives[{i}]", c) for i, c in enumerate(item.alternatives)
+        ]:
+            tree = js_syntax.parse(code)
+            comments = [n for n in js_syntax.walk(tree.root_node) if n.type == "comment"]
+            if comments:
+                failures.append(f"{item.id}: {label}: comment on line "
+                                f"{comments[0].start_point[0] + 1}")
+        names = re.search(r"python", " ".join((item.query, item.canonical, *item.alternatives)),
+                          re.IGNORECASE)
+        if names and item.id not in PYTHON_NAMED:
+            failures.append(f"{item.id}: names Python")
+        elif not names and item.id in PYTHON_NAMED:
+            failures.append(f"{item.id}: listed in PYTHON_NAMED but names no Python")
+    return failures
+
+
+def test_javascript_twins_are_plain_and_name_no_python(js_items):
+    failures = javascript_plainness_failures(js_items)
+    assert not failures, f"{len(failures)} failure(s):\n" + "\n".join(failures)
+
+
+def test_a_comment_or_python_in_a_javascript_twin_is_flagged():
+    def twin(code: str) -> BenchmarkItem:
+        return BenchmarkItem(id="d/planted", path=Path("planted.toml"), domain="d",
+                             query="Halve n.", entry_point="f", canonical=code,
+                             tests=("assert f(2) == 1",), language="javascript")
+    commented = twin("function f(n) {\n  // halve it\n  return n / 2;\n}\n")
+    named = twin("function f(n) {\n  return pythonHalf(n);\n}\nfunction pythonHalf(n) {\n"
+                 "  return n / 2;\n}\n")
+    slashes = twin("function f(n) {\n  return '//' + /\\/\\//.source + n / 2;\n}\n")
+    assert javascript_plainness_failures([commented]) == [
+        "d/planted: canonical: comment on line 2"]
+    assert javascript_plainness_failures([named]) == ["d/planted: names Python"]
+    assert javascript_plainness_failures([slashes]) == []
 
 
 def planted(query: str, tests: tuple[str, ...], canonical: str = "def f(n: int) -> int:\n"
