@@ -22,6 +22,7 @@ from pytest_execretrieval.corpus.store import sha256, stale_reasons
 from pytest_execretrieval.execution import _grammar
 from pytest_execretrieval.execution.runner import SuiteRunner
 from pytest_execretrieval.execution.sandbox import SuiteResult
+from pytest_execretrieval.mutation import js_syntax
 from pytest_execretrieval.mutation.equivalence import (
     annotations,
     entry_point_def,
@@ -776,6 +777,403 @@ def test_third_pass_rule(items, rule):
 def test_canonical_raises_what_its_tests_expect(items, probes):
     failures = canonical_raise_failures(items, probes)
     assert not failures, f"{len(failures)} failure(s):\n" + "\n".join(failures)
+
+
+# ---------------------------------------------------------------------------------------------
+# The items' fourth pass (issue 43): a parser is as strict as its query. Every canonical that
+# parses text is run in the sandbox on hostile variants of the text its own tests accept; a
+# variant it treats as the original (an underscore, an extra leading zero or surrounding space
+# ignored), a NaN/infinity it returns, an exception its query does not name, or (JavaScript) a
+# result other than its Python twin's is a finding. Reviewed findings are listed with a reason.
+
+JS_ITEMS = ITEMS / "javascript"
+JS_NUMBER_PARSE = re.compile(r"\b(?:Number|parseInt|parseFloat|BigInt)\s*\(")
+JS_TEXT_PARSE = re.compile(r"\.(?:match|matchAll|test|exec|split)\s*\(")
+DIGIT_RUN = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+ARABIC_INDIC = str.maketrans("0123456789", "\u0660\u0661\u0662\u0663\u0664\u0665\u0666\u0667"
+                             "\u0668\u0669")
+JUNK = "?"  # text no parser accepts: what the canonical gives on it is its "no"
+PAST_2_53 = "9007199254740993"  # 2**53 + 1: the first integer a double cannot hold
+# Variants a strict parser tells from the original text: the same result means it ignored them.
+IGNORED_VARIANTS = {"underscore", "leading zero", "dropped zero", "plus sign", "non-ASCII digits",
+                    "leading space", "trailing space"}
+
+
+def calls_builtin(code: str, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in names
+               and n.args and not isinstance(n.args[0], ast.Constant)
+               for n in ast.walk(ast.parse(code)))
+
+
+def parser_kind(item: BenchmarkItem, twin: BenchmarkItem | None) -> str | None:
+    """How ``item``'s canonical parses text, or None: "float" (a float parse: NaN and infinity
+    are its hazards), "number" (an integer parse), "text" (a regex or a split). Only for entry
+    points with a ``str`` parameter (a JavaScript item's types are its Python twin's)."""
+    typed = twin if item.language == "javascript" else item
+    if typed is None:
+        return None
+    params = annotations(typed.canonical, typed.entry_point) or []
+    if not any(re.search(r"\bstr\b", p) for p in params):
+        return None
+    if item.language == "javascript":
+        number = bool(JS_NUMBER_PARSE.search(item.canonical))
+        text = bool(JS_TEXT_PARSE.search(item.canonical))
+    else:
+        number = calls_builtin(item.canonical, {"int", "float"})
+        text = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                   and (n.func.attr == "split"
+                        or isinstance(n.func.value, ast.Name) and n.func.value.id == "re")
+                   for n in ast.walk(ast.parse(item.canonical)))
+    if number:
+        return "float" if calls_builtin(typed.canonical, {"float"}) else "number"
+    return "text" if text else None
+
+
+def hostile_variants(text: str, kind: str) -> dict[str, str]:
+    """The hostile variants of ``text`` (an input the canonical accepts), by name: edits of its
+    first number, surrounding space, and for number parsers NaN, infinities, 2**53 + 1 and ''."""
+    found: dict[str, str] = {}
+    number = DIGIT_RUN.search(text)
+    if number:
+        a, b, run = number.start(), number.end(), number.group()
+        before, after = text[:a], text[b:]
+        if len(run) >= 2 and run[1].isdigit():
+            found["underscore"] = f"{before}{run[0]}_{run[1:]}{after}"
+            if run[0] == "0":  # a zero-padded field: a wider one, and one without the padding
+                found["leading zero"] = f"{before}0{run}{after}"
+                found["dropped zero"] = f"{before}{run[1:]}{after}"
+        found["non-ASCII digits"] = f"{before}{run.translate(ARABIC_INDIC)}{after}"
+        if kind != "text":
+            if not before.endswith(("+", "-")):
+                found["plus sign"] = f"{before}+{run}{after}"
+            found["past 2**53"] = f"{before}{PAST_2_53}{after}"
+        if kind == "float":
+            for special in ("nan", "inf", "-inf"):
+                found[special] = f"{before}{special}{after}"
+    if text.strip():
+        found["leading space"] = f" {text}"
+        found["trailing space"] = f"{text} "
+    if kind != "text":
+        found["empty"] = ""
+    return found
+
+
+def hostile_probes(item: BenchmarkItem, kind: str) -> list[tuple[str, str, str]]:
+    """(variant name, accepted call, hostile call) on the first ``str`` argument of up to three
+    of the item's tests that expect a result (not an exception), and per accepted call the
+    call on :data:`JUNK` (named "junk")."""
+    accepted: list[str] = []
+    for source in item.tests:
+        test = _grammar.parse_test(source, exceptions=item.lang.exceptions)
+        if test.form != _grammar.RAISES and test.call.source not in accepted:
+            accepted.append(test.call.source)
+    probes = []
+    for call in accepted:
+        node = ast.parse(call, mode="eval").body
+        texts = [i for i, a in enumerate(node.args)
+                 if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        if not texts or len({c for _, c, _ in probes}) == 3:
+            continue
+        variants = hostile_variants(node.args[texts[0]].value, kind) | {"junk": JUNK}
+        for name, variant in variants.items():
+            node.args[texts[0]] = ast.Constant(variant)
+            probes.append((name, call, ast.unparse(node)))
+    return probes
+
+
+def as_plain(value: object) -> object:
+    """A decoded value with tuples as lists (JavaScript has no tuples) and NaN as a marker."""
+    if isinstance(value, list | tuple):
+        return [as_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: as_plain(v) for k, v in value.items()}
+    if isinstance(value, float) and value != value:
+        return "NaN"
+    return value
+
+
+def probe_finding(name: str, query: str, accepted, hostile, junk, twin) -> str | None:
+    """Why the canonical's outcome ``hostile`` on variant ``name`` is looser than ``query``
+    allows, or None. ``accepted``: its outcome on the original; ``junk``: on text that is no
+    input at all (:data:`JUNK`), its "no" (False, None, 0, -1 or an exception); ``twin``: the
+    Python twin's outcome on the variant, for a JavaScript item."""
+    if name in ("leading space", "trailing space") and WHITESPACE_WORDS.search(query):
+        return None  # the query says how whitespace is treated
+    if name == "plus sign" and re.search(r"\bsign|\+", query):
+        return None
+    if hostile[0] in ("raises", "error") and hostile[1] not in named_exceptions(query):
+        return f"raises {hostile[1]}, which the query does not name"
+    value = as_plain(hostile[1]) if hostile[0] == "value" else None
+    if name in IGNORED_VARIANTS and hostile[0] == "value" and accepted[0] == "value" \
+            and value == as_plain(accepted[1]) and accepted != junk:
+        return "gives the same result as the text without it"
+    if name in ("nan", "inf", "-inf") and hostile[0] == "value" and hostile != junk \
+            and not re.search(r"\bnan\b|\binf", query, re.IGNORECASE):
+        return f"returns {value!r}"[:80]
+    if twin is not None and twin[0] == "value" and value != as_plain(twin[1]):
+        return "differs from the Python twin's result"
+    if twin is not None and twin[0] != "value" and hostile[0] == "value":
+        return f"returns a value where the Python twin raises {twin[1]}"
+    return None
+
+
+def parser_probe_findings(items: list[BenchmarkItem],
+                          twins: dict[str, BenchmarkItem]) -> dict[str, dict[str, str]]:
+    """Per "language:item id", the variants its canonical is looser on: name -> "call: why".
+    One sandbox suite per item (and per Python twin), every probe in it."""
+    plans = []
+    for item in items:
+        twin = twins.get(item.id) if item.language == "javascript" else None
+        kind = parser_kind(item, twin)
+        probes = hostile_probes(item, kind) if kind else []
+        if probes:
+            plans.append((item, twin, probes, sorted({c for _, *calls in probes for c in calls})))
+    suites = [(code.canonical, code.setup, calls, code.language, code.id)
+              for item, twin, _, calls in plans for code in (item, twin) if code is not None]
+    with SuiteRunner(jobs=2) as runner:
+        results = iter(runner.run_many(suites))
+    findings: dict[str, dict[str, str]] = {}
+    for item, twin, probes, calls in plans:
+        got = dict(zip(calls, next(results).values))
+        twin_got = dict(zip(calls, next(results).values)) if twin is not None else {}
+        junk = {call: got.get(hostile) for name, call, hostile in probes if name == "junk"}
+        for name, call, hostile in probes:
+            if name == "junk" or got.get(call) is None or got.get(hostile) is None:
+                continue
+            why = probe_finding(name, item.query, got[call], got[hostile], junk[call],
+                                twin_got.get(hostile))
+            if why:
+                findings.setdefault(f"{item.language}:{item.id}", {}).setdefault(
+                    name, f"{hostile}: {why}")
+    return findings
+
+
+# Findings the query allows, read by hand: "language:item": (its variants, why).
+PARSER_PROBE_REVIEWED: dict[str, tuple[str, str]] = {
+    "javascript:bit_manipulation/from_twos_complement": ("leading zero",
+        "a zero before a leading 0 keeps the value: 'its length is the width' and 0 is the sign"),
+    "javascript:data_structures/decode_repeat_string": ("past 2**53",
+        "2**53 repeats exhaust memory: no result exists to give"),
+    "javascript:data_structures/replace_with_roots": ("leading space, trailing space",
+        "words are split at spaces: a surrounding space adds no word"),
+    "javascript:parsing_validation/check_nested_tags": ("leading space, trailing space",
+        "text outside the tags is free, a space too"),
+    "javascript:parsing_validation/is_valid_git_branch_name": ("non-ASCII digits",
+        "digits of any script are ordinary characters of a branch name"),
+    "javascript:parsing_validation/is_valid_username": ("underscore",
+        "'letters, digits and underscores': the underscore is allowed"),
+    "javascript:parsing_validation/luhn_is_valid": ("leading zero, dropped zero",
+        "a leading zero adds nothing to a Luhn sum"),
+    "javascript:parsing_validation/parse_accept_language": ("leading space, trailing space",
+        "entries are trimmed: the example 'da, en-GB;q=0.8' spaces them"),
+    "javascript:parsing_validation/password_meets_policy": ("leading space, trailing space",
+        "a space is a character of the password like any other"),
+    "javascript:parsing_validation/split_url_parts": ("non-ASCII digits, plus sign, trailing space",
+        "the edit is in the query/fragment, which 'are dropped'"),
+    "javascript:strings/longest_word_in_text": ("leading space, trailing space",
+        "words are split at non-letters: a surrounding space adds no word"),
+    "javascript:strings/most_common_word": ("leading space, trailing space",
+        "words are split at non-letters: a surrounding space adds no word"),
+    "python:bit_manipulation/from_twos_complement": ("leading zero",
+        "a zero before a leading 0 keeps the value: 'its length is the width' and 0 is the sign"),
+    "python:data_structures/decode_repeat_string": ("past 2**53",
+        "2**53 repeats exhaust memory: no result exists to give"),
+    "python:data_structures/replace_with_roots": ("leading space, trailing space",
+        "words are split at spaces: a surrounding space adds no word"),
+    "python:date_time/clock_to_minutes": ("dropped zero",
+        "'H:MM or HH:MM': 0:00 is 00:00 with a one-digit hour"),
+    "python:parsing_validation/check_nested_tags": ("leading space, trailing space",
+        "text outside the tags is free, a space too"),
+    "python:parsing_validation/is_valid_git_branch_name": ("non-ASCII digits",
+        "digits of any script are ordinary characters of a branch name"),
+    "python:parsing_validation/parse_accept_language": ("leading space, trailing space",
+        "entries are trimmed: the example 'da, en-GB;q=0.8' spaces them"),
+    "python:parsing_validation/split_url_parts": ("non-ASCII digits, plus sign, trailing space",
+        "the edit is in the query/fragment, which 'are dropped'"),
+    "python:strings/most_common_word": ("leading space, trailing space",
+        "words are split at non-letters: a surrounding space adds no word"),
+}
+# Findings still open, looser than the query (the reason is the variant's, LOOSE_VARIANTS).
+PARSER_PROBE_OPEN: dict[str, str] = {
+    "javascript:data_structures/calculate_expression": "past 2**53",
+    "javascript:data_structures/evaluate_infix": "past 2**53",
+    "javascript:data_structures/simplify_unix_path": "leading space",
+    "javascript:date_time/clock_to_minutes": "leading zero, dropped zero",
+    "javascript:date_time/cron_field_values":
+        "underscore, plus sign, trailing space, leading space",
+    "javascript:date_time/parse_duration": "past 2**53",
+    "javascript:date_time/parse_us_date":
+        "leading space, trailing space, leading zero, dropped zero",
+    "javascript:date_time/time_slots":
+        "leading zero, dropped zero, plus sign, past 2**53, leading space, trailing space",
+    "javascript:date_time/to_12_hour":
+        "plus sign, leading space, trailing space, leading zero, dropped zero",
+    "javascript:date_time/to_24_hour": "underscore, plus sign, leading space, trailing space",
+    "javascript:graphs_trees/deserialize_preorder": "past 2**53",
+    "javascript:parsing_validation/compare_semver":
+        "non-ASCII digits, plus sign, leading space, trailing space, empty",
+    "javascript:parsing_validation/expand_number_ranges": "plus sign, past 2**53",
+    "javascript:parsing_validation/hms_to_seconds": "leading zero, dropped zero, past 2**53",
+    "javascript:parsing_validation/ipv4_in_cidr":
+        "underscore, plus sign, leading space, trailing space, past 2**53",
+    "javascript:parsing_validation/parse_byte_range_header": "leading space, trailing space",
+    "javascript:parsing_validation/parse_common_log_line": "leading space, trailing space",
+    "javascript:parsing_validation/parse_content_type": "leading space, trailing space",
+    "javascript:parsing_validation/parse_diff_hunk_header": "past 2**53, trailing space",
+    "javascript:parsing_validation/parse_dimensions_string": "past 2**53",
+    "javascript:parsing_validation/parse_dms_to_decimal": "leading space, trailing space",
+    "javascript:parsing_validation/parse_geo_coordinate": "leading space, trailing space",
+    "javascript:parsing_validation/parse_git_remote_url": "leading space, trailing space",
+    "javascript:parsing_validation/parse_http_status_line": "trailing space",
+    "javascript:parsing_validation/parse_int_strict": "underscore, past 2**53",
+    "javascript:parsing_validation/parse_iso8601_duration": "past 2**53",
+    "javascript:parsing_validation/parse_key_path": "past 2**53",
+    "javascript:parsing_validation/parse_matrix_text": "plus sign, past 2**53",
+    "javascript:parsing_validation/parse_money_to_cents":
+        "leading space, trailing space, past 2**53",
+    "javascript:parsing_validation/parse_nested_int_list": "past 2**53",
+    "javascript:parsing_validation/parse_ordinal_number":
+        "leading space, trailing space, past 2**53",
+    "javascript:parsing_validation/version_satisfies_spec":
+        "plus sign, leading space, trailing space",
+    "python:data_structures/simplify_unix_path": "leading space",
+    "python:date_time/cron_field_values": "underscore, plus sign, trailing space, leading space",
+    "python:date_time/parse_us_date":
+        "past 2**53, leading space, trailing space, leading zero, dropped zero",
+    "python:date_time/to_24_hour": "underscore, plus sign, leading space, trailing space",
+    "python:parsing_validation/compare_semver":
+        "non-ASCII digits, plus sign, leading space, trailing space, empty",
+    "python:parsing_validation/expand_number_ranges": "plus sign",
+    "python:parsing_validation/hms_to_seconds": "leading zero, dropped zero",
+    "python:parsing_validation/ipv4_in_cidr":
+        "underscore, plus sign, leading space, trailing space",
+    "python:parsing_validation/parse_byte_range_header": "leading space, trailing space",
+    "python:parsing_validation/parse_common_log_line": "leading space, trailing space",
+    "python:parsing_validation/parse_content_type": "leading space, trailing space",
+    "python:parsing_validation/parse_diff_hunk_header": "trailing space",
+    "python:parsing_validation/parse_dms_to_decimal": "leading space, trailing space",
+    "python:parsing_validation/parse_geo_coordinate": "leading space, trailing space",
+    "python:parsing_validation/parse_git_remote_url": "leading space, trailing space",
+    "python:parsing_validation/parse_http_status_line": "trailing space",
+    "python:parsing_validation/parse_matrix_text": "plus sign",
+    "python:parsing_validation/parse_money_to_cents": "leading space, trailing space",
+    "python:parsing_validation/parse_ordinal_number": "leading space, trailing space",
+    "python:parsing_validation/version_satisfies_spec": "plus sign, leading space, trailing space",
+}
+LOOSE_VARIANTS = {
+    "past 2**53": "JavaScript Number loses integers past 2**53 where the Python twin is exact",
+    "underscore": "int()/float() accept '_' between digits, which the query does not allow",
+    "plus sign": "int()/float() accept a '+' sign the query does not mention",
+    "leading space": "surrounding whitespace is stripped though the query says nothing of it",
+    "trailing space": "surrounding whitespace is stripped though the query says nothing of it",
+    "leading zero": "a field wider than the query's format is accepted",
+    "dropped zero": "a field narrower than the query's two-digit format is accepted",
+    "nan": "float() accepts 'nan', which the query does not allow",
+    "inf": "float('inf') overflows to an exception the query does not name",
+    "-inf": "float('-inf') overflows to an exception the query does not name",
+    "empty": "an empty string raises or returns unlike the Python twin / the query",
+    "non-ASCII digits": "non-ASCII digits parsed like ASCII ones, unlike the query",
+}
+
+
+def probe_list_failures(findings: dict[str, dict[str, str]]) -> list[str]:
+    """The probe's findings are exactly the listed ones: an unlisted finding fails (review it:
+    fix the item or list it with its reason), and so does a listed one no longer found."""
+    listed = {key: kinds for key, (kinds, _) in PARSER_PROBE_REVIEWED.items()} | PARSER_PROBE_OPEN
+    failures = []
+    for key in sorted(set(findings) | set(listed)):
+        found = findings.get(key, {})
+        known = set(listed[key].split(", ")) if key in listed else set()
+        failures += [f"{key}: {why}" for name, why in found.items() if name not in known]
+        failures += [f"{key}: {name} is listed but no longer found" for name in known - set(found)]
+    return failures
+
+
+@pytest.fixture(scope="module")
+def js_items():
+    loaded, problems = load_items(JS_ITEMS)
+    assert not problems, "\n".join(map(str, problems))
+    return loaded
+
+
+def test_text_parsers_are_as_strict_as_their_queries(items, js_items):
+    findings = parser_probe_findings([*items, *js_items], {i.id: i for i in items})
+    failures = probe_list_failures(findings)
+    assert not failures, f"{len(failures)} failure(s):\n" + "\n".join(failures)
+
+
+def test_the_parser_probe_flags_a_loose_parser():
+    """Run in the real sandbox: int() ignores an underscore, a sign, non-ASCII digits and
+    surrounding space, float() takes 'nan' and 'inf' (and int() of it overflows); the strict
+    parser is flagged for nothing."""
+    loose = planted("Parse ASCII digits; raises ValueError otherwise.", ("assert f('12') == 12",),
+                    "def f(s: str) -> int:\n    return int(s)\n")
+    floats = planted("Parse a decimal; raises ValueError otherwise.",
+                     ("assert math.isclose(f('1.5'), 1.5)",),
+                     "def f(s: str) -> float:\n    return float(s)\n")
+    truncates = planted("Truncate a decimal; raises ValueError otherwise.",
+                        ("assert f('1.5') == 1",),
+                        "def f(s: str) -> int:\n    return int(float(s))\n")
+    strict = planted("Parse ASCII digits; raises ValueError otherwise.", ("assert f('12') == 12",),
+                     "import re\ndef f(s: str) -> int:\n    if not re.fullmatch('[0-9]+', s):\n"
+                     "        raise ValueError(s)\n    return int(s)\n")
+    ignored = parser_probe_findings([loose], {})["python:d/planted"]
+    assert set(ignored) == {"underscore", "plus sign", "non-ASCII digits", "leading space",
+                            "trailing space"}
+    specials = parser_probe_findings([floats], {})["python:d/planted"]
+    assert specials["nan"] == "f('nan'): returns 'NaN'"
+    assert specials["inf"] == "f('inf'): returns inf"
+    overflows = parser_probe_findings([truncates], {})["python:d/planted"]
+    assert overflows["inf"] == "f('inf'): raises OverflowError, which the query does not name"
+    assert parser_probe_findings([strict], {}) == {}
+
+
+# JavaScript twins are plain as the Python pool is (no comment in the code), and none names
+# Python: a twin is JavaScript in its own right, not a port that explains itself.
+PYTHON_NAMED = {
+    "parsing_validation/is_valid_python_identifier": "its subject: whether a string is a "
+    "Python variable name",
+}
+
+
+def javascript_plainness_failures(js_items: list[BenchmarkItem]) -> list[str]:
+    failures = []
+    for item in js_items:
+        for label, code in [("canonical", item.canonical)] + [
+            (f"alternatives[{i}]", c) for i, c in enumerate(item.alternatives)
+        ]:
+            tree = js_syntax.parse(code)
+            comments = [n for n in js_syntax.walk(tree.root_node) if n.type == "comment"]
+            if comments:
+                failures.append(f"{item.id}: {label}: comment on line "
+                                f"{comments[0].start_point[0] + 1}")
+        names = re.search(r"python", " ".join((item.query, item.canonical, *item.alternatives)),
+                          re.IGNORECASE)
+        if names and item.id not in PYTHON_NAMED:
+            failures.append(f"{item.id}: names Python")
+        elif not names and item.id in PYTHON_NAMED:
+            failures.append(f"{item.id}: listed in PYTHON_NAMED but names no Python")
+    return failures
+
+
+def test_javascript_twins_are_plain_and_name_no_python(js_items):
+    failures = javascript_plainness_failures(js_items)
+    assert not failures, f"{len(failures)} failure(s):\n" + "\n".join(failures)
+
+
+def test_a_comment_or_python_in_a_javascript_twin_is_flagged():
+    def twin(code: str) -> BenchmarkItem:
+        return BenchmarkItem(id="d/planted", path=Path("planted.toml"), domain="d",
+                             query="Halve n.", entry_point="f", canonical=code,
+                             tests=("assert f(2) == 1",), language="javascript")
+    commented = twin("function f(n) {\n  // halve it\n  return n / 2;\n}\n")
+    named = twin("function f(n) {\n  return pythonHalf(n);\n}\nfunction pythonHalf(n) {\n"
+                 "  return n / 2;\n}\n")
+    slashes = twin("function f(n) {\n  return '//' + /\\/\\//.source + n / 2;\n}\n")
+    assert javascript_plainness_failures([commented]) == [
+        "d/planted: canonical: comment on line 2"]
+    assert javascript_plainness_failures([named]) == ["d/planted: names Python"]
+    assert javascript_plainness_failures([slashes]) == []
 
 
 def planted(query: str, tests: tuple[str, ...], canonical: str = "def f(n: int) -> int:\n"
