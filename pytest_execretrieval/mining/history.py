@@ -110,13 +110,13 @@ def _fix_pair(reader: GitReader, commit: Commit) -> FixPair:
         raise Skip("file added, deleted or moved" if change.status in "AD" else "file type changed")
     try:
         before, after = blob_text(reader, change.old), blob_text(reader, change.new)
-        added = _added_tests(reader, tests)
+        assert before is not None and after is not None  # an M change has both blobs
+        if _hunks(before, after) != 1:
+            raise Skip("more than one diff hunk")
+        name, bug, fix, line = _changed_function(before, after)
+        added = _added_tests(reader, tests)  # read only for a commit that is a fix pair
     except Unreadable as why:
         raise Skip(str(why)) from None
-    assert before is not None and after is not None  # an M change has both blobs
-    if _hunks(before, after) != 1:
-        raise Skip("more than one diff hunk")
-    name, bug, fix, line = _changed_function(before, after)
     return FixPair(
         commit.sha,
         commit.parents[0],

@@ -206,6 +206,7 @@ class PoolIndex:
     # snippets defining its entry point in its language. Their scores are watched, so a tie
     # reaching below the list is counted exactly.
     may_pass: tuple[list[int], ...]
+    background: frozenset[int] = frozenset()  # pool positions of background functions
 
     def watch(self) -> list[list[int]]:
         """Per query, the positions whose scores the ranking reports: own distractors first."""
@@ -241,7 +242,7 @@ def index_pool(items: Sequence[BenchmarkItem], corpus: Corpus) -> PoolIndex:
         )
         for item in ordered
     )
-    return PoolIndex(ordered, pool, canonical, own, may_pass)
+    return PoolIndex(ordered, pool, canonical, own, may_pass, frozenset(background))
 
 
 # A (query id, pool position) pair's outcome per test of the query.
@@ -370,7 +371,7 @@ def tie_groups(
 def background_above(index: PoolIndex, ranking: Ranking, q: int) -> int | None:
     """How many background functions score above query ``q``'s canonical (None: the pool has
     no background). They are all watched (:attr:`PoolIndex.may_pass`), so this is exact."""
-    if not any(is_background(s) for s in index.pool):
+    if not index.background:
         return None
     item = index.items[q]
     watched = ranking.watched[q][len(index.own.get(item.id, [])) :]
@@ -378,7 +379,7 @@ def background_above(index: PoolIndex, ranking: Ranking, q: int) -> int | None:
     return sum(
         1
         for i, score in zip(index.may_pass[q], watched)
-        if is_background(index.pool[i]) and score > target
+        if i in index.background and score > target
     )
 
 
