@@ -39,6 +39,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     )
     from .corpus.incremental import Plan, Rebuild, digests, plan, yields_jsonl
     from .corpus.items import load_items
+    from .corpus.real_bugs import real_bug_report
     from .corpus.store import CorpusVariant, corpus_dir, write_corpus
     from .execution.outcome_cache import foreign_line
     from .execution.runner import SuiteRunner
@@ -118,6 +119,9 @@ def cmd_build(args: argparse.Namespace) -> int:
     print(yield_report(result.yields))
     print(evidence_report(result.corpus))
     print(mutation_score_report(result.yields, result.survivors))
+    real = real_bug_report(items, result.corpus.snippets, result.survivors)
+    if real:
+        print(real)
     if args.survivors:
         write_survivors(Path(args.survivors), result.survivors)
     if args.review:
@@ -509,12 +513,39 @@ def cmd_mine(args: argparse.Namespace) -> int:
         return _usage("mine", "--limit must be at least 1")
     if args.record < 0:
         return _usage("mine", "--record must be 0 or more")
+    if args.since and not args.history:
+        return _usage("mine", "--since needs --history")
+    if args.history:
+        return _mine_history(args)
     try:
         mined = mine(
             args.source,
             Path(args.out),
             domain=args.domain,
             limit=args.limit,
+            allow_licence=args.allow_licence,
+            record=args.record,
+        )
+    except SourceError as exc:
+        return _usage("mine", one_line(str(exc)))
+    print(one_line(mined.summary()) + f"; see {Path(args.out) / 'MINED.md'}")
+    return 0
+
+
+def _mine_history(args: argparse.Namespace) -> int:
+    """``mine REPO --history``: the repository's single-statement fixes as real-bug items."""
+    from .mining.history_mine import mine_history
+    from .mining.sources import SourceError
+
+    if not Path(args.source).is_dir():
+        return _usage("mine", f"--history needs a git repository directory, not {args.source!r}")
+    try:
+        mined = mine_history(
+            Path(args.source),
+            Path(args.out),
+            since=args.since,
+            limit=args.limit,
+            domain=args.domain,
             allow_licence=args.allow_licence,
             record=args.record,
         )
@@ -647,12 +678,28 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--cache-dir", **cache)
     training.add_parser(sub, cache)
     m = sub.add_parser(
-        "mine", help="items from a Python directory, wheel, sdist or installed distribution"
+        "mine",
+        help="items from a Python directory, wheel, sdist or installed distribution, or from "
+        "a git repository's fixes (--history)",
     )
     m.add_argument("source", metavar="SOURCE")
     m.add_argument("--out", required=True, metavar="DIR", help="the items directory to write")
     m.add_argument("--domain", metavar="NAME", help="default: the distribution's name")
-    m.add_argument("--limit", type=int, metavar="N", help="keep the first N items by id")
+    m.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        help="keep the first N items by id (with --history: fixes)",
+    )
+    m.add_argument(
+        "--history",
+        action="store_true",
+        help="SOURCE is a git repository: mine its single-statement fixes, each fix's pre-fix "
+        "version a real-bug distractor of the fixed function's item",
+    )
+    m.add_argument(
+        "--since", metavar="REV", help="with --history: only the commits after REV (exclusive)"
+    )
     m.add_argument(
         "--record",
         type=int,

@@ -71,7 +71,7 @@ class HitRow(TypedDict):
 
     rank: int
     snippet_id: str
-    kind: str  # "canonical" | "distractor"
+    kind: str  # "canonical" | "distractor" | "real_bug"
     operator: str | None  # a distractor's operator class
     query_id: str  # the item the snippet belongs to
     score: float
@@ -89,6 +89,7 @@ class OwnDistractorRow(TypedDict):
     edit_lines: int
     edit_chars: int
     kill: str | None  # how the tests kill it: "assertion" | "exception" | "timeout"
+    kind: NotRequired[str]  # "real_bug" for a pre-fix version; absent for a mutant
 
 
 class CodeSimilarity(TypedDict, total=False):

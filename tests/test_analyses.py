@@ -385,3 +385,65 @@ def test_density_at_full_keep_equals_exec1(report: dict) -> None:
     values = dens["expected_exec1"]
     decided = [v for v, u in zip(values, dens["n_undecided"]) if u == 0]
     assert decided == sorted(decided, reverse=True)
+
+
+def _real_bug_query(qid: str, real: float, mutants: Sequence[float], top: list[dict]) -> dict:
+    """A per_query row whose canonical scores 0.5, with a real bug and mutants of its own."""
+    own = [
+        {"snippet_id": f"{qid}-m{i}", "operator": "off_by_one", "score": s}
+        | {"edit_lines": 1, "edit_chars": 1, "kill": "assertion"}
+        for i, s in enumerate(mutants)
+    ]
+    own.append(
+        {"snippet_id": f"{qid}-rb", "operator": "other", "score": real, "kind": "real_bug"}
+        | {"edit_lines": 1, "edit_chars": 3, "kill": "assertion"}
+    )
+    return {
+        "query_id": qid,
+        "domain": "d",
+        "passed": top[0]["passes"],
+        "canonical_rank": 1,
+        "canonical_score": 0.5,
+        "top": top,
+        "own_distractors": own,
+    }
+
+
+def _hit(rank: int, kind: str, score: float, passes: bool, qid: str) -> dict:
+    op = {"canonical": None, "real_bug": "other"}.get(kind, "off_by_one")
+    return {"rank": rank, "snippet_id": f"{qid}{rank}", "kind": kind, "operator": op}| {
+        "query_id": qid,
+        "score": score,
+        "passes": passes,
+    }
+
+
+def test_real_bug_deception_beside_the_same_queries_mutants():
+    """q1: the real bug ties the fix (deceived) and is ranked first; one of its two mutants is
+    above. q2: the real bug is below the fix, both mutants above. The mutants' own analyses
+    never count the real bug."""
+    q1 = _real_bug_query(
+        "q1",
+        0.5,
+        [0.6, 0.1],
+        [_hit(1, "real_bug", 0.7, False, "q1"), _hit(2, "canonical", 0.5, True, "q1")],
+    )
+    q2 = _real_bug_query(
+        "q2",
+        0.2,
+        [0.9, 0.8],
+        [_hit(1, "canonical", 0.5, True, "q2"), _hit(2, "real_bug", 0.2, False, "q2")],
+    )
+    report = {"embedder": {"name": "x"}, "per_query": [q1, q2]}
+    section = an.real_bugs(report)
+    assert section is not None
+    assert (section["n_pairs"], section["n_paired"]) == (2, 2)
+    assert section["real_bug_deception"] == 0.5
+    assert section["mutant_deception"] == 0.75  # (1/2 + 2/2) / 2
+    assert section["difference"] == -0.25
+    assert section["p_value"] == 1.0  # two sign flips of +0.5 and -1.0
+    assert set(section["by_pattern"]) == {"other"}
+    assert section["exec@1"] == {"with_real_bugs": 0.5, "mutants_only": 1.0, "n_undecided": 0}
+    assert an.deception(report)["overall"]["n_pairs"] == 4  # mutants only
+    assert an.rank1_miss_attribution(report)["own_real_bug"] == 1
+    assert an.real_bugs({"embedder": {}, "per_query": [make_query("q", ["C"])]}) is None

@@ -67,12 +67,14 @@ def test_test_files_give_tests_with_their_lines(tmp_path):
     halve = load_item(out / "tinypkg" / "halve.toml")
     assert halve.tests == (
         "assert halve(4) == 2",
+        "assert halve(8) == 4",  # `x = 8` above it, assigned once: read as its value
         "assert halve(6) == 3",
         "assert raises(ValueError, halve, 3)",
     )
     assert halve.source is not None
     assert halve.source.tests == (
         "test tests/test_core.py:7",
+        "test tests/test_core.py:9",
         "test tests/test_core.py:15",
         "test tests/test_core.py:16",
     )

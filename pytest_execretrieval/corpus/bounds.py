@@ -120,7 +120,7 @@ def field_problems(data: dict) -> list[tuple[str, str]]:
                     f"{one_line(repr(data[field]))[:200]})",
                 )
             )
-    codes = [("canonical", data.get("canonical")), ("setup", data.get("setup"))]
+    codes = [(key, data.get(key)) for key in ("canonical", "setup", "real_bug")]
     for key in ("alternatives", "tests"):
         values = data.get(key)
         codes += (

@@ -11,7 +11,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ..execution.runner import Suite, SuiteRunner
 from ..execution.sandbox import RUNNER_VERSION, SuiteResult
@@ -25,6 +25,7 @@ from ..mutation.stacking import stack_mutants
 from ..sanitize import escape
 from .incremental import ItemRecord, Reusable, choosable, recorded_killed
 from .items import BenchmarkItem
+from .real_bugs import REAL_BUG, judged
 from .store import Corpus, Snippet, make_snippet, unified_diff
 from .variants import DEFAULT_VARIANT, Candidates, CorpusVariant, VariantUnavailable
 
@@ -168,8 +169,9 @@ class ItemRun:
     mutants: list[Mutant]
     originals: list[SuiteResult]  # canonical, then alternatives in item order
     killed: list[Killed]
-    survivors: list[Mutant]
+    survivors: list[Mutant]  # the real bug last, when it passes (real_bugs.judged)
     unusable: list[str]  # why each unusable candidate is neither a distractor nor a survivor
+    real_bug: Snippet | None = None  # the item's real bug, when its tests kill it
 
 
 class _Phases:
@@ -324,6 +326,7 @@ def fresh_snippets(
             )
             continue
         pool += [distractor(item, by_position[p]) for p in chosen[item.id]]
+        pool += [run.real_bug] if run.real_bug else []
     return Fresh(pool, alternatives)
 
 
@@ -483,15 +486,22 @@ def mutate(
     stacking fails is left out, its failure in ``problems`` (:func:`per_item`)."""
     phases.start("mutants", len(items))
     generate = candidate_generator(variant)
-    singles = {}
+    singles: dict[str, Any] = {}  # None where the item's generation failed
     for done, item in enumerate(items, 1):
-        singles[item.id] = per_item(item, problems, "mutants", generate, item)
+        mutants = per_item(item, problems, "mutants", generate, item)
+        singles[item.id] = None if mutants is None else _not_the_real_bug(item, mutants)
         phases.tick(done)
     items = [item for item in items if singles[item.id] is not None]
     if variant.k == 1:
         return {item.id: singles[item.id] for item in items}
     stacked = stacked_candidates(items, singles, mutant_runner, variant.k, phases, problems)
     return {item.id: stacked[item.id] for item in items if stacked.get(item.id) is not None}
+
+
+def _not_the_real_bug(item: BenchmarkItem, mutants: list[Mutant]) -> list[Mutant]:
+    """The candidates but one whose code is the item's real bug: the pool holds that once, as
+    the real bug (its pattern names the class whose edit writes it)."""
+    return [m for m in mutants if not item.real_bug or m.code != item.real_bug]
 
 
 def execute(
@@ -505,7 +515,7 @@ def execute(
     (``mutant_runner``); each candidate is killed (a distractor's candidate), survives or is
     unusable (its suite proved nothing twice)."""
     original_results = iter(
-        runner.run_many([_suite(i, code) for i in items for code in (i.canonical, *i.alternatives)])
+        runner.run_many([_suite(i, code) for i in items for code in _originals(i)])
     )
     mutant_results = mutant_runner.imap(
         [_suite(i, m.code) for i in items for m in candidates[i.id]]
@@ -513,10 +523,27 @@ def execute(
     phases.start("running", len(items))
     runs = {}
     for done, item in enumerate(items, 1):
-        own = [next(original_results) for _ in range(1 + len(item.alternatives))]
-        runs[item.id] = classify(item, candidates[item.id], own, mutant_results)
+        own = [next(original_results) for _ in _originals(item)]
+        run = classify(item, candidates[item.id], own[: 1 + len(item.alternatives)], mutant_results)
+        runs[item.id] = with_real_bug(item, run, own[-1]) if item.real_bug else run
         phases.tick(done)
     return runs
+
+
+def _originals(item: BenchmarkItem) -> tuple[str, ...]:
+    """The code an item brings, run under the full limits: canonical, alternatives, real bug."""
+    return (item.canonical, *item.alternatives, *((item.real_bug,) if item.real_bug else ()))
+
+
+def with_real_bug(item: BenchmarkItem, run: ItemRun, result: SuiteResult) -> ItemRun:
+    """``run`` with the item's real bug judged by its ``result`` (:func:`.real_bugs.judged`)."""
+    snippet, survivor, unusable = judged(item, result)
+    return replace(
+        run,
+        survivors=run.survivors + ([survivor] if survivor else []),
+        unusable=run.unusable + ([unusable] if unusable else []),
+        real_bug=snippet,
+    )
 
 
 def classify(
@@ -669,6 +696,8 @@ def mutation_score_report(yields: Sequence[ItemYield], survivors: Sequence[Survi
     shown: dict[tuple[str, str], int] = Counter()
     unshown = unknown = 0
     for s in survivors:
+        if s.operator == REAL_BUG:  # not a mutant: the real bugs have a report of their own
+            continue
         if s.equivalence is None:
             unknown += 1
         elif s.equivalence["differing"] > 0:

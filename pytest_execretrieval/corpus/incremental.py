@@ -43,9 +43,11 @@ from ..execution.sandbox import SuiteResult
 from ..mutation.operators import Mutant
 from ..mutation.select import MAX_DISTRACTORS, Killed, kill_kind
 from .items import BenchmarkItem
+from .real_bugs import REAL_BUG, pattern
 from .store import (
     ALTERNATIVES,
     CORPUS,
+    DISTRACTOR_KINDS,
     MANIFEST,
     YIELDS,
     Corpus,
@@ -293,7 +295,7 @@ def plan(items: Sequence[BenchmarkItem], where: Path, engine: dict) -> Plan:
             reasons.append(Rebuild("records", message, iid))
             continue
         canonical = next(s for s in own if s.kind == "canonical")
-        distractors = tuple(s for s in own if s.kind == "distractor")
+        distractors = tuple(s for s in own if s.kind in DISTRACTOR_KINDS)
         reusable[iid] = Reusable(record, canonical, tuple(alts), distractors)
     return Plan(reusable, tuple(reasons))
 
@@ -309,10 +311,13 @@ def mismatch(
         return f"its yields row names {record.item_id}"
     canonicals = [s for s in pool if s.kind == "canonical"]
     distractors = [s for s in pool if s.kind == "distractor"]
+    real_bugs = [s for s in pool if s.kind == REAL_BUG]
     if len(canonicals) != 1 or canonicals[0].code != item.canonical:
         return "corpus.jsonl does not hold its canonical exactly once"
-    if len(canonicals) + len(distractors) != len(pool):
+    if len(canonicals) + len(distractors) + len(real_bugs) != len(pool):
         return "corpus.jsonl holds a row of another kind"
+    if any(s.code != item.real_bug for s in real_bugs) or len(real_bugs) > 1:
+        return "corpus.jsonl holds a real_bug that is not the item's"
     if sorted(s.code for s in alternatives) != sorted(item.alternatives):
         return "alternatives.jsonl does not hold its alternatives"
     if any(s.kind != "alternative" for s in alternatives):
@@ -346,10 +351,12 @@ def _row_problem(item: BenchmarkItem, s: Snippet) -> str | None:
     if s.diff != unified_diff(item.canonical, s.code):
         return "its diff is not the diff of its code against the canonical"
     passed = not s.failing_tests
-    if s.kind == "distractor":
+    if s.kind == REAL_BUG and s.operator != pattern(item):
+        return "a real_bug's operator must be its item's source.pattern"
+    if s.kind in DISTRACTOR_KINDS:
         kill = kill_kind(SuiteResult(s.outcomes, passed, "", ""))
         if not s.operator or kill is None or kill == "timeout" or s.kill != kill:
-            return "a distractor must be killed, not by a timeout, and say how"
+            return f"a {s.kind} must be killed, not by a timeout, and say how"
     elif not passed or s.operator is not None or s.kill is not None:
         return f"a {s.kind} must pass every test and name no operator or kill"
     return None

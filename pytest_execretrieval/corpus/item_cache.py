@@ -47,6 +47,7 @@ _FIELDS = (
     "alternatives",
     "language",
     "source",
+    "real_bug",
 )
 
 

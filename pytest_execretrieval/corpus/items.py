@@ -26,7 +26,13 @@ from . import js_gate
 from .bounds import BoundError, ast_depth_problem, field_problems, name_problems, read_item_text
 
 REQUIRED = {"domain": str, "query": str, "entry_point": str, "canonical": str, "tests": list}
-OPTIONAL = {"setup": str, "alternatives": list, "language": str, "source": dict}
+OPTIONAL = {
+    "setup": str,
+    "alternatives": list,
+    "language": str,
+    "source": dict,
+    "real_bug": str,  # a mined item's pre-fix version (docs/real-bugs.md); needs source.commit
+}
 # The optional ``[source]`` table of a mined item (docs/mining.md): where its code came from.
 SOURCE_REQUIRED = {
     "distribution": str,
@@ -37,7 +43,19 @@ SOURCE_REQUIRED = {
     "license": str,
     "url": str,
 }
-SOURCE_OPTIONAL = {"tests": list, "commit": str, "parent": str, "subject": str}
+SOURCE_OPTIONAL = {
+    "tests": list,
+    # A real bug's fix (``execretrieval mine REPO --history``): the fixing commit, its parent, the
+    # author date and subject line, the files it changed, the test functions it added, and the
+    # TSSB-3M pattern of the bug.
+    "commit": str,
+    "parent": str,
+    "subject": str,
+    "author_date": str,
+    "files": list,
+    "fixing_tests": list,
+    "pattern": str,
+}
 DOMAINS = (
     "strings",
     "parsing_validation",
@@ -68,13 +86,18 @@ class ItemSource:
     commit: str = ""
     parent: str = ""
     subject: str = ""
+    author_date: str = ""
+    files: tuple[str, ...] = ()
+    fixing_tests: tuple[str, ...] = ()
+    pattern: str = ""
 
     @classmethod
     def from_table(cls, table: dict | None) -> ItemSource | None:
         """The record of a checked ``[source]`` table (or its JSON form), None without one."""
         if table is None:
             return None
-        return cls(**{**table, "tests": tuple(table.get("tests", ()))})
+        lists = {key: tuple(table.get(key, ())) for key in ("tests", "files", "fixing_tests")}
+        return cls(**{**table, **lists})
 
 
 @dataclass(frozen=True)
@@ -90,6 +113,7 @@ class BenchmarkItem:
     alternatives: tuple[str, ...] = ()
     language: str = DEFAULT  # a name in languages.LANGUAGES: its parser, operators and runner
     source: ItemSource | None = None  # where a mined item's code and tests came from
+    real_bug: str = ""  # the pre-fix version of a fix mined from history ("" for none)
 
     @property
     def lang(self) -> Language:
@@ -169,6 +193,8 @@ def load_item(path: Path) -> BenchmarkItem:
     if isinstance(data.get("source"), dict):
         for field, reason in source_problems(data["source"], data.get("tests")):
             problem(field, reason)
+    for field, reason in real_bug_problems(data):
+        problem(field, reason)
     if problems:
         raise ItemError(problems)
 
@@ -190,7 +216,8 @@ def load_item(path: Path) -> BenchmarkItem:
     if not data["tests"]:
         problem("tests", "needs at least one test")
 
-    for field, code in [("canonical", data["canonical"])] + [
+    real_bug = [("real_bug", data["real_bug"])] if "real_bug" in data else []
+    for field, code in [("canonical", data["canonical"]), *real_bug] + [
         (f"alternatives[{i}]", code) for i, code in enumerate(data.get("alternatives", []))
     ]:
         for reason in code_problems(code, entry_point, lang):
@@ -216,6 +243,7 @@ def load_item(path: Path) -> BenchmarkItem:
         alternatives=tuple(data.get("alternatives", ())),
         language=data.get("language", DEFAULT),
         source=ItemSource.from_table(data.get("source")),
+        real_bug=data.get("real_bug", ""),
     )
 
 
@@ -257,11 +285,15 @@ def source_problems(table: dict, tests: object) -> list[tuple[str, str]]:
             found.append(
                 (f"source.{key}", f"must be a {kind.__name__}, got {type(table[key]).__name__}")
             )
+    for key in ("tests", "files", "fixing_tests"):
+        values = table.get(key)
+        if isinstance(values, list) and any(
+            not isinstance(v, str) or has_unsafe(v) for v in values
+        ):
+            found.append((f"source.{key}", "must hold strings without control characters"))
     provenance = table.get("tests")
-    if isinstance(provenance, list):
-        if any(not isinstance(p, str) or has_unsafe(p) for p in provenance):
-            found.append(("source.tests", "must hold strings without control characters"))
-        elif isinstance(tests, list) and len(provenance) != len(tests):
+    if isinstance(provenance, list) and all(isinstance(p, str) for p in provenance):
+        if isinstance(tests, list) and len(provenance) != len(tests):
             found.append(
                 (
                     "source.tests",
@@ -269,6 +301,19 @@ def source_problems(table: dict, tests: object) -> list[tuple[str, str]]:
                 )
             )
     return found
+
+
+def real_bug_problems(data: dict) -> list[tuple[str, str]]:
+    """A ``real_bug`` needs the fix's provenance (``source.commit`` and ``source.parent``) and
+    must differ from the canonical."""
+    if "real_bug" not in data:
+        return []
+    source = data.get("source")
+    if not (isinstance(source, dict) and source.get("commit") and source.get("parent")):
+        return [("real_bug", "needs the fix's provenance: source.commit and source.parent")]
+    if data["real_bug"] == data.get("canonical"):
+        return [("real_bug", "is the canonical itself")]
+    return []
 
 
 def language_problems(path: Path, name: str) -> list[ItemProblem]:

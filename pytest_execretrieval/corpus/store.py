@@ -31,7 +31,10 @@ CORPUS = "corpus.jsonl"
 ALTERNATIVES = "alternatives.jsonl"
 MANIFEST = "manifest.json"
 YIELDS = "yields.jsonl"
-KINDS = ("canonical", "distractor", "alternative")
+KINDS = ("canonical", "distractor", "real_bug", "alternative")
+# The pool's wrong snippets: mutants (``distractor``) and pre-fix versions mined from history
+# (``real_bug``, its ``operator`` the TSSB-3M pattern of the fix).
+DISTRACTOR_KINDS = ("distractor", "real_bug")
 
 
 class CorpusError(Exception):
@@ -133,6 +136,12 @@ def manifest(
     for snippet in corpus.snippets:
         per_domain.setdefault(snippet.query_id.partition("/")[0], Counter())[snippet.kind] += 1
     operators = Counter(s.operator for s in corpus.snippets if s.kind == "distractor")
+    patterns = Counter(s.operator for s in corpus.snippets if s.kind == "real_bug")
+    real_bugs = (  # a corpus mined from history only: the others' manifests stay as they were
+        {"real_bugs": sum(patterns.values()), "per_pattern": dict(sorted(patterns.items()))}
+        if patterns
+        else {}
+    )
     return {
         "corpus_sha256": sha256(corpus_bytes),
         "alternatives_sha256": sha256(alt_bytes),
@@ -144,6 +153,7 @@ def manifest(
             "alternatives": len(corpus.alternatives),
             "per_domain": {d: dict(sorted(c.items())) for d, c in sorted(per_domain.items())},
             "per_operator": dict(sorted(operators.items())),
+            **real_bugs,
         },
         "items": {item_id(p): sha256(p.read_bytes()) for p in item_paths(items_dir)},
     } | ({"records": records} if records is not None else {})

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ..execution.runner import SuiteRunner
 from ..execution.sandbox import SuiteResult
 from .items import BenchmarkItem
-from .store import Corpus, Snippet
+from .store import DISTRACTOR_KINDS, Corpus, Snippet
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ def distractors_by_query(corpus: Corpus | None) -> dict[str, list[Snippet]]:
     """Each item's distractors in the corpus, in source-line order."""
     out: dict[str, list[Snippet]] = defaultdict(list)
     for snippet in corpus.snippets if corpus else ():
-        if snippet.kind == "distractor":
+        if snippet.kind in DISTRACTOR_KINDS:
             out[snippet.query_id].append(snippet)
     for snippets in out.values():
         snippets.sort(key=lambda s: (s.line or 0, s.snippet_id))
@@ -51,7 +51,7 @@ def item_cases(item: BenchmarkItem, distractors: Sequence[Snippet] = ()) -> list
     out = [Case("canonical", item, item.canonical, True)]
     out += [Case(f"alternative[{i}]", item, code, True) for i, code in enumerate(item.alternatives)]
     out += [
-        Case(f"distractor[{s.operator}@L{s.line}:{s.snippet_id[:8]}]", item, s.code, False, s)
+        Case(f"{s.kind}[{s.operator}@L{s.line}:{s.snippet_id[:8]}]", item, s.code, False, s)
         for s in distractors
     ]
     return out

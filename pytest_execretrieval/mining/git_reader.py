@@ -7,8 +7,8 @@ formats are not ours to reimplement, and a pure-Python reader would be a depende
 command), restricted so that none of those can fire:
 
 * only plumbing that reads objects: ``rev-list``, ``diff-tree --raw`` (blob ids, never a
-  content diff: no external diff, no textconv) and ``cat-file --batch`` (raw objects, no
-  filters); no porcelain, no work tree, no index (so no fsmonitor, no checkout filters);
+  content diff: no external diff, no textconv), ``ls-tree`` and ``cat-file --batch`` (raw
+  objects, no filters); no porcelain, no work tree, no index (so no fsmonitor, no checkout filters);
 * every such configuration key overridden on the command line (``-c`` wins over the
   repository's config), the system and global configs not read (``GIT_CONFIG_NOSYSTEM``,
   ``GIT_CONFIG_GLOBAL=/dev/null``), an empty ``HOME``, no terminal prompt, replace refs off;
@@ -73,6 +73,17 @@ class Change:
     status: str  # A, D, M, T (no renames: a moved file is a D and an A)
     old: str  # blob ids; the null id where there is none
     new: str
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    """One path of a commit's tree."""
+
+    path: str
+    mode: str  # 100644, 100755, 120000 (a link), 160000 (a submodule)
+    kind: str  # blob, commit
+    sha: str
+    size: int  # bytes; -1 for a submodule
 
 
 NULL = "0" * 40
@@ -162,6 +173,19 @@ class GitReader:
                 break
             _, _, old, new, status = meta[1:].decode("ascii", "replace").split(" ")
             out.append(Change(path.decode("utf-8", "surrogateescape"), status[:1], old, new))
+        return out
+
+    def tree(self, commit: str) -> list[TreeEntry]:
+        """Every path of ``commit``'s tree (``ls-tree -r -l``: mode, type, blob id, size)."""
+        raw = self._run(["ls-tree", "-r", "-z", "-l", "--full-tree", commit])
+        out = []
+        for entry in raw.split(b"\0"):
+            meta, tab, path = entry.partition(b"\t")
+            if not tab:
+                continue
+            mode, kind, sha, size = meta.decode("ascii", "replace").split()
+            name = path.decode("utf-8", "surrogateescape")
+            out.append(TreeEntry(name, mode, kind, sha, int(size) if size.isdigit() else -1))
         return out
 
     def read(self, sha: str, kind: str = "blob", limit: int | None = None) -> bytes | None:

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..corpus.real_bugs import OTHER
 from ..mutation.families import ALL_OPERATORS
 from ..mutation.operators import apply_edits, generate_edits
 from .git_reader import Change, Commit, GitReader, Unreadable, blob_text
@@ -41,7 +42,6 @@ TEST_PATH = re.compile(
     r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_tests?\.py$|(^|/)conftest\.py$"
 )
 MAX_STATEMENTS = 400  # statements of one function compared; a larger one is skipped
-OTHER = "other"
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,7 @@ class FixPair:
     pattern: str  # the operator class whose edit turns the fix into the bug, or "other"
     tests: tuple[str, ...] = ()  # test files the commit changed
     added_tests: tuple[str, ...] = ()  # "FILE::test_name" of test functions it added
+    module_before: str = ""  # the whole pre-fix module
 
 
 @dataclass
@@ -131,6 +132,7 @@ def _fix_pair(reader: GitReader, commit: Commit) -> FixPair:
         pattern(fix, bug),
         tuple(sorted(t.path for t in tests)),
         added,
+        before,
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import replace
 
 from ..corpus.items import grammar_problem
 from ..execution import _grammar
@@ -80,12 +81,10 @@ def with_recorded(items: list[MinedItem], runner: SuiteRunner, k: int) -> list[M
         for item, one, two in zip(probed, first, second, strict=True)
     }
     return [
-        MinedItem(
-            i.stem,
-            i.function,
-            i.query,
-            i.tests + recorded.get(i.stem, ()),
-            i.provenance + (RECORDED,) * len(recorded.get(i.stem, ())),
+        replace(
+            i,
+            tests=i.tests + recorded.get(i.stem, ()),
+            provenance=i.provenance + (RECORDED,) * len(recorded.get(i.stem, ())),
         )
         for i in items
     ]

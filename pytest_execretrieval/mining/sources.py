@@ -27,6 +27,8 @@ from email.parser import HeaderParser
 from importlib import metadata
 from pathlib import Path, PurePosixPath
 
+from .git_reader import GitReader
+
 MAX_FILE_BYTES = 1 << 20
 MAX_FILES = 5_000
 # Licence identifiers mined without --allow-licence (SPDX, plus the bare "BSD" older metadata says).
@@ -83,14 +85,14 @@ def load_source(source: str) -> SourceTree:
     """The :class:`SourceTree` of ``source``; raises :class:`SourceError`."""
     path = Path(source)
     if path.is_dir():
-        return _tree(_directory_members(path), None, path.resolve().name)
+        return source_tree(_directory_members(path), None, path.resolve().name)
     if path.is_file():
         data = path.read_bytes()
         digest = hashlib.sha256(data).hexdigest()
         if path.name.endswith((".whl", ".zip")):
-            return _tree(_zip_members(data), digest, path.name)
+            return source_tree(_zip_members(data), digest, path.name)
         if path.name.endswith((".tar.gz", ".tgz", ".tar")):
-            return _tree(_tar_members(data), digest, path.name)
+            return source_tree(_tar_members(data), digest, path.name)
         raise SourceError(f"{source}: not a directory, a .whl, a .zip or a .tar.gz sdist")
     try:
         dist = metadata.distribution(source)
@@ -98,14 +100,37 @@ def load_source(source: str) -> SourceTree:
         raise SourceError(
             f"{source!r} is not a directory, a wheel or sdist file, or an installed distribution"
         ) from None
-    return _tree(_installed_members(dist), None, source)
+    return source_tree(_installed_members(dist), None, source)
+
+
+def commit_tree(reader: GitReader, commit: str, fallback_name: str) -> SourceTree:
+    """One commit's tree of a git repository, read object by object through ``reader`` (no
+    checkout, no filter: :mod:`.git_reader`), bounded as any SOURCE."""
+    return source_tree(_commit_members(reader, commit), None, fallback_name)
+
+
+def _commit_members(reader: GitReader, commit: str) -> Iterator[Member]:
+    for entry in reader.tree(commit):
+        name = _safe_name(entry.path)
+        if name is None:
+            yield entry.path.encode("utf-8", "replace").decode(), "a name that is not valid UTF-8"
+        elif not _interesting(name):
+            continue
+        elif entry.kind != "blob" or entry.mode == "120000":
+            yield name, "a link or special file"
+        else:
+            yield _bounded(name, entry.size, lambda sha=entry.sha: reader.read(sha) or b"")
 
 
 # A member: (posix name, bytes) or (posix name, skip reason).
 Member = tuple[str, bytes | str]
 
 
-def _tree(members: Iterator[Member], archive_sha: str | None, fallback_name: str) -> SourceTree:
+def source_tree(
+    members: Iterator[Member], archive_sha: str | None, fallback_name: str
+) -> SourceTree:
+    """The tree of ``members`` (each its bytes or its skip reason); ``archive_sha``: the
+    archive's digest, else that of the files."""
     files: dict[str, bytes] = {}
     meta: dict[str, bytes] = {}
     skipped: Counter[str] = Counter()
@@ -278,12 +303,19 @@ def _licence_of(headers) -> str:
     text = (headers.get("License") or "").strip()
     if text and "\n" not in text and len(text) < 80:
         return _LICENCE_SPELLINGS.get(text.lower(), text)
-    for classifier in headers.get_all("Classifier") or []:
-        if classifier.startswith("License ::"):
+    return _classifier_licence(headers.get_all("Classifier")) or (
+        text.splitlines()[0] if text else ""
+    )
+
+
+def _classifier_licence(classifiers: object) -> str:
+    """The SPDX identifier of the first ``License ::`` trove classifier we know, or ""."""
+    for classifier in classifiers if isinstance(classifiers, list) else ():
+        if isinstance(classifier, str) and classifier.startswith("License ::"):
             spelled = classifier.rsplit("::", 1)[1].strip().lower()
             if spelled in _LICENCE_SPELLINGS:
                 return _LICENCE_SPELLINGS[spelled]
-    return text.splitlines()[0] if text else ""
+    return ""
 
 
 def _url_of(headers) -> str:
@@ -303,10 +335,11 @@ def _pyproject_facts(body: bytes, fallback_name: str) -> dict[str, str]:
     if isinstance(licence, dict):
         licence = licence.get("text", "")
     urls = project.get("urls", {})
+    licence = str(licence).strip() or _classifier_licence(project.get("classifiers"))
     return {
         "name": str(project.get("name") or fallback_name),
         "version": str(project.get("version", "")),
-        "license": _LICENCE_SPELLINGS.get(str(licence).strip().lower(), str(licence).strip()),
+        "license": _LICENCE_SPELLINGS.get(licence.lower(), licence),
         "url": str(next(iter(urls.values()), "")) if isinstance(urls, dict) else "",
     }
 

@@ -10,7 +10,8 @@ statement (literal arguments and expected values, within the grammar's bounds).
 from __future__ import annotations
 
 import ast
-from collections import defaultdict
+import copy
+from collections import Counter, defaultdict
 
 from ..corpus.items import grammar_problem
 from ..execution import _grammar
@@ -31,8 +32,14 @@ def test_file_tests(tree: SourceTree, names: set[str]) -> FileTests:
         if isinstance(module, str):
             continue
         imported = _imported_names(module) & names
+        aliases = _module_aliases(module)
+        if aliases:  # `import pkg as p` ... `p.f(x)`: the test reads `f(x)`
+            unqualify = _Unqualify(aliases, names)
+            module = unqualify.visit(module)
+            imported |= unqualify.found
         if not imported:
             continue
+        module = _Inline().visit(module)
         for node in ast.walk(module):
             if not isinstance(node, ast.Assert | ast.Call):
                 continue
@@ -58,6 +65,65 @@ def _imported_names(module: ast.Module) -> set[str]:
         for alias in node.names
         if alias.asname in (None, alias.name)
     }
+
+
+def _module_aliases(module: ast.Module) -> set[str]:
+    """The names ``import X`` / ``import X as Y`` bind in a test module (the top-level ones)."""
+    return {
+        alias.asname or alias.name.partition(".")[0]
+        for node in module.body
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+
+
+class _Unqualify(ast.NodeTransformer):
+    """``alias.f`` -> ``f`` for a module alias and a mined function's name ``f``."""
+
+    def __init__(self, aliases: set[str], names: set[str]):
+        self.aliases, self.names = aliases, names
+        self.found: set[str] = set()  # the names it unqualified
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        if isinstance(node.value, ast.Name) and node.value.id in self.aliases:
+            if node.attr in self.names:
+                self.found.add(node.attr)
+                return ast.copy_location(ast.Name(node.attr, ast.Load()), node)
+        return self.generic_visit(node)
+
+
+class _Inline(ast.NodeTransformer):
+    """In each test function, a name assigned once at the top of its body (``actual =
+    list(f(x))``, ``expected = [1, 2]``) is read as its value in the asserts that follow,
+    the way a reader of ``self.assertEqual(actual, expected)`` reads it. A name assigned
+    anywhere else in the function (a loop, an augmented assignment, twice) is left alone."""
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
+        stored = Counter(
+            n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        )
+        values: dict[str, ast.expr] = {}
+        body = []
+        for stmt in node.body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                name = stmt.targets[0].id if isinstance(stmt.targets[0], ast.Name) else ""
+                if stored[name] == 1:
+                    values[name] = _Substitute(values).visit(stmt.value)
+            body.append(
+                _Substitute(values).visit(stmt) if isinstance(stmt, ast.Expr | ast.Assert) else stmt
+            )
+        node.body = body
+        return node
+
+
+class _Substitute(ast.NodeTransformer):
+    def __init__(self, values: dict[str, ast.expr]):
+        self.values = values
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        if isinstance(node.ctx, ast.Load) and node.id in self.values:
+            return copy.deepcopy(self.values[node.id])
+        return node
 
 
 def _called(node: ast.expr, names: set[str]) -> str | None:

@@ -10,8 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..safe_write import write_atomic
+from ..sanitize import one_line
 from .density import MAX_EDITS, NearestNeighbour, density_shares
 from .functions import MinedFunction
+from .history import FixPair
 from .sources import SourceTree, copyright_lines
 
 # Characters a TOML multi-line literal string cannot hold (control characters but tab and \n).
@@ -27,6 +29,9 @@ class MinedItem:
     query: str
     tests: tuple[str, ...]
     provenance: tuple[str, ...]  # per test: "doctest FILE:LINE", "test FILE:LINE", "recorded"
+    fix: FixPair | None = None  # mined from history: the fix whose pre-fix version is the bug
+    real_bug: str = ""  # that pre-fix version, shaped as the canonical (imports, helpers)
+    version: str | None = None  # the version the fix commit declares (else the tree's)
 
 
 def toml_string(text: str) -> str:
@@ -63,25 +68,41 @@ def item_text(item: MinedItem, domain: str, tree: SourceTree) -> str:
     fn = item.function
     source = {
         "distribution": toml_string(tree.distribution),
-        "version": toml_string(tree.version),
+        "version": toml_string(tree.version if item.version is None else item.version),
         "file": toml_string(fn.file),
         "line": str(fn.line),
         "sha256": toml_string(fn.sha256),
         "license": toml_string(tree.license_expression),
         "url": toml_string(tree.url),
         "tests": _array(item.provenance),
+        **(_fix_source(item.fix) if item.fix else {}),
     }
+    real_bug = [f"real_bug = {toml_code(item.real_bug)}"] if item.real_bug else []
     lines = [
         f"domain = {toml_string(domain)}",
         f"query = {toml_string(item.query)}",
         f"entry_point = {toml_string(fn.name)}",
         f"canonical = {toml_code(fn.code)}",
+        *real_bug,
         f"tests = {_array(item.tests)}",
         "",
         "[source]",
         *(f"{key} = {value}" for key, value in source.items()),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _fix_source(fix: FixPair) -> dict[str, str]:
+    """A real bug's provenance in the ``[source]`` table."""
+    return {
+        "commit": toml_string(fix.commit),
+        "parent": toml_string(fix.parent),
+        "subject": toml_string(one_line(fix.subject)),  # a commit message is untrusted text
+        "author_date": toml_string(fix.author_date),
+        "files": _array(tuple(sorted({fix.file, *fix.tests}))),
+        "fixing_tests": _array(fix.added_tests),
+        "pattern": toml_string(fix.pattern),
+    }
 
 
 def write_items(out: Path, domain: str, items: list[MinedItem], tree: SourceTree) -> list[Path]:
@@ -133,7 +154,7 @@ def density_markdown(records: list[NearestNeighbour]) -> list[str]:
     return lines
 
 
-def _table(header: tuple[str, str], counts: Counter[str]) -> list[str]:
+def count_table(header: tuple[str, str], counts: Counter[str]) -> list[str]:
     rows = [f"| {header[0]} | {header[1]} |", "|---|---:|"]
     rows += [
         f"| {reason} | {n} |" for reason, n in sorted(counts.items(), key=lambda r: (-r[1], r[0]))
@@ -170,11 +191,11 @@ def mined_markdown(
         "",
         "## Files left out when reading",
         "",
-        *_table(("reason", "files"), tree.skipped),
+        *count_table(("reason", "files"), tree.skipped),
         "",
         "## Functions skipped, by reason",
         "",
-        *_table(("reason", "functions"), skipped),
+        *count_table(("reason", "functions"), skipped),
         "",
         "## Per module",
         "",
@@ -184,7 +205,7 @@ def mined_markdown(
         "",
         "## Doctest examples dropped, by reason",
         "",
-        *_table(("reason", "examples"), dropped),
+        *count_table(("reason", "examples"), dropped),
     ]
     if density:
         lines += ["", "## Near-clone density (token edit distance)", "", *density_markdown(density)]

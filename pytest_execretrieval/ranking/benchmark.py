@@ -26,7 +26,7 @@ import numpy as np
 
 from ..corpus.background import as_entry_point, describe, is_background
 from ..corpus.items import BenchmarkItem
-from ..corpus.store import Corpus, Snippet
+from ..corpus.store import DISTRACTOR_KINDS, Corpus, Snippet
 from ..embedders import DenseEncoder, Embedder
 from ..embedders.cache import EmbeddingCache, Progress, encode_cached
 from ..embedders.hosted import cost_guard
@@ -224,7 +224,7 @@ def index_pool(items: Sequence[BenchmarkItem], corpus: Corpus) -> PoolIndex:
         raise ValueError(f"items without a canonical in the corpus: {missing[:5]}")
     own: dict[str, list[int]] = {}
     for i, s in enumerate(pool):
-        if s.kind == "distractor":
+        if s.kind in DISTRACTOR_KINDS:
             own.setdefault(s.query_id, []).append(i)
     names = {item.id: item.language for item in ordered}
     by_name = definers(pool, [language(names.get(s.query_id, DEFAULT)) for s in pool])
@@ -341,17 +341,21 @@ def _hits(index: PoolIndex, ranking: Ranking, q: int, outcomes: OutcomePlan) -> 
 
 def _own_rows(index: PoolIndex, ranking: Ranking, q: int) -> tuple[OwnDistractorRow, ...]:
     own = index.own.get(index.items[q].id, [])
-    return tuple(
-        OwnDistractorRow(
-            snippet_id=index.pool[i].snippet_id,
-            operator=index.pool[i].operator,
-            score=round(score, DECIMALS),
-            edit_lines=index.pool[i].edit_lines,
-            edit_chars=index.pool[i].edit_chars,
-            kill=index.pool[i].kill,
-        )
-        for i, score in zip(own, ranking.watched[q])
+    return tuple(_own_row(index.pool[i], score) for i, score in zip(own, ranking.watched[q]))
+
+
+def _own_row(s: Snippet, score: float) -> OwnDistractorRow:
+    row = OwnDistractorRow(
+        snippet_id=s.snippet_id,
+        operator=s.operator,
+        score=round(score, DECIMALS),
+        edit_lines=s.edit_lines,
+        edit_chars=s.edit_chars,
+        kill=s.kill,
     )
+    if s.kind != "distractor":  # a real bug; a mutant's row has no kind, as before
+        row["kind"] = s.kind
+    return row
 
 
 def tie_groups(

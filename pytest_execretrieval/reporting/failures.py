@@ -92,7 +92,13 @@ def failure_line(item: BenchmarkItem, r: QueryResult) -> str:
     if r.rank1_tie.get("passing"):
         return f"rank 1: tie of {r.rank1_tie['size']} ({tie_members(item, r)}); {canonical}"
     top1 = r.top[0]
-    what = f"{top1.operator} mutant" if top1.kind == "distractor" else top1.kind
+    what = (
+        f"{top1.operator} mutant"
+        if top1.kind == "distractor"
+        else f"real bug ({top1.operator})"
+        if top1.kind == "real_bug"
+        else top1.kind
+    )
     if top1.query_id != item.id:
         what += f" of {top1.query_id}"
     if r.rank1_tie.get("size", 1) > 1:

@@ -410,7 +410,52 @@ def analyses_markdown(
                 + " |"
             )
     lines += per_class_markdown(names, analyses)
+    lines += real_bugs_markdown(names, analyses)
     return "\n".join(lines) + "\n"
+
+
+def real_bugs_markdown(names: Sequence[str], analyses: Sequence[dict]) -> list[str]:
+    """The real-bug table of summary.md (:func:`.scoring.analyses.real_bugs`), when a pool has
+    real bugs: per model, real-bug against mutant deception on the same queries, the paired
+    difference with its CI and p, then the same per TSSB-3M pattern."""
+    sections = [a.get("real_bugs") for a in analyses]
+    if not any(sections):
+        return []
+
+    def cell(v: dict | None) -> str:
+        if not v:
+            return "n/a"
+        text = f"{or_na(v['real_bug_deception'])} vs {or_na(v['mutant_deception'])}"
+        if v.get("difference_ci95"):
+            low, high = v["difference_ci95"]
+            text += f"; {v['difference']:+.3f} [{low:+.3f}, {high:+.3f}], p {v['p_value']:.3g}"
+        return f"{text} ({v['n_pairs']})"
+
+    patterns = sorted({p for s in sections if s for p in s["by_pattern"]})
+    lines = [
+        "",
+        "Real bugs from history: the share of real-bug/fix pairs where the pre-fix version "
+        "scores at or above its fix, vs the share of the same queries' mutants at or above "
+        "the canonical; the paired difference (real bug - mutants) with its bootstrap 95% CI "
+        "and sign-flip p (pairs).",
+        "",
+        f"| pattern | {' | '.join(names)} |",
+        f"|---|{'---|' * len(names)}",
+        f"| all | {' | '.join(cell(s) for s in sections)} |",
+    ]
+    for p in patterns:
+        cells = [cell((s or {}).get("by_pattern", {}).get(p)) for s in sections]
+        lines.append(f"| {p} | {' | '.join(cells)} |")
+    exec1 = [(s or {}).get("exec@1") for s in sections]
+    lines.append(
+        "| exec@1 with / without real bugs | "
+        + " | ".join(
+            "n/a" if not e else f"{or_na(e['with_real_bugs'])} / {or_na(e['mutants_only'])}"
+            for e in exec1
+        )
+        + " |"
+    )
+    return lines
 
 
 def per_class_markdown(names: Sequence[str], analyses: Sequence[dict]) -> list[str]:

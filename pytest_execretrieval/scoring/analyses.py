@@ -18,7 +18,7 @@ non-finite values become ``None``, so the output is JSON-able and deterministic.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +32,8 @@ from .stats import (
     density_exec1,
     false_high_similarity_rate,
     js_divergence,
+    paired_bootstrap_diff_ci,
+    sign_flip_test,
     spearman_rho,
 )
 
@@ -52,10 +54,13 @@ __all__ = [
     "per_domain",
     "per_operator",
     "rank1_miss_attribution",
+    "real_bugs",
     "tssb_weights",
 ]
 
 DENSITIES: tuple[int, ...] = (0, 1, 2, 3, 4)
+REAL_BUG = "real_bug"  # the snippet kind of a pre-fix version mined from history
+OTHER = "other"  # a real bug's pattern when no operator class writes it
 FALSE_HIGH_PERCENTILE = 75.0
 
 
@@ -124,8 +129,16 @@ def operator_order(names: Iterable[str]) -> list[str]:
 
 
 def _own(q: dict, operator: str | None = None) -> list[dict]:
+    """The query's own mutants (of class ``operator``); its real bug is not one of them."""
     own = q.get("own_distractors") or []
-    return [d for d in own if operator is None or d["operator"] == operator]
+    mutants = [d for d in own if d.get("kind", "distractor") == "distractor"]
+    return [d for d in mutants if operator is None or d["operator"] == operator]
+
+
+def _real_bug(q: dict) -> dict | None:
+    """The query's real bug (an ``own_distractors`` row of kind ``real_bug``), if it has one."""
+    own = q.get("own_distractors") or []
+    return next((d for d in own if d.get("kind") == REAL_BUG), None)
 
 
 def _classes(report: dict) -> list[str]:
@@ -213,13 +226,17 @@ def rank1_miss_attribution(report: dict) -> dict:
     (a mutant of the query's own canonical), ``other_canonical`` / ``other_distractor`` (a
     snippet belonging to another query), ``own_canonical`` (only if the corpus is broken) and,
     in a report whose pool has a background (``corpus.background``), ``background`` (a
-    function of the background source). ``own_distractor_share`` = own_distractor / n_misses;
+    function of the background source) and, when some query has a real bug,
+    ``own_real_bug`` (its pre-fix version). ``own_distractor_share`` = own_distractor /
+    n_misses;
     ``by_operator`` counts the own distractors at rank 1 by class.  Queries with an empty top
     are ignored.
     """
     kinds = ["own_distractor", "other_canonical", "other_distractor", "own_canonical"]
     if report.get("corpus", {}).get("background"):
         kinds.append("background")
+    if any(_real_bug(q) for q in report["per_query"]):
+        kinds.append("own_real_bug")
     counts = dict.fromkeys(kinds, 0)
     by_operator: dict[str, int] = {}
     for q in report["per_query"]:
@@ -227,8 +244,8 @@ def rank1_miss_attribution(report: dict) -> dict:
         if not top or top[0]["passes"]:
             continue
         hit = top[0]
-        if hit["kind"] == "background":
-            counts["background"] += 1
+        if hit["kind"] in ("background", REAL_BUG):
+            counts["own_real_bug" if hit["kind"] == REAL_BUG else "background"] += 1
             continue
         whose = "own" if hit["query_id"] == q["query_id"] else "other"
         kind = "distractor" if hit["kind"] == "distractor" else "canonical"
@@ -368,8 +385,14 @@ def class_only_exec1(q: dict, keep: Iterable[str]) -> float | None:
     Undetermined: no kept snippet in the top 10, or the top 10 ends inside that tie group (more
     of it may lie below rank 10)."""
     keep = set(keep)
+    return _exec1_kept(q, lambda h: h["kind"] != "distractor" or h["operator"] in keep)
+
+
+def _exec1_kept(q: dict, kept_hit: Callable[[dict], bool]) -> float | None:
+    """Expected exec@1 of ``q`` if the pool kept only the snippets ``kept_hit`` accepts (see
+    :func:`class_only_exec1`), or None when its top 10 cannot tell."""
     top = _top(q)
-    kept = [h for h in top if h["kind"] != "distractor" or h["operator"] in keep]
+    kept = [h for h in top if kept_hit(h)]
     if not kept:
         return None
     best = kept[0]["score"]
@@ -477,11 +500,90 @@ def background_neighbours(report: dict) -> dict | None:
     }
 
 
+def _pair_rate(score: float, own: Sequence[dict]) -> float:
+    """The share of ``own`` scoring at or above ``score`` (deceived pairs)."""
+    return sum(d["score"] >= score for d in own) / len(own)
+
+
+def _real_bug_rows(report: dict) -> list[tuple[dict, float, float | None]]:
+    """Per query with a real bug: (the query, 1.0 if its real bug is deceived else 0.0, the
+    share of its own mutants deceived, or None without mutants)."""
+    out = []
+    for q in report["per_query"]:
+        bug = _real_bug(q)
+        if bug is None or "canonical_score" not in q:
+            continue
+        score, mutants = q["canonical_score"], _own(q)
+        out.append(
+            (q, float(bug["score"] >= score), _pair_rate(score, mutants) if mutants else None)
+        )
+    return out
+
+
+def _deceived(rows: Sequence[tuple[dict, float, float | None]]) -> dict:
+    """Real-bug and mutant deception over ``rows`` (:func:`_real_bug_rows`), macro over the
+    queries that have both, with the paired difference (real bug minus mutants)."""
+    paired = [(bug, m) for _, bug, m in rows if m is not None]
+    out: dict = {"n_pairs": len(rows), "n_paired": len(paired)}
+    out["real_bug_deception"] = _rate(sum(bug for _, bug, _ in rows), len(rows))
+    if not paired:
+        return out | {"mutant_deception": None, "difference": None}
+    bugs, mutants = np.array([b for b, _ in paired]), np.array([m for _, m in paired])
+    low, high = paired_bootstrap_diff_ci(mutants, bugs, seed=0)
+    return out | {
+        "mutant_deception": _r(float(mutants.mean())),
+        "difference": _r(float(bugs.mean() - mutants.mean())),
+        "difference_ci95": [_r(float(low)), _r(float(high))],
+        "p_value": _r(sign_flip_test(bugs - mutants, seed=0)),
+    }
+
+
+def real_bugs(report: dict) -> dict | None:
+    """Do embedders prefer a real shipped bug to its fix as often as a mutant to the canonical?
+
+    Over the queries with a real bug (a pre-fix version mined from history, its ``operator``
+    the fix's TSSB-3M pattern): ``real_bug_deception``, the share whose real bug scores at or
+    above the fix (the canonical); ``mutant_deception``, the mean over the same queries (those
+    with own mutants: ``n_paired``) of the share of their mutants that do; ``difference`` (real
+    bug minus mutants) with its paired bootstrap 95% CI and the sign-flip test's ``p_value``;
+    the same per pattern in ``by_pattern``. ``exec@1``: the expected exec@1 of those queries
+    with their real bugs in the pool, and ``mutants_only`` without them (exact from the top 10,
+    as :func:`class_only_exec1`; ``n_undecided`` left out), so their difference is what the
+    real bugs cost. None when no query has a real bug."""
+    rows = _real_bug_rows(report)
+    if not rows:
+        return None
+    patterns = sorted({_real_bug(q)["operator"] or OTHER for q, _, _ in rows})  # type: ignore[index]
+    by_pattern = {
+        p: _deceived([r for r in rows if (_real_bug(r[0]) or {}).get("operator") == p])
+        for p in patterns
+    }
+    queries = [q for q, _, _ in rows]
+    without = [_exec1_without_real_bug(q) for q in queries]
+    decided = [v for v in without if v is not None]
+    return _deceived(rows) | {
+        "by_pattern": by_pattern,
+        "exec@1": {
+            "with_real_bugs": _exec_rates(queries)["exec@1"],
+            "mutants_only": _rate(sum(decided), len(decided)),
+            "n_undecided": len(without) - len(decided),
+        },
+    }
+
+
+def _exec1_without_real_bug(q: dict) -> float | None:
+    """Expected exec@1 of ``q`` with the real bugs out of the pool (None: the top 10 cannot
+    tell), exactly as :func:`class_only_exec1` removes distractor classes."""
+    return _exec1_kept(q, lambda h: h["kind"] != REAL_BUG)
+
+
 def analyses(report: dict) -> dict:
     """Every analysis of one report, keyed by section (see the module and section docstrings)."""
     neighbours = background_neighbours(report)
+    real = real_bugs(report)
     return {
         **({"background_neighbours": neighbours} if neighbours else {}),
+        **({"real_bugs": real} if real else {}),
         "embedder": report["embedder"].get("name"),
         "n_queries": len(report["per_query"]),
         "per_domain": per_domain(report),

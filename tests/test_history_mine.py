@@ -1,0 +1,181 @@
+"""``execretrieval mine REPO --history`` end to end on a repository the test makes with git: a
+killed real bug enters the built pool as a ``real_bug`` distractor named by its pattern, a
+surviving one does not, every other commit is counted, a hostile configuration runs nothing, and
+the benchmark reports the real-bug deception analysis."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tomllib
+from pathlib import Path
+
+import pytest
+from git_repos import commit, git
+from plugin_runs import bench
+
+from pytest_execretrieval import cli
+from pytest_execretrieval.corpus.items import load_item
+from pytest_execretrieval.corpus.store import read_corpus
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="no git on this machine")
+
+PYPROJECT = '[project]\nname = "tinytools"\nversion = "1.0"\nlicense = "MIT"\n'
+LICENCE = "Copyright (c) 2026 Tiny Tools Authors\n\nPermission is hereby granted...\n"
+MODULE = '''"""Tools."""
+
+
+def clamp(x, lo, hi):
+    """Limit x to the closed range [lo, hi].
+
+    >>> clamp(5, 0, 3)
+    3
+    >>> clamp(-1, 0, 3)
+    0
+    """
+    if x <= lo:
+        return lo
+    if x > hi:
+        return hi
+    return x
+
+
+def last_index(values):
+    """The index of the last element of a non-empty list.
+
+    >>> last_index([7, 8, 9])
+    2
+    """
+    return len(values) - 1
+
+
+def total(values):
+    """Add up the values.
+
+    >>> total([1, 2])
+    3
+    """
+    return sum(values)
+'''
+# Before the fixes: clamp's `<` is equivalent at the edge (x == lo returns x == lo), so its
+# real bug survives the fix's tests; last_index's is off by one, and the tests kill it.
+BUGGY = MODULE.replace("x <= lo", "x < lo").replace("len(values) - 1", "len(values)")
+TESTS = """import tinytools.tools as t
+from tinytools.tools import clamp
+
+
+def test_edges():
+    expected = 1
+    assert clamp(1, 1, 3) == expected
+    assert t.last_index([4]) == 0
+    assert t.clamp(9, 0, 3) == 3
+"""
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    files = {"pyproject.toml": PYPROJECT, "LICENSE": LICENCE, "tinytools/tools.py": BUGGY}
+    commit(root, "Start", files | {"tinytools/__init__.py": ""})
+    commit(
+        root,
+        "Fix last_index: off by one",
+        {"tinytools/tools.py": BUGGY.replace("len(values)", "len(values) - 1")},
+    )
+    commit(
+        root,
+        "Fix clamp at the low edge",
+        {"tinytools/tools.py": MODULE, "tests/test_tools.py": TESTS},
+    )
+    spread = MODULE.replace("x > hi", "x >= hi").replace("sum(values)", "sum(values, 0)")
+    commit(root, "Fix two places at once", {"tinytools/tools.py": spread})
+    commit(root, "Fix: move the module", {"tinytools/tools.py": None, "tinytools/moved.py": spread})
+    return root
+
+
+def _hostile(repo: Path, tmp_path: Path) -> Path:
+    """Point every program a repository can name at a script that leaves a marker."""
+    marker, script = tmp_path / "ran", tmp_path / "evil.sh"
+    script.write_text(f"#!/bin/sh\ntouch {marker}\ncat\n")
+    script.chmod(0o755)
+    for key in ("core.fsmonitor", "core.pager", "diff.external", "filter.evil.smudge"):
+        git(repo, "config", key, str(script))
+    git(repo, "config", "core.hooksPath", str(tmp_path))
+    (repo / ".git" / "info" / "attributes").write_text("*.py filter=evil diff=evil\n")
+    return marker
+
+
+@pytest.fixture
+def mined(repo, tmp_path) -> Path:
+    marker = _hostile(repo, tmp_path)
+    out = tmp_path / "mined"
+    assert cli.main(["mine", str(repo), "--history", "--out", str(out)]) == 0
+    assert not marker.exists(), "git ran a program the repository named"
+    return out
+
+
+def test_each_fix_becomes_an_item_with_its_real_bug_and_provenance(mined, repo):
+    items = sorted((mined / "tinytools_history").glob("*.toml"))
+    assert [p.name.rsplit("_", 1)[0] for p in items] == ["clamp", "last_index"]
+    last = load_item(next(p for p in items if p.name.startswith("last_index")))
+    assert "len(values) - 1" in last.canonical and "return len(values)\n" in last.real_bug
+    source = last.source
+    assert source is not None and source.subject == "Fix last_index: off by one"
+    assert source.commit == git(repo, "rev-parse", "HEAD~3")
+    assert source.parent == git(repo, "rev-parse", "HEAD~4")
+    assert source.author_date == "2026-01-02T03:04:05+01:00"
+    assert source.files == ("tinytools/tools.py",) and source.license == "MIT"
+    clamp = load_item(next(p for p in items if p.name.startswith("clamp")))
+    assert clamp.source is not None
+    assert clamp.source.fixing_tests == ("tests/test_tools.py::test_edges",)
+    assert clamp.source.pattern == "off_by_one_boundary"
+    # the test file's asserts at the fix commit: a name assigned once, a module alias
+    assert {"assert clamp(1, 1, 3) == 1", "assert clamp(9, 0, 3) == 3"} <= set(clamp.tests)
+    assert "test tests/test_tools.py:7" in clamp.source.tests
+    text = (mined / "MINED.md").read_text()
+    assert "| more than one diff hunk | 1 |" in text
+    assert "| more than one Python file changed | 1 |" in text  # the move: a delete and an add
+    assert "real bugs the fix's tests kill: 1; surviving: 1" in text
+    assert "MIT" in (mined / "NOTICE").read_text()
+
+
+def test_the_build_keeps_the_killed_real_bug_and_the_benchmark_reports_it(
+    mined, tmp_path, pytester, capsys
+):
+    cache = str(tmp_path / "cache")
+    assert cli.main(["build", str(mined), "-j", "1", "--cache-dir", cache]) == 0
+    assert (
+        "real bugs: 1/2 killed by the fix's tests (in the pool), 1 survive"
+        in capsys.readouterr().out
+    )
+    corpus = read_corpus(mined)
+    (real,) = [s for s in corpus.snippets if s.kind == "real_bug"]
+    assert real.query_id.startswith("tinytools_history/last_index_") and real.kill == "assertion"
+    manifest = json.loads((mined / "manifest.json").read_text())
+    assert manifest["counts"]["real_bugs"] == 1
+    assert cli.main(["build", str(mined), "--check", "--cache-dir", cache]) == 0
+    result = bench(pytester, mined, "--execretrieval-report-dir", str(tmp_path / "r"))
+    assert result.ret in (0, 1)
+    report = json.loads((tmp_path / "r" / "bm25.json").read_text())
+    section = report["analyses"]["real_bugs"]
+    assert section["n_pairs"] == 1 and section["real_bug_deception"] in (0.0, 1.0)
+    assert set(section["by_pattern"]) == {real.operator}
+    row = next(q for q in report["per_query"] if q["query_id"] == real.query_id)
+    assert [d["kind"] for d in row["own_distractors"] if "kind" in d] == ["real_bug"]
+    assert "Real bugs from history" in (tmp_path / "r" / "summary.md").read_text()
+
+
+def test_an_item_s_real_bug_needs_the_fix_s_provenance(tmp_path):
+    folder = tmp_path / "d"
+    folder.mkdir()
+    path = folder / "f.toml"
+    path.write_text(
+        'domain = "d"\nquery = "q"\nentry_point = "f"\n'
+        "canonical = 'def f():\\n    return 1\\n'\nreal_bug = 'def f():\\n    return 2\\n'\n"
+        'tests = ["assert f() == 1"]\n'
+    )
+    with pytest.raises(Exception, match="source.commit and source.parent"):
+        load_item(path)
+    assert tomllib.loads(path.read_text())["real_bug"]
