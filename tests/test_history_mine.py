@@ -15,8 +15,10 @@ from git_repos import commit, git
 from plugin_runs import bench
 
 from pytest_execretrieval import cli
-from pytest_execretrieval.corpus.items import load_item
-from pytest_execretrieval.corpus.store import read_corpus
+from pytest_execretrieval.corpus.build import engine
+from pytest_execretrieval.corpus.items import load_item, load_items
+from pytest_execretrieval.corpus.store import read_corpus, stale_reasons
+from pytest_execretrieval.corpus.variants import DEFAULT_VARIANT
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="no git on this machine")
 
@@ -179,3 +181,37 @@ def test_an_item_s_real_bug_needs_the_fix_s_provenance(tmp_path):
     with pytest.raises(Exception, match="source.commit and source.parent"):
         load_item(path)
     assert tomllib.loads(path.read_text())["real_bug"]
+
+
+MINED = Path(__file__).resolve().parents[1] / "mined"
+
+
+@pytest.mark.parametrize("corpus", sorted(p.name for p in MINED.iterdir() if p.is_dir()))
+def test_every_committed_mined_corpus_is_up_to_date(corpus):
+    """What CI benchmarks is what the item files and the engine make (hashes only)."""
+    items, problems = load_items(MINED / corpus)
+    assert items and not problems
+    assert stale_reasons(MINED / corpus, engine(DEFAULT_VARIANT, {"python"})) == []
+
+
+def test_the_committed_real_bug_corpus_holds_its_fixes_provenance():
+    items, _ = load_items(MINED / "history")
+    assert all(i.real_bug and i.source and i.source.commit and i.source.parent for i in items)
+    pool = read_corpus(MINED / "history").snippets
+    real = [s for s in pool if s.kind == "real_bug"]
+    assert real and all(s.kill in ("assertion", "exception") for s in real)
+    notice = (MINED / "history" / "NOTICE").read_text()
+    assert all(i.source and i.source.distribution in notice for i in items)
+
+
+def test_a_function_fixed_twice_is_one_item_at_its_latest_fix(repo, tmp_path):
+    moved = (repo / "tinytools" / "moved.py").read_text()
+    later = moved.replace("        return hi\n", "        return int(hi)\n")
+    last = commit(repo, "Fix clamp's type at the high edge", {"tinytools/moved.py": later})
+    out = tmp_path / "twice"
+    assert cli.main(["mine", str(repo), "--history", "--out", str(out)]) == 0
+    clamps = [load_item(p) for p in (out / "tinytools_history").glob("clamp_*.toml")]
+    assert [c.source.commit for c in clamps if c.source] == [last]
+    assert "| the function is fixed again later (its latest fix is the item) | 1 |" in (
+        out / "MINED.md"
+    ).read_text()

@@ -107,3 +107,32 @@ def test_a_licence_not_permissive_is_a_usage_error_unless_allowed(tmp_path, caps
     assert not (tmp_path / "no").exists()
     allowed = ["--allow-licence", licence]
     assert cli.main(["mine", str(wheel), "--out", str(tmp_path / "yes"), *allowed]) == 0
+
+
+@pytest.mark.parametrize(
+    ("pyproject", "licence_file", "expected"),
+    [
+        # no licence field: the trove classifier, as in METADATA
+        (
+            '[project]\nname = "p"\nclassifiers = ["License :: OSI Approved :: MIT License"]\n',
+            "",
+            "MIT",
+        ),
+        # no metadata licence at all: the top-level licence file's text
+        ('[project]\nname = "p"\n', "Permission is hereby granted, free of charge, to any", "MIT"),
+        (
+            '[project]\nname = "p"\n',
+            "Redistribution and use in source and binary forms ... Neither the name of",
+            "BSD-3-Clause",
+        ),
+        ('[project]\nname = "p"\n', "All rights reserved.", ""),
+    ],
+)
+def test_a_licence_is_read_from_classifiers_or_the_licence_text(
+    tmp_path, pyproject, licence_file, expected
+):
+    (tmp_path / "pyproject.toml").write_text(pyproject)
+    (tmp_path / "m.py").write_text("def f():\n    return 1\n")
+    if licence_file:
+        (tmp_path / "LICENSE").write_text(licence_file)
+    assert load_source(str(tmp_path)).license_expression == expected

@@ -8,7 +8,8 @@ self-contained code, the post-fix docstring as query, the doctests and the test 
 at the fix commit, recorded tests if asked); mine the same function from the pre-fix module, so
 the bug has the canonical's shape; run the fix on its tests twice in the sandbox (kept only if
 it passes both) and the bug once (killed or surviving: the count ``MINED.md`` states; the build
-decides again and keeps a killed bug as a ``real_bug`` distractor). Nothing of the repository is
+decides again and keeps a killed bug as a ``real_bug`` distractor). A function fixed twice is
+one item, at its latest fix. Nothing of the repository is
 imported or run outside the sandbox.
 """
 
@@ -35,6 +36,7 @@ from .writer import MinedItem, count_table, notice_text, write_items
 NOT_MINED = "the fixed function is not minable"  # + its reason (functions.py)
 BUG_NOT_MINED = "the pre-fix function is not minable"
 SAME_CODE = "the fix changes nothing the item holds"  # e.g. only a docstring line
+LATER_FIX = "the function is fixed again later (its latest fix is the item)"
 
 
 @dataclass
@@ -82,7 +84,9 @@ def mine_history(
             if not NAME.match(domain):
                 raise MiningError(f"domain {domain!r} is not a valid name (a-z, 0-9 and _ only)")
             dropped: Counter[str] = Counter()
-            candidates = [c for c in (_candidate(reader, p, dropped) for p in scan.pairs) if c]
+            candidates = _latest_per_function(
+                [c for c in (_candidate(reader, p, dropped) for p in scan.pairs) if c], dropped
+            )
     except GitError as exc:
         raise MiningError(one_line(str(exc))) from None
     owned = runner is None
@@ -128,6 +132,16 @@ def _candidate(reader: GitReader, pair: FixPair, dropped: Counter[str]) -> Mined
     return replace(items[0], stem=stem, fix=pair, real_bug=bug.code, version=tree.version)
 
 
+def _latest_per_function(items: list[MinedItem], dropped: Counter[str]) -> list[MinedItem]:
+    """One item per function name, its latest fix: two fixes of one function (in one module, or
+    before and after a move) make items whose canonicals may pass each other's tests, which the
+    name-collision gate refuses."""
+    latest = {i.function.name: i for i in items}  # oldest first: the last one wins
+    if len(latest) < len(items):
+        dropped[LATER_FIX] += len(items) - len(latest)
+    return [i for i in items if latest[i.function.name] is i]
+
+
 def _function(tree: SourceTree, pair: FixPair) -> MinedFunction | None:
     return next(
         (f for f in mined_functions(tree) if (f.file, f.name) == (pair.file, pair.name)), None
@@ -144,6 +158,7 @@ def history_markdown(result: MinedHistory) -> str:
     """``MINED.md`` of a history mining run: commits scanned and why each was not a fix pair,
     fix pairs not kept and why, and per item its commit, pattern and whether the bug survives."""
     scan, head = result.scan, result.head
+    found = Counter(p.pattern for p in scan.pairs)
     patterns = Counter(i.fix.pattern for i in result.items if i.fix)
     lines = [
         f"# Mined from history: {head.distribution}",
@@ -163,7 +178,13 @@ def history_markdown(result: MinedHistory) -> str:
         "",
         *count_table(("reason", "fixes"), result.dropped),
         "",
-        "## Patterns of the kept fixes (the operator class whose edit makes the bug)",
+        "## Patterns (the operator class whose edit of the fix writes the bug, else other)",
+        "",
+        "Of every single-statement fix found:",
+        "",
+        *count_table(("pattern", "fixes"), found),
+        "",
+        "Of the fixes kept as items:",
         "",
         *count_table(("pattern", "fixes"), patterns),
         "",

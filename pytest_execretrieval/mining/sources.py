@@ -155,7 +155,7 @@ def source_tree(
         files={k: files[k] for k in sorted(files)},
         distribution=facts["name"],
         version=facts["version"],
-        license_expression=facts["license"],
+        license_expression=facts["license"] or licence_of_texts(texts),
         url=facts["url"],
         licence_texts=texts,
         sha256=archive_sha or _tree_digest(files),
@@ -348,6 +348,28 @@ def licence_identifiers(expression: str) -> list[str]:
     """The licence identifiers an SPDX expression names (``MIT OR Apache-2.0`` -> both)."""
     words = re.split(r"[\s()]+", expression)
     return [w for w in words if w and w.upper() not in ("OR", "AND", "WITH")]
+
+
+# Phrases that name a licence's text (for a SOURCE whose metadata declares none), most
+# specific first: BSD-3 is BSD-2 with the "Neither the name" clause.
+_LICENCE_TEXTS = (
+    ("Apache-2.0", ("Apache License", "Version 2.0")),
+    ("MIT", ("Permission is hereby granted, free of charge",)),
+    ("ISC", ("Permission to use, copy, modify, and/or distribute",)),
+    ("BSD-3-Clause", ("Redistribution and use in source and binary forms", "Neither the name")),
+    ("BSD-2-Clause", ("Redistribution and use in source and binary forms",)),
+)
+
+
+def licence_of_texts(texts: dict[str, str]) -> str:
+    """The licence whose text the top-level licence file holds, or "" (none, or another)."""
+    top = [texts[name] for name in sorted(texts) if "/" not in name]
+    for text in top[:1]:
+        flat = " ".join(text.split())
+        for identifier, phrases in _LICENCE_TEXTS:
+            if all(phrase in flat for phrase in phrases):
+                return identifier
+    return ""
 
 
 def check_licence(tree: SourceTree, allowed: str | None) -> None:
