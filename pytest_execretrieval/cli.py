@@ -506,6 +506,7 @@ EXIT_USAGE = 4  # pytest's own usage-error status: a bad argument, before any wo
 
 
 def cmd_mine(args: argparse.Namespace) -> int:
+    from .mining.history_mine import mine_history
     from .mining.mine import mine
     from .mining.sources import SourceError
 
@@ -515,39 +516,16 @@ def cmd_mine(args: argparse.Namespace) -> int:
         return _usage("mine", "--record must be 0 or more")
     if args.since and not args.history:
         return _usage("mine", "--since needs --history")
-    if args.history:
-        return _mine_history(args)
-    try:
-        mined = mine(
-            args.source,
-            Path(args.out),
-            domain=args.domain,
-            limit=args.limit,
-            allow_licence=args.allow_licence,
-            record=args.record,
-        )
-    except SourceError as exc:
-        return _usage("mine", one_line(str(exc)))
-    print(one_line(mined.summary()) + f"; see {Path(args.out) / 'MINED.md'}")
-    return 0
-
-
-def _mine_history(args: argparse.Namespace) -> int:
-    """``mine REPO --history``: the repository's single-statement fixes as real-bug items."""
-    from .mining.history_mine import mine_history
-    from .mining.sources import SourceError
-
-    if not Path(args.source).is_dir():
+    if args.history and not Path(args.source).is_dir():
         return _usage("mine", f"--history needs a git repository directory, not {args.source!r}")
+    common = dict(
+        domain=args.domain, limit=args.limit, allow_licence=args.allow_licence, record=args.record
+    )
     try:
-        mined = mine_history(
-            Path(args.source),
-            Path(args.out),
-            since=args.since,
-            limit=args.limit,
-            domain=args.domain,
-            allow_licence=args.allow_licence,
-            record=args.record,
+        mined = (
+            mine_history(Path(args.source), Path(args.out), since=args.since, **common)
+            if args.history  # the repository's single-statement fixes as real-bug items
+            else mine(args.source, Path(args.out), **common)
         )
     except SourceError as exc:
         return _usage("mine", one_line(str(exc)))
