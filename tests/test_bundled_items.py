@@ -956,6 +956,8 @@ PARSER_PROBE_REVIEWED: dict[str, tuple[str, str]] = {
         "2**53 repeats exhaust memory: no result exists to give"),
     "javascript:data_structures/replace_with_roots": ("leading space, trailing space",
         "words are split at spaces: a surrounding space adds no word"),
+    "javascript:date_time/clock_to_minutes": ("dropped zero",
+        "'H:MM or HH:MM': 0:00 is 00:00 with a one-digit hour"),
     "javascript:parsing_validation/check_nested_tags": ("leading space, trailing space",
         "text outside the tags is free, a space too"),
     "javascript:parsing_validation/is_valid_git_branch_name": ("non-ASCII digits",
@@ -998,16 +1000,11 @@ PARSER_PROBE_OPEN: dict[str, str] = {
     "javascript:data_structures/calculate_expression": "past 2**53",
     "javascript:data_structures/evaluate_infix": "past 2**53",
     "javascript:data_structures/simplify_unix_path": "leading space",
-    "javascript:date_time/clock_to_minutes": "leading zero, dropped zero",
     "javascript:date_time/cron_field_values":
         "underscore, plus sign, trailing space, leading space",
     "javascript:date_time/parse_duration": "past 2**53",
     "javascript:date_time/parse_us_date":
         "leading space, trailing space, leading zero, dropped zero",
-    "javascript:date_time/time_slots":
-        "leading zero, dropped zero, plus sign, past 2**53, leading space, trailing space",
-    "javascript:date_time/to_12_hour":
-        "plus sign, leading space, trailing space, leading zero, dropped zero",
     "javascript:date_time/to_24_hour": "underscore, plus sign, leading space, trailing space",
     "javascript:graphs_trees/deserialize_preorder": "past 2**53",
     "javascript:parsing_validation/compare_semver":
