@@ -3,10 +3,11 @@
 Reads an embedder's vectors of the bundled pool from the embedding cache (a benchmark run with
 the same ``--execretrieval-cache-dir`` filled it), then times, best of ``--repeat``, the exact
 ``rank_dense`` and each index's first stage (:class:`ApproximateStage`: the cached index read,
-the search, the exact re-scoring of the candidates), and the index's build once. Prints JSON.
+the search, the exact re-scoring of the candidates), and with ``--build`` the index's build
+(IVF-PQ takes minutes on a loaded machine). Prints JSON.
 
 Usage: python benchmarks/index_speed.py --cache-dir DIR [--embedder minilm] [--items DIR]
-       [--spec faiss:HNSW32,efSearch=64 ...] [--repeat 3]
+       [--spec faiss:HNSW32,efSearch=64 ...] [--repeat 3] [--build]
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ def main() -> None:
     parser.add_argument("--items", type=Path, default=bundled_items_dir())
     parser.add_argument("--spec", action="append", default=None)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--build", action="store_true", help="also time each index's build")
     args = parser.parse_args()
     queries, docs, targets = vectors(args.embedder, args.items, args.cache_dir)
     exact = []
@@ -75,7 +77,7 @@ def main() -> None:
     unit = normalize(docs, np.float64).astype(np.float32)
     for text in args.spec or SPECS:
         spec = check_spec(text)
-        build = build_index(spec, unit).seconds
+        build = build_index(spec, unit).seconds if args.build else None
         stage = ApproximateStage(spec, args.cache_dir)
         runs, steps = [], []
         for _ in range(args.repeat):
@@ -84,7 +86,7 @@ def main() -> None:
             runs.append(time.perf_counter() - started)
             steps.append(stage.seconds)
         indexes[text] = {
-            "build_s": round(build, 3),
+            "build_s": None if build is None else round(build, 3),
             "ranking_s": best(runs),
             "search_s": best([s["search"] for s in steps]),
             "rescore_s": best([s["rescore"] for s in steps]),
