@@ -341,20 +341,22 @@ def rank_candidates(
             f"{short[0]} (and {len(short) - 1} more rows short), fewer than the {listed} a "
             "ranking lists: search deeper (a larger nprobe or efSearch)"
         )
-    idx = np.zeros((n, listed), np.int64)
-    top = np.zeros((n, listed), np.float32)
-    rank, above, ties, tail = (np.zeros(n, np.int64) for _ in range(4))
-    for q in range(n):
-        c, s = cols[starts[q] : starts[q + 1]], scores[starts[q] : starts[q + 1]]
-        idx[q], top[q] = c[:listed], s[:listed]
-        tail[q] = np.count_nonzero(s == s[listed - 1]) if listed else 0
-        t, ts = target_pos[q], target_score[q]
-        if int(t) in retrieved[q]:
-            above[q], ties[q] = np.count_nonzero(s > ts), np.count_nonzero(s == ts)
-            rank[q] = 1 + above[q] + np.count_nonzero((s == ts) & (c < t))
-        else:  # below every candidate, in the pool-position order of the documents left out
-            above[q], ties[q] = len(c), size - len(c)
-            rank[q] = 1 + len(c) + t - np.count_nonzero(c < t)
+    place = starts[:-1, None] + np.arange(listed)[None, :]
+    idx, top = cols[place], scores[place]
+    last = top[:, -1] if listed else np.full(n, np.nan, np.float32)
+
+    def per_row(mask: np.ndarray) -> np.ndarray:
+        return np.bincount(rows[mask], minlength=n).astype(np.int64)
+
+    tail = per_row(scores == last[rows])
+    t, ts = target_pos[rows], target_score[rows]
+    found = per_row(cols == t) > 0
+    lengths = np.diff(starts).astype(np.int64)
+    # retrieved: the candidates' order; left out: below every candidate, in pool-position order
+    above = np.where(found, per_row(scores > ts), lengths)
+    ties = np.where(found, per_row(scores == ts), size - lengths)
+    before = np.where(found, per_row((scores == ts) & (cols < t)), target_pos - per_row(cols < t))
+    rank = 1 + above + before
     watched = _watched(q64, documents, watch, n)
     return Ranking(idx, top, rank, target_score, watched, above, ties, tail, retrieved)
 
