@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping, MutableMapping, Sequence
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,6 +44,8 @@ from .embedders.hosted import report_fields as hosted_report_fields
 from .execution.runner import SuiteRunner
 from .execution.sandbox import isolation_in_force
 from .ranking.benchmark import BenchmarkRun, run_benchmark
+from .ranking.index import IndexSpec, IndexSpecError
+from .ranking.indexed import index_run
 from .ranking.rerank import Reranker, RerankerContext, RerankerError, get_reranker
 from .ranking.rerank.pipeline import rerank_run
 from .reporting.report import build_report
@@ -212,6 +214,19 @@ def refuse_training_items(embedders: Mapping[str, Embedder], item_ids: Sequence[
             )
 
 
+def refuse_lexical_indexes(embedders: Mapping[str, Embedder]) -> None:
+    """:class:`SetupError` for a lexical scorer in a session with ``--execretrieval-index``:
+    an index holds vectors, and a scorer has none."""
+    from .embedders import LexicalScorer, contract
+
+    for name, embedder in embedders.items():
+        if contract(embedder) is LexicalScorer:
+            raise SetupError(
+                f"--execretrieval-index: --embedder {name} is a lexical scorer, with no vectors "
+                "to index; run it in a session without --execretrieval-index"
+            )
+
+
 def identifier_view(
     embedders: Mapping[str, Embedder], loaded: Loaded, view: str
 ) -> dict[str, Embedder]:
@@ -239,12 +254,15 @@ def open_rerankers(names: Sequence[str], context: RerankerContext) -> dict[str, 
 @dataclass
 class Ranked:
     """What ranking produced besides the runs: hosted request figures per embedder, the encoding
-    time, and per pipeline the report's ``rerank`` section and its wall-clock cost."""
+    time, per reranked pipeline the report's ``rerank`` section and its wall-clock cost, and per
+    indexed pipeline its per-query figures (the report's ``index``) and what the index took."""
 
     usage: dict[str, dict]
     encode_s: float
     rerank_info: dict[str, dict]
     rerank_cost: dict[str, dict]
+    index_info: dict[str, dict] = field(default_factory=dict)
+    index_cost: dict[str, dict] = field(default_factory=dict)
 
 
 def rank(
@@ -257,8 +275,10 @@ def rank(
     cache_dir: Path,
     code_similarity: bool,
     runs: MutableMapping[str, BenchmarkRun],
+    indexes: Mapping[str, tuple[str, IndexSpec]] | None = None,
 ) -> Ranked:
-    """Rank the pool for every query with each embedder, then every pipeline (``pipelines``:
+    """Rank the pool for every query with each embedder, and through each of its indexes
+    (``indexes``: name -> (embedder, spec)), then every reranked pipeline (``pipelines``:
     name -> (embedder, reranker); fusion needs all first stages first). ``runs`` is filled as
     the work goes (the reranker context reads it); every embedder and reranker is closed."""
     sha = loaded.pool_sha256
@@ -279,6 +299,7 @@ def rank(
                     code_similarity,
                     loaded.tests,
                 )
+                rank_indexed(loaded, name, embedder, indexes or {}, runner, cache_dir, runs, ranked)
             except ServiceError as exc:
                 raise ServiceFailure(f"--embedder {name}: {exc}") from None
             except EmbedderError as exc:
@@ -312,6 +333,41 @@ def rank(
         for r in rerankers.values():
             r.close()
     return ranked
+
+
+def rank_indexed(
+    loaded: Loaded,
+    name: str,
+    embedder: Embedder,
+    indexes: Mapping[str, tuple[str, IndexSpec]],
+    runner: SuiteRunner,
+    cache_dir: Path,
+    runs: MutableMapping[str, BenchmarkRun],
+    ranked: Ranked,
+) -> None:
+    """Every indexed pipeline of embedder ``name`` (its exact run is in ``runs``): its run,
+    its per-query figures and what the index took go to ``runs`` and ``ranked``."""
+    for pipeline, (first, spec) in indexes.items():
+        if first != name:
+            continue
+        try:
+            done = index_run(
+                runs[name],
+                name,
+                spec,
+                loaded.items,
+                loaded.pool,
+                loaded.pool_sha256,
+                embedder,
+                runner,
+                cache_dir,
+                loaded.tests,
+            )
+        except IndexSpecError as exc:
+            raise SetupError(f"--execretrieval-index {spec.text}: {exc}") from None
+        runs[pipeline] = done.run
+        ranked.index_info[pipeline] = done.per_query
+        ranked.index_cost[pipeline] = done.cost
 
 
 def load_baseline(path: Path, sha: str, language: str | None = None) -> dict:
@@ -447,12 +503,15 @@ def build_reports(
     first_stage: Mapping[str, str],
     rerank_info: Mapping[str, dict],
     language: str | None = None,
+    index_info: Mapping[str, dict] | None = None,
 ) -> dict[str, dict]:
     """One report per embedder or pipeline that ran queries (``ran``: name -> query ids, in run
-    order); a pipeline's report has its ``first_stage``, ``rerank`` and ``lift`` over the first
-    stage's report of this session. ``language``: the pool's report field (see
-    :func:`.reporting.report.build_report`)."""
+    order); a pipeline's report has its ``first_stage``, its ``rerank`` section (a reranked
+    pipeline) or ``index`` section (an indexed one: :func:`.scoring.index_cost.index_cost` from
+    ``index_info``'s per-query figures), and its ``lift`` over the first stage's report of this
+    session. ``language``: the pool's report field (see :func:`.reporting.report.build_report`)."""
     from .scoring.compare import ComparisonError
+    from .scoring.index_cost import index_cost
 
     # What a report records of its circumstances, read here (reporting reads no clock and
     # starts no sandbox): the sandbox layers in force during the run, and when it ended.
@@ -480,13 +539,18 @@ def build_reports(
             continue
         first = reports.get(first_stage[name])
         report["first_stage"] = first_stage[name]
-        report["rerank"] = rerank_info[name]
+        if name in rerank_info:
+            report["rerank"] = rerank_info[name]
         try:
             if first is None:
                 raise ComparisonError(f"the first stage {first_stage[name]} did not run")
             report["lift"] = lift(first, report, seed)
+            if index_info and name in index_info:
+                report["index"] = index_cost(first, report, index_info[name])
         except ComparisonError as exc:  # e.g. -k selected different queries for the two
             report["lift"] = {"error": str(exc)}
+            if index_info and name in index_info:
+                report["index"] = {"error": str(exc)}
     return reports
 
 

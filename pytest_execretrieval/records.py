@@ -129,8 +129,9 @@ class Invocation(TypedDict, total=False):
     """The report's ``embedder`` record: everything needed to run the same invocation again.
 
     An embedder's ``invocation()`` gives the fixed keys first (``embedders.describe``) and may add
-    its own (a revision, a weights hash); a pipeline's adds ``first_stage``, ``reranker`` and
-    ``rerank_k``. Every key that changes the scores is here: it keys the embedding cache."""
+    its own (a revision, a weights hash); a pipeline's adds ``first_stage``, and ``reranker``
+    and ``rerank_k`` or ``index``. Every key that changes the scores is here: it keys the
+    embedding cache."""
 
     name: str
     model: str
@@ -144,6 +145,7 @@ class Invocation(TypedDict, total=False):
     first_stage: str
     reranker: dict[str, object]
     rerank_k: int
+    index: dict[str, object]  # an indexed pipeline's (ranking/index.py)
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,15 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import DEFAULT_CACHE_DIR
 from .corpus.store import CorpusVariant
 from .corpus.variants import OPTION_DEFAULTS as CORPUS_OPTIONS
 from .execution.sandbox import ISOLATION_MODES, Limits
+
+if TYPE_CHECKING:
+    from .ranking.index import IndexSpec
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,16 @@ OPTIONS = (
         (),
         "rerank every embedder's top k with NAME (repeatable): exec-consensus[:tests|:hypothesis], "
         "rrf:A+B, ce:PATH, voyage-rerank-2.5, cohere-rerank-v3.5 or an entry point",
+        repeatable=True,
+    ),
+    Option(
+        "index",
+        str,
+        (),
+        "also rank every embedder through an approximate index SPEC (repeatable): "
+        "faiss:FACTORY[,PARAM=VALUE...], e.g. faiss:HNSW32,efSearch=64 or "
+        "faiss:IVF1024,PQ48,nprobe=16; candidates are re-scored exactly; the pipeline is "
+        "<embedder>@<SPEC>",
         repeatable=True,
     ),
     Option("rerank-k", int, 10, "how many first-stage candidates the rerankers reorder (1-10)"),
@@ -338,6 +352,7 @@ class Settings:
     isolation: str
     background: tuple[str, ...] = ()  # --execretrieval-background sources
     tests: str = "all"  # --execretrieval-tests
+    index: tuple[IndexSpec, ...] = ()  # --execretrieval-index, checked
 
 
 def resolve(config) -> Settings:
@@ -387,6 +402,7 @@ def resolve(config) -> Settings:
     tests = setting(config, "tests")
     if tests not in TESTS:
         raise ValueError(f"--execretrieval-tests: {tests!r} is not one of {TESTS}")
+    index = _index_specs(setting(config, "index")) if embedders else ()
     for flag in ("report-dir", "cache-dir"):
         check_own_directory(f"--execretrieval-{flag}", setting(config, flag), config.rootpath)
     return Settings(
@@ -411,7 +427,20 @@ def resolve(config) -> Settings:
         isolation=isolation,
         background=setting(config, "background"),
         tests=tests,
+        index=index,
     )
+
+
+def _index_specs(texts: tuple[str, ...]) -> tuple[IndexSpec, ...]:
+    """Every ``--execretrieval-index`` spec checked by faiss itself (a missing faiss, a bad
+    factory part or search parameter is named here, before any work)."""
+    from .ranking.index import IndexSpecError, check_spec
+
+    _unique(texts, "an index")
+    try:
+        return tuple(check_spec(text) for text in texts)
+    except IndexSpecError as exc:
+        raise ValueError(f"--execretrieval-index: {exc}") from None
 
 
 def check_own_directory(flag: str, path: Path | None, root: Path) -> None:

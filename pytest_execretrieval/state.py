@@ -45,9 +45,11 @@ from .orchestration import (
     open_embedders,
     open_rerankers,
     rank,
+    refuse_lexical_indexes,
     refuse_training_items,
 )
 from .ranking.benchmark import BenchmarkRun
+from .ranking.index import IndexSpec, index_name
 from .ranking.rerank import RerankerContext
 from .ranking.rerank.pipeline import pipeline_name
 from .reporting.report import RecordedTest, final_summary, ungated_exit_line, write_reports
@@ -93,9 +95,13 @@ class BenchmarkState:
         self.prefix = f"{pool}/" if pool else ""
         self.no_baseline: str | None = None  # why this pool has no baseline though one was asked
         self.pipelines: dict[str, tuple[str, str]] = {}  # name -> (embedder, reranker)
+        self.indexes: dict[str, tuple[str, IndexSpec]] = {}  # name -> (embedder, index)
         self.names: list[str] = []  # embedders, each followed by its pipelines
         for name in settings.embedders:
             self.names.append(name)
+            for spec in settings.index:
+                self.indexes[index_name(name, spec.text)] = (name, spec)
+                self.names.append(index_name(name, spec.text))
             for reranker in settings.rerank:
                 self.pipelines[pipeline_name(name, reranker)] = (name, reranker)
                 self.names.append(pipeline_name(name, reranker))
@@ -169,6 +175,8 @@ class BenchmarkState:
         }
         if not s.allow_training_items:
             refuse_training_items(embedders, selected)
+        if s.index:
+            refuse_lexical_indexes(embedders)
         embedders = identifier_view(embedders, loaded, s.identifiers)
         rerankers = open_rerankers(s.rerank, context)
         path = self.baseline_path
@@ -193,6 +201,7 @@ class BenchmarkState:
             s.cache_dir,
             s.code_similarity,
             self.runs,
+            self.indexes,
         )
 
     def query_of(self, nodeid: str) -> tuple[str, str] | None:
@@ -287,9 +296,10 @@ class BenchmarkState:
             time.perf_counter() - self.started,
             s.seed,
             self.ranked.usage,
-            {name: first for name, (first, _) in self.pipelines.items()},
+            {name: first for name, (first, _) in (*self.pipelines.items(), *self.indexes.items())},
             self.ranked.rerank_info,
             self.pool or None,
+            self.ranked.index_info,
         )
         self.incomplete = self.cut_short(status, stopped)
         short = self.short_models(records)
@@ -339,6 +349,12 @@ class BenchmarkState:
             f"stage {c['first_stage_ms_per_query']:.1f} ms/query"
             for name, c in self.ranked.rerank_cost.items()
             if name in self.final_reports
+        ] + [
+            f"index [{name}]: {c['source']} in {c['seconds']['index']:.2f} s; search "
+            f"{1000 * c['seconds']['search'] / max(1, c['n_queries']):.2f} ms/query, exact "
+            f"re-scoring {1000 * c['seconds']['rescore'] / max(1, c['n_queries']):.2f} ms/query"
+            for name, c in self.ranked.index_cost.items()
+            if name in self.final_reports and c["seconds"]
         ]
         gates = {self.label(n): g for n, g in self.gate_records.items()}
         lines = final_summary(self.final_reports, gates, self.written, self.ranked.encode_s)

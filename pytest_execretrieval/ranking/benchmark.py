@@ -45,7 +45,7 @@ from ..records import (
     TieSpan,
     passes_all,
 )
-from .retrieval import DECIMALS, TIE_POLICY, Ranking, normalize, retrieve
+from .retrieval import DECIMALS, TIE_POLICY, Ranking, RankVectors, normalize, rank_dense, retrieve
 
 TOP_K = 10
 
@@ -82,10 +82,12 @@ def rank_pool(
     alternatives: Sequence[Snippet],
     cache_dir: Path | None,
     progress: Progress | None = None,
+    rank: RankVectors = rank_dense,
 ) -> Scored:
     """Rank the pool for every item's query (:func:`.retrieval.retrieve` dispatches on the
-    embedder's contract; a dense encoder's vectors go through the embedding cache), and the
-    code-to-code similarity of ``alternatives`` when there are pool vectors to compare."""
+    embedder's contract; a dense encoder's vectors go through the embedding cache and are
+    ranked by ``rank``), and the code-to-code similarity of ``alternatives`` when there are
+    pool vectors to compare."""
     queries = [item.query for item in items]
     documents = [document_text(s) for s in pool]
     cache = EmbeddingCache(cache_dir, embedder.invocation()) if cache_dir else None
@@ -106,6 +108,7 @@ def rank_pool(
         TOP_K,
         watch,
         encode,
+        rank,
     )
     if retrieved.document_vectors is None:  # a lexical scorer: no vectors to compare code with
         return Scored(retrieved.ranking, {})
@@ -287,7 +290,11 @@ def tied_below(index: PoolIndex, ranking: Ranking) -> list[list[int]]:
         last = ranking.scores[q][-1] if len(listed) else None
         watched = ranking.watched[q][len(index.own.get(item.id, [])) :]
         below.append(
-            [i for i, score in zip(index.may_pass[q], watched) if score == last and i not in listed]
+            [
+                i
+                for i, score in zip(index.may_pass[q], watched)
+                if score == last and i not in listed and ranking.retrieves(q, i)
+            ]
         )
     return below
 
@@ -374,16 +381,19 @@ def tie_groups(
 
 def background_above(index: PoolIndex, ranking: Ranking, q: int) -> int | None:
     """How many background functions score above query ``q``'s canonical (None: the pool has
-    no background). They are all watched (:attr:`PoolIndex.may_pass`), so this is exact."""
+    no background). They are all watched (:attr:`PoolIndex.may_pass`), so this is exact. Under
+    an approximate first stage only retrieved ones count, and all of them when the canonical was
+    not retrieved (it ranks below every candidate)."""
     if not index.background:
         return None
     item = index.items[q]
     watched = ranking.watched[q][len(index.own.get(item.id, [])) :]
     target = ranking.target_score[q]
+    dropped = not ranking.retrieves(q, index.canonical[item.id])
     return sum(
         1
         for i, score in zip(index.may_pass[q], watched)
-        if i in index.background and score > target
+        if i in index.background and ranking.retrieves(q, i) and (dropped or score > target)
     )
 
 
@@ -428,6 +438,7 @@ def run_benchmark(
     progress: Progress | None = None,
     with_code_similarity: bool = False,
     tests: str = "all",
+    rank: RankVectors = rank_dense,
 ) -> BenchmarkRun:
     """Rank the whole pool for every item's query and decide exec@k from the top 10 (the steps:
     module docstring).
@@ -435,7 +446,7 @@ def run_benchmark(
     With ``with_code_similarity`` the alternatives are embedded too (about 15% more encoding on the
     bundled set) for the code-to-code analysis; without it that analysis is absent.
     ``tests``: which tests the items carry (``authors``: cut to their authors', for the
-    report)."""
+    report); ``rank``: how a dense encoder's vectors are ranked (default: exactly)."""
     index = index_pool(items, corpus)
     alternatives = (
         sorted(corpus.alternatives, key=lambda s: s.snippet_id) if with_code_similarity else []
@@ -450,6 +461,7 @@ def run_benchmark(
         alternatives,
         cache_dir,
         progress,
+        rank,
     )
     encode_s = time.perf_counter() - started
     below = tied_below(index, scored.ranking)

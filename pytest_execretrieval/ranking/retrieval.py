@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import cast
+from typing import Protocol, cast
 
 import numpy as np
 
@@ -57,6 +57,13 @@ class Ranking:
     target_above: np.ndarray  # (n_queries,) documents scoring strictly above the target
     target_ties: np.ndarray  # (n_queries,) documents scoring equal to the target, itself included
     tail_ties: np.ndarray  # (n_queries,) documents scoring equal to the last listed score
+    # Per query, the pool positions a first stage retrieved (an approximate index's candidates,
+    # :mod:`.index`); None: the whole pool was ranked.
+    retrieved: tuple[frozenset[int], ...] | None = None
+
+    def retrieves(self, q: int, position: int) -> bool:
+        """Whether query ``q``'s ranking saw pool ``position`` (always, ranking the whole pool)."""
+        return self.retrieved is None or position in self.retrieved[q]
 
     @property
     def target_span(self) -> np.ndarray:
@@ -498,6 +505,21 @@ def rank_rows(
     return Ranking(idx, score, rank, ts, watched.result(), above, ties, tail)
 
 
+class RankVectors(Protocol):
+    """How dense vectors are ranked: :func:`rank_dense`, or an approximate first stage
+    (:class:`.index.ApproximateStage`)."""
+
+    def __call__(
+        self,
+        queries: np.ndarray,
+        documents: np.ndarray,
+        targets: Sequence[int],
+        k: int = 10,
+        *,
+        watch: Sequence[Sequence[int]] | None = None,
+    ) -> Ranking: ...
+
+
 # (encoder, texts, ids, role) -> one vector per text, in order (e.g. through the embedding cache)
 Encode = Callable[[DenseEncoder, Sequence[str], Sequence[str], str], np.ndarray]
 
@@ -525,17 +547,18 @@ def retrieve(
     k: int = 10,
     watch: Sequence[Sequence[int]] | None = None,
     encode: Encode = encode_directly,
+    rank: RankVectors = rank_dense,
 ) -> Retrieved:
     """Rank ``documents`` for each query by the embedder's contract: a
     :class:`~.embedders.LexicalScorer`'s score rows go to :func:`rank_rows`; a
     :class:`~.embedders.DenseEncoder`'s vectors (documents first, then queries, through
-    ``encode``) go to :func:`rank_dense`. :class:`.embedders.EmbedderError` when the embedder
-    satisfies neither contract."""
+    ``encode``) go to ``rank`` (:func:`rank_dense`, or an approximate first stage).
+    :class:`.embedders.EmbedderError` when the embedder satisfies neither contract."""
     if contract(embedder) is LexicalScorer:
         scorer = cast(LexicalScorer, embedder)  # contract() checked the members
         return Retrieved(rank_rows(scorer.score(queries, documents), targets, k, watch), None)
     encoder = cast(DenseEncoder, embedder)
     document_vectors = encode(encoder, documents, document_ids, "document")
     query_vectors = encode(encoder, queries, query_ids, "query")
-    ranking = rank_dense(query_vectors, document_vectors, targets, k, watch=watch)
+    ranking = rank(query_vectors, document_vectors, targets, k, watch=watch)
     return Retrieved(ranking, document_vectors)

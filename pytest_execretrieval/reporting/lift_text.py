@@ -40,11 +40,12 @@ def lift_markdown(reports: Mapping[str, dict]) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for name, r in pipelines.items():
-        m, mc, info = r["lift"]["metrics"]["exec@1"], r["lift"]["exec@1_mcnemar"], r["rerank"]
+        m, mc = r["lift"]["metrics"]["exec@1"], r["lift"]["exec@1_mcnemar"]
+        fallbacks = r.get("rerank", {}).get("fallback", {}).get("n", "-")  # none for an index
         lines.append(
             f"| {name} | {r['first_stage']} | {m['before']:.3f} | {m['after']:.3f} | "
             f"{m['difference']:+.3f} [{m['ci95'][0]:+.3f}, {m['ci95'][1]:+.3f}] | "
-            f"{m['p']:.3g} | {mc['p']:.3g} | {info['fallback']['n']} |"
+            f"{m['p']:.3g} | {mc['p']:.3g} | {fallbacks} |"
         )
     for name, r in pipelines.items():
         rows = r["lift"]["by_operator"]

@@ -35,6 +35,7 @@ from ..scoring.metrics import (
 )
 from ..scoring.stats import bootstrap_ci
 from .comparison import compare_reports, tie_range
+from .index_text import index_lines, index_markdown
 from .lift_text import lift_lines, lift_markdown
 
 SCHEMA_VERSION = 2
@@ -296,7 +297,7 @@ def final_summary(
     lines = metrics_table(reports).splitlines()
     lines.append(f"(tie-aware expected values; embedding and ranking took {encode_s:.1f} s)")
     for name, report in reports.items():
-        lines += lift_lines(name, report)
+        lines += lift_lines(name, report) + index_lines(name, report)
     for name, gate in gates.items():
         lines += gate_lines(name, gate)
     if written:
@@ -510,7 +511,7 @@ def session_summary_markdown(reports: dict[str, dict], gates: dict[str, dict]) -
     text = analyses_markdown(
         data, [r["analyses"] for r in data], [], compare_reports(data, "markdown", all_pairs=False)
     )
-    lifts = lift_markdown(reports)
+    lifts = lift_markdown(reports) + index_markdown(reports)
     return text + ("\n" + lifts if lifts else "") + ("\n" + gate_markdown(gates) if gates else "")
 
 
