@@ -196,18 +196,25 @@ def open_embedders(names: Sequence[str], options: EmbedderOptions) -> dict[str, 
     return embedders
 
 
-def refuse_training_items(embedders: Mapping[str, Embedder], item_ids: Sequence[str]) -> None:
-    """:class:`SetupError` when a fine-tuned model would be scored on items it was trained on
-    (its card's split, recorded in its invocation): a score on seen items is no measurement."""
+def refuse_training_items(
+    models: Mapping[str, Embedder | Reranker], item_ids: Sequence[str], flag: str = "--embedder"
+) -> None:
+    """:class:`SetupError` when a fine-tuned model (an embedder, or a reranker given with
+    ``flag`` ``--execretrieval-rerank``) would be scored on items it was trained on (its
+    card's split, recorded in its invocation): a score on seen items is no measurement."""
     from .training.card import trained_on
 
-    for name, embedder in embedders.items():
-        seen = trained_on(embedder.invocation(), item_ids)
+    for name, model in models.items():
+        try:
+            invocation = model.invocation()
+        except RerankerError as exc:
+            raise SetupError(f"{flag}={name}: {exc}") from None
+        seen = trained_on(invocation, item_ids)
         if seen:
-            split = embedder.invocation()["training"]["split"]
+            split = invocation["training"]["split"]
             held = ", ".join(split.get("held_out_domains", ())) or "its held-out items"
             raise SetupError(
-                f"--embedder {name} was trained on {len(seen)} of the {len(item_ids)} selected "
+                f"{flag} {name} was trained on {len(seen)} of the {len(item_ids)} selected "
                 f"items (split {split['name']}; e.g. {', '.join(seen[:3])}): select held-out "
                 f"items by path (held out: {held}), or pass "
                 "--execretrieval-allow-training-items to score them anyway"

@@ -179,6 +179,8 @@ class BenchmarkState:
             refuse_lexical_indexes(embedders)
         embedders = identifier_view(embedders, loaded, s.identifiers)
         rerankers = open_rerankers(s.rerank, context)
+        if not s.allow_training_items:
+            refuse_training_items(rerankers, selected, "--execretrieval-rerank")
         path = self.baseline_path
         if path is not None and self.pool and not path.is_file():
             # no error here: the run may select none of this pool's items (-m, -k); a gate

@@ -2,8 +2,10 @@
 benchmark) and ``README.md`` (the same for people), in the model directory.
 
 The JSON holds the base model's invocation (name, weights sha256), the corpus sha256, the split
-(the trained and held-out item ids and held-out domains), the loss, the hyper-parameters, the
-loss curve, the training time (wall and CPU seconds) and the package versions.
+(the trained and held-out item ids and held-out domains), the objective (``bi-encoder``: an
+embedder; ``cross-encoder``: a reranker, with how its head was initialised), the loss, the
+hyper-parameters, the loss curve, the training time (wall and CPU seconds) and the package
+versions.
 """
 
 from __future__ import annotations
@@ -24,6 +26,13 @@ REQUIRED = (
     "training_time",
     "package_versions",
 )
+
+
+# how a benchmark uses a model of each training objective
+USAGE = {
+    "bi-encoder": "--embedder st:{model_dir}",
+    "cross-encoder": "--execretrieval-rerank ce:{model_dir}",
+}
 
 
 class CardError(ValueError):
@@ -62,6 +71,7 @@ def invocation_record(model_dir: Path) -> dict:
         "training": {
             "split": card["split"],
             "corpus_sha256": card["corpus"]["sha256"],
+            "objective": objective(card),
             "loss": card["loss"],
             "base_model": card["base_model"].get("model"),
             "base_weights_sha256": card["base_model"].get("weights_sha256"),
@@ -73,6 +83,11 @@ def trained_on(invocation: dict, item_ids) -> list[str]:
     """The ids among ``item_ids`` that the model of ``invocation`` was trained on (sorted)."""
     split = (invocation.get("training") or {}).get("split") or {}
     return sorted(set(split.get("train", ())) & set(item_ids))
+
+
+def objective(card: dict) -> str:
+    """What the card's model is (cards written before cross-encoders name no objective)."""
+    return card.get("objective", "bi-encoder")
 
 
 def card_markdown(card: dict) -> str:
@@ -91,9 +106,12 @@ def card_markdown(card: dict) -> str:
             if split["held_out_domains"]
             else ""
         ),
+        f"- objective: `{objective(card)}`"
+        + (f", initialised from {card['initialisation']}" if card.get("initialisation") else ""),
         f"- examples: {card['examples']['n']} from {card['examples']['items']} items, "
         f"{card['examples']['negatives_per_example']} hard negatives each",
         f"- loss: `{card['loss']}`"
+        + (f" (`{card['loss_class']}`)" if card.get("loss_class") else "")
         + (f", guide model `{card['guide_model']}`" if card.get("guide_model") else ""),
         "- hyper-parameters: " + ", ".join(f"{k}={v}" for k, v in sorted(hp.items())),
         f"- steps: {card['steps']}; loss {curve[0][1]:.4f} -> {curve[-1][1]:.4f}"
@@ -103,8 +121,9 @@ def card_markdown(card: dict) -> str:
         f"on {card['device']}",
         "- packages: " + ", ".join(f"{k} {v}" for k, v in sorted(card["package_versions"].items())),
         "",
-        "Use it as `--embedder st:<this directory>`; the benchmark refuses to score the trained "
-        "items (the split above) unless `--execretrieval-allow-training-items` is given.",
+        f"Use it as `{USAGE[objective(card)].format(model_dir='<this directory>')}`; the "
+        "benchmark refuses to score the trained items (the split above) unless "
+        "`--execretrieval-allow-training-items` is given.",
         "The full record is `execretrieval-training.json`.",
         "",
     ]

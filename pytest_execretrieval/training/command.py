@@ -1,9 +1,11 @@
 """``execretrieval train [DIR] --embedder NAME --out MODEL_DIR [--split domains|all|FILE]
-[--folds K] [--fold I] [--resume]``: the command-line face of :mod:`.train`.
+[--folds K] [--fold I] [--objective bi-encoder|cross-encoder] [--resume]``: the command-line
+face of :mod:`.train` and :mod:`.cross_encoder`.
 
 ``--split domains`` (the default) trains one model per fold into ``MODEL_DIR/<split name>/``
 (``--fold I`` trains fold I only); ``all`` and an item-list ``FILE`` train one model into
-``MODEL_DIR``. Each model directory is usable as ``--embedder st:DIR``.
+``MODEL_DIR``. Each model directory is usable as ``--embedder st:DIR`` (a bi-encoder) or
+``--execretrieval-rerank ce:DIR`` (a cross-encoder).
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from .card import USAGE
 from .split import SplitError, make_splits
-from .train import LOSSES, TrainConfig, TrainingError, train_split
+from .train import LOSSES, OBJECTIVES, TrainConfig, TrainingError, train_split
 
 DEFAULTS = TrainConfig()
 
@@ -25,7 +28,11 @@ def add_parser(sub, cache: dict) -> None:
         "corpus's hard negatives (a leakage-free split)",
     )
     t.add_argument("items_dir", nargs="?")
-    t.add_argument("--embedder", required=True, help="base model: minilm, mpnet or st:DIR")
+    t.add_argument(
+        "--embedder",
+        required=True,
+        help="base model: minilm, mpnet or st:DIR (a cross-encoder also ce:DIR)",
+    )
     t.add_argument("--out", required=True, type=Path, metavar="MODEL_DIR")
     t.add_argument(
         "--split",
@@ -35,7 +42,25 @@ def add_parser(sub, cache: dict) -> None:
     )
     t.add_argument("--folds", type=int, default=5, metavar="K", help="domain folds (default 5)")
     t.add_argument("--fold", type=int, metavar="I", help="train only fold I (1..K)")
-    t.add_argument("--loss", choices=LOSSES, default=DEFAULTS.loss)
+    t.add_argument(
+        "--objective",
+        choices=OBJECTIVES,
+        default=DEFAULTS.objective,
+        help="an embedder (bi-encoder, the default) or a reranker (cross-encoder)",
+    )
+    t.add_argument(
+        "--loss",
+        choices=sorted({loss for losses in LOSSES.values() for loss in losses}),
+        default=DEFAULTS.loss,
+        help="; ".join(f"{o}: {', '.join(losses)}" for o, losses in LOSSES.items())
+        + f" (default {DEFAULTS.loss})",
+    )
+    t.add_argument(
+        "--max-seq-length",
+        type=int,
+        default=DEFAULTS.max_seq_length,
+        help="tokens per text (a cross-encoder: per query + code pair); 0 keeps the model's",
+    )
     t.add_argument("--epochs", type=float, default=DEFAULTS.epochs)
     t.add_argument("--batch-size", type=int, default=DEFAULTS.batch_size)
     t.add_argument("--learning-rate", type=float, default=DEFAULTS.learning_rate)
@@ -70,6 +95,8 @@ def run(args: argparse.Namespace, items_dir: Path) -> int:
             max_steps=args.max_steps,
             negatives=args.negatives,
             alternatives=not args.no_alternatives,
+            objective=args.objective,
+            max_seq_length=args.max_seq_length,
         )
         splits = make_splits(items, args.split, args.folds)
         if args.fold is not None:
@@ -95,7 +122,7 @@ def run(args: argparse.Namespace, items_dir: Path) -> int:
             t = card["training_time"]
             print(
                 f"wrote {out}: {card['steps']} steps, {t['wall_s']} s wall, {t['cpu_s']} s "
-                f"CPU; use it as --embedder st:{out}"
+                f"CPU; use it as {USAGE[config.objective].format(model_dir=out)}"
             )
     except (SplitError, TrainingError) as exc:
         print(f"execretrieval train: {exc}", file=sys.stderr)

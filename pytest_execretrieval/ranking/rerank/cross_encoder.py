@@ -1,5 +1,7 @@
 """``ce:PATH``: a sentence-transformers ``CrossEncoder`` loaded from a local directory, scoring
 each (query, candidate code) pair; higher is better. It reads the query text and the code only.
+A directory ``execretrieval train --objective cross-encoder`` wrote carries its training card,
+whose split its invocation records (as a fine-tuned embedder's does).
 Needs the ``local`` extra (torch + sentence-transformers); imported only when chosen. Runs on the
 CPU unless ``extra["device"]`` says otherwise.
 """
@@ -10,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ...embedders import package_versions
+from ...training.card import CardError, invocation_record
 from .base import Reranked, RerankerContext, RerankerError, RerankQuery
 
 BATCH_SIZE = 32
@@ -28,11 +31,18 @@ class CrossEncoderReranker:
         self._model = None
 
     def invocation(self) -> dict:
+        """What determines the scores; for a reranker ``execretrieval train`` made, also what
+        it was trained on (``training``: the benchmark refuses to score its training items)."""
+        try:
+            training = invocation_record(self.path)
+        except CardError as exc:
+            raise RerankerError(f"{self.name}: {exc}") from None
         return {
             "name": self.name,
             "model": str(self.path.resolve()),
             "batch_size": BATCH_SIZE,
             "package_versions": package_versions("sentence-transformers", "torch"),
+            **training,
         }
 
     def model(self):
