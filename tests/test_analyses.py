@@ -411,7 +411,7 @@ def _real_bug_query(qid: str, real: float, mutants: Sequence[float], top: list[d
 
 def _hit(rank: int, kind: str, score: float, passes: bool, qid: str) -> dict:
     op = {"canonical": None, "real_bug": "other"}.get(kind, "off_by_one")
-    return {"rank": rank, "snippet_id": f"{qid}{rank}", "kind": kind, "operator": op}| {
+    return {"rank": rank, "snippet_id": f"{qid}{rank}", "kind": kind, "operator": op} | {
         "query_id": qid,
         "score": score,
         "passes": passes,
@@ -447,3 +447,10 @@ def test_real_bug_deception_beside_the_same_queries_mutants():
     assert an.deception(report)["overall"]["n_pairs"] == 4  # mutants only
     assert an.rank1_miss_attribution(report)["own_real_bug"] == 1
     assert an.real_bugs({"embedder": {}, "per_query": [make_query("q", ["C"])]}) is None
+
+
+def test_a_real_bug_without_a_pattern_counts_as_other():
+    q = _real_bug_query("q", 0.9, [], [_hit(1, "real_bug", 0.9, False, "q")])
+    q["own_distractors"][-1]["operator"] = None
+    section = an.real_bugs({"embedder": {}, "per_query": [q]})
+    assert section is not None and section["by_pattern"]["other"]["n_pairs"] == 1

@@ -27,7 +27,7 @@ from ..sanitize import one_line
 from .functions import MinedFunction, mined_functions
 from .git_reader import GitError, GitReader
 from .history import FixPair, HistoryScan, scan_history
-from .mine import MiningError, candidate_items, confirm_in_sandbox, default_domain
+from .mine import MiningError, candidate_items, check_out, confirm_in_sandbox, default_domain
 from .record import with_recorded
 from .sources import SourceTree, check_licence, commit_tree
 from .testfiles import test_file_tests
@@ -73,8 +73,7 @@ def mine_history(
     """Mine the single-statement fixes of ``repo``'s history into the items directory ``out``;
     raises :class:`.mine.MiningError` (a usage error) for a repository or ``out`` it cannot use."""
     out = Path(out)
-    if out.is_dir() and any(out.iterdir()) and not (out / "MINED.md").is_file():
-        raise MiningError(f"{out} is not empty and holds no MINED.md: mine into a new directory")
+    check_out(out)
     try:
         scan = scan_history(Path(repo), since, limit, git)
         with GitReader(Path(repo), git) as reader:

@@ -141,6 +141,16 @@ def named(items: list[MinedItem]) -> list[MinedItem]:
     return sorted(renamed, key=lambda i: i.stem)
 
 
+def check_out(out: Path) -> None:
+    """Refuse an ``out`` that is not empty and holds no ``MINED.md``: mining replaces the item
+    files of its domain, so it never writes into someone else's items directory."""
+    if out.is_dir() and any(out.iterdir()) and not (out / "MINED.md").is_file():
+        raise MiningError(
+            f"{out} is not empty and holds no MINED.md: mine into a new directory (mining "
+            "replaces the item files of its domain)"
+        )
+
+
 def mine(
     source: str,
     out: Path,
@@ -153,11 +163,7 @@ def mine(
     """Mine ``source`` into the items directory ``out``; raises :class:`.sources.SourceError`
     (a usage error) for a SOURCE or an ``out`` it cannot use."""
     out = Path(out)
-    if out.is_dir() and any(out.iterdir()) and not (out / "MINED.md").is_file():
-        raise MiningError(
-            f"{out} is not empty and holds no MINED.md: mine into a new directory (mining "
-            "replaces the item files of its domain)"
-        )
+    check_out(out)
     tree = load_source(source)
     check_licence(tree, allow_licence)
     domain = domain or default_domain(tree.distribution)

@@ -505,27 +505,35 @@ def _pair_rate(score: float, own: Sequence[dict]) -> float:
     return sum(d["score"] >= score for d in own) / len(own)
 
 
-def _real_bug_rows(report: dict) -> list[tuple[dict, float, float | None]]:
-    """Per query with a real bug: (the query, 1.0 if its real bug is deceived else 0.0, the
-    share of its own mutants deceived, or None without mutants)."""
+@dataclass(frozen=True)
+class _RealBugRow:
+    """A query with a real bug: its pattern, 1.0 if the real bug is deceived (else 0.0), and the
+    share of its own mutants deceived (None without mutants)."""
+
+    query: dict
+    pattern: str
+    bug: float
+    mutants: float | None
+
+
+def _real_bug_rows(report: dict) -> list[_RealBugRow]:
     out = []
     for q in report["per_query"]:
         bug = _real_bug(q)
         if bug is None or "canonical_score" not in q:
             continue
         score, mutants = q["canonical_score"], _own(q)
-        out.append(
-            (q, float(bug["score"] >= score), _pair_rate(score, mutants) if mutants else None)
-        )
+        shared = _pair_rate(score, mutants) if mutants else None
+        out.append(_RealBugRow(q, bug["operator"] or OTHER, float(bug["score"] >= score), shared))
     return out
 
 
-def _deceived(rows: Sequence[tuple[dict, float, float | None]]) -> dict:
-    """Real-bug and mutant deception over ``rows`` (:func:`_real_bug_rows`), macro over the
-    queries that have both, with the paired difference (real bug minus mutants)."""
-    paired = [(bug, m) for _, bug, m in rows if m is not None]
+def _deceived(rows: Sequence[_RealBugRow]) -> dict:
+    """Real-bug and mutant deception over ``rows``, macro over the queries that have both, with
+    the paired difference (real bug minus mutants)."""
+    paired = [(r.bug, r.mutants) for r in rows if r.mutants is not None]
     out: dict = {"n_pairs": len(rows), "n_paired": len(paired)}
-    out["real_bug_deception"] = _rate(sum(bug for _, bug, _ in rows), len(rows))
+    out["real_bug_deception"] = _rate(sum(r.bug for r in rows), len(rows))
     if not paired:
         return out | {"mutant_deception": None, "difference": None}
     bugs, mutants = np.array([b for b, _ in paired]), np.array([m for _, m in paired])
@@ -553,12 +561,9 @@ def real_bugs(report: dict) -> dict | None:
     rows = _real_bug_rows(report)
     if not rows:
         return None
-    patterns = sorted({_real_bug(q)["operator"] or OTHER for q, _, _ in rows})  # type: ignore[index]
-    by_pattern = {
-        p: _deceived([r for r in rows if (_real_bug(r[0]) or {}).get("operator") == p])
-        for p in patterns
-    }
-    queries = [q for q, _, _ in rows]
+    patterns = sorted({r.pattern for r in rows})
+    by_pattern = {p: _deceived([r for r in rows if r.pattern == p]) for p in patterns}
+    queries = [r.query for r in rows]
     without = [_exec1_without_real_bug(q) for q in queries]
     decided = [v for v in without if v is not None]
     return _deceived(rows) | {
