@@ -27,6 +27,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import cast
 
 from pytest_execretrieval.corpus.build import engine
 from pytest_execretrieval.corpus.items import load_items
@@ -45,6 +46,7 @@ from pytest_execretrieval.ranking.benchmark import BenchmarkRun, run_benchmark
 from pytest_execretrieval.ranking.neutral import neutral_view
 from pytest_execretrieval.ranking.rerank import RerankerContext, get_reranker
 from pytest_execretrieval.ranking.rerank.pipeline import rerank_run
+from pytest_execretrieval.records import Invocation
 from pytest_execretrieval.reporting.gate_text import gate_json
 from pytest_execretrieval.reporting.report import build_report, write_json
 from pytest_execretrieval.scoring.compare import paired_comparison
@@ -193,7 +195,7 @@ def pooled(folds: list[dict], label: str, name: str, seed: int) -> dict | None:
     if len(runs) != len(folds):
         return None
     results = {q: r for run in runs for q, r in run.results.items()}
-    invocation = {
+    invocation: dict[str, object] = {
         **runs[0].embedder,
         "name": name,
         "pooled_folds": [f["split"]["name"] for f in folds],
@@ -201,7 +203,7 @@ def pooled(folds: list[dict], label: str, name: str, seed: int) -> dict | None:
     }
     invocation.pop("weights_sha256", None)
     run = BenchmarkRun(
-        invocation,
+        cast(Invocation, invocation),  # the pooled run's own keys beside the embedder's
         runs[0].corpus_sha256,
         sum(r.n_snippets for r in runs),
         results,

@@ -23,8 +23,8 @@ from pytest_execretrieval.execution import _grammar
 from pytest_execretrieval.execution.runner import SuiteRunner
 from pytest_execretrieval.execution.sandbox import SuiteResult
 from pytest_execretrieval.mutation import js_syntax
+from pytest_execretrieval.mutation.equivalence import annotations as entry_annotations
 from pytest_execretrieval.mutation.equivalence import (
-    annotations,
     entry_point_def,
     named_exceptions,
     supported,
@@ -73,13 +73,14 @@ def test_items_follow_the_guide(items):
 def test_every_bundled_test_is_in_the_grammar_and_calls_the_entry_point(items):
     """The load gate says so too; here the other half: what the child is sent for a test is its
     call alone, and the grammar's forms cover every test (benchmarks/grammar_coverage.py)."""
-    forms = Counter()
+    forms: Counter[str] = Counter()
     for item in items:
         for source in item.tests:
             test = _grammar.parse_test(source)
             _grammar.check_test(test)
             assert test.call.function == item.entry_point, (item.id, source)
             call = ast.parse(test.call.source, mode="eval").body
+            assert isinstance(call, ast.Call), (item.id, source)
             whole = ast.unparse(ast.parse(source))
             for arg in (*call.args, *call.keywords):  # the test's own inputs, nothing else
                 assert ast.unparse(arg) in whole, (item.id, source)
@@ -279,7 +280,7 @@ def annotation_failures(items) -> list[str]:
             (f"alternatives[{i}]", c) for i, c in enumerate(item.alternatives)
         ]:
             node = entry_point_def(code, item.entry_point)
-            params = annotations(code, item.entry_point)
+            params = entry_annotations(code, item.entry_point)
             returns = ast.unparse(node.returns) if node is not None and node.returns else ""
             if params is None or not supported(returns):
                 failures.append(
@@ -523,7 +524,7 @@ def text_parses(code: str, entry_point: str) -> list[str]:
     """The ``int()``/``float()`` calls that parse text in ``code``: a call whose first argument
     is not a constant, in code whose entry point takes a ``str`` parameter (``int(n / 2)`` there
     counts too: the rule errs towards asking for a guard)."""
-    params = annotations(code, entry_point) or []
+    params = entry_annotations(code, entry_point) or []
     if not any(re.search(r"\bstr\b", p) for p in params):
         return []
     return [ast.unparse(n) for n in ast.walk(ast.parse(code))
@@ -560,6 +561,7 @@ def text_parse_failures(items) -> list[str]:
 def call_arguments(source: str) -> list[object]:
     """The literal values a test passes to the entry point (a lambda argument left out)."""
     call = ast.parse(_grammar.parse_test(source).call.source, mode="eval").body
+    assert isinstance(call, ast.Call), source
     values = []
     for node in (*call.args, *(k.value for k in call.keywords)):
         if not isinstance(node, ast.Lambda | ast.Name):
@@ -611,7 +613,7 @@ def empty_input_tests(item) -> list[int]:
     """The tests that call the entry point on a wholly empty input (every argument an empty
     string, bytes or container) and expect something else than an empty or zero result of
     the same kind: an exception, a truth value, None, a sentinel or a non-empty value."""
-    natural = ([], "", (), {}, set(), 0, b"", frozenset())
+    natural: tuple[object, ...] = ([], "", (), {}, set(), 0, b"", frozenset())
     found = []
     for i, source in enumerate(item.tests):
         values = call_arguments(source)
@@ -619,7 +621,8 @@ def empty_input_tests(item) -> list[int]:
                                  and not v for v in values):
             continue
         test = _grammar.parse_test(source)
-        if test.form == _grammar.COMPARE and test.op == "==" and not test.steps:
+        if (test.form == _grammar.COMPARE and test.op == "==" and not test.steps
+                and test.expected is not None):
             expected = _grammar.literal_value(test.expected)
             if any(expected == n and type(expected) is type(n) for n in natural):
                 continue
@@ -812,7 +815,7 @@ def parser_kind(item: BenchmarkItem, twin: BenchmarkItem | None) -> str | None:
     typed = twin if item.language == "javascript" else item
     if typed is None:
         return None
-    params = annotations(typed.canonical, typed.entry_point) or []
+    params = entry_annotations(typed.canonical, typed.entry_point) or []
     if not any(re.search(r"\bstr\b", p) for p in params):
         return None
     if item.language == "javascript":
@@ -867,14 +870,17 @@ def hostile_probes(item: BenchmarkItem, kind: str) -> list[tuple[str, str, str]]
         test = _grammar.parse_test(source, exceptions=item.lang.exceptions)
         if test.form != _grammar.RAISES and test.call.source not in accepted:
             accepted.append(test.call.source)
-    probes = []
+    probes: list[tuple[str, str, str]] = []
     for call in accepted:
         node = ast.parse(call, mode="eval").body
+        assert isinstance(node, ast.Call), call
         texts = [i for i, a in enumerate(node.args)
                  if isinstance(a, ast.Constant) and isinstance(a.value, str)]
         if not texts or len({c for _, c, _ in probes}) == 3:
             continue
-        variants = hostile_variants(node.args[texts[0]].value, kind) | {"junk": JUNK}
+        text = node.args[texts[0]]
+        assert isinstance(text, ast.Constant) and isinstance(text.value, str)
+        variants = hostile_variants(text.value, kind) | {"junk": JUNK}
         for name, variant in variants.items():
             node.args[texts[0]] = ast.Constant(variant)
             probes.append((name, call, ast.unparse(node)))
