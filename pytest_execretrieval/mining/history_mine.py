@@ -20,14 +20,21 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..corpus.bounds import NAME
 from ..execution.runner import SuiteRunner
 from ..safe_write import write_atomic
 from ..sanitize import one_line
 from .functions import MinedFunction, mined_functions
 from .git_reader import GitError, GitReader
 from .history import FixPair, HistoryScan, scan_history
-from .mine import MiningError, candidate_items, check_out, confirm_in_sandbox, default_domain
+from .mine import (
+    MiningError,
+    candidate_items,
+    check_out,
+    checked_domain,
+    confirm_in_sandbox,
+    default_domain,
+    owned_runner,
+)
 from .record import with_recorded
 from .sources import SourceTree, check_licence, commit_tree
 from .testfiles import test_file_tests
@@ -79,27 +86,20 @@ def mine_history(
         with GitReader(Path(repo), git) as reader:
             head = commit_tree(reader, "HEAD", Path(repo).resolve().name)
             check_licence(head, allow_licence)
-            domain = domain or default_domain(head.distribution) + "_history"
-            if not NAME.match(domain):
-                raise MiningError(f"domain {domain!r} is not a valid name (a-z, 0-9 and _ only)")
+            domain = checked_domain(domain or default_domain(head.distribution) + "_history")
             dropped: Counter[str] = Counter()
             candidates = _latest_per_function(
                 [c for c in (_candidate(reader, p, dropped) for p in scan.pairs) if c], dropped
             )
     except GitError as exc:
         raise MiningError(one_line(str(exc))) from None
-    owned = runner is None
-    runner = runner or SuiteRunner(jobs=1)
-    try:
+    with owned_runner(runner) as run:
         if record:
-            candidates = with_recorded(candidates, runner, record)
-        failed = confirm_in_sandbox(candidates, runner)
+            candidates = with_recorded(candidates, run, record)
+        failed = confirm_in_sandbox(candidates, run)
         dropped.update(f"the fix {why}" for why in failed.values())
         items = [i for i in candidates if i.stem not in failed]
-        passing = _bugs_passing(items, runner)
-    finally:
-        if owned:
-            runner.close()
+        passing = _bugs_passing(items, run)
     result = MinedHistory(head, domain, scan, items, dropped, passing)
     write_items(out, domain, items, head)
     write_atomic(out / "MINED.md", history_markdown(result), root=out)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,6 +68,13 @@ class Mined:
 def default_domain(distribution: str) -> str:
     """The distribution's name as a domain: lower case, every other character an underscore."""
     return re.sub(r"[^a-z0-9_]", "_", distribution.lower()) or "mined"
+
+
+def checked_domain(domain: str) -> str:
+    """``domain``, refused unless it is a valid folder name of an items directory."""
+    if not NAME.match(domain):
+        raise MiningError(f"domain {domain!r} is not a valid name (a-z, 0-9 and _ only)")
+    return domain
 
 
 def candidate_items(
@@ -141,6 +150,42 @@ def named(items: list[MinedItem]) -> list[MinedItem]:
     return sorted(renamed, key=lambda i: i.stem)
 
 
+@contextmanager
+def owned_runner(runner: SuiteRunner | None) -> Iterator[SuiteRunner]:
+    """``runner``, or a one-job runner of its own, closed after use."""
+    if runner is not None:
+        yield runner
+        return
+    own = SuiteRunner(jobs=1)
+    try:
+        yield own
+    finally:
+        own.close()
+
+
+def settled(
+    functions: list[MinedFunction],
+    candidates: list[MinedItem],
+    reasons: dict[int, str],
+    failed: dict[str, str],
+    limit: int | None,
+    naming: Callable[[list[MinedItem]], list[MinedItem]] = named,
+) -> tuple[list[MinedItem], list[tuple[MinedFunction, str | None]]]:
+    """The items ``naming`` names (those the sandbox confirmed, the first ``limit``) and each
+    function with its skip reason (``reasons`` by index into ``functions`` gains the sandbox's
+    and the limit's)."""
+    for item in candidates:
+        if item.stem in failed:
+            reasons[int(item.stem)] = failed[item.stem]
+    items = naming([i for i in candidates if i.stem not in failed])
+    if limit is not None:
+        index_of = {id(fn): index for index, fn in enumerate(functions)}
+        for item in items[limit:]:
+            reasons[index_of[id(item.function)]] = "over --limit"
+        items = items[:limit]
+    return items, [(fn, reasons.get(index)) for index, fn in enumerate(functions)]
+
+
 def check_out(out: Path) -> None:
     """Refuse an ``out`` that is not empty and holds no ``MINED.md``: mining replaces the item
     files of its domain, so it never writes into someone else's items directory."""
@@ -166,32 +211,16 @@ def mine(
     check_out(out)
     tree = load_source(source)
     check_licence(tree, allow_licence)
-    domain = domain or default_domain(tree.distribution)
-    if not NAME.match(domain):
-        raise MiningError(f"domain {domain!r} is not a valid name (a-z, 0-9 and _ only)")
+    domain = checked_domain(domain or default_domain(tree.distribution))
     functions = mined_functions(tree)
     dropped: Counter[str] = Counter()
     names = {fn.name for fn in functions if not fn.skip}
     candidates, reasons = candidate_items(functions, dropped, test_file_tests(tree, names))
-    owned = runner is None
-    runner = runner or SuiteRunner(jobs=1)
-    try:
+    with owned_runner(runner) as run:
         if record:
-            candidates = with_recorded(candidates, runner, record)
-        failed = confirm_in_sandbox(candidates, runner)
-    finally:
-        if owned:
-            runner.close()
-    for item in candidates:
-        if item.stem in failed:
-            reasons[int(item.stem)] = failed[item.stem]
-    items = named([i for i in candidates if i.stem not in failed])
-    if limit is not None:
-        index_of = {id(fn): index for index, fn in enumerate(functions)}
-        for item in items[limit:]:
-            reasons[index_of[id(item.function)]] = "over --limit"
-        items = items[:limit]
-    decided = [(fn, reasons.get(index)) for index, fn in enumerate(functions)]
+            candidates = with_recorded(candidates, run, record)
+        failed = confirm_in_sandbox(candidates, run)
+    items, decided = settled(functions, candidates, reasons, failed, limit)
     result = Mined(tree, domain, items, decided, dropped)
     write_output(out, result)
     return result

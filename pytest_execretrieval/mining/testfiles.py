@@ -12,12 +12,14 @@ from __future__ import annotations
 import ast
 import copy
 from collections import Counter, defaultdict
+from typing import TypeVar
 
 from ..corpus.items import grammar_problem
 from ..execution import _grammar
 from .functions import is_test_file, parse_module
 from .sources import SourceTree
 
+_Node = TypeVar("_Node", bound=ast.AST)
 # name -> [(test statement, "test FILE:LINE")]
 FileTests = dict[str, list[tuple[str, str]]]
 
@@ -39,7 +41,7 @@ def test_file_tests(tree: SourceTree, names: set[str]) -> FileTests:
             imported |= unqualify.found
         if not imported:
             continue
-        module = _Inline().visit(module)
+        module = inline_assigned(module)
         for node in ast.walk(module):
             if not isinstance(node, ast.Assert | ast.Call):
                 continue
@@ -49,6 +51,13 @@ def test_file_tests(tree: SourceTree, names: set[str]) -> FileTests:
                 if grammar_problem(test, name) is None and test not in dict(found[name]):
                     found[name].append((test, f"test {path}:{node.lineno}"))
     return {name: sorted(tests, key=_line_order) for name, tests in found.items()}
+
+
+def inline_assigned(node: _Node) -> _Node:
+    """``node`` with each test function's names assigned once read as their values
+    (:class:`_Inline`, which edits in place and keeps the node's type)."""
+    _Inline().visit(node)
+    return node
 
 
 def _line_order(entry: tuple[str, str]) -> tuple[str, int]:
