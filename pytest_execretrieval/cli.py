@@ -19,6 +19,8 @@ from .training import command as training
 
 if TYPE_CHECKING:
     from .corpus.incremental import Plan
+    from .mining.history_mine import MinedHistory
+    from .mining.mine import Mined
 
 
 def default_items() -> Path:
@@ -524,6 +526,7 @@ def cmd_mine(args: argparse.Namespace) -> int:
     common = dict(
         domain=args.domain, limit=args.limit, allow_licence=args.allow_licence, record=args.record
     )
+    mined: Mined | MinedHistory
     try:
         if args.history:  # the repository's single-statement fixes as real-bug items
             mined = mine_history(Path(args.source), Path(args.out), since=args.since, **common)
