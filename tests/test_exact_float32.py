@@ -155,3 +155,56 @@ def test_only_undecided_documents_are_rescored_in_float64(monkeypatch):
     reference = _rank_dense_float64(queries, docs, np.arange(50), k=10, chunk=4096)
     assert decisions(ranking) == decisions(reference)
     assert 0 < sum(rescored) < 0.01 * docs.shape[0] * len(queries)
+
+
+def brute_force_candidates(queries, docs, candidates, targets, k) -> dict[str, list]:
+    """Every candidate's score in float64, rounded; the candidates sorted by (score desc,
+    position asc); the rest of the pool one tie group below them, in position order."""
+    full = np.round(normalize(queries, np.float64) @ normalize(docs, np.float64).T, DECIMALS)
+    full = full.astype(np.float32)
+    out: dict[str, list] = {f: [] for f in brute_force(queries, docs, targets, 1)}
+    for row, t in zip(range(len(queries)), targets):
+        own = sorted({int(c) for c in candidates[row] if c >= 0})
+        order = sorted(own, key=lambda p: (-full[row, p], p))[:k]
+        ts, listed = full[row, t], full[row, own]
+        last = full[row, order[-1]]
+        if t in own:
+            above, ties = int((listed > ts).sum()), int((listed == ts).sum())
+            before = above + sum(1 for p in own if full[row, p] == ts and p < t)
+        else:
+            above, ties = len(own), docs.shape[0] - len(own)
+            before = len(own) + sum(1 for p in range(t) if p not in own)
+        out["indices"].append(order)
+        out["scores"].append(full[row, order].tolist())
+        out["target_rank"].append(1 + before)
+        out["target_above"].append(above)
+        out["target_ties"].append(ties)
+        out["tail_ties"].append(int((listed == last).sum()))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
+    n_docs=st.integers(1, 80),
+    n_queries=st.integers(1, 6),
+    dim=st.sampled_from([1, 2, 3, 5, 16, 61]),
+    kind=st.sampled_from(["random", "integer ties", "boundaries", "all-equal"]),
+    k=st.integers(1, 12),
+    depth=st.integers(1, 90),
+)
+def test_candidates_screened_in_float32_rank_as_their_exact_scores(
+    seed, n_docs, n_queries, dim, kind, k, depth
+):
+    # An approximate index's candidates (repeats and -1s as faiss returns them), ranked by
+    # index.rank_candidates, which re-scores in float64 only what float32 could misplace.
+    from pytest_execretrieval.ranking.index import rank_candidates
+
+    queries, docs = planted_pool(seed, n_docs, n_queries, dim, kind)
+    rng = np.random.default_rng(seed + 2)
+    targets = rng.integers(0, n_docs, size=n_queries)
+    k = min(k, n_docs)
+    found = rng.integers(-1, n_docs, size=(n_queries, depth + k))
+    found[:, :k] = [rng.choice(n_docs, k, replace=False) for _ in range(n_queries)]
+    ranking = rank_candidates(queries, docs, found, targets, k)
+    assert decisions(ranking) == brute_force_candidates(queries, docs, found, targets, k)

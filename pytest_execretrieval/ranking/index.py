@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..safe_write import write_atomic
-from .retrieval import Ranking, normalize, pool_scores
+from .retrieval import PAIRS_PER_STEP, Ranking, float32_margin, normalize, pool_scores
 
 __all__ = [
     "BUILD_SEED",
@@ -319,28 +319,30 @@ def rank_candidates(
 ) -> Ranking:
     """Rank each query's ``candidates`` (pool positions, -1 for none) by their exact scores,
     under :func:`.retrieval.rank_dense`'s rounding and tie rule; the rest of the pool ranks
-    below them as one tie group (module docstring)."""
+    below them as one tie group (module docstring). As in ``rank_dense``, the candidates are
+    scored in float32 and only those float32 could misplace are re-scored exactly
+    (:func:`_screened_scores`)."""
     q64 = normalize(queries, np.float64)
     n, size = len(q64), len(documents)
     target_pos = np.asarray(targets, dtype=np.int64)
-    retrieved = tuple(frozenset(int(i) for i in row if i >= 0) for row in candidates)
-    rows = np.repeat(np.arange(n), [len(r) for r in retrieved]).astype(np.int64)
-    cols = np.fromiter((i for r in retrieved for i in sorted(r)), np.int64, len(rows))
-    scores = pool_scores(q64, documents, rows, cols)
+    rows, cols = _unique_candidates(np.asarray(candidates, dtype=np.int64).reshape(n, -1))
+    starts = np.searchsorted(rows, np.arange(n + 1))
+    retrieved = tuple(frozenset(cols[a:b].tolist()) for a, b in zip(starts[:-1], starts[1:]))
+    lengths = np.diff(starts).astype(np.int64)
+    listed = min(k, size)
+    short = np.flatnonzero(lengths < listed)
+    if len(short):
+        raise IndexSpecError(
+            f"the index returned {lengths[short[0]]} candidates for query row {short[0]} "
+            f"(and {len(short) - 1} more rows short), fewer than the {listed} a ranking lists: "
+            "search deeper (a larger nprobe or efSearch)"
+        )
     target_score = pool_scores(q64, documents, np.arange(n), target_pos)
-    if np.isnan(target_score).any() or np.isnan(scores).any():
+    if np.isnan(target_score).any():
         raise ValueError("a target or candidate position lies outside the pool")
+    scores = _screened_scores(q64, documents, rows, cols, starts, listed, target_score)
     order = np.lexsort((cols, -scores, rows))
     rows, cols, scores = rows[order], cols[order], scores[order]
-    starts = np.searchsorted(rows, np.arange(n + 1))
-    listed = min(k, size)
-    short = [q for q, r in enumerate(retrieved) if len(r) < listed]
-    if short:
-        raise IndexSpecError(
-            f"the index returned {len(retrieved[short[0]])} candidates for query row "
-            f"{short[0]} (and {len(short) - 1} more rows short), fewer than the {listed} a "
-            "ranking lists: search deeper (a larger nprobe or efSearch)"
-        )
     place = starts[:-1, None] + np.arange(listed)[None, :]
     idx, top = cols[place], scores[place]
     last = top[:, -1] if listed else np.full(n, np.nan, np.float32)
@@ -351,7 +353,6 @@ def rank_candidates(
     tail = per_row(scores == last[rows])
     t, ts = target_pos[rows], target_score[rows]
     found = per_row(cols == t) > 0
-    lengths = np.diff(starts).astype(np.int64)
     # retrieved: the candidates' order; left out: below every candidate, in pool-position order
     above = np.where(found, per_row(scores > ts), lengths)
     ties = np.where(found, per_row(scores == ts), size - lengths)
@@ -359,6 +360,50 @@ def rank_candidates(
     rank = 1 + above + before
     watched = _watched(q64, documents, watch, n)
     return Ranking(idx, top, rank, target_score, watched, above, ties, tail, retrieved)
+
+
+def _unique_candidates(candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The (row, pool position) pairs of ``candidates``, each once, -1s dropped, by row and
+    position."""
+    ordered = np.sort(candidates, axis=1)
+    keep = ordered >= 0
+    keep[:, 1:] &= ordered[:, 1:] != ordered[:, :-1]
+    rows, _ = np.nonzero(keep)
+    return rows.astype(np.int64), ordered[keep]
+
+
+def _screened_scores(
+    q64: np.ndarray,
+    documents: np.ndarray,
+    rows: np.ndarray,
+    cols: np.ndarray,
+    starts: np.ndarray,
+    listed: int,
+    target_score: np.ndarray,
+) -> np.ndarray:
+    """Scores of the candidate pairs (by row) that rank them as the exact scores do: float32
+    scores, and the float64 path's score wherever float32 could decide differently. With m the
+    float32 error bound (:func:`.retrieval.float32_margin`), every pair listed or tied with the
+    last listed lies within 2m of the row's k-th float32 score, and a pair decides against the
+    target's exact score only within m of it: those pairs are re-scored, and every other pair
+    compares with the listed scores and the target's as its exact score would."""
+    margin = float32_margin(q64.shape[1])
+    wanted, where = np.unique(cols, return_inverse=True)
+    d32 = normalize(documents[wanted], np.float64).astype(np.float32)
+    q32 = q64.astype(np.float32)
+    screen = np.empty(len(rows), dtype=np.float32)
+    for a in range(0, len(rows), PAIRS_PER_STEP):
+        r, c = rows[a : a + PAIRS_PER_STEP], where.reshape(-1)[a : a + PAIRS_PER_STEP]
+        screen[a : a + len(r)] = np.einsum("ij,ij->i", q32[r], d32[c])
+    by_score = np.lexsort((-screen, rows))
+    kth = screen[by_score[starts[:-1] + listed - 1]].astype(np.float64) if listed else None
+    wide = screen.astype(np.float64)
+    exact = np.abs(wide - target_score[rows]) <= margin
+    if kth is not None:
+        exact |= wide >= kth[rows] - 2 * margin
+    scores = screen
+    scores[exact] = pool_scores(q64, documents, rows[exact], cols[exact])
+    return scores
 
 
 def _watched(
