@@ -8,7 +8,22 @@ same blocks, the physical limit (a bare float32 ``queries @ block.T`` with ``arg
 vectors normalised beforehand), ``rank_dense`` (float32 blocks, undecided documents re-scored in
 float64) and the float64 reference path, and checks that the two rankings are identical.
 
+With ``--near-clones`` (issue 44 part 4) each size is a pool with a near-clone structure, written
+to a memory-mapped ``.npy`` file under ``--dir``: one group per query (its canonical and
+``MUTANTS`` one-edit mutants a hair away, cosine ~0.99), the rest background functions; every
+function sits around one of ``TOPICS`` shared topic centres (cosine ~0.71), so the background is
+not uniform noise, and each query lies around its canonical (cosine ~0.55). Exact ``rank_dense``
+ranks the pool from the file; an IVF-PQ index (``--factory``, trained on a sample, filled chunk by
+chunk) is searched at each ``--nprobe`` for ``CANDIDATES`` candidates per query, re-scored exactly
+by ``index.rank_candidates``. Reported per size: each step's time, peak RSS (mapped file pages
+included) and peak anonymous memory, and per index setting the canonical's recall (share of
+queries whose canonical is among the candidates), the recall of the exact top 10, the queries
+whose canonical the exact ranking had in its top 10 and the index dropped, and the rank-1 snippet
+kept or turned into one of the query's own mutants.
+
 Usage: python benchmarks/scale.py [--sizes 10000,100000,1000000] [--queries 1000] [--precision]
+       python benchmarks/scale.py --near-clones --sizes 5000000,20000000 [--factory IVF1024,PQ48]
+           [--nprobe 16,64] [--query-spread 1.5] [--no-exact-above N] [--dir DIR]
 """
 
 from __future__ import annotations
@@ -18,7 +33,10 @@ import json
 import resource
 import subprocess
 import sys
+import tempfile
+import threading
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -96,9 +114,188 @@ def print_precision(sizes: list[int], queries: int) -> None:
     print("target: rank_dense within 1.3x of the bare float32 path, rankings identical")
 
 
+TOPICS = 1024  # shared topic centres of the pool's functions
+MUTANTS = 5  # one-edit mutants per canonical
+# Noise as the expected norm of the noise vector (per-dimension sd * sqrt(DIM)): a spread of 1.0
+# gives cosine ~0.71 to the base, 1.5 ~0.55, 0.15 ~0.99.
+TOPIC_SPREAD, MUTANT_SPREAD, QUERY_SPREAD = 1.0, 0.15, 1.5
+GEN_CHUNK = 1 << 20  # rows generated, written and added to the index per step
+TRAIN_ROWS = 131072  # the index's training sample (k-means of the IVF lists and PQ codebooks)
+
+
+def _noisy(rng: np.random.Generator, base: np.ndarray, spread: float) -> np.ndarray:
+    from pytest_execretrieval.ranking.retrieval import normalize
+
+    noise = rng.standard_normal(base.shape, dtype=np.float32)
+    return normalize(base + np.float32(spread / np.sqrt(DIM)) * noise)
+
+
+def near_clone_pool(
+    path: Path, n: int, queries: int, query_spread: float, seed: int = 0
+) -> tuple[np.ndarray, list]:
+    """Write the pool (module docstring) to ``path``; returns the queries and their canonicals'
+    positions (group g: its canonical at g * (1 + MUTANTS), its mutants right after it)."""
+    rng = np.random.default_rng([seed, 0])
+    centres = _noisy(rng, np.zeros((TOPICS, DIM), np.float32), 1.0)
+    group = 1 + MUTANTS
+    pool = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(n, DIM))
+    canonicals = _noisy(rng, centres[rng.integers(0, TOPICS, queries)], TOPIC_SPREAD)
+    pool[: queries * group : group] = canonicals
+    for m in range(1, group):
+        pool[m : queries * group : group] = _noisy(rng, canonicals, MUTANT_SPREAD)
+    for chunk, start in enumerate(range(queries * group, n, GEN_CHUNK)):
+        stop = min(n, start + GEN_CHUNK)
+        part = np.random.default_rng([seed, 1, chunk])
+        pool[start:stop] = _noisy(part, centres[part.integers(0, TOPICS, stop - start)], TOPIC_SPREAD)
+    pool.flush()
+    del pool
+    asked = _noisy(rng, canonicals, query_spread)
+    return asked, [g * group for g in range(queries)]
+
+
+class PeakMemory:
+    """The peak of the process's anonymous resident memory (``RssAnon``) per step, sampled in a
+    thread: ``ru_maxrss`` also counts the mapped file's pages, which the kernel may drop."""
+
+    def __init__(self) -> None:
+        self.peak_kib = 0
+        self.steps: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _anon_kib() -> int:
+        status = Path("/proc/self/status").read_text()
+        return int(status.split("RssAnon:")[1].split()[0])
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.2):
+            self.peak_kib = max(self.peak_kib, self._anon_kib())
+
+    def step(self, name: str) -> None:
+        """The peak since the last step, in GiB, recorded as ``name``'s."""
+        self.steps[name] = max(self.peak_kib, self._anon_kib()) / 2**20
+        self.peak_kib = self._anon_kib()
+
+    def stop(self) -> dict[str, float]:
+        self._stop.set()
+        self._thread.join()
+        return self.steps
+
+
+def _ivf_pq(factory: str, pool: np.ndarray, seed: int):
+    """The IVF-PQ index over ``pool``: trained on a seeded sample, filled chunk by chunk."""
+    from pytest_execretrieval.ranking.index import _seed, import_faiss
+
+    faiss = import_faiss()
+    index = faiss.index_factory(DIM, factory, faiss.METRIC_INNER_PRODUCT)
+    _seed(faiss, index)
+    sample = np.random.default_rng([seed, 2]).choice(len(pool), min(TRAIN_ROWS, len(pool)), False)
+    sample.sort()
+    index.train(np.ascontiguousarray(pool[sample]))
+    for start in range(0, len(pool), GEN_CHUNK):
+        index.add(np.ascontiguousarray(pool[start : start + GEN_CHUNK]))
+    return index
+
+
+def near_clones(n: int, queries: int, query_spread: float, factory: str, nprobes: list[int],
+                exact: bool, folder: Path) -> dict:
+    """One size of the near-clone benchmark (module docstring), in this process."""
+    from pytest_execretrieval.ranking.index import CANDIDATES, rank_candidates
+    from pytest_execretrieval.ranking.retrieval import normalize, rank_dense
+
+    memory = PeakMemory()
+    path = folder / f"near-clones-{n}.npy"
+    started = time.perf_counter()
+    asked, targets = near_clone_pool(path, n, queries, query_spread)
+    pool = np.load(path, mmap_mode="r")
+    out: dict = {"n": n, "queries": queries, "query_spread": query_spread,
+                 "generate_s": time.perf_counter() - started}
+    memory.step("generate")
+    own = np.asarray(targets)[:, None] + np.arange(1, 1 + MUTANTS)[None, :]
+    mutant_first = lambda first: float(np.mean((first[:, None] == own).any(axis=1)))  # noqa: E731
+    if exact:
+        started = time.perf_counter()
+        truth = rank_dense(asked, pool, targets, k=10)
+        out["exact"] = {
+            "seconds": time.perf_counter() - started,
+            "canonical_first": float(np.mean(truth.target_rank == 1)),
+            "canonical_top10": float(np.mean(truth.target_rank <= 10)),
+            "mutant_first": mutant_first(truth.indices[:, 0]),
+        }
+        memory.step("exact")
+    started = time.perf_counter()
+    index = _ivf_pq(factory, pool, 0)
+    memory.step("build")
+    out["index"] = {"factory": factory, "build_s": time.perf_counter() - started,
+                    "candidates": CANDIDATES}
+    out["runs"] = []
+    unit = normalize(asked)
+    for nprobe in nprobes:
+        index.nprobe = nprobe
+        started = time.perf_counter()
+        _, found = index.search(unit, CANDIDATES)
+        searched = time.perf_counter() - started
+        ranking = rank_candidates(asked, pool, found, targets, k=10)
+        run = {
+            "nprobe": nprobe,
+            "search_s": searched,
+            "rescore_s": time.perf_counter() - started - searched,
+            "canonical_recall": float(np.mean((found == np.asarray(targets)[:, None]).any(1))),
+            "canonical_first": float(np.mean(ranking.target_rank == 1)),
+            "mutant_first": mutant_first(ranking.indices[:, 0]),
+        }
+        if exact:
+            top = truth.indices
+            run["recall_at_10"] = float(np.mean([len(set(t) & set(f)) / 10
+                                                 for t, f in zip(top, found)]))
+            dropped = (truth.target_rank <= 10) & ~(found == np.asarray(targets)[:, None]).any(1)
+            run["dropped"] = float(np.mean(dropped))
+            run["rank1_kept"] = float(np.mean(ranking.indices[:, 0] == top[:, 0]))
+        out["runs"].append(run)
+    memory.step("search")
+    del pool
+    path.unlink()
+    out["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    out["peak_anon_gib"] = memory.stop()
+    out["file_gib"] = n * DIM * 4 / 2**30
+    return out
+
+
+def print_near_clones(args: argparse.Namespace) -> None:
+    folder = Path(args.dir or tempfile.mkdtemp(prefix="scale-"))
+    for n in map(int, args.sizes.split(",")):
+        extra = ["--no-exact-above", str(args.no_exact_above)]
+        r = in_fresh_process(["--near-clones-one", str(n), "--queries", str(args.queries),
+                              "--query-spread", str(args.query_spread),
+                              "--factory", args.factory, "--nprobe", args.nprobe,
+                              "--dir", str(folder), *extra])
+        exact = r.get("exact")
+        anon = ", ".join(f"{step} {gib:.2f}" for step, gib in r["peak_anon_gib"].items())
+        print(f"{n:,} snippets (a {r['file_gib']:.1f} GiB file), {r['queries']} queries at "
+              f"query spread {r['query_spread']}: generated in {r['generate_s']:.0f} s; peak RSS "
+              f"{r['peak_rss_gib']:.2f} GiB (mapped pages included); peak anonymous GiB: {anon}")
+        if exact:
+            print(f"  exact: {exact['seconds']:.0f} s; canonical first {exact['canonical_first']:.3f},"
+                  f" in the top 10 {exact['canonical_top10']:.3f}; own mutant first "
+                  f"{exact['mutant_first']:.3f}")
+        print(f"  {r['index']['factory']}: built in {r['index']['build_s']:.0f} s")
+        for run in r["runs"]:
+            line = (f"    nprobe={run['nprobe']}: search {run['search_s']:.1f} s, re-score "
+                    f"{run['rescore_s']:.1f} s; canonical among the {r['index']['candidates']} candidates "
+                    f"{run['canonical_recall']:.3f}; canonical first {run['canonical_first']:.3f};"
+                    f" own mutant first {run['mutant_first']:.3f}")
+            if "dropped" in run:
+                line += (f"; recall@10 of exact {run['recall_at_10']:.3f}; dropped "
+                         f"{run['dropped']:.3f}; rank 1 kept {run['rank1_kept']:.3f}")
+            print(line)
+        print(json.dumps(r), file=sys.stderr)
+
+
 def in_fresh_process(arguments: list[str]) -> dict:
     out = subprocess.run(
-        [sys.executable, __file__, *arguments], capture_output=True, text=True, check=True
+        [sys.executable, __file__, *arguments], stdout=subprocess.PIPE, text=True, check=True
     )
     return json.loads(out.stdout)
 
@@ -110,7 +307,25 @@ def main() -> None:
     parser.add_argument("--precision", action="store_true", help="float32 vs float64 vs bare")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--precision-one", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--near-clones", action="store_true", help="pools of near clones")
+    parser.add_argument("--near-clones-one", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--factory", default="IVF1024,PQ48", help="the faiss index (near clones)")
+    parser.add_argument("--nprobe", default="16,64", help="IVF lists searched, one run each")
+    parser.add_argument("--no-exact-above", type=int, default=10**9,
+                        help="sizes above this skip exact ranking (near clones)")
+    parser.add_argument("--query-spread", type=float, default=QUERY_SPREAD,
+                        help="a query's noise around its canonical (1.5: cosine ~0.55)")
+    parser.add_argument("--dir", help="where the pool's file is written (default: a temp dir)")
     args = parser.parse_args()
+    if args.near_clones_one:
+        n, nprobes = args.near_clones_one, [int(p) for p in args.nprobe.split(",")]
+        exact = n <= args.no_exact_above
+        print(json.dumps(near_clones(n, args.queries, args.query_spread, args.factory, nprobes,
+                                     exact, Path(args.dir))))
+        return
+    if args.near_clones:
+        print_near_clones(args)
+        return
     if args.one:
         print(json.dumps(one_size(args.one, args.queries)))
         return
