@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import ast
 import functools
+from pathlib import Path
 
 from ..execution import _grammar
+from ..mutation.equivalence import PYTHON_REALM, Inputs, annotated_inputs
 from ..mutation.operators import Mutant, generate_mutants
 
 __all__ = ["PYTHON", "Python", "defined_functions"]
@@ -36,7 +38,10 @@ class Python:
     # A test calls the entry point by name: code that does not define it raises NameError there.
     missing_entry_point = "error:NameError"
     exceptions = _grammar.EXCEPTIONS  # the builtin exception classes
-    typed_inputs = True  # annotations, where an item gives them all
+    realm = PYTHON_REALM
+
+    def input_types(self, path: Path, code: str, entry_point: str) -> Inputs:
+        return annotated_inputs(code, entry_point)  # its annotations, where it gives them all
 
     def defined_names(self, code: str) -> frozenset[str]:
         return _defined_names(code)
