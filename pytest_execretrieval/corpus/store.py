@@ -157,7 +157,8 @@ def manifest(
             **real_bugs,
         },
         "items": {item_id(p): sha256(p.read_bytes()) for p in item_paths(items_dir)},
-    } | _twin_inputs(items_dir) | ({"records": records} if records is not None else {})
+        **_twin_inputs(items_dir),
+    } | ({"records": records} if records is not None else {})
 
 
 def _twin_inputs(items_dir: Path) -> dict:

@@ -157,9 +157,7 @@ def to_json(value: object) -> object:
 
 def probes(entry_point: str, inputs: Sequence[tuple]) -> list[str]:
     """The probe tests calling ``entry_point`` on each argument tuple, JSON-encoded."""
-    return [
-        f"{entry_point}({', '.join(stable_repr(to_json(a)) for a in args)})" for args in inputs
-    ]
+    return [f"{entry_point}({', '.join(stable_repr(to_json(a)) for a in args)})" for args in inputs]
 
 
 def outcome(value: object) -> tuple | None:
