@@ -13,6 +13,7 @@ import pytest
 from pytest_execretrieval import cli
 from pytest_execretrieval.corpus.items import load_item
 from pytest_execretrieval.corpus.store import stale_reasons
+from pytest_execretrieval.corpus.twins import input_types
 from pytest_execretrieval.execution import _grammar
 from pytest_execretrieval.mutation import equivalence, js_evidence, js_syntax
 from pytest_execretrieval.mutation.js_evidence import close, outcome, to_json, twin_inputs
@@ -85,14 +86,15 @@ def twins(tmp_path) -> Path:
 
 def test_the_twin_gives_the_types_or_the_reason_there_are_none(twins):
     def inputs(stem: str) -> equivalence.Inputs:
-        item = load_item(next(twins.glob(f"*/{stem}.toml")))
-        return twin_inputs(item.path, item.canonical, item.entry_point)
+        return input_types(load_item(next(twins.glob(f"*/{stem}.toml"))))
 
     assert inputs("clamp") == equivalence.Inputs(("int", "int", "int"))
     assert inputs("twice").types is None and "not fully annotated" in inputs("twice").why
     assert inputs("head").why == "its parameters (items, n) are not its Python twin's (values, n)"
     (twins.parent / "math" / "clamp.toml").unlink()
     assert "no Python twin" in str(inputs("clamp").why)
+    assert "entry point is g" in twin_inputs(CLAMP_JS, "clamp", (CLAMP_PY, "g")).why
+    assert "does not parse" in twin_inputs(CLAMP_JS, "clamp", ("def (", "clamp")).why
 
 
 @pytest.mark.parametrize(
@@ -114,7 +116,7 @@ def test_an_annotation_without_a_json_form_gives_no_evidence(tmp_path, annotatio
         ["assert f(1) == 1"],
         "javascript",
     )
-    found = twin_inputs(js, load_item(js).canonical, "f")
+    found = input_types(load_item(js))
     assert found.types is None and problem in found.why
 
 

@@ -27,6 +27,7 @@ from .incremental import ItemRecord, Reusable, choosable, recorded_killed
 from .items import BenchmarkItem
 from .real_bugs import REAL_BUG, judged
 from .store import Corpus, Snippet, make_snippet, unified_diff
+from .twins import input_types
 from .variants import DEFAULT_VARIANT, Candidates, CorpusVariant, VariantUnavailable
 
 MUTANT_TIMEOUT_S = 1.0
@@ -638,9 +639,9 @@ def _evidence(
 ) -> list:
     """The evidence of ``codes`` against ``item``'s canonical; ``[]`` after a problem; None
     for each where the language gives the entry point no parameter types to draw inputs of
-    (:meth:`.languages.Language.input_types`)."""
+    (:func:`.twins.input_types`)."""
     lang = item.lang
-    types = lang.input_types(item.path, item.canonical, item.entry_point).types
+    types = input_types(item).types
     if types is None:
         return [None] * len(codes)
     work = (item.canonical, item.entry_point, item.setup, codes, runner, item.query)
@@ -652,7 +653,7 @@ def _evidence(
 
 def evidence_report(corpus: Corpus, items: Sequence[BenchmarkItem] = ()) -> str:
     """The evidence's summary, each alternative it tells apart from its canonical, and the
-    ``items`` without evidence, by reason (:meth:`.languages.Language.input_types`)."""
+    ``items`` without evidence, by reason (:func:`.twins.input_types`)."""
     without = _without_evidence(items)
     distractors = [s for s in corpus.snippets if s.equivalence]
     alternatives = [s for s in corpus.alternatives if s.equivalence]
@@ -687,7 +688,7 @@ def _without_evidence(items: Sequence[BenchmarkItem]) -> list[str]:
     :data:`SHOWN_IDS`; item text is untrusted: escaped)."""
     by_reason: dict[str, list[str]] = {}
     for item in sorted(items, key=lambda item: item.id):
-        found = item.lang.input_types(item.path, item.canonical, item.entry_point)
+        found = input_types(item)
         if found.types is None:
             by_reason.setdefault(found.why, []).append(item.id)
     lines = []

@@ -11,7 +11,7 @@ evidence). :func:`plan` lets the build reuse them when
 - the manifest's engine record equals the current engine (otherwise every item is rebuilt);
 - the item file's sha256 equals the manifest's ``items`` entry, and for a JavaScript item
   with a Python twin the twin's signature its evidence was drawn for (the ``inputs`` entry,
-  :func:`.store.input_keys`) is the twin's now;
+  :func:`.twins.input_keys`) is the twin's now;
 - the digest of the item's records (:func:`digest`) equals the manifest's ``records`` entry, so
   a hand-edited, duplicated or truncated row of that item shows;
 - the rows agree with the item (:func:`mismatch`): each snippet id hashes its code, the owner is
@@ -42,7 +42,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..execution.sandbox import SuiteResult
-from ..mutation.js_evidence import inputs_key
 from ..mutation.operators import Mutant
 from ..mutation.select import MAX_DISTRACTORS, Killed, kill_kind
 from .items import BenchmarkItem
@@ -59,6 +58,7 @@ from .store import (
     sha256,
     unified_diff,
 )
+from .twins import input_key
 
 SURVIVOR_FIELDS = {"operator", "line", "diff", "equivalence"}  # build.Survivor minus item_id
 REBUILD_KINDS = ("full", "no-records", "engine", "new", "changed", "records", "reselected")
@@ -283,7 +283,7 @@ def plan(items: Sequence[BenchmarkItem], where: Path, engine: dict) -> Plan:
         if sha256(item.path.read_bytes()) != hashes[iid]:
             reasons.append(Rebuild("changed", f"item {iid} changed ({item.path})", iid))
             continue
-        if inputs_key(item.path) != built_for.get(iid):
+        if input_key(item.path) != built_for.get(iid):
             message = f"the signature of item {iid}'s Python twin changed"
             reasons.append(Rebuild("changed", message, iid))
             continue

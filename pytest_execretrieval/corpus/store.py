@@ -18,9 +18,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..bounded_json import JSONBoundError, parse_json, read_json
-from ..mutation.js_evidence import inputs_key
 from ..safe_write import write_atomic
 from .items import BenchmarkItem, item_id, item_paths
+from .twins import input_keys
 from .variants import DEFAULT_VARIANT as DEFAULT_VARIANT  # which corpus: kept importable here
 from .variants import MAX_STACK as MAX_STACK
 from .variants import SOURCES as SOURCES
@@ -164,14 +164,6 @@ def manifest(
 def _twin_inputs(items_dir: Path) -> dict:
     keys = input_keys(items_dir)
     return {"inputs": keys} if keys else {}  # a Python pool's manifest stays as it was
-
-
-def input_keys(items_dir: Path) -> dict[str, str]:
-    """Per item of a JavaScript pool with a Python twin, what its evidence reads of the twin
-    (:func:`..mutation.js_evidence.inputs_key`): the manifest's ``inputs`` entry, so a changed
-    twin signature makes the item stale. Empty for every other items directory."""
-    keys = {item_id(p): inputs_key(p) for p in item_paths(items_dir)}
-    return {iid: key for iid, key in keys.items() if key is not None}
 
 
 def write_corpus(

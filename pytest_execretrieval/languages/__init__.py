@@ -11,7 +11,7 @@ depends on the code's language:
 - ``missing_entry_point``: that snippet's outcome in each test (it is never run);
 - ``mutants(code, entry_point)``: the mutation operators' candidates, from which the build
   selects an item's distractors;
-- ``input_types(path, code, entry_point)`` and ``realm``: the differential evidence's drawn
+- ``input_types(code, entry_point, twin)`` and ``realm``: the differential evidence's drawn
   inputs' types (Python's annotations, JavaScript's from the Python twin) and how its probes
   are written and compared.
 
@@ -30,10 +30,10 @@ that executes suites (``execution/``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Protocol
 
 from ..mutation.equivalence import Inputs, Realm
+from ..mutation.js_evidence import Twin
 from ..mutation.operators import Mutant
 from .javascript import JAVASCRIPT
 from .python import PYTHON
@@ -63,9 +63,10 @@ class Language(Protocol):
         """Every valid single-edit mutant of ``code`` (the distractor candidates)."""
         ...
 
-    def input_types(self, path: Path, code: str, entry_point: str) -> Inputs:
-        """The types the evidence draws the inputs of the item at ``path`` (canonical
-        ``code``) from, or None and why there is no evidence."""
+    def input_types(self, code: str, entry_point: str, twin: Twin | str) -> Inputs:
+        """The types the evidence draws the inputs of an item with canonical ``code`` from,
+        or None and why there is no evidence; ``twin``: its Python twin's canonical and entry
+        point, or why it has none (:mod:`..corpus.twins`)."""
         ...
 
     def versions(self) -> dict[str, str]:

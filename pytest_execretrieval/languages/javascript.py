@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
 from ..execution import _grammar
 from ..mutation import js_syntax
 from ..mutation.equivalence import Inputs
 from ..mutation.javascript import generate_js_mutants
-from ..mutation.js_evidence import JS_EVIDENCE_VERSION, JS_REALM, twin_inputs
+from ..mutation.js_evidence import JS_EVIDENCE_VERSION, JS_REALM, Twin, twin_inputs
 from ..mutation.operators import Mutant
 
 __all__ = ["JAVASCRIPT", "JavaScript"]
@@ -35,8 +34,8 @@ class JavaScript:
     exceptions = _grammar.JS_EXCEPTIONS  # Error and its standard subclasses
     realm = JS_REALM
 
-    def input_types(self, path: Path, code: str, entry_point: str) -> Inputs:
-        return twin_inputs(path, code, entry_point)  # no types in the source: the twin's
+    def input_types(self, code: str, entry_point: str, twin: Twin | str) -> Inputs:
+        return twin_inputs(code, entry_point, twin)  # no types in the source: the twin's
 
     def defined_names(self, code: str) -> frozenset[str]:
         return _defined_names(code)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import ast
 import functools
-from pathlib import Path
 
 from ..execution import _grammar
 from ..mutation.equivalence import PYTHON_REALM, Inputs, annotated_inputs
+from ..mutation.js_evidence import Twin
 from ..mutation.operators import Mutant, generate_mutants
 
 __all__ = ["PYTHON", "Python", "defined_functions"]
@@ -40,8 +40,8 @@ class Python:
     exceptions = _grammar.EXCEPTIONS  # the builtin exception classes
     realm = PYTHON_REALM
 
-    def input_types(self, path: Path, code: str, entry_point: str) -> Inputs:
-        return annotated_inputs(code, entry_point)  # its annotations, where it gives them all
+    def input_types(self, code: str, entry_point: str, twin: Twin | str) -> Inputs:
+        return annotated_inputs(code, entry_point)  # its own annotations, where it gives all
 
     def defined_names(self, code: str) -> frozenset[str]:
         return _defined_names(code)

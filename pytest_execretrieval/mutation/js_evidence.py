@@ -1,11 +1,11 @@
 """Differential evidence for JavaScript items: inputs typed by the Python twin.
 
 JavaScript has no parameter types to draw inputs from, so a JavaScript item takes them from
-its Python twin (:mod:`..corpus.pools`: ``<dir>/javascript/<domain>/<stem>.toml`` is the twin
-of ``<dir>/<domain>/<stem>.toml``): the twin's entry point must be fully annotated in the
-grammar of :mod:`.equivalence`, and its parameter names must be the JavaScript entry point's,
-in the same order (a default value allowed, no rest or destructuring pattern). Otherwise the
-item has no evidence, and :func:`twin_inputs` says why.
+its Python twin (``<dir>/javascript/<domain>/<stem>.toml`` is the twin of
+``<dir>/<domain>/<stem>.toml``; :mod:`..corpus.twins` finds and reads it): the twin's entry
+point must be fully annotated in the grammar of :mod:`.equivalence`, and its parameter names
+must be the JavaScript entry point's, in the same order (a default value allowed, no rest or
+destructuring pattern). Otherwise the item has no evidence, and :func:`twin_inputs` says why.
 
 The inputs are hypothesis's draws for those types (:func:`.equivalence.draw_inputs`, the same
 as the twin's own), written as the JavaScript items' tests write the Python values
@@ -34,9 +34,7 @@ from __future__ import annotations
 import ast
 import datetime as dt
 import math
-import tomllib
 from collections.abc import Sequence
-from pathlib import Path
 
 from . import js_syntax
 from .equivalence import (
@@ -51,59 +49,39 @@ from .equivalence import (
     stable_repr,
 )
 
-__all__ = ["JS_EVIDENCE_VERSION", "JS_REALM", "inputs_key", "twin_inputs", "twin_path"]
+__all__ = ["JS_EVIDENCE_VERSION", "JS_REALM", "Twin", "signature_key", "twin_inputs"]
 
 # Bump when the encoding of the inputs, the pairing with the twin or the comparison change.
 JS_EVIDENCE_VERSION = "1"
-POOL = "javascript"  # the folder of the JavaScript pool inside an items directory
+Twin = tuple[str, str]  # the Python twin's canonical and entry point
 
 
-def twin_path(path: Path) -> Path | None:
-    """The Python twin's file of the JavaScript item file ``path``, if there is one."""
-    path = Path(path)
-    pool = path.parent.parent
-    if pool.name != POOL:
-        return None
-    twin = pool.parent / path.parent.name / path.name
-    return twin if twin.is_file() and not twin.is_symlink() else None
-
-
-def _twin_def(path: Path) -> tuple[str, str, ast.FunctionDef] | str:
-    """The twin's canonical, entry point and its ``def``, or why there is none."""
-    twin = twin_path(path)
-    if twin is None:
-        return "it has no Python twin (the same <domain>/<stem>.toml beside its javascript folder)"
-    from ..corpus.bounds import read_item_text  # the corpus package imports this one
-
+def signature_key(canonical: str, entry_point: str) -> str | None:
+    """What a JavaScript item's evidence reads of its twin (the parameter list of the twin's
+    entry point, as text), for the manifest: the corpus is stale when it changes. None when
+    the twin defines no such entry point or does not parse."""
     try:
-        data = tomllib.loads(read_item_text(twin))
-        canonical, entry_point = data["canonical"], data["entry_point"]
         node = entry_point_def(canonical, entry_point)
-    except Exception as exc:  # noqa: BLE001 - an untrusted file: any failure is its problem
-        return f"its Python twin {twin} does not parse ({type(exc).__name__})"
-    if node is None:
-        return f"its Python twin {twin} defines no {entry_point}"
-    return canonical, entry_point, node
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        return None
+    return ast.unparse(node.args) if node is not None else None
 
 
-def inputs_key(path: Path) -> str | None:
-    """What a JavaScript item's evidence reads of its twin (the twin's parameter list, as
-    text), for the manifest: the corpus is stale when it changes. None without a twin."""
-    found = _twin_def(path)
-    return ast.unparse(found[2].args) if not isinstance(found, str) else None
-
-
-def twin_inputs(path: Path, code: str, entry_point: str) -> Inputs:
-    """The drawn inputs' types of the JavaScript item at ``path`` with canonical ``code``
-    (see the module docstring), or None and why not."""
-    found = _twin_def(path)
-    if isinstance(found, str):
-        return Inputs(None, found)
-    canonical, twin_entry, node = found
+def twin_inputs(code: str, entry_point: str, twin: Twin | str) -> Inputs:
+    """The drawn inputs' types of the JavaScript item with canonical ``code``, from ``twin``
+    (its Python twin's canonical and entry point, or why it has none; see the module
+    docstring), or None and why not."""
+    if isinstance(twin, str):
+        return Inputs(None, twin)
+    canonical, twin_entry = twin
     if twin_entry != entry_point:
         return Inputs(None, f"its Python twin's entry point is {twin_entry}, not {entry_point}")
+    try:
+        node = entry_point_def(canonical, entry_point)
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        return Inputs(None, "its Python twin's canonical does not parse")
     typed = annotated_inputs(canonical, entry_point)
-    if typed.types is None:
+    if node is None or typed.types is None:
         return Inputs(None, "its Python twin's entry point is not fully annotated in the grammar")
     names = js_syntax.parameter_names(js_syntax.parse(code), entry_point)
     twin_names = tuple(a.arg for a in node.args.args)
