@@ -640,15 +640,14 @@ def _evidence(
     """The evidence of ``codes`` against ``item``'s canonical; ``[]`` after a problem; None
     for each where the language gives the entry point no parameter types to draw inputs of
     (:func:`.twins.input_types`)."""
-    lang = item.lang
     types = input_types(item).types
     if types is None:
         return [None] * len(codes)
     work = (item.canonical, item.entry_point, item.setup, codes, runner, item.query)
-    work += (types, lang.realm, item.id)
+    typed = (*work, types, item.lang.realm, item.id)
     if problems is None:
-        return evidence(*work)
-    return per_item(item, problems, "equivalence evidence", evidence, *work) or []
+        return evidence(*typed)
+    return per_item(item, problems, "equivalence evidence", evidence, *typed) or []
 
 
 def evidence_report(corpus: Corpus, items: Sequence[BenchmarkItem] = ()) -> str:

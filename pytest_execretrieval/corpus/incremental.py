@@ -273,7 +273,8 @@ def plan(items: Sequence[BenchmarkItem], where: Path, engine: dict) -> Plan:
         return Plan({}, (Rebuild("no-records", message),))
     pool, alternatives = _snippets(where / CORPUS), _snippets(where / ALTERNATIVES)
     records = read_records(where)
-    built_for = meta.get("inputs") if isinstance(meta.get("inputs"), dict) else {}
+    inputs = meta.get("inputs")
+    built_for: dict = inputs if isinstance(inputs, dict) else {}
     reusable, reasons = {}, []
     for item in sorted(items, key=lambda item: item.id):
         iid = item.id

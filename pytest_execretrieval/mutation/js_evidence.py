@@ -103,7 +103,7 @@ def _encoding_problem(node: ast.expr) -> str | None:
     for part in ast.walk(node):
         if isinstance(part, ast.Subscript) and _name(part.value) == "Callable":
             return "a callable, which a JavaScript test cannot pass"
-        if _name(part) == "Fraction":
+        if isinstance(part, ast.expr) and _name(part) == "Fraction":
             return "a Fraction, which JSON cannot carry"
         if isinstance(part, ast.Subscript) and _name(part.value) == "dict":
             key = part.slice.elts[0] if isinstance(part.slice, ast.Tuple) else part.slice
