@@ -54,6 +54,7 @@ __all__ = ["JS_EVIDENCE_VERSION", "JS_REALM", "Twin", "signature_key", "twin_inp
 # Bump when the encoding of the inputs, the pairing with the twin or the comparison change.
 JS_EVIDENCE_VERSION = "1"
 Twin = tuple[str, str]  # the Python twin's canonical and entry point
+_UNPARSABLE = (SyntaxError, RecursionError, MemoryError, ValueError)  # an untrusted canonical
 
 
 def signature_key(canonical: str, entry_point: str) -> str | None:
@@ -62,7 +63,7 @@ def signature_key(canonical: str, entry_point: str) -> str | None:
     the twin defines no such entry point or does not parse."""
     try:
         node = entry_point_def(canonical, entry_point)
-    except (SyntaxError, RecursionError, MemoryError, ValueError):
+    except _UNPARSABLE:
         return None
     return ast.unparse(node.args) if node is not None else None
 
@@ -78,7 +79,7 @@ def twin_inputs(code: str, entry_point: str, twin: Twin | str) -> Inputs:
         return Inputs(None, f"its Python twin's entry point is {twin_entry}, not {entry_point}")
     try:
         node = entry_point_def(canonical, entry_point)
-    except (SyntaxError, RecursionError, MemoryError, ValueError):
+    except _UNPARSABLE:
         return Inputs(None, "its Python twin's canonical does not parse")
     typed = annotated_inputs(canonical, entry_point)
     if node is None or typed.types is None:
