@@ -119,7 +119,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     for line in result.unusable:  # left out of the pool: a rerun may decide them
         print(line, file=sys.stderr)
     print(yield_report(result.yields))
-    print(evidence_report(result.corpus))
+    print(evidence_report(result.corpus, items))
     print(mutation_score_report(result.yields, result.survivors))
     real = real_bug_report(items, result.corpus.snippets, result.survivors)
     if real:

@@ -212,6 +212,7 @@ def test_a_function_fixed_twice_is_one_item_at_its_latest_fix(repo, tmp_path):
     assert cli.main(["mine", str(repo), "--history", "--out", str(out)]) == 0
     clamps = [load_item(p) for p in (out / "tinytools_history").glob("clamp_*.toml")]
     assert [c.source.commit for c in clamps if c.source] == [last]
-    assert "| the function is fixed again later (its latest fix is the item) | 1 |" in (
-        out / "MINED.md"
-    ).read_text()
+    assert (
+        "| the function is fixed again later (its latest fix is the item) | 1 |"
+        in (out / "MINED.md").read_text()
+    )

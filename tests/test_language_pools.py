@@ -32,8 +32,13 @@ TWINS = ("arrays_lists/last_index_of", "math_number_theory/clamp_add", "strings/
 
 @pytest.fixture(scope="module")
 def built_js(tmp_path_factory) -> Path:
-    """The JavaScript twins with their corpus, built once per module."""
-    target = tmp_path_factory.mktemp("js") / "javascript"
+    """The JavaScript twins with their corpus, built once per module beside their Python twins
+    (their evidence draws from the twins' annotations, and the manifest records them)."""
+    root = tmp_path_factory.mktemp("js")
+    for twin in (DATA / "items").glob("*/*.toml"):
+        (root / twin.parent.name).mkdir(exist_ok=True)
+        shutil.copy(twin, root / twin.parent.name / twin.name)
+    target = root / "javascript"
     shutil.copytree(DATA / "js_items", target)
     cache = ["--cache-dir", str(target.parent / "build-cache")]
     assert cli.main(["build", str(target), "-j", "1", *cache]) == 0

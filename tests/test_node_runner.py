@@ -597,8 +597,12 @@ require('fs').writeSync(1, JSON.stringify(out));
 """.replace("require('fs')", "fs")
     argv = _node.node_argv(NODE, "-", {})
     done = subprocess.run(
-        argv, input=source.rstrip()[: -len("main();")] + check, capture_output=True,
-        text=True, timeout=60, check=False,
+        argv,
+        input=source.rstrip()[: -len("main();")] + check,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     found = json.loads(done.stdout)
     assert found.pop("require") == "undefined", found

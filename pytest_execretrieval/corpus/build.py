@@ -27,6 +27,7 @@ from .incremental import ItemRecord, Reusable, choosable, recorded_killed
 from .items import BenchmarkItem
 from .real_bugs import REAL_BUG, judged
 from .store import Corpus, Snippet, make_snippet, unified_diff
+from .twins import input_types
 from .variants import DEFAULT_VARIANT, Candidates, CorpusVariant, VariantUnavailable
 
 MUTANT_TIMEOUT_S = 1.0
@@ -637,23 +638,32 @@ def _evidence(
     item: BenchmarkItem, codes: list[str], runner: SuiteRunner, problems: list[str] | None
 ) -> list:
     """The evidence of ``codes`` against ``item``'s canonical; ``[]`` after a problem; None
-    for each where the language gives the entry point no parameter types to draw inputs of."""
-    if not item.lang.typed_inputs:
+    for each where the language gives the entry point no parameter types to draw inputs of
+    (:func:`.twins.input_types`)."""
+    types = input_types(item).types
+    if types is None:
         return [None] * len(codes)
     work = (item.canonical, item.entry_point, item.setup, codes, runner, item.query)
+    typed = (*work, types, item.lang.realm, item.id)
     if problems is None:
-        return evidence(*work)
-    return per_item(item, problems, "equivalence evidence", evidence, *work) or []
+        return evidence(*typed)
+    return per_item(item, problems, "equivalence evidence", evidence, *typed) or []
 
 
-def evidence_report(corpus: Corpus) -> str:
+def evidence_report(corpus: Corpus, items: Sequence[BenchmarkItem] = ()) -> str:
+    """The evidence's summary, each alternative it tells apart from its canonical, and the
+    ``items`` without evidence, by reason (:func:`.twins.input_types`)."""
+    without = _without_evidence(items)
     distractors = [s for s in corpus.snippets if s.equivalence]
     alternatives = [s for s in corpus.alternatives if s.equivalence]
     if not distractors and not alternatives:
-        return (
-            "equivalence evidence: none (no item's entry point is fully annotated, so no "
-            "inputs can be drawn to compare distractors and alternatives with the canonical; "
-            "see 'Typed' in docs/items-guide.md)"
+        return "\n".join(
+            [
+                "equivalence evidence: none (no item's entry point is fully annotated, so no "
+                "inputs can be drawn to compare distractors and alternatives with the "
+                "canonical; see 'Typed' in docs/items-guide.md)",
+                *without,
+            ]
         )
     shown = sum(s.equivalence["differing"] > 0 for s in distractors if s.equivalence)
     agree = sum(s.equivalence["differing"] == 0 for s in alternatives if s.equivalence)
@@ -664,8 +674,28 @@ def evidence_report(corpus: Corpus) -> str:
             f"differ from the canonical on drawn inputs; {agree}/{len(alternatives)} "
             "alternatives agree on every drawn input",
             *(_differing_alternative(s) for s in sorted(differing, key=_alternative_order)),
+            *without,
         ]
     )
+
+
+SHOWN_IDS = 10  # item ids named per reason of :func:`_without_evidence`
+
+
+def _without_evidence(items: Sequence[BenchmarkItem]) -> list[str]:
+    """One line per reason some of ``items`` have no evidence, naming them (the first
+    :data:`SHOWN_IDS`; item text is untrusted: escaped)."""
+    by_reason: dict[str, list[str]] = {}
+    for item in sorted(items, key=lambda item: item.id):
+        found = input_types(item)
+        if found.types is None:
+            by_reason.setdefault(found.why, []).append(item.id)
+    lines = []
+    for why, ids in sorted(by_reason.items()):
+        more = f" and {len(ids) - SHOWN_IDS} more" if len(ids) > SHOWN_IDS else ""
+        named = ", ".join(ids[:SHOWN_IDS]) + more
+        lines.append(f"  no evidence for {len(ids)} item(s), {escape(why)}: {escape(named)}")
+    return lines
 
 
 def _alternative_order(s: Snippet) -> tuple[str, str]:

@@ -9,7 +9,9 @@ candidates the selection may choose, the chosen positions, the surviving mutants
 evidence). :func:`plan` lets the build reuse them when
 
 - the manifest's engine record equals the current engine (otherwise every item is rebuilt);
-- the item file's sha256 equals the manifest's ``items`` entry;
+- the item file's sha256 equals the manifest's ``items`` entry, and for a JavaScript item
+  with a Python twin the twin's signature its evidence was drawn for (the ``inputs`` entry,
+  :func:`.twins.input_keys`) is the twin's now;
 - the digest of the item's records (:func:`digest`) equals the manifest's ``records`` entry, so
   a hand-edited, duplicated or truncated row of that item shows;
 - the rows agree with the item (:func:`mismatch`): each snippet id hashes its code, the owner is
@@ -56,6 +58,7 @@ from .store import (
     sha256,
     unified_diff,
 )
+from .twins import input_key
 
 SURVIVOR_FIELDS = {"operator", "line", "diff", "equivalence"}  # build.Survivor minus item_id
 REBUILD_KINDS = ("full", "no-records", "engine", "new", "changed", "records", "reselected")
@@ -270,6 +273,8 @@ def plan(items: Sequence[BenchmarkItem], where: Path, engine: dict) -> Plan:
         return Plan({}, (Rebuild("no-records", message),))
     pool, alternatives = _snippets(where / CORPUS), _snippets(where / ALTERNATIVES)
     records = read_records(where)
+    inputs = meta.get("inputs")
+    built_for: dict = inputs if isinstance(inputs, dict) else {}
     reusable, reasons = {}, []
     for item in sorted(items, key=lambda item: item.id):
         iid = item.id
@@ -278,6 +283,10 @@ def plan(items: Sequence[BenchmarkItem], where: Path, engine: dict) -> Plan:
             continue
         if sha256(item.path.read_bytes()) != hashes[iid]:
             reasons.append(Rebuild("changed", f"item {iid} changed ({item.path})", iid))
+            continue
+        if input_key(item.path) != built_for.get(iid):
+            message = f"the signature of item {iid}'s Python twin changed"
+            reasons.append(Rebuild("changed", message, iid))
             continue
         own, alts, record = pool.get(iid, []), alternatives.get(iid, []), records.get(iid)
         try:

@@ -20,6 +20,7 @@ from pathlib import Path
 from ..bounded_json import JSONBoundError, parse_json, read_json
 from ..safe_write import write_atomic
 from .items import BenchmarkItem, item_id, item_paths
+from .twins import input_keys
 from .variants import DEFAULT_VARIANT as DEFAULT_VARIANT  # which corpus: kept importable here
 from .variants import MAX_STACK as MAX_STACK
 from .variants import SOURCES as SOURCES
@@ -156,7 +157,13 @@ def manifest(
             **real_bugs,
         },
         "items": {item_id(p): sha256(p.read_bytes()) for p in item_paths(items_dir)},
+        **_twin_inputs(items_dir),
     } | ({"records": records} if records is not None else {})
+
+
+def _twin_inputs(items_dir: Path) -> dict:
+    keys = input_keys(items_dir)
+    return {"inputs": keys} if keys else {}  # a Python pool's manifest stays as it was
 
 
 def write_corpus(
@@ -248,6 +255,8 @@ def stale_reasons(items_dir: Path, engine: dict, where: Path | None = None) -> l
         reasons.append(StaleReason("engine", message))
     recorded: dict = meta.get("items", {})
     current = {item_id(p): p for p in item_paths(items_dir)}
+    twins, built_for = input_keys(items_dir), meta.get("inputs", {})
+    built_for = built_for if isinstance(built_for, dict) else {}
     for iid in sorted(set(recorded) | set(current)):
         if iid not in current:
             message = f"item {iid} was removed since the corpus was built"
@@ -256,6 +265,9 @@ def stale_reasons(items_dir: Path, engine: dict, where: Path | None = None) -> l
             reasons.append(StaleReason("item-new", f"item {iid} is new: not in the corpus", iid))
         elif sha256(current[iid].read_bytes()) != recorded[iid]:
             message = f"item {iid} changed since the corpus was built ({current[iid]})"
+            reasons.append(StaleReason("item-changed", message, iid))
+        elif twins.get(iid) != built_for.get(iid):
+            message = f"the signature of item {iid}'s Python twin changed since the build"
             reasons.append(StaleReason("item-changed", message, iid))
     return reasons
 

@@ -10,7 +10,10 @@ depends on the code's language:
   whose entry point it does not define (and which other queries' snippets may pass a query);
 - ``missing_entry_point``: that snippet's outcome in each test (it is never run);
 - ``mutants(code, entry_point)``: the mutation operators' candidates, from which the build
-  selects an item's distractors.
+  selects an item's distractors;
+- ``input_types(code, entry_point, twin)`` and ``realm``: the differential evidence's drawn
+  inputs' types (Python's annotations, JavaScript's from the Python twin) and how its probes
+  are written and compared.
 
 The implementations: :data:`~.python.PYTHON` (``python.py``: the standard library's ``ast``)
 and :data:`~.javascript.JAVASCRIPT` (``javascript.py``: ES2020 through tree-sitter, the
@@ -29,6 +32,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from ..mutation.equivalence import Inputs, Realm
+from ..mutation.js_evidence import Twin
 from ..mutation.operators import Mutant
 from .javascript import JAVASCRIPT
 from .python import PYTHON
@@ -42,9 +47,9 @@ class Language(Protocol):
     name: str  # an item's ``language`` value
     missing_entry_point: str  # the outcome of every test of a snippet lacking the entry point
     exceptions: frozenset[str]  # the error classes a test's ``raises(...)`` may name
-    # Whether the entry point's parameter types can be read off the code, for the differential
-    # evidence's drawn inputs (:mod:`..mutation.equivalence`); without them there is none.
-    typed_inputs: bool
+    # How the differential evidence's probes are written, run and compared in this language
+    # (:mod:`..mutation.equivalence`).
+    realm: Realm
 
     def defined_names(self, code: str) -> frozenset[str]:
         """The functions ``code`` defines at module level (none if it does not parse)."""
@@ -56,6 +61,12 @@ class Language(Protocol):
 
     def mutants(self, code: str, entry_point: str) -> Sequence[Mutant]:
         """Every valid single-edit mutant of ``code`` (the distractor candidates)."""
+        ...
+
+    def input_types(self, code: str, entry_point: str, twin: Twin | str) -> Inputs:
+        """The types the evidence draws the inputs of an item with canonical ``code`` from,
+        or None and why there is no evidence; ``twin``: its Python twin's canonical and entry
+        point, or why it has none (:mod:`..corpus.twins`)."""
         ...
 
     def versions(self) -> dict[str, str]:

@@ -7,7 +7,9 @@ import functools
 
 from ..execution import _grammar
 from ..mutation import js_syntax
+from ..mutation.equivalence import Inputs
 from ..mutation.javascript import generate_js_mutants
+from ..mutation.js_evidence import JS_EVIDENCE_VERSION, JS_REALM, Twin, twin_inputs
 from ..mutation.operators import Mutant
 
 __all__ = ["JAVASCRIPT", "JavaScript"]
@@ -30,7 +32,10 @@ class JavaScript:
     # A test calls the entry point by name: code that does not declare it throws ReferenceError.
     missing_entry_point = "error:ReferenceError"
     exceptions = _grammar.JS_EXCEPTIONS  # Error and its standard subclasses
-    typed_inputs = False  # no types in the source: no differential evidence (yet)
+    realm = JS_REALM
+
+    def input_types(self, code: str, entry_point: str, twin: Twin | str) -> Inputs:
+        return twin_inputs(code, entry_point, twin)  # no types in the source: the twin's
 
     def defined_names(self, code: str) -> frozenset[str]:
         return _defined_names(code)
@@ -45,7 +50,11 @@ class JavaScript:
         from ..execution.node import NODE_RUNNER_VERSION
         from ..mutation.fingerprint import js_mutation_version
 
-        return {"runner": NODE_RUNNER_VERSION, "mutation": js_mutation_version()}
+        return {
+            "runner": NODE_RUNNER_VERSION,
+            "mutation": js_mutation_version(),
+            "evidence": JS_EVIDENCE_VERSION,
+        }
 
 
 JAVASCRIPT = JavaScript()

@@ -7,6 +7,8 @@ import ast
 import functools
 
 from ..execution import _grammar
+from ..mutation.equivalence import PYTHON_REALM, Inputs, annotated_inputs
+from ..mutation.js_evidence import Twin
 from ..mutation.operators import Mutant, generate_mutants
 
 __all__ = ["PYTHON", "Python", "defined_functions"]
@@ -36,7 +38,10 @@ class Python:
     # A test calls the entry point by name: code that does not define it raises NameError there.
     missing_entry_point = "error:NameError"
     exceptions = _grammar.EXCEPTIONS  # the builtin exception classes
-    typed_inputs = True  # annotations, where an item gives them all
+    realm = PYTHON_REALM
+
+    def input_types(self, code: str, entry_point: str, twin: Twin | str) -> Inputs:
+        return annotated_inputs(code, entry_point)  # its own annotations, where it gives all
 
     def defined_names(self, code: str) -> frozenset[str]:
         return _defined_names(code)

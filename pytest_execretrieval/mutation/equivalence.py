@@ -398,6 +398,37 @@ def probes(entry_point: str, inputs: Sequence[tuple]) -> list[str]:
     return [f"{entry_point}({', '.join(map(argument_source, args))})" for args in inputs]
 
 
+@dataclass(frozen=True)
+class Inputs:
+    """What an item's drawn inputs are typed by: its entry point's parameter annotations in
+    order, or None with the reason there is no evidence."""
+
+    types: tuple[str, ...] | None
+    why: str = ""
+
+
+def annotated_inputs(code: str, entry_point: str) -> Inputs:
+    """Python's :class:`Inputs`: the entry point's own annotations (:func:`annotations`)."""
+    found = annotations(code, entry_point)
+    if found is None:
+        return Inputs(None, "its entry point is not fully annotated in the grammar")
+    return Inputs(tuple(found))
+
+
+@dataclass(frozen=True)
+class Realm:
+    """How one language's probes are written, run and compared: ``probes(entry_point,
+    inputs)`` the probe tests, ``outcome(value)`` a probe's value as ``("value", v)`` or
+    ``("raises", name)`` (None: it gave none), ``close(a, b)`` whether two values agree;
+    ``language`` the suites' language, ``grouped`` whether one item's suites share a process."""
+
+    probes: Callable[[str, Sequence[tuple]], list[str]]
+    outcome: Callable[[object], tuple | None]
+    close: Callable[[object, object], bool]
+    language: str = "python"
+    grouped: bool = False
+
+
 def evidence(
     canonical: str,
     entry_point: str,
@@ -405,22 +436,30 @@ def evidence(
     codes: Sequence[str],
     runner: SuiteRunner,
     query: str = "",
+    types: Sequence[str] | None = None,
+    realm: Realm | None = None,
+    group: str | None = None,
 ) -> list[Evidence | None]:
     """Per code in ``codes``: on how many drawn in-domain inputs it differs from the canonical
-    (None for every code when the canonical's entry point is not fully annotated, and for a
-    code whose harness suite is unusable: a lost sandbox or a broken protocol is no
-    evidence, least of all of a difference)."""
-    types = annotations(canonical, entry_point)
-    if types is None or not codes:
+    (None for every code when there are no ``types``, by default the canonical's annotations,
+    and for a code whose harness suite is unusable: a lost sandbox or a broken protocol is no
+    evidence, least of all of a difference). ``realm``: the language's (default Python's);
+    ``group``: the item, for a realm whose suites of one item share a process."""
+    realm = realm or PYTHON_REALM
+    types = annotations(canonical, entry_point) if types is None else types
+    if not types or not codes:
         return [None] * len(codes)
     inputs = draw_inputs(tuple(types))
-    tests = probes(entry_point, inputs)
-    reference, *results = runner.run_many([(code, setup, tests) for code in (canonical, *codes)])
+    tests = realm.probes(entry_point, inputs)
+    shared = group if realm.grouped else None
+    suites = [(code, setup, tests, realm.language, shared) for code in (canonical, *codes)]
+    reference, *results = runner.run_many(suites)
     named = named_exceptions(query)
     if reference.unusable:
         return [None] * len(codes)
     return [
-        None if r.unusable else compare(reference.values, r.values, inputs, named) for r in results
+        None if r.unusable else compare(reference.values, r.values, inputs, named, realm)
+        for r in results
     ]
 
 
@@ -433,9 +472,14 @@ def _outcome(value: object) -> tuple | None:
     return value if value[0] in ("value", "raises") else None
 
 
+def near(a: float, b: float) -> bool:
+    """Whether two floats agree: equal, or within ``math.isclose`` of each other."""
+    return a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
 def _close(a: object, b: object) -> bool:
     if isinstance(a, float) and isinstance(b, float):
-        return a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+        return near(a, b)
     if type(a) is not type(b):
         return False
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):  # b: the same type as a
@@ -450,22 +494,28 @@ def compare(
     candidate: Sequence[object],
     inputs: Sequence[tuple],
     named: frozenset[str],
+    realm: Realm | None = None,
 ) -> Evidence:
     """Evidence from the probe values of the canonical's and a candidate's suites, per input
-    (the module docstring's rules; the values are plain decoded data)."""
+    (the module docstring's rules, with ``realm``'s outcomes and comparison, default Python's;
+    the values are plain decoded data)."""
+    realm = realm or PYTHON_REALM
     differing, skipped = [], 0
     for i in range(len(inputs)):
-        expected = _outcome(reference[i] if i < len(reference) else None)
+        expected = realm.outcome(reference[i] if i < len(reference) else None)
         if expected is not None and expected[0] == "raises" and expected[1] not in named:
             skipped += 1
             continue
-        got = _outcome(candidate[i] if i < len(candidate) else None)
+        got = realm.outcome(candidate[i] if i < len(candidate) else None)
         if (
             expected is None
             or got is None
             or got[0] != expected[0]
-            or not _close(got[1], expected[1])
+            or not realm.close(got[1], expected[1])
         ):
             differing.append(i)
     witness = stable_repr(inputs[differing[0]]) if differing else None
     return Evidence(len(inputs) - skipped, len(differing), skipped, witness)
+
+
+PYTHON_REALM = Realm(probes, _outcome, _close)

@@ -29,6 +29,7 @@ __all__ = [
     "JavaScriptUnavailable",
     "early_error",
     "grammar_versions",
+    "parameter_names",
     "parse",
     "structure",
     "syntax_problem",
@@ -151,6 +152,27 @@ def top_level_functions(tree: Any) -> frozenset[str]:
             if name is not None:
                 names.add(name.text.decode("utf-8"))
     return frozenset(names)
+
+
+def parameter_names(tree: Any, name: str) -> tuple[str, ...] | None:
+    """The parameter names of the top-level function declaration ``name``, in order (a
+    default value allowed: ``strict = false``); None without that declaration, or when a
+    parameter is a rest or destructuring pattern."""
+    for node in tree.root_node.named_children:
+        found = node.child_by_field_name("name") if node.type in FUNCTION_DECLARATIONS else None
+        if found is None or found.text.decode("utf-8") != name:
+            continue
+        names = []
+        for param in node.child_by_field_name("parameters").named_children:
+            if param.type == "assignment_pattern":
+                param = param.child_by_field_name("left")
+            if param.type == "comment":
+                continue
+            if param.type != "identifier":
+                return None
+            names.append(param.text.decode("utf-8"))
+        return tuple(names)
+    return None
 
 
 def structure(tree: Any) -> tuple[str, ...]:
