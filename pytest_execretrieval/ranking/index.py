@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..safe_write import write_atomic
-from .retrieval import PAIRS_PER_STEP, Ranking, float32_margin, normalize, pool_scores
+from .retrieval import Ranking, exact_scores, float32_margin, normalize, pool_scores
 
 __all__ = [
     "BUILD_SEED",
@@ -341,7 +341,7 @@ def rank_candidates(
     if np.isnan(target_score).any():
         raise ValueError("a target or candidate position lies outside the pool")
     scores = _screened_scores(q64, documents, rows, cols, starts, listed, target_score)
-    order = np.lexsort((cols, -scores, rows))
+    order = _by_row_then_score(rows, scores)
     rows, cols, scores = rows[order], cols[order], scores[order]
     place = starts[:-1, None] + np.arange(listed)[None, :]
     idx, top = cols[place], scores[place]
@@ -389,21 +389,37 @@ def _screened_scores(
     compares with the listed scores and the target's as its exact score would."""
     margin = float32_margin(q64.shape[1])
     wanted, where = np.unique(cols, return_inverse=True)
-    d32 = normalize(documents[wanted], np.float64).astype(np.float32)
-    q32 = q64.astype(np.float32)
+    d64 = normalize(documents[wanted], np.float64)
+    d32, q32 = d64.astype(np.float32), q64.astype(np.float32)
     screen = np.empty(len(rows), dtype=np.float32)
-    for a in range(0, len(rows), PAIRS_PER_STEP):
-        r, c = rows[a : a + PAIRS_PER_STEP], where.reshape(-1)[a : a + PAIRS_PER_STEP]
-        screen[a : a + len(r)] = np.einsum("ij,ij->i", q32[r], d32[c])
-    by_score = np.lexsort((-screen, rows))
-    kth = screen[by_score[starts[:-1] + listed - 1]].astype(np.float64) if listed else None
+    where = where.reshape(-1)
+    for row, (a, b) in enumerate(zip(starts[:-1].tolist(), starts[1:].tolist())):
+        screen[a:b] = d32[where[a:b]] @ q32[row]  # one row's candidates stay in cache
+    kth = _kth_largest(screen, rows, starts, listed) if listed else None
     wide = screen.astype(np.float64)
     exact = np.abs(wide - target_score[rows]) <= margin
     if kth is not None:
         exact |= wide >= kth[rows] - 2 * margin
     scores = screen
-    scores[exact] = pool_scores(q64, documents, rows[exact], cols[exact])
+    scores[exact] = exact_scores(q64, d64, rows[exact], where[exact])
     return scores
+
+
+def _by_row_then_score(rows: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """The order of pairs sorted by ``rows`` ascending (already so), then ``scores`` descending,
+    ties kept in their order: ``np.lexsort((cols, -scores, rows))`` for pairs ordered by row and
+    column, as one stable sort of an int64 key (the float32 bits mapped to a monotone integer)."""
+    bits = (scores.astype(np.float32) + np.float32(0)).view(np.int32).astype(np.int64)  # -0 -> 0
+    monotone = np.where(bits < 0, bits ^ 0x7FFFFFFF, bits)
+    return np.argsort(rows.astype(np.int64) * (1 << 33) - monotone, kind="stable")
+
+
+def _kth_largest(scores: np.ndarray, rows: np.ndarray, starts: np.ndarray, k: int) -> np.ndarray:
+    """Each row's k-th largest score (rows hold at least k pairs each), in float64."""
+    lengths = np.diff(starts)
+    padded = np.full((len(lengths), int(lengths.max(initial=k))), -np.inf, dtype=np.float32)
+    padded[rows, np.arange(len(rows)) - starts[rows]] = scores
+    return -np.partition(-padded, k - 1, axis=1)[:, k - 1].astype(np.float64)
 
 
 def _watched(
