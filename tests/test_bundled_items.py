@@ -1008,6 +1008,8 @@ PARSER_PROBE_REVIEWED: dict[str, tuple[str, str]] = {
         "the query states its range: integers below 2**53 in magnitude"),
     "javascript:parsing_validation/parse_nested_int_list": ("past 2**53",
         "the query states its range: integers below 2**53 in magnitude"),
+    "javascript:parsing_validation/parse_number_suffix": ("past 2**53",
+        "the query states its range: integers below 2**53 in magnitude"),
     "javascript:parsing_validation/parse_ordinal_number": ("past 2**53",
         "the query states its range: integers below 2**53 in magnitude"),
     "javascript:parsing_validation/password_meets_policy": ("leading space, trailing space",
