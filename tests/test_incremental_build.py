@@ -7,6 +7,7 @@ import io
 import json
 import shutil
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -101,6 +102,25 @@ def test_reused_items_run_nothing_and_moved_choices_are_rebuilt(built, tmp_path)
     fresh = [i for i in items if i.id in result.rebuilt]
     suites = sum(1 + len(i.alternatives) for i in fresh)
     assert suites < executed  # their mutants and evidence ran; nothing of the two reused items
+
+
+def test_a_moved_item_whose_fresh_run_kills_otherwise_is_chosen_from_its_run(built, tmp_path):
+    """A moved item's record may list kills its fresh run does not repeat (a mutant that timed
+    out under load and is killed on a quiet machine, or the reverse): its distractors are then
+    chosen again from the run, and the corpus is the one its run gives."""
+    edit(built)
+    items, _ = load_items(built)
+    planned = plan(items, built, engine())
+    mover = "arrays_lists/window_sums"
+    with runners(tmp_path / "c") as (runner, mutant_runner):
+        honest = build(items, runner, mutant_runner, reuse=planned.reusable)
+        record = planned.reusable[mover].record
+        shifted = tuple(replace(c, position=c.position + 1000) for c in record.choosable)
+        reuse = dict(planned.reusable)
+        reuse[mover] = replace(reuse[mover], record=replace(record, choosable=shifted))
+        result = build(items, runner, mutant_runner, reuse=reuse)
+    assert result.reselected == (mover,)
+    assert result.corpus == honest.corpus and result.records == honest.records
 
 
 def test_check_names_the_items_a_build_rebuilds(built, capsys):

@@ -255,7 +255,8 @@ def build(
     result is the same as without ``reuse``.
 
     The steps: :func:`plan_build`, :func:`run_items` (:func:`mutate`, :func:`execute`),
-    :func:`select` (and :func:`run_items` again for the items whose choice moved),
+    :func:`select` (and :func:`run_items` again for the items whose choice moved, then
+    :func:`select` again, until every moved item has run),
     :func:`fresh_snippets`, :func:`attach_evidence`, :func:`assemble`. Every item's problems
     are reported together, after the step that found them."""
     phases = _Phases(progress, (runner, mutant_runner))
@@ -263,8 +264,12 @@ def build(
     planned = plan_build(items, reuse)
     runs = run_items(planned.fresh, runner, mutant_runner, variant, phases, problems)
     selection = select(planned, runs, variant)
-    runs |= run_items(selection.moved, runner, mutant_runner, variant, phases, problems)
-    planned = planned.without(selection.moved)
+    while rerun := [item for item in selection.moved if item.id not in runs]:
+        # A moved item's fresh run may kill other candidates than its record says (a mutant
+        # that timed out under load): choose again from the runs, until every moved item ran.
+        runs |= run_items(rerun, runner, mutant_runner, variant, phases, problems)
+        selection = select(planned, runs, variant)
+    planned = planned.without([item for item in planned.items if item.id in runs])
     fresh = fresh_snippets(planned.items, runs, selection.chosen, problems)
     _raise_problems(problems)
     fresh = attach_evidence(planned.items, runs, fresh, mutant_runner, phases, problems)
