@@ -55,6 +55,7 @@ def train_fold(args, fold, model_dir: Path) -> dict:
             seed=args.seed,
             max_steps=args.max_steps,
             max_seq_length=args.max_seq_length,
+            view=args.view,
         )
         resume = (model_dir / "checkpoints").is_dir()
         train_split(
@@ -69,6 +70,7 @@ def evaluate_fold(args, items, corpus, sha, fold, number: int, runner) -> None:
     model_dir = args.out / f"model-{fold.name}"
     card = train_fold(args, fold, model_dir)
     state["training"] = {k: card[k] for k in ("steps", "loss_curve", "hyper_parameters", "loss")}
+    state["training"]["view"] = card.get("view", "code")
     state["training"]["time"] = card["training_time"]
     held_ids = set(fold.held_out[: args.limit or None])
     held = [i for i in items if i.id in held_ids]
@@ -126,7 +128,7 @@ def summarize(args) -> str:
             for f in folds
         ),
         f"{reports['base']['corpus']['n_queries']} held-out queries; reranker loss "
-        f"`{folds[0]['training']['loss']}`.",
+        f"`{folds[0]['training']['loss']}`, view `{folds[0]['training'].get('view', 'code')}`.",
         "",
         "| pipeline | " + " | ".join(SHOWN) + " |",
         "|---|" + "---|" * len(SHOWN),
@@ -168,6 +170,7 @@ def main(argv=None) -> int:
     p.add_argument("--folds", type=int, default=5)
     p.add_argument("--only", default="", help="comma-separated fold numbers to run (default all)")
     p.add_argument("--loss", default="bce", help="bce, listnet, lambda or mnrl")
+    p.add_argument("--view", default="code", help="code, diff or no-identifiers")
     p.add_argument("--epochs", type=float, default=1.0)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--lr", type=float, default=5e-5)

@@ -29,8 +29,8 @@ STEPS = 5
 
 @pytest.fixture(scope="module")
 def reranker(tmp_path_factory) -> Path:
-    """A cross-encoder trained by the command: ListNet, every step the same batch (the three
-    training families fit in one), so the loss must fall from step to step."""
+    """A cross-encoder trained by the command: ListNet in the diff view, every step the same
+    batch (the three training families fit in one), so the loss must fall from step to step."""
     root = tmp_path_factory.mktemp("ce")
     items, _ = load_items(DATA)
     listing = root / "train.txt"
@@ -38,7 +38,7 @@ def reranker(tmp_path_factory) -> Path:
     argv = ["train", str(DATA), "--embedder", "minilm", "--out", str(root / "model")]
     argv += ["--split", str(listing), "--objective", "cross-encoder", "--loss", "listnet"]
     argv += ["--batch-size", "4", "--learning-rate", "1e-3", "--max-seq-length", "64"]
-    argv += ["--negatives", "1", "--max-steps", str(STEPS), "--seed", "3"]
+    argv += ["--negatives", "1", "--max-steps", str(STEPS), "--seed", "3", "--view", "diff"]
     argv += ["--cache-dir", str(root / "cache")]
     assert main(argv) == 0
     return root / "model"
@@ -48,6 +48,7 @@ def test_the_loss_falls_and_the_card_names_the_objective_and_loss(reranker):
     card = read_card(reranker)
     assert card["objective"] == "cross-encoder"
     assert card["loss"] == "listnet" and card["loss_class"] == "ListNetLoss"
+    assert card["view"] == "diff"
     assert "fresh one-output classification head" in card["initialisation"]
     assert card["base_model"]["model"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert HELD_OUT in card["split"]["held_out"] and len(card["split"]["train"]) == 3
@@ -68,6 +69,11 @@ def test_each_loss_reads_the_family_in_its_own_shape():
     lists = columns(found, "lambda")
     assert [len(d) for d in lists["documents"]] == [len(x) for x in lists["labels"]]
     assert all(labels[0] == 1.0 and labels[-1] == 0.0 for labels in lists["labels"])
+    marked = columns(found, "lambda", "diff")
+    assert [len(d) for d in marked["documents"]] == [len(d) for d in lists["documents"]]
+    assert all(any("«" in doc for doc in docs) for docs in marked["documents"])
+    unmarked = [[d.replace("«", "").replace("»", "") for d in ds] for ds in marked["documents"]]
+    assert unmarked == lists["documents"]
     tuples = columns(found, "mnrl")
     assert {"anchor", "positive", "negative_1"} <= set(tuples)
     assert len(tuples["anchor"]) == sum(len(f.positives) for f in found)
@@ -100,3 +106,4 @@ def test_it_loads_as_ce_dir_and_reranks_bm25_in_a_benchmark_run(pytester, items,
     report = json.loads(pipeline.read_text())
     assert [q["query_id"] for q in report["per_query"]] == [HELD_OUT]
     assert report["embedder"]["reranker"]["training"]["split"]["held_out"] == [HELD_OUT]
+    assert report["embedder"]["reranker"]["view"] == "diff"

@@ -14,6 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..ranking.rerank.views import VIEWS
 from .card import USAGE
 from .split import SplitError, make_splits
 from .train import LOSSES, OBJECTIVES, TrainConfig, TrainingError, train_split
@@ -61,6 +62,13 @@ def add_parser(sub, cache: dict) -> None:
         default=DEFAULTS.max_seq_length,
         help="tokens per text (a cross-encoder: per query + code pair); 0 keeps the model's",
     )
+    t.add_argument(
+        "--view",
+        choices=VIEWS,
+        default=DEFAULTS.view,
+        help="a cross-encoder: what it reads of each candidate (default code; diff marks what "
+        "differs from the candidate's near clones; no-identifiers renames the code's names)",
+    )
     t.add_argument("--epochs", type=float, default=DEFAULTS.epochs)
     t.add_argument("--batch-size", type=int, default=DEFAULTS.batch_size)
     t.add_argument("--learning-rate", type=float, default=DEFAULTS.learning_rate)
@@ -97,6 +105,7 @@ def run(args: argparse.Namespace, items_dir: Path) -> int:
             alternatives=not args.no_alternatives,
             objective=args.objective,
             max_seq_length=args.max_seq_length,
+            view=args.view,
         )
         splits = make_splits(items, args.split, args.folds)
         if args.fold is not None:

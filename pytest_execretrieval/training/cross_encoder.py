@@ -14,6 +14,9 @@ keeps its own. The losses (``--loss``), all from ``sentence_transformers.cross_e
 * ``mnrl``: ``MultipleNegativesRankingLoss``, the positive against the family's distractors and
   other queries' documents of the batch (the no-duplicates sampler keeps a query's positives apart).
 
+``--view`` chooses what the model reads of each candidate (:mod:`..ranking.rerank.views`); the
+card records it and the ``ce:DIR`` reranker reads its candidates the same way.
+
 Everything else (seeding, checkpoints and ``--resume``, the progress line, the card) is
 :mod:`.trainer`'s.
 """
@@ -25,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from ..ranking.rerank.views import render
 from .examples import Family, as_columns, examples_of, list_columns, pair_columns
 from .split import Split
 from .trainer import (
@@ -70,8 +74,21 @@ def cross_encoder_base(name: str, cache_dir: Path) -> tuple[Path, dict]:
     }
 
 
-def columns(found: Sequence[Family], loss: str) -> dict[str, list]:
-    """The dataset columns ``loss`` reads: labelled pairs, labelled lists, or n-tuples."""
+def in_view(found: Sequence[Family], view: str) -> list[Family]:
+    """The families as a reranker in ``view`` reads them: each family's documents rendered as
+    one candidate set (:func:`..ranking.rerank.views.render`)."""
+    shown = []
+    for f in found:
+        docs = render(view, (*f.positives, *f.negatives))
+        n = len(f.positives)
+        shown.append(Family(f.item_id, f.query, tuple(docs[:n]), tuple(docs[n:])))
+    return shown
+
+
+def columns(found: Sequence[Family], loss: str, view: str = "code") -> dict[str, list]:
+    """The dataset columns ``loss`` reads, of the families in ``view``: labelled pairs,
+    labelled lists, or n-tuples."""
+    found = in_view(found, view)
     if loss == "bce":
         return pair_columns(found)
     if loss in ("listnet", "lambda"):
@@ -101,7 +118,7 @@ def fine_tune_cross_encoder(
     families ``found`` and save it with its card in ``out``; returns the card."""
     out = Path(out)
     checkpoints = prepare_run(out, resume, len(found), split, config.seed)
-    data = columns(found, config.loss)
+    data = columns(found, config.loss, config.view)
     dataset = dataset_of(data)
     from sentence_transformers.base.sampler import BatchSamplers
     from sentence_transformers.cross_encoder import (
@@ -140,6 +157,7 @@ def fine_tune_cross_encoder(
         },
         "loss": config.loss,
         "loss_class": LOSS_CLASSES[config.loss],
+        "view": config.view,
         "hyper_parameters": asdict(config),
         "steps": int(trainer.state.global_step),
         "loss_curve": progress.losses,

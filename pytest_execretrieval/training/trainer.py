@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..ranking.rerank.views import VIEWS
 from .card import TRAINING_PACKAGES, write_card
 from .split import Split
 
@@ -42,7 +43,7 @@ class TrainConfig:
     ``mini_batch_size`` is the cached loss's chunk; ``max_seq_length`` 0 keeps the model's;
     ``negatives`` and ``alternatives`` choose the examples (:func:`.examples.training_examples`);
     ``objective`` is what is trained: a ``bi-encoder`` (an embedder) or a ``cross-encoder`` (a
-    reranker, :mod:`.cross_encoder`)."""
+    reranker, :mod:`.cross_encoder`), which reads its candidates in ``view``."""
 
     loss: str = "mnrl"
     epochs: float = 1.0
@@ -59,6 +60,7 @@ class TrainConfig:
     negatives: int = 0  # hard negatives per example; 0: all of the query's distractors
     alternatives: bool = True  # the alternatives as extra positives
     objective: str = "bi-encoder"
+    view: str = "code"  # what a cross-encoder reads of a candidate (ranking.rerank.views)
 
     def __post_init__(self) -> None:
         if self.objective not in LOSSES:
@@ -70,6 +72,10 @@ class TrainConfig:
                 f"--loss {self.loss!r} with --objective {self.objective}: choose from "
                 f"{', '.join(LOSSES[self.objective])}"
             )
+        if self.view not in VIEWS:
+            raise TrainingError(f"--view {self.view!r}: choose from {', '.join(VIEWS)}")
+        if self.view != "code" and self.objective != "cross-encoder":
+            raise TrainingError(f"--view {self.view} needs --objective cross-encoder")
         if self.batch_size < 2:
             raise TrainingError("--batch-size must be at least 2 (in-batch negatives need a batch)")
         if self.epochs <= 0 and self.max_steps <= 0:

@@ -1,7 +1,8 @@
 """``ce:PATH``: a sentence-transformers ``CrossEncoder`` loaded from a local directory, scoring
 each (query, candidate code) pair; higher is better. It reads the query text and the code only.
 A directory ``execretrieval train --objective cross-encoder`` wrote carries its training card,
-whose split its invocation records (as a fine-tuned embedder's does).
+whose split its invocation records (as a fine-tuned embedder's does), and whose view
+(:mod:`.views`) it reads the candidates in; any other CrossEncoder reads the code as it is.
 Needs the ``local`` extra (torch + sentence-transformers); imported only when chosen. Runs on the
 CPU unless ``extra["device"]`` says otherwise.
 """
@@ -12,8 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ...embedders import package_versions
-from ...training.card import CardError, invocation_record
+from ...training.card import CardError, invocation_record, read_card
 from .base import Reranked, RerankerContext, RerankerError, RerankQuery
+from .views import VIEWS, render
 
 BATCH_SIZE = 32
 
@@ -29,6 +31,13 @@ class CrossEncoderReranker:
         self.name = f"ce:{path}"
         self.device = context.extra.get("device", "cpu")
         self._model = None
+        try:
+            card = read_card(self.path) or {}
+        except CardError as exc:
+            raise RerankerError(f"{self.name}: {exc}") from None
+        self.view = card.get("view", "code")
+        if self.view not in VIEWS:
+            raise RerankerError(f"{self.name}: its card names an unknown view {self.view!r}")
 
     def invocation(self) -> dict:
         """What determines the scores; for a reranker ``execretrieval train`` made, also what
@@ -41,6 +50,7 @@ class CrossEncoderReranker:
             "name": self.name,
             "model": str(self.path.resolve()),
             "batch_size": BATCH_SIZE,
+            "view": self.view,
             "package_versions": package_versions("sentence-transformers", "torch"),
             **training,
         }
@@ -59,7 +69,11 @@ class CrossEncoderReranker:
         return self._model
 
     def rerank(self, first_stage: str, queries: Sequence[RerankQuery]) -> list[Reranked]:
-        pairs = [(q.item.query, c.code) for q in queries for c in q.candidates]
+        pairs = [
+            (q.item.query, text)
+            for q in queries
+            for text in render(self.view, [c.code for c in q.candidates])
+        ]
         scores = self.model().predict(pairs, batch_size=BATCH_SIZE, show_progress_bar=False)
         flat = [float(s) for s in scores]
         answers, start = [], 0
