@@ -27,7 +27,13 @@ from finetune import ci, pooled
 
 from pytest_execretrieval.corpus.build import engine
 from pytest_execretrieval.corpus.items import load_items
-from pytest_execretrieval.corpus.store import Corpus, corpus_sha256, read_corpus
+from pytest_execretrieval.corpus.store import (
+    Corpus,
+    CorpusVariant,
+    corpus_dir,
+    corpus_sha256,
+    read_corpus,
+)
 from pytest_execretrieval.embedders import EmbedderOptions, get_embedder
 from pytest_execretrieval.execution.runner import SuiteRunner
 from pytest_execretrieval.ranking.benchmark import BenchmarkRun, run_benchmark
@@ -42,6 +48,14 @@ from pytest_execretrieval.training.train import TrainConfig, train_split
 CONSENSUS = "exec-consensus"
 SHOWN = ("exec@1", "exec@5", "ndcg@10", "mrr")
 NAMES = {"base": "minilm", "base+ce": "minilm+ce", f"base+{CONSENSUS}": f"minilm+{CONSENSUS}"}
+ALSO = ("families", "stack-2", "stack-3")  # the other corpora a fold's reranker is tried on
+
+
+def variant_of(name: str) -> CorpusVariant:
+    """The corpus ``name`` of :data:`ALSO` (``""``: the bundled one)."""
+    if name == "families":
+        return CorpusVariant(families=True)
+    return CorpusVariant(stack=int(name[6:])) if name else CorpusVariant()
 
 
 def train_fold(args, fold, model_dir: Path) -> dict:
@@ -64,7 +78,7 @@ def train_fold(args, fold, model_dir: Path) -> dict:
     return json.loads((model_dir / CARD).read_text())
 
 
-def evaluate_fold(args, items, corpus, sha, fold, number: int, runner) -> None:
+def evaluate_fold(args, items, fold, number: int, runner) -> None:
     path = args.out / f"fold-{number}.json"
     state = json.loads(path.read_text()) if path.exists() else {"split": fold.to_json(), "runs": {}}
     model_dir = args.out / f"model-{fold.name}"
@@ -74,28 +88,45 @@ def evaluate_fold(args, items, corpus, sha, fold, number: int, runner) -> None:
     state["training"]["time"] = card["training_time"]
     held_ids = set(fold.held_out[: args.limit or None])
     held = [i for i in items if i.id in held_ids]
-    pool = Corpus(
-        tuple(s for s in corpus.snippets if s.query_id in held_ids),
-        tuple(a for a in corpus.alternatives if a.query_id in held_ids),
-        corpus.engine,
-    )
-    if "base" not in state["runs"]:
+    for variant in ("", *args.also):
+        suffix = f"-{variant}" if variant else ""
+        chosen = variant_of(variant)
+        where = corpus_dir(args.items, chosen)
+        corpus = read_corpus(args.items, engine(chosen), where)
+        pool = Corpus(
+            tuple(s for s in corpus.snippets if s.query_id in held_ids),
+            tuple(a for a in corpus.alternatives if a.query_id in held_ids),
+            corpus.engine,
+        )
+        rerankers = [("ce", f"ce:{model_dir}")] + [(CONSENSUS, CONSENSUS)] * (not variant)
+        runs_on(args, state, path, suffix, held, pool, corpus_sha256(where), rerankers, runner)
+        print(f"fold {number}: {variant or 'the bundled corpus'} done", file=sys.stderr)
+    state["complete"] = True
+    write_json(path, state)
+
+
+def runs_on(args, state, path, suffix, held, pool, sha, rerankers, runner) -> None:
+    """The first stage (label ``base`` + ``suffix``) on ``pool`` and each reranker of its top 10
+    (``base+NAME`` + ``suffix``), each run kept in ``state`` as it finishes."""
+    base = f"base{suffix}"
+    if base not in state["runs"]:
         embedder = get_embedder("minilm", EmbedderOptions(cache_dir=str(args.cache_dir)))
         try:
             run = run_benchmark(held, pool, sha, embedder, runner, args.cache_dir)
         finally:
             embedder.close()
-        state["runs"]["base"] = run.to_json()
+        state["runs"][base] = run.to_json()
         write_json(path, state)
     snippets = {s.snippet_id: s for s in pool.snippets}
-    runs = {"base": BenchmarkRun.from_json(state["runs"]["base"])}
-    for label, name in (("base+ce", f"ce:{model_dir}"), (f"base+{CONSENSUS}", CONSENSUS)):
+    runs = {"base": BenchmarkRun.from_json(state["runs"][base])}
+    for short, name in rerankers:
+        label = f"base+{short}{suffix}"
         if label in state["runs"]:
             continue
         started, cpu = time.perf_counter(), time.process_time()
         reranker = get_reranker(name, RerankerContext(runner, args.cache_dir, ("base",), runs))
         try:
-            done = rerank_run(runs["base"], "base", reranker, 10, held, snippets, runner, label[5:])
+            done = rerank_run(runs["base"], "base", reranker, 10, held, snippets, runner, short)
         finally:
             reranker.close()
         state["runs"][label] = done.run.to_json()
@@ -105,9 +136,6 @@ def evaluate_fold(args, items, corpus, sha, fold, number: int, runner) -> None:
             "queries": len(held),
         }
         write_json(path, state)
-        print(f"fold {number}: {label} done", file=sys.stderr)
-    state["complete"] = True
-    write_json(path, state)
 
 
 def summarize(args) -> str:
@@ -115,12 +143,14 @@ def summarize(args) -> str:
     folds = [f for f in folds if f.get("complete")]
     if not folds:
         return "no evaluated fold yet\n"
-    reports = {}
-    for label, name in NAMES.items():
-        report = pooled(folds, label, name, args.seed)
-        if report is not None:
-            reports[label] = report
-            write_json(args.out / "reports" / f"{name}.json", report)
+    reports, corpora = {}, {}
+    for suffix in ("", *(f"-{v}" for v in ALSO)):
+        for label, name in NAMES.items():
+            report = pooled(folds, label + suffix, name + suffix, args.seed)
+            if report is not None:
+                reports[label + suffix] = report
+                corpora[label + suffix] = (suffix[1:] or "bundled", name)
+                write_json(args.out / "reports" / f"{name}{suffix}.json", report)
     lines = [
         f"Pooled over {len(folds)} fold(s): "
         + ", ".join(
@@ -130,13 +160,15 @@ def summarize(args) -> str:
         f"{reports['base']['corpus']['n_queries']} held-out queries; reranker loss "
         f"`{folds[0]['training']['loss']}`, view `{folds[0]['training'].get('view', 'code')}`.",
         "",
-        "| pipeline | " + " | ".join(SHOWN) + " |",
-        "|---|" + "---|" * len(SHOWN),
+        "| corpus | pipeline | " + " | ".join(SHOWN) + " |",
+        "|---|---|" + "---|" * len(SHOWN),
     ]
     for label, r in reports.items():
-        lines.append(f"| {NAMES[label]} | " + " | ".join(ci(r, m) for m in SHOWN) + " |")
+        cells = " | ".join(ci(r, m) for m in SHOWN)
+        lines.append(f"| {' | '.join(corpora[label])} | {cells} |")
     lines += ["", "Paired differences (paired bootstrap 95% CI, p):", ""]
-    for a, b in (("base", "base+ce"), (f"base+{CONSENSUS}", "base+ce")):
+    pairs = [(f"base{x}", f"base+ce{x}") for x in ("", *(f"-{v}" for v in ALSO))]
+    for a, b in [*pairs, (f"base+{CONSENSUS}", "base+ce")]:
         if a in reports and b in reports:
             cmp = paired_comparison(reports[a], reports[b], seed=args.seed)
             cells = [
@@ -145,7 +177,10 @@ def summarize(args) -> str:
                 for m, d in cmp["metrics"].items()
                 if m in SHOWN
             ]
-            lines.append(f"- {NAMES[b]} vs {NAMES[a]}: " + "; ".join(cells))
+            lines.append(
+                f"- {reports[b]['embedder']['name']} vs {reports[a]['embedder']['name']}: "
+                + "; ".join(cells)
+            )
     lines += ["", "Time per fold:", ""]
     for f in folds:
         t, curve = f["training"]["time"], f["training"]["loss_curve"]
@@ -178,19 +213,25 @@ def main(argv=None) -> int:
     p.add_argument("--max-steps", type=int, default=-1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--limit", type=int, default=0, help="held-out queries evaluated per fold")
+    p.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        choices=ALSO,
+        help="also rerank on this corpus of the held-out items (built beforehand)",
+    )
     p.add_argument("--summarize", action="store_true", help="only pool the finished folds")
     p.add_argument("--cache-dir", type=Path, default=Path(".execretrieval_cache"))
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     if not args.summarize:
         items, _ = load_items(args.items)
-        corpus = read_corpus(args.items, engine())
         folds = domain_folds(items, args.folds)
         chosen = [int(x) for x in args.only.split(",") if x] or range(1, args.folds + 1)
         with SuiteRunner(cache_dir=args.cache_dir, jobs=2) as runner:
             for number in chosen:
                 fold = folds[number - 1]
-                evaluate_fold(args, items, corpus, corpus_sha256(args.items), fold, number, runner)
+                evaluate_fold(args, items, fold, number, runner)
                 print(summarize(args), file=sys.stderr)
     print(summarize(args))
     return 0
