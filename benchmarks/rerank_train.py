@@ -181,7 +181,7 @@ def summarize(args) -> str:
                 f"- {reports[b]['embedder']['name']} vs {reports[a]['embedder']['name']}: "
                 + "; ".join(cells)
             )
-    lines += ["", "Time per fold:", ""]
+    lines += ["", *where_rank_one_goes(folds, corpora), "", "Time per fold:", ""]
     for f in folds:
         t, curve = f["training"]["time"], f["training"]["loss_curve"]
         ev = f.get("eval_time", {}).get("base+ce", {})
@@ -196,6 +196,33 @@ def summarize(args) -> str:
     text = "\n".join(lines)
     (args.out / "summary.md").write_text(text)
     return text
+
+
+def where_rank_one_goes(folds: list[dict], corpora: dict) -> list[str]:
+    """Why a pipeline misses rank 1: it puts another query's function there (topicality), or
+    its own family's first member is a distractor (the near miss). Over the queries whose top 10
+    holds one of their own passing snippets."""
+    lines = [
+        "Where rank 1 goes (queries whose top 10 holds their own passing snippet): the share "
+        "whose rank 1 is their own family, the share whose highest-ranked own snippet passes, "
+        "and what a random order of the family's snippets in the top 10 would give.",
+        "",
+        "| corpus | pipeline | queries | rank 1 own family | own family's first passes | chance |",
+        "|---|---|---|---|---|---|",
+    ]
+    for label, names in corpora.items():
+        n = own = first = chance = 0.0
+        for f in folds:
+            for q, r in f["runs"][label]["results"].items():
+                family = [c for c in r["top"][:10] if c["query_id"] == q]
+                if any(c["passes"] for c in family):
+                    n += 1
+                    own += r["top"][0]["query_id"] == q
+                    first += family[0]["passes"]
+                    chance += sum(c["passes"] for c in family) / len(family)
+        shares = " | ".join(f"{x / n:.3f}" for x in (own, first, chance))
+        lines.append(f"| {' | '.join(names)} | {n:.0f} | {shares} |")
+    return lines
 
 
 def main(argv=None) -> int:
