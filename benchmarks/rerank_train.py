@@ -5,10 +5,12 @@ reranked by the fold's trained reranker, over the domain k-fold of ``finetune.py
 Per fold (``split.domain_folds``): train a reranker (``execretrieval train --objective
 cross-encoder``, from the packaged MiniLM's transformer) on the other domains, rank each
 held-out query against the held-out pool with MiniLM (the first stage), then rerank its top 10
-with the reranker (``minilm+ce``) and with ``exec-consensus`` (which executes: the moonshot's
-yardstick). Each fold's runs go to ``OUT/fold-I.json`` as they finish; the pooled reports and
-``OUT/summary.md`` (exec@1/5, nDCG@10, MRR with CIs, paired tests against the first stage and
-against exec-consensus) are written from the folds that are done (``--summarize`` redoes it).
+with the reranker (``minilm+ce``), with the reranker deciding only among the near clones of
+MiniLM's rank 1 (``minilm+clones-ce``: ``clones:ce:DIR``) and with ``exec-consensus`` (which
+executes: the moonshot's yardstick). Each fold's runs go to ``OUT/fold-I.json`` as they
+finish; the pooled reports and ``OUT/summary.md`` (exec@1/5, nDCG@10, MRR with CIs, paired tests
+against the first stage and against exec-consensus) are written from the folds that are done
+(``--summarize`` redoes it).
 
     nice -n 19 python benchmarks/rerank_train.py --only 1 --loss bce --out benchmarks/results/rerank
 
@@ -47,7 +49,12 @@ from pytest_execretrieval.training.train import TrainConfig, train_split
 
 CONSENSUS = "exec-consensus"
 SHOWN = ("exec@1", "exec@5", "ndcg@10", "mrr")
-NAMES = {"base": "minilm", "base+ce": "minilm+ce", f"base+{CONSENSUS}": f"minilm+{CONSENSUS}"}
+NAMES = {
+    "base": "minilm",
+    "base+ce": "minilm+ce",
+    "base+clones-ce": "minilm+clones-ce",  # the reranker decides only among rank 1's near clones
+    f"base+{CONSENSUS}": f"minilm+{CONSENSUS}",
+}
 ALSO = ("families", "stack-2", "stack-3")  # the other corpora a fold's reranker is tried on
 
 
@@ -98,7 +105,8 @@ def evaluate_fold(args, items, fold, number: int, runner) -> None:
             tuple(a for a in corpus.alternatives if a.query_id in held_ids),
             corpus.engine,
         )
-        rerankers = [("ce", f"ce:{model_dir}")] + [(CONSENSUS, CONSENSUS)] * (not variant)
+        rerankers = [("ce", f"ce:{model_dir}"), ("clones-ce", f"clones:ce:{model_dir}")]
+        rerankers += [(CONSENSUS, CONSENSUS)] * (not variant)
         runs_on(args, state, path, suffix, held, pool, corpus_sha256(where), rerankers, runner)
         print(f"fold {number}: {variant or 'the bundled corpus'} done", file=sys.stderr)
     state["complete"] = True
@@ -167,8 +175,13 @@ def summarize(args) -> str:
         cells = " | ".join(ci(r, m) for m in SHOWN)
         lines.append(f"| {' | '.join(corpora[label])} | {cells} |")
     lines += ["", "Paired differences (paired bootstrap 95% CI, p):", ""]
-    pairs = [(f"base{x}", f"base+ce{x}") for x in ("", *(f"-{v}" for v in ALSO))]
-    for a, b in [*pairs, (f"base+{CONSENSUS}", "base+ce")]:
+    pairs = [
+        (f"base{x}", f"base+{ce}{x}")
+        for x in ("", *(f"-{v}" for v in ALSO))
+        for ce in ("ce", "clones-ce")
+    ]
+    against = [(f"base+{CONSENSUS}", f"base+{ce}") for ce in ("ce", "clones-ce")]
+    for a, b in [*pairs, *against]:
         if a in reports and b in reports:
             cmp = paired_comparison(reports[a], reports[b], seed=args.seed)
             cells = [

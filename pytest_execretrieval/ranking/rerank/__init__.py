@@ -10,7 +10,8 @@ ranking (see there for how ties are broken and counted).
 
 Names: ``exec-consensus`` (= ``exec-consensus:tests``), ``exec-consensus:hypothesis``,
 ``rrf:A+B`` (reciprocal-rank fusion of embedders A and B, both ranked in the same session),
-``ce:PATH`` (a local sentence-transformers CrossEncoder), ``voyage-rerank-2.5``,
+``ce:PATH`` (a local sentence-transformers CrossEncoder), ``clones:NAME`` (reranker NAME
+deciding only between the near clones of the first stage's rank 1), ``voyage-rerank-2.5``,
 ``cohere-rerank-v3.5``, and whatever third-party packages register in the entry-point group
 ``pytest_execretrieval.rerankers`` (name -> a callable ``(RerankerContext) -> Reranker``).
 """
@@ -85,10 +86,17 @@ def _ce(arg: str, context: RerankerContext) -> Reranker:
     return CrossEncoderReranker(arg, context)
 
 
+def _clones(arg: str, context: RerankerContext) -> Reranker:
+    from .clones import WithinClones
+
+    return WithinClones(get_reranker(arg, context))
+
+
 PREFIXED: dict[str, Callable[[str, RerankerContext], Reranker]] = {
     "exec-consensus": lambda source, context: _consensus(source)(context),
     "rrf": _rrf,
     "ce": _ce,
+    "clones": _clones,
 }
 REGISTRY: Registry[RerankerContext, Reranker] = Registry(
     "reranker",
@@ -96,7 +104,13 @@ REGISTRY: Registry[RerankerContext, Reranker] = Registry(
     RerankerError,
     BUILTIN,
     PREFIXED,
-    spelled=("exec-consensus:tests", "exec-consensus:hypothesis", "rrf:A+B", "ce:PATH"),
+    spelled=(
+        "exec-consensus:tests",
+        "exec-consensus:hypothesis",
+        "rrf:A+B",
+        "ce:PATH",
+        "clones:NAME",
+    ),
 )
 
 

@@ -86,6 +86,18 @@ def without_identifiers(code: str) -> str:
     return "".join(out) + code[last:]
 
 
+def near_clones(codes: Sequence[str], of: int = 0) -> list[int]:
+    """The positions of ``codes[of]`` and of its near clones among ``codes``, in order."""
+    words = [[m.group() for m in tokens(c)] for c in codes]
+    return [j for j, other in enumerate(words) if j == of or _near(words[of], other) is not None]
+
+
+def _near(words: list[str], other: list[str]) -> SequenceMatcher | None:
+    """The token matcher of two near clones, ``None`` when they are not."""
+    matcher = SequenceMatcher(None, words, other, autojunk=False)
+    return matcher if matcher.ratio() >= NEAR else None
+
+
 def marked_differences(codes: Sequence[str]) -> list[str]:
     found = [tokens(c) for c in codes]
     words = [[m.group() for m in t] for t in found]
@@ -94,10 +106,8 @@ def marked_differences(codes: Sequence[str]) -> list[str]:
         marked: set[int] = set()
         gaps: set[int] = set()
         for j, other in enumerate(words):
-            if j == i:
-                continue
-            matcher = SequenceMatcher(None, words[i], other, autojunk=False)
-            if matcher.ratio() < NEAR:
+            matcher = _near(words[i], other) if j != i else None
+            if matcher is None:
                 continue
             for tag, a, b, _, _ in matcher.get_opcodes():
                 if tag in ("replace", "delete"):
