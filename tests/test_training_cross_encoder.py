@@ -98,12 +98,21 @@ def test_it_loads_as_ce_dir_and_reranks_bm25_in_a_benchmark_run(pytester, items,
     model = pytester.path / "ce-model"
     shutil.copytree(reranker, model)
     args = ("--execretrieval-rerank", f"ce:{model}", "--execretrieval-report-dir=reports")
+    args += ("--execretrieval-rerank", f"clones:ce:{model}")  # deciding only among clones
     run = bench(pytester, items, *args, str(items / "strings"))
     out = run.stdout.str()
     assert run.ret in (0, 1), out
     assert f"{HELD_OUT}[bm25+ce:{model}]" in out
-    (pipeline,) = (pytester.path / "reports").glob("bm25_*.json")
-    report = json.loads(pipeline.read_text())
+    reports = [json.loads(p.read_text()) for p in (pytester.path / "reports").glob("bm25_*.json")]
+    by_name = {r["embedder"]["reranker"]["name"]: r for r in reports}
+    assert set(by_name) == {f"ce:{model}", f"clones:ce:{model}"}
+    report = by_name[f"ce:{model}"]
     assert [q["query_id"] for q in report["per_query"]] == [HELD_OUT]
     assert report["embedder"]["reranker"]["training"]["split"]["held_out"] == [HELD_OUT]
     assert report["embedder"]["reranker"]["view"] == "diff"
+    assert [q["query_id"] for q in by_name[f"clones:ce:{model}"]["per_query"]] == [HELD_OUT]
+    clones = by_name[f"clones:ce:{model}"]["embedder"]["reranker"]
+    assert (
+        clones["reranker"]["view"] == "diff"
+        and clones["training"] == report["embedder"]["reranker"]["training"]
+    )
