@@ -183,13 +183,14 @@ def add_options(parser) -> None:
     )
     for o in OPTIONS:
         flag = f"--execretrieval-{o.name}"
+        shown = o.help.replace("%", "%%")  # argparse %-formats a help text ("80% power")
         if o.repeatable:
             group.addoption(
-                flag, action="append", dest=dest(o.name), default=None, metavar="VALUE", help=o.help
+                flag, action="append", dest=dest(o.name), default=None, metavar="VALUE", help=shown
             )
             parser.addini(dest(o.name), o.help, type="linelist", default=[])
         elif o.type is bool:
-            group.addoption(flag, action="store_true", dest=dest(o.name), default=None, help=o.help)
+            group.addoption(flag, action="store_true", dest=dest(o.name), default=None, help=shown)
             parser.addini(dest(o.name), o.help, type="bool", default=o.default)
         else:
             group.addoption(
@@ -197,7 +198,7 @@ def add_options(parser) -> None:
                 dest=dest(o.name),
                 default=None,
                 metavar="VALUE",
-                help=f"{o.help} (default: {o.default})",
+                help=f"{shown} (default: {o.default})",
             )
             parser.addini(dest(o.name), o.help, default=None)
 

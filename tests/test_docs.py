@@ -27,6 +27,15 @@ def test_every_option_is_in_the_readme_options_table():
     assert missing == []
 
 
+def test_pytest_help_shows_every_option(pytester):
+    """argparse %-formats help texts: an unescaped "80% power" broke ``pytest --help``."""
+    result = pytester.runpytest_subprocess("--help")
+    assert result.ret == 0, result.stderr.str()
+    shown = result.stdout.str()
+    assert "80% power" in shown
+    assert [o.name for o in OPTIONS if f"--execretrieval-{o.name}" not in shown] == []
+
+
 def test_relative_links_resolve_inside_the_repository():
     broken = []
     for doc in DOCS:
