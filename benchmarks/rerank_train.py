@@ -6,8 +6,10 @@ Per fold (``split.domain_folds``): train a reranker (``execretrieval train --obj
 cross-encoder``, from the packaged MiniLM's transformer) on the other domains, rank each
 held-out query against the held-out pool with MiniLM (the first stage), then rerank its top 10
 with the reranker (``minilm+ce``), with the reranker deciding only among the near clones of
-MiniLM's rank 1 (``minilm+clones-ce``: ``clones:ce:DIR``) and with ``exec-consensus`` (which
-executes: the moonshot's yardstick). Each fold's runs go to ``OUT/fold-I.json`` as they
+MiniLM's rank 1 (``minilm+clones-ce``: ``clones:ce:DIR``), with the query-blind control
+``clones:medoid`` (the clone the others differ from least: what the pool's shape alone gives a
+reranker that sees the candidates together) and with ``exec-consensus`` (which executes: the
+moonshot's yardstick). Each fold's runs go to ``OUT/fold-I.json`` as they
 finish; the pooled reports and ``OUT/summary.md`` (exec@1/5, nDCG@10, MRR with CIs, paired tests
 against the first stage and against exec-consensus) are written from the folds that are done
 (``--summarize`` redoes it).
@@ -53,6 +55,7 @@ NAMES = {
     "base": "minilm",
     "base+ce": "minilm+ce",
     "base+clones-ce": "minilm+clones-ce",  # the reranker decides only among rank 1's near clones
+    "base+clones-medoid": "minilm+clones-medoid",  # the control: no query, nothing learnt
     f"base+{CONSENSUS}": f"minilm+{CONSENSUS}",
 }
 ALSO = ("families", "stack-2", "stack-3")  # the other corpora a fold's reranker is tried on
@@ -106,6 +109,7 @@ def evaluate_fold(args, items, fold, number: int, runner) -> None:
             corpus.engine,
         )
         rerankers = [("ce", f"ce:{model_dir}"), ("clones-ce", f"clones:ce:{model_dir}")]
+        rerankers += [("clones-medoid", "clones:medoid")]
         rerankers += [(CONSENSUS, CONSENSUS)] * (not variant)
         runs_on(args, state, path, suffix, held, pool, corpus_sha256(where), rerankers, runner)
         print(f"fold {number}: {variant or 'the bundled corpus'} done", file=sys.stderr)
@@ -178,9 +182,9 @@ def summarize(args) -> str:
     pairs = [
         (f"base{x}", f"base+{ce}{x}")
         for x in ("", *(f"-{v}" for v in ALSO))
-        for ce in ("ce", "clones-ce")
+        for ce in ("ce", "clones-ce", "clones-medoid")
     ]
-    against = [(f"base+{CONSENSUS}", f"base+{ce}") for ce in ("ce", "clones-ce")]
+    against = [(f"base+{CONSENSUS}", f"base+{ce}") for ce in ("ce", "clones-ce", "clones-medoid")]
     for a, b in [*pairs, *against]:
         if a in reports and b in reports:
             cmp = paired_comparison(reports[a], reports[b], seed=args.seed)

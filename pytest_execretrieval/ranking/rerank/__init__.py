@@ -11,7 +11,8 @@ ranking (see there for how ties are broken and counted).
 Names: ``exec-consensus`` (= ``exec-consensus:tests``), ``exec-consensus:hypothesis``,
 ``rrf:A+B`` (reciprocal-rank fusion of embedders A and B, both ranked in the same session),
 ``ce:PATH`` (a local sentence-transformers CrossEncoder), ``clones:NAME`` (reranker NAME
-deciding only between the near clones of the first stage's rank 1), ``voyage-rerank-2.5``,
+deciding only between the near clones of the first stage's rank 1), ``medoid`` (a query-blind
+control: the clone the others differ from least), ``voyage-rerank-2.5``,
 ``cohere-rerank-v3.5``, and whatever third-party packages register in the entry-point group
 ``pytest_execretrieval.rerankers`` (name -> a callable ``(RerankerContext) -> Reranker``).
 """
@@ -62,8 +63,15 @@ def _hosted(name: str) -> Factory:
     return factory
 
 
+def _medoid(context: RerankerContext) -> Reranker:
+    from .medoid import Medoid
+
+    return Medoid()
+
+
 BUILTIN: dict[str, Factory] = {
     "exec-consensus": _consensus("tests"),
+    "medoid": _medoid,
     "voyage-rerank-2.5": _hosted("voyage-rerank-2.5"),
     "cohere-rerank-v3.5": _hosted("cohere-rerank-v3.5"),
 }

@@ -92,6 +92,17 @@ def near_clones(codes: Sequence[str], of: int = 0) -> list[int]:
     return [j for j, other in enumerate(words) if j == of or _near(words[of], other) is not None]
 
 
+def token_edits(a: str, b: str) -> int:
+    """The tokens one edit script between ``a`` and ``b`` touches: per differing run, the
+    longer of its two sides (a one-token replacement counts 1, ``x`` -> ``x + 1`` counts 2)."""
+    matcher = SequenceMatcher(
+        None, [m.group() for m in tokens(a)], [m.group() for m in tokens(b)], autojunk=False
+    )
+    return sum(
+        max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"
+    )
+
+
 def _near(words: list[str], other: list[str]) -> SequenceMatcher | None:
     """The token matcher of two near clones, ``None`` when they are not."""
     matcher = SequenceMatcher(None, words, other, autojunk=False)
