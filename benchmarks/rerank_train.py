@@ -110,7 +110,7 @@ def evaluate_fold(args, items, fold, number: int, runner) -> None:
         )
         rerankers = [("ce", f"ce:{model_dir}"), ("clones-ce", f"clones:ce:{model_dir}")]
         rerankers += [("clones-medoid", "clones:medoid")]
-        rerankers += [(CONSENSUS, CONSENSUS)] * (not variant)
+        rerankers += [(CONSENSUS, CONSENSUS)] * (not variant.startswith("families"))
         runs_on(args, state, path, suffix, held, pool, corpus_sha256(where), rerankers, runner)
         print(f"fold {number}: {variant or 'the bundled corpus'} done", file=sys.stderr)
     state["complete"] = True
