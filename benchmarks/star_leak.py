@@ -5,7 +5,8 @@ query-blind measurements per corpus, neither executing anything:
   mutants of it) is ranked by :func:`medoid.centrality` (minus the mean token edits to the near
   clones): how often is the canonical first (tie-aware), against a random order's 1/|family|?
   A reranker that sees the candidates together (the ``diff`` view, ``clones:``, a listwise
-  model) can find the canonical from this shape alone.
+  model) can find the canonical from this shape alone. Beside it: how often the canonical has
+  the fewest marked runs in the ``diff`` view (does that view hand the centre over by count?).
 * **The operators' fingerprint.** One (canonical, mutant) pair shown alone has no centre. A
   logistic regression over that pair's token edits (each differing run as ``this|that``, the
   tokens on each side, the length difference; trained antisymmetrically, no query) is trained
@@ -33,7 +34,7 @@ from pathlib import Path
 from pytest_execretrieval.corpus.items import load_items
 from pytest_execretrieval.corpus.store import Corpus, CorpusVariant, corpus_dir, read_corpus
 from pytest_execretrieval.ranking.rerank.medoid import centrality
-from pytest_execretrieval.ranking.rerank.views import tokens
+from pytest_execretrieval.ranking.rerank.views import OPEN, render, tokens
 from pytest_execretrieval.training.split import domain_folds
 
 Family = tuple[str, list[str], list[str]]  # query id, [canonical, *distractors], their classes
@@ -52,16 +53,22 @@ def families_of(corpus: Corpus) -> list[Family]:
     return found
 
 
-def centre_first(found: Iterable[Family]) -> tuple[float, float, int]:
-    """Tie-aware share of families whose canonical the medoid puts first; a random order's."""
-    hits = chance = n = 0.0
+def first(scores: Sequence[float]) -> float:
+    """Tie-aware: 1 / |top group| when the canonical (position 0) is in it, else 0."""
+    top = [j for j, s in enumerate(scores) if s == max(scores)]
+    return (0 in top) / len(top)
+
+
+def centre_first(found: Sequence[Family]) -> tuple[float, float, float, int]:
+    """Shares of families whose canonical the medoid puts first, that have the fewest marked
+    runs in the ``diff`` view, and that a random order puts first."""
+    medoid = marks = chance = 0.0
     for _, codes, _ in found:
-        scores = [s if s is not None else float("-inf") for s in centrality(codes)]
-        top = [j for j, s in enumerate(scores) if s == max(scores)]
-        hits += (0 in top) / len(top)
+        medoid += first([s if s is not None else float("-inf") for s in centrality(codes)])
+        marks += first([-shown.count(OPEN) for shown in render("diff", codes)])
         chance += 1 / len(codes)
-        n += 1
-    return hits / n, chance / n, int(n)
+    n = len(found)
+    return medoid / n, marks / n, chance / n, n
 
 
 def edits(a: str, b: str) -> Counter:
@@ -138,12 +145,13 @@ def main(argv=None) -> int:
     lines = [
         "## The star's centre: the canonical found from the family's shape alone",
         "",
-        "| corpus | families | medoid puts the canonical first | a random order |",
-        "|---|---|---|---|",
+        "| corpus | families | medoid puts the canonical first | fewest diff-view marks "
+        "| a random order |",
+        "|---|---|---|---|---|",
     ]
     for name, found in {"bundled (Python)": bundled, **others}.items():
-        share, chance, n = centre_first(found)
-        lines.append(f"| {name} | {n} | {share:.3f} | {chance:.3f} |")
+        medoid, marks, chance, n = centre_first(found)
+        lines.append(f"| {name} | {n} | {medoid:.3f} | {marks:.3f} | {chance:.3f} |")
     by_id = {f[0]: f for f in bundled}
     held_out: dict = {}
     for fold in domain_folds(items, 5):
