@@ -25,6 +25,7 @@ import argparse
 import json
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 from finetune import ci, pooled
@@ -59,6 +60,7 @@ NAMES = {
     f"base+{CONSENSUS}": f"minilm+{CONSENSUS}",
 }
 ALSO = ("families", "stack-2", "stack-3")  # the other corpora a fold's reranker is tried on
+VIEWS = ("", "-topical", *(f"-{v}" for v in ALSO))  # label suffixes: every corpus evaluated
 
 
 def variant_of(name: str) -> CorpusVariant:
@@ -112,6 +114,12 @@ def evaluate_fold(args, items, fold, number: int, runner) -> None:
         rerankers += [("clones-medoid", "clones:medoid")]
         rerankers += [(CONSENSUS, CONSENSUS)] * (not variant.startswith("families"))
         runs_on(args, state, path, suffix, held, pool, corpus_sha256(where), rerankers, runner)
+        if not variant:  # the topical control: the held-out canonicals only, no near miss
+            canonicals = Corpus(
+                tuple(s for s in pool.snippets if s.kind == "canonical"), (), corpus.engine
+            )
+            sha = corpus_sha256(where)
+            runs_on(args, state, path, "-topical", held, canonicals, sha, rerankers[:1], runner)
         print(f"fold {number}: {variant or 'the bundled corpus'} done", file=sys.stderr)
     state["complete"] = True
     write_json(path, state)
@@ -156,7 +164,7 @@ def summarize(args) -> str:
     if not folds:
         return "no evaluated fold yet\n"
     reports, corpora = {}, {}
-    for suffix in ("", *(f"-{v}" for v in ALSO)):
+    for suffix in VIEWS:
         for label, name in NAMES.items():
             report = pooled(folds, label + suffix, name + suffix, args.seed)
             if report is not None:
@@ -180,9 +188,7 @@ def summarize(args) -> str:
         lines.append(f"| {' | '.join(corpora[label])} | {cells} |")
     lines += ["", "Paired differences (paired bootstrap 95% CI, p):", ""]
     pairs = [
-        (f"base{x}", f"base+{ce}{x}")
-        for x in ("", *(f"-{v}" for v in ALSO))
-        for ce in ("ce", "clones-ce", "clones-medoid")
+        (f"base{x}", f"base+{ce}{x}") for x in VIEWS for ce in ("ce", "clones-ce", "clones-medoid")
     ]
     against = [(f"base+{CONSENSUS}", f"base+{ce}") for ce in ("ce", "clones-ce", "clones-medoid")]
     for a, b in [*pairs, *against]:
@@ -198,7 +204,8 @@ def summarize(args) -> str:
                 f"- {reports[b]['embedder']['name']} vs {reports[a]['embedder']['name']}: "
                 + "; ".join(cells)
             )
-    lines += ["", *where_rank_one_goes(folds, corpora), "", "Time per fold:", ""]
+    lines += ["", *where_rank_one_goes(folds, corpora), "", *rank_one_by_class(folds, corpora)]
+    lines += ["", "Time per fold:", ""]
     for f in folds:
         t, curve = f["training"]["time"], f["training"]["loss_curve"]
         ev = f.get("eval_time", {}).get("base+ce", {})
@@ -239,6 +246,33 @@ def where_rank_one_goes(folds: list[dict], corpora: dict) -> list[str]:
                     chance += sum(c["passes"] for c in family) / len(family)
         shares = " | ".join(f"{x / n:.3f}" for x in (own, first, chance))
         lines.append(f"| {' | '.join(names)} | {n:.0f} | {shares} |")
+    return lines
+
+
+def rank_one_by_class(folds: list[dict], corpora: dict) -> list[str]:
+    """What stands at rank 1, over every held-out query: a passing snippet, one of the query's
+    own distractors (by operator class), or another query's snippet."""
+    counts: dict[str, Counter] = {}
+    for label in corpora:
+        c = counts.setdefault(label, Counter())
+        for f in folds:
+            for q, r in f["runs"][label]["results"].items():
+                top = r["top"][0]
+                own = top["query_id"] == q
+                c["passes" if top["passes"] else top["operator"] if own else "another query's"] += 1
+    classes = sorted({k for c in counts.values() for k in c} - {"passes", "another query's"})
+    columns = ["passes", *classes, "another query's"]
+    lines = [
+        "What stands at rank 1 (share of the queries): a passing snippet, the query's own "
+        "distractor of each operator class, or another query's snippet.",
+        "",
+        "| corpus | pipeline | " + " | ".join(columns) + " |",
+        "|---|---|" + "---|" * len(columns),
+    ]
+    for label, c in counts.items():
+        n = sum(c.values())
+        shares = " | ".join(f"{c[k] / n:.3f}" for k in columns)
+        lines.append(f"| {' | '.join(corpora[label])} | {shares} |")
     return lines
 
 
