@@ -250,8 +250,9 @@ def where_rank_one_goes(folds: list[dict], corpora: dict) -> list[str]:
 
 
 def rank_one_by_class(folds: list[dict], corpora: dict) -> list[str]:
-    """What stands at rank 1, over every held-out query: a passing snippet, one of the query's
-    own distractors (by operator class), or another query's snippet."""
+    """What stands at rank 1, over every held-out query, one table per corpus (its pipelines
+    as columns): a passing snippet, one of the query's own distractors (by operator class), or
+    another query's snippet."""
     counts: dict[str, Counter] = {}
     for label in corpora:
         c = counts.setdefault(label, Counter())
@@ -260,19 +261,18 @@ def rank_one_by_class(folds: list[dict], corpora: dict) -> list[str]:
                 top = r["top"][0]
                 own = top["query_id"] == q
                 c["passes" if top["passes"] else top["operator"] if own else "another query's"] += 1
-    classes = sorted({k for c in counts.values() for k in c} - {"passes", "another query's"})
-    columns = ["passes", *classes, "another query's"]
-    lines = [
-        "What stands at rank 1 (share of the queries): a passing snippet, the query's own "
-        "distractor of each operator class, or another query's snippet.",
-        "",
-        "| corpus | pipeline | " + " | ".join(columns) + " |",
-        "|---|---|" + "---|" * len(columns),
-    ]
-    for label, c in counts.items():
-        n = sum(c.values())
-        shares = " | ".join(f"{c[k] / n:.3f}" for k in columns)
-        lines.append(f"| {' | '.join(corpora[label])} | {shares} |")
+    lines = ["What stands at rank 1 (share of the queries), per corpus."]
+    for corpus in dict.fromkeys(names[0] for names in corpora.values()):
+        labels = [label for label, names in corpora.items() if names[0] == corpus]
+        seen = {k for label in labels for k in counts[label]} - {"passes", "another query's"}
+        lines += [
+            "",
+            f"| {corpus}: rank 1 | " + " | ".join(corpora[label][1] for label in labels) + " |",
+            "|---|" + "---|" * len(labels),
+        ]
+        for row in ["passes", *sorted(seen), "another query's"]:
+            shares = [counts[label][row] / sum(counts[label].values()) for label in labels]
+            lines.append(f"| {row} | " + " | ".join(f"{x:.3f}" for x in shares) + " |")
     return lines
 
 
