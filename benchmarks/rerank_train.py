@@ -113,12 +113,12 @@ def evaluate_fold(args, items, fold, number: int, runner) -> None:
         rerankers = [("ce", f"ce:{model_dir}"), ("clones-ce", f"clones:ce:{model_dir}")]
         rerankers += [("clones-medoid", "clones:medoid")]
         rerankers += [(CONSENSUS, CONSENSUS)] * (not variant.startswith("families"))
-        runs_on(args, state, path, suffix, held, pool, corpus_sha256(where), rerankers, runner)
+        sha = corpus_sha256(where)
+        runs_on(args, state, path, suffix, held, pool, sha, rerankers, runner)
         if not variant:  # the topical control: the held-out canonicals only, no near miss
             canonicals = Corpus(
                 tuple(s for s in pool.snippets if s.kind == "canonical"), (), corpus.engine
             )
-            sha = corpus_sha256(where)
             runs_on(args, state, path, "-topical", held, canonicals, sha, rerankers[:1], runner)
         print(f"fold {number}: {variant or 'the bundled corpus'} done", file=sys.stderr)
     state["complete"] = True

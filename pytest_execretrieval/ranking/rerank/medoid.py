@@ -1,8 +1,9 @@
 """``medoid``: a control, not a remedy. It reads neither the query nor anything learnt: each
-candidate scores minus its mean token edits (:func:`.views.token_edits`) to its near clones among
-the same candidates, so the clone that the others differ from least goes first. A candidate with
-no near clone goes below every clone; when no candidate has one, the first stage's order stands
-(``fallback``). Used as ``clones:medoid``, it picks among the first stage's rank 1 and its clones.
+candidate scores minus its mean token edits to its near clones among the same candidates
+(:func:`.views.edits_to_clones`), so the clone that the others differ from least goes first. A
+candidate with no near clone goes below every clone; when no candidate has one, the first stage's
+order stands (``fallback``). Used as ``clones:medoid``, it picks among the first stage's rank 1
+and its clones.
 
 Why it exists: a pool built like this benchmark's (a canonical and several single-edit mutants
 of it) is a star, whose centre is the canonical: any reranker that sees the candidates together
@@ -17,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .base import Reranked, RerankQuery
-from .views import NEAR, near_clones, token_edits
+from .views import NEAR, edits_to_clones
 
 NO_CLONE = "no candidate has a near clone among the top k"
 
@@ -25,12 +26,7 @@ NO_CLONE = "no candidate has a near clone among the top k"
 def centrality(codes: Sequence[str]) -> list[float | None]:
     """Minus each code's mean token edits to its near clones among ``codes``; ``None`` for a
     code without one."""
-    found: list[float | None] = []
-    for i, code in enumerate(codes):
-        clones = [j for j in near_clones(codes, of=i) if j != i]
-        edits = [token_edits(code, codes[j]) for j in clones]
-        found.append(-sum(edits) / len(edits) if edits else None)
-    return found
+    return [-sum(edits) / len(edits) if edits else None for edits in edits_to_clones(codes)]
 
 
 class Medoid:

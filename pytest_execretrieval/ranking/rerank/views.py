@@ -95,9 +95,22 @@ def near_clones(codes: Sequence[str], of: int = 0) -> list[int]:
 def token_edits(a: str, b: str) -> int:
     """The tokens one edit script between ``a`` and ``b`` touches: per differing run, the
     longer of its two sides (a one-token replacement counts 1, ``x`` -> ``x + 1`` counts 2)."""
-    matcher = SequenceMatcher(
-        None, [m.group() for m in tokens(a)], [m.group() for m in tokens(b)], autojunk=False
-    )
+    mine, theirs = ([m.group() for m in tokens(c)] for c in (a, b))
+    return _edit_count(SequenceMatcher(None, mine, theirs, autojunk=False))
+
+
+def edits_to_clones(codes: Sequence[str]) -> list[list[int]]:
+    """For each of ``codes``, its :func:`token_edits` to each of its near clones among them
+    (each code tokenised once, one matcher per ordered pair)."""
+    words = [[m.group() for m in tokens(c)] for c in codes]
+    found = []
+    for i, mine in enumerate(words):
+        matchers = (_near(mine, other) for j, other in enumerate(words) if j != i)
+        found.append([_edit_count(m) for m in matchers if m is not None])
+    return found
+
+
+def _edit_count(matcher: SequenceMatcher) -> int:
     return sum(
         max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"
     )
