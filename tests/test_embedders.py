@@ -192,7 +192,7 @@ def test_cache_resumes_an_interrupted_run_and_serves_a_rerun(tmp_path):
 def test_corrupt_cache_shard_is_dropped_and_recomputed(tmp_path):
     cache = EmbeddingCache(tmp_path, {"name": "counting"})
     encode_cached(Counting(), TEXTS, ["a", "b", "c"], "query", cache, batch=1)
-    shards = sorted((cache.dir / "query").glob("*.npz"))
+    shards = sorted((cache.dir / "query").glob("*.vec"))
     shards[0].write_bytes(b"garbage")
     again = Counting()
     encode_cached(again, TEXTS, ["a", "b", "c"], "query", cache, batch=1)

@@ -136,11 +136,69 @@ def test_a_second_run_loads_the_cached_index_and_a_corrupt_one_is_rebuilt(tmp_pa
     third = ApproximateStage(spec, tmp_path)
     rebuilt = third(queries, pool, targets, 10)
     assert third.built is not None
-    assert str(cached) in third.built.source and "does not match its checksum" in third.built.source
+    assert str(cached) in third.built.source and "does not verify under your key" in third.built.source
     np.testing.assert_array_equal(rebuilt.indices, ranked.indices)
     assert ApproximateStage(spec, tmp_path)(queries, pool, targets, 10).indices.tolist() == (
         ranked.indices.tolist()
     )
+
+
+def _forge(path, index, factory: str = "Flat") -> None:
+    """Overwrite the cached index at ``path`` with ``index``, signed as the tool signs."""
+    from pytest_execretrieval.ranking.index import Built, write_cached
+
+    write_cached(path, Built(index, factory, (), "built", 0.0))
+
+
+def test_a_committed_index_signed_with_another_key_is_rebuilt_not_used(tmp_path, monkeypatch):
+    """The forged-gate attack on the indexed pipeline: an index holding only the canonicals,
+    so each query's nearest candidate is its canonical, committed to the checkout's cache."""
+    queries, pool, targets = near_clone_pool(100)
+    spec = check_spec("faiss:Flat")
+    honest = ApproximateStage(spec, tmp_path)(queries, pool, targets, 10)
+    (cached,) = (tmp_path / "indexes").iterdir()
+    forged = faiss.IndexIDMap2(faiss.IndexFlatIP(pool.shape[1]))
+    unit = (pool / np.linalg.norm(pool, axis=1, keepdims=True)).astype(np.float32)
+    forged.add_with_ids(unit[targets], np.asarray(targets, dtype=np.int64))
+    monkeypatch.setenv("EXECRETRIEVAL_CACHE_KEY", "the attacker's key")
+    _forge(cached, forged)
+    monkeypatch.delenv("EXECRETRIEVAL_CACHE_KEY")
+    stage = ApproximateStage(spec, tmp_path)
+    ranked = stage(queries, pool, targets, 10)
+    assert stage.built is not None and "does not verify under your key" in stage.built.source
+    np.testing.assert_array_equal(ranked.indices, honest.indices)
+    np.testing.assert_array_equal(stage.candidates.shape, (100, 100))
+
+
+@pytest.mark.parametrize("hostile", ["fewer vectors", "ids outside the pool", "not faiss"])
+def test_a_signed_index_that_is_no_index_of_the_pool_is_rebuilt(tmp_path, hostile):
+    """Even under the user's own key (a bug, a faiss upgrade), what faiss reads back must hold
+    the pool's shape: named and rebuilt, never an INTERNALERROR."""
+    queries, pool, targets = near_clone_pool(50)
+    spec = check_spec("faiss:Flat")
+    honest = ApproximateStage(spec, tmp_path)(queries, pool, targets, 10)
+    (cached,) = (tmp_path / "indexes").iterdir()
+    index = faiss.IndexIDMap2(faiss.IndexFlatIP(pool.shape[1]))
+    unit = (pool / np.linalg.norm(pool, axis=1, keepdims=True)).astype(np.float32)
+    if hostile == "fewer vectors":
+        index.add_with_ids(unit[:10], np.arange(10, dtype=np.int64))
+        _forge(cached, index)
+        reason = "holds 10 vectors"
+    elif hostile == "ids outside the pool":
+        index.add_with_ids(unit, np.arange(len(unit), dtype=np.int64) + 10**6)
+        _forge(cached, index)
+        reason = "positions outside the pool"
+    else:
+        from pytest_execretrieval.signed_files import SignedFiles
+
+        SignedFiles(cached.parent, cached.parent, b"execretrieval-index2").write_body(
+            cached, cached.stem, b"Flat\n\n" + b"IxF2 not an index at all"
+        )
+        reason = "cannot be read by faiss"
+    stage = ApproximateStage(spec, tmp_path)
+    ranked = stage(queries, pool, targets, 10)
+    assert stage.built is not None and reason in stage.built.source, stage.built.source
+    np.testing.assert_array_equal(ranked.indices, honest.indices)
 
 
 def test_an_index_over_other_vectors_is_another_cache_entry(tmp_path):

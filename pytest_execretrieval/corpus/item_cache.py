@@ -13,7 +13,7 @@ reads, and the tree-sitter versions, whose grammar JavaScript's gate parses with
 
 The cache directory may sit in a checkout (a pull request can commit files there), and an
 entry says "this file passed the gates": entries are signed like the outcome cache's, with the
-user's key (:class:`..execution.outcome_cache.OutcomeCache`); one that does not verify is
+user's key (:class:`..signed_files.SignedFiles`); one that does not verify is
 deleted and every file validated again. Malformed files are never cached: their problems are
 found, and reported, on every run. The file's text is still read on every run (bounded, a
 symlink refused: :func:`.bounds.read_item_text`), only the parsing is skipped.
@@ -30,12 +30,13 @@ from pathlib import Path
 
 from ..bounded_json import parse_json
 from ..execution import _grammar
-from ..execution.outcome_cache import OutcomeCache
+from ..signed_files import SignedFiles
 from ..mutation import js_syntax
 from . import bounds, items, js_gate
 from .items import BenchmarkItem, ItemSource
 
 _MAX_BYTES = 64 * 1024 * 1024  # an entry for many thousands of items
+_MAGIC = b"execretrieval-items1"
 _FIELDS = (
     "id",
     "domain",
@@ -70,7 +71,7 @@ class ItemCache:
         self.items_dir = Path(items_dir).resolve()
         where = hashlib.sha256(str(self.items_dir).encode()).hexdigest()
         self.key = hashlib.sha256(f"{validator_fingerprint()}\n{where}".encode()).hexdigest()
-        self.signer = OutcomeCache(Path(cache_dir) / "items", within=Path(cache_dir))
+        self.signer = SignedFiles(Path(cache_dir) / "items", Path(cache_dir), _MAGIC)
         self.path = Path(cache_dir) / "items" / f"{where[:32]}.json"
         self.entries: dict[str, list] = {}  # "<domain>/<name>.toml" -> [text sha256, fields]
         self.seen: dict[str, list] = {}  # what this load found: the next entry

@@ -13,7 +13,9 @@ vectors always give the same index; an IVF whose ``nlist`` would leave fewer tha
 :data:`POINTS_PER_LIST` pool vectors per list is clamped, and the reason is recorded. Built
 indexes are cached by content (the vectors' sha256, the factory, the faiss version, the seed:
 specs differing only in search parameters share one) under ``CACHE_DIR/indexes/``, each file
-carrying the checksum of its bytes: a corrupt file is named and rebuilt, never deserialised.
+signed with the user's key (:mod:`..signed_files`: the cache may be committed to a checkout): a
+corrupt or foreign file is named and rebuilt, never deserialised, and a deserialised index that
+does not hold the pool's shape is named and rebuilt.
 
 **Ranking.** Each query's :data:`CANDIDATES` (at least ``k``) nearest candidates by the index are
 re-scored exactly (:func:`.retrieval.pool_scores`: the float64 path's scores, rounded to
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import re
 import time
 from collections.abc import Sequence
@@ -37,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from ..safe_write import write_atomic
+from ..signed_files import SignedFiles
 from .retrieval import Ranking, exact_scores, float32_margin, normalize, pool_scores
 
 __all__ = [
@@ -57,7 +60,8 @@ CANDIDATES = 100  # the first stage's depth per query (at least the listed k)
 BUILD_SEED = 1234  # faiss's clustering seed (k-means of IVF lists and PQ codebooks)
 # k-means wants about this many training points per centroid (faiss warns below 39).
 POINTS_PER_LIST = 39
-CACHE_MAGIC = b"execretrieval-index 1\n"
+CACHE_MAGIC = b"execretrieval-index2"
+MAX_CACHED = 16 * 1024**3  # bytes of a cached index read (a float32 Flat of 4M x 1024)
 _SEARCH_PARAMETER = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=([0-9]+(?:\.[0-9]+)?)$")
 _IVF = re.compile(r"\bIVF([0-9]+)")
 _PQ = re.compile(r"\b(?:OPQ|PQ)([0-9]+)")
@@ -251,34 +255,54 @@ def _notes_line(notes: Sequence[str]) -> bytes:
     return ("\t".join(notes) + "\n").encode()
 
 
+def _signed(path: Path) -> SignedFiles:
+    return SignedFiles(path.parent, path.parent, CACHE_MAGIC)
+
+
 def write_cached(path: Path, built: Built) -> None:
-    """The index's bytes behind a header holding their sha256, the factory built and the notes."""
+    """The index's bytes behind the factory built and the notes, signed with the user's key
+    (:class:`..signed_files.SignedFiles`) under the file's name, the index's cache key."""
     faiss = import_faiss()
     payload = faiss.serialize_index(built.index).tobytes()
-    header = CACHE_MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n"
-    header += built.factory.encode() + b"\n" + _notes_line(built.notes)
-    write_atomic(path, header + payload)
+    body = built.factory.encode() + b"\n" + _notes_line(built.notes) + payload
+    _signed(path).write_body(path, path.stem, body)
 
 
-def read_cached(path: Path) -> Built | str:
-    """The cached index, or why the file cannot be trusted (checked before faiss reads it)."""
+def read_cached(path: Path, unit: np.ndarray) -> Built | str:
+    """The cached index over ``unit``, or why the file cannot be trusted: its signature is
+    checked before faiss reads a byte, and what faiss read must hold ``unit``'s shape."""
     started = time.perf_counter()
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        return f"cannot be read ({exc.strerror})"
-    if not raw.startswith(CACHE_MAGIC):
-        return "is not an index file of this tool"
-    head = raw[len(CACHE_MAGIC) :].split(b"\n", 3)
-    if len(head) != 4:
+    body = _signed(path).read_body(path, path.stem, MAX_CACHED)
+    if body is None:  # an HMAC cannot tell a flipped byte from another key's signature
+        return "does not verify under your key (corrupt, or committed or copied from elsewhere)"
+    head = body.split(b"\n", 2)
+    if len(head) != 3:
         return "is truncated"
-    digest, factory, notes, payload = head
-    if hashlib.sha256(payload).hexdigest().encode() != digest:
-        return "does not match its checksum (corrupt or truncated)"
+    factory, notes, payload = head
     faiss = import_faiss()
-    index = faiss.deserialize_index(np.frombuffer(payload, dtype=np.uint8))
+    try:
+        index = faiss.deserialize_index(np.frombuffer(payload, dtype=np.uint8))
+    except (RuntimeError, ValueError, MemoryError) as exc:
+        return f"cannot be read by faiss ({_faiss_message(exc)})"
+    problem = _shape_problem(faiss, index, unit)
+    if problem:
+        return problem
     found = tuple(x for x in notes.decode().split("\t") if x)
     return Built(index, factory.decode(), found, "cached", time.perf_counter() - started)
+
+
+def _shape_problem(faiss: ModuleType, index: Any, unit: np.ndarray) -> str | None:
+    """Why ``index`` is no index over ``unit``'s rows (``None`` when it is): its vector count,
+    its dimension, and the positions an id map would return."""
+    n, dim = unit.shape
+    if index.ntotal != n or index.d != dim:
+        return f"holds {index.ntotal} vectors of dimension {index.d}, not the pool's {n} x {dim}"
+    id_map = getattr(index, "id_map", None)
+    if id_map is not None:
+        ids = faiss.vector_to_array(id_map)
+        if len(ids) != n or (n and (ids.min() < 0 or ids.max() >= n)):
+            return "maps vectors to positions outside the pool"
+    return None
 
 
 def obtain_index(spec: IndexSpec, unit: np.ndarray, cache_dir: Path | None) -> Built:
@@ -289,8 +313,8 @@ def obtain_index(spec: IndexSpec, unit: np.ndarray, cache_dir: Path | None) -> B
     faiss = import_faiss()
     path = Path(cache_dir) / "indexes" / f"{cache_key(spec, unit, faiss.__version__)}.faiss"
     problem = None
-    if path.exists():
-        cached = read_cached(path)
+    if os.path.lexists(path):
+        cached = read_cached(path, unit)
         if isinstance(cached, Built):
             return cached
         problem = f"the cached index {path} {cached}: rebuilt"
