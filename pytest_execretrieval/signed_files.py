@@ -38,7 +38,15 @@ from pathlib import Path
 
 from .safe_write import write_atomic
 
-__all__ = ["KEY_ENV", "KEY_FILE_ENV", "SignedFiles", "discard", "read_regular", "user_key_dir"]
+__all__ = [
+    "KEY_ENV",
+    "KEY_FILE_ENV",
+    "SignedFiles",
+    "check_key_source",
+    "discard",
+    "read_regular",
+    "user_key_dir",
+]
 
 KEY_ENV = "EXECRETRIEVAL_CACHE_KEY"  # the secret itself (a CI secret)
 KEY_FILE_ENV = "EXECRETRIEVAL_CACHE_KEY_FILE"  # a file holding it
@@ -113,6 +121,13 @@ class SignedFiles:
                 self.foreign += 1
             return None
         return body
+
+
+def check_key_source() -> None:
+    """Raise ``ValueError`` naming the problem when the environment names a key that cannot be
+    used (``EXECRETRIEVAL_CACHE_KEY_FILE`` a FIFO, a device, empty, too long): called before any
+    work, so a run does not fail at its first cached entry."""
+    _secret_from_env()
 
 
 def read_regular(path: Path, limit: int) -> tuple[bytes | None, int]:

@@ -143,3 +143,20 @@ def test_build_refuses_a_symlinked_cache_root_before_writing(tmp_path):
     assert done.returncode == 2, done.stderr
     assert "is a symbolic link" in done.stderr and ".execretrieval_cache" in done.stderr
     assert list(elsewhere.iterdir()) == [] and not (items / "corpus.jsonl").exists()
+
+
+def test_a_bad_key_file_is_a_usage_error_before_any_work(pytester, items, monkeypatch):
+    """The CLI and the plugin check the key's source first: exit 2 naming it, no traceback."""
+    os.mkfifo(pytester.path / "key")
+    monkeypatch.setenv(KEY_FILE_ENV, str(pytester.path / "key"))
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_execretrieval.cli", "build", str(items), "--full"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"{KEY_FILE_ENV}={pytester.path / 'key'} is not a regular file" in done.stderr
+    result = pytester.runpytest_subprocess("--embedder=bm25", f"--execretrieval-items={items}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{KEY_FILE_ENV}=* is not a regular file*"])
