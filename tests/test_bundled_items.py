@@ -5,30 +5,31 @@ from __future__ import annotations
 
 import ast
 import builtins
-import io
 import json
 import re
 import subprocess
 import sys
-import tokenize
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from pytest_execretrieval.corpus.build import engine
+from pytest_execretrieval.corpus import lint
 from pytest_execretrieval.corpus.items import DOMAINS, BenchmarkItem, load_items
-from pytest_execretrieval.corpus.store import sha256, stale_reasons
+from pytest_execretrieval.corpus.lint import (
+    WHITESPACE_WORDS,
+    call_arguments,
+    feeds_non_ascii_digits,
+    promised_conditions,
+    uses_unicode_digits,
+)
+from pytest_execretrieval.corpus.store import read_corpus
 from pytest_execretrieval.execution import _grammar
 from pytest_execretrieval.execution.runner import SuiteRunner
 from pytest_execretrieval.execution.sandbox import SuiteResult
-from pytest_execretrieval.mutation import js_syntax
 from pytest_execretrieval.mutation.equivalence import annotations as entry_annotations
-from pytest_execretrieval.mutation.equivalence import (
-    entry_point_def,
-    named_exceptions,
-    supported,
-)
+from pytest_execretrieval.mutation.equivalence import named_exceptions
 
 ITEMS = Path(__file__).resolve().parents[1] / "items"
 PER_DOMAIN = {d: 85 for d in ("strings", "parsing_validation", "date_time", "bit_manipulation")} | {
@@ -48,26 +49,20 @@ def test_one_thousand_items_in_the_ten_domains(items):
     assert len({i.entry_point for i in items}) == len(items)  # names unique across the set
 
 
+def failures_of(check: Callable[[BenchmarkItem], list[str]], items) -> list[str]:
+    """A check of the item linter (:mod:`pytest_execretrieval.corpus.lint`, what
+    ``execretrieval lint`` runs) on ``items``, as "item id: reason" lines."""
+    return [f"{item.id}: {message}" for item in items for message in check(item)]
+
+
 def test_items_follow_the_guide(items):
-    for item in items:
-        assert 7 <= len(item.tests) <= 10, item.id
-        assert item.entry_point not in item.query, item.id
-        for code in (item.canonical, *item.alternatives):
-            tree = ast.parse(code)
-            docstrings = [
-                n
-                for n in ast.walk(tree)
-                if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.Module))
-                and ast.get_docstring(n)
-            ]
-            assert not docstrings, f"{item.id}: docstring"
-            assert not [n for n in ast.walk(tree) if isinstance(n, ast.Assert)], item.id
-            comments = [
-                t
-                for t in tokenize.generate_tokens(io.StringIO(code).readline)
-                if t.type == tokenize.COMMENT
-            ]
-            assert not comments, f"{item.id}: comment"
+    """7-10 tests, no entry-point name in the query, no docstring, comment or assert."""
+    failures = [
+        line
+        for check in (lint.tests_per_item, lint.query_names_entry_point, lint.plain_code)
+        for line in failures_of(check, items)
+    ]
+    assert not failures, f"{len(failures)} failure(s):\n" + "\n".join(failures)
 
 
 def test_every_bundled_test_is_in_the_grammar_and_calls_the_entry_point(items):
@@ -97,14 +92,15 @@ def test_alternatives_per_part(items):
     assert part1 >= 110 and part2 >= 100 and part3 >= 100
 
 
-def test_corpus_is_fresh_and_yields_hold():
-    assert stale_reasons(ITEMS, engine()) == []
+def test_corpus_is_fresh_and_yields_hold(items):
+    """The linter's corpus checks: fresh, and at most 5% of the items short of distractors
+    (an item's own minimum is a warning there)."""
+    found = lint.corpus_findings(ITEMS, items, set())
+    assert not [f.line() for f in found if f.check != "distractors"]
+    assert sum(f.check == "distractors" for f in found) <= 0.05 * len(items)
     rows = [json.loads(line) for line in (ITEMS / "corpus.jsonl").read_text().splitlines()]
     distractors = [r for r in rows if r["kind"] == "distractor"]
-    per_item = Counter(r["query_id"] for r in distractors)
-    queries = {r["query_id"] for r in rows if r["kind"] == "canonical"}
-    assert len(queries) == 1000
-    assert sum(per_item[q] >= 4 for q in queries) >= 0.95 * len(queries)
+    assert sum(r["kind"] == "canonical" for r in rows) == 1000
     for part in (DOMAINS[:4], DOMAINS[4:7], DOMAINS[7:]):
         ops = Counter(r["operator"] for r in distractors if r["query_id"].split("/")[0] in part)
         total = sum(ops.values())
@@ -152,56 +148,13 @@ def test_every_bundled_snippet_verifies():
 
 
 # ---------------------------------------------------------------------------------------------
-# Rules of the items' second pass (issue 17), checked mechanically. Each helper returns the
-# offending items as "item id: reason" lines, so a failure lists every item to fix at once.
-
-UNICODE_DIGIT_METHODS = {"isdigit", "isdecimal", "isnumeric"}
-ASCII_GUARDS = ("isascii", "re.ASCII", "re.A", "(?a")
-
-
-def float_literal(node: ast.AST) -> bool:
-    """A float literal, a negated one, or a list/tuple/set/dict literal holding one."""
-    if isinstance(node, ast.Constant):
-        return type(node.value) is float
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        return float_literal(node.operand)
-    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-        return any(float_literal(e) for e in node.elts)
-    if isinstance(node, ast.Dict):
-        return any(float_literal(e) for e in (*node.keys, *node.values) if e is not None)
-    return False
-
-
-def rounded(node: ast.AST) -> bool:
-    """Whether ``node`` rounds to stated digits somewhere (``round(x, n)``)."""
-    return any(
-        isinstance(n, ast.Call)
-        and isinstance(n.func, ast.Name)
-        and n.func.id == "round"
-        and len(n.args) == 2
-        for n in ast.walk(node)
-    )
-
-
-def equality_operands(test: str) -> list[tuple[ast.expr, ast.expr]]:
-    """The operand pairs of every ``==``/``!=`` in ``test`` that is not rounded."""
-    pairs = []
-    for node in ast.walk(ast.parse(test)):
-        if isinstance(node, ast.Compare):
-            operands = [node.left, *node.comparators]
-            for op, (a, b) in zip(node.ops, zip(operands, operands[1:])):
-                if isinstance(op, (ast.Eq, ast.NotEq)) and not (rounded(a) or rounded(b)):
-                    pairs.append((a, b))
-    return pairs
+# Rules of the items' second pass (issue 17), checked mechanically by the item linter's checks
+# (pytest_execretrieval/corpus/lint.py). Each helper returns the offending items as "item id:
+# reason" lines, so a failure lists every item to fix at once.
 
 
 def float_equality_failures(items) -> list[str]:
-    return [
-        f"{item.id}: tests[{i}] compares a float literal with ==/!=: {test}"
-        for item in items
-        for i, test in enumerate(item.tests)
-        if any(float_literal(a) or float_literal(b) for a, b in equality_operands(test))
-    ]
+    return failures_of(lint.float_equality, items)
 
 
 def canonical_probes(items) -> dict[str, SuiteResult]:
@@ -249,107 +202,23 @@ def float_result_failures(items, probes) -> list[str]:
 
 
 def exception_failures(items) -> list[str]:
-    failures = []
-    for item in items:
-        for i, test in enumerate(item.tests):
-            for node in ast.walk(ast.parse(test)):
-                if (
-                    isinstance(node, ast.Call)
-                    and isinstance(node.func, ast.Name)
-                    and node.func.id == "raises"
-                    and node.args
-                ):
-                    kinds = (
-                        node.args[0].elts if isinstance(node.args[0], ast.Tuple) else [node.args[0]]
-                    )
-                    for kind in kinds:
-                        name = ast.unparse(kind).rpartition(".")[2]
-                        if name not in named_exceptions(item.query):
-                            failures.append(
-                                f"{item.id}: tests[{i}] expects {name}, which the "
-                                f"query does not name"
-                            )
-    return failures
+    return failures_of(lint.unnamed_exceptions, items)
 
 
 def annotation_failures(items) -> list[str]:
-    failures = []
-    for item in items:
-        expected = None
-        for label, code in [("canonical", item.canonical)] + [
-            (f"alternatives[{i}]", c) for i, c in enumerate(item.alternatives)
-        ]:
-            node = entry_point_def(code, item.entry_point)
-            params = entry_annotations(code, item.entry_point)
-            returns = ast.unparse(node.returns) if node is not None and node.returns else ""
-            if params is None or not supported(returns):
-                failures.append(
-                    f"{item.id}: {label}: entry point not fully annotated (parameters "
-                    "and return) with types of the equivalence grammar"
-                )
-                continue
-            if expected is None:
-                expected = (params, returns)
-            elif (params[: len(expected[0])], returns) != expected:
-                failures.append(f"{item.id}: {label}: annotations differ from the canonical's")
-    return failures
-
-
-def uses_unicode_digits(code: str) -> bool:
-    """``str.isdigit``/``isdecimal``/``isnumeric`` or a regex ``\\d`` anywhere in ``code``."""
-    for node in ast.walk(ast.parse(code)):
-        if isinstance(node, ast.Attribute) and node.attr in UNICODE_DIGIT_METHODS:
-            return True
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and "\\d" in node.value:
-            return True
-    return False
-
-
-def feeds_non_ascii_digits(test: str) -> bool:
-    return any(
-        isinstance(n, ast.Constant)
-        and isinstance(n.value, str)
-        and any(ch.isnumeric() and not ch.isascii() for ch in n.value)
-        for n in ast.walk(ast.parse(test))
-    )
+    return failures_of(lint.typed_entry_point, items)
 
 
 def ascii_digit_failures(items) -> list[str]:
-    failures = []
-    for item in items:
-        codes = [("canonical", item.canonical)] + [
-            (f"alternatives[{i}]", c) for i, c in enumerate(item.alternatives)
-        ]
-        users = [(label, code) for label, code in codes if uses_unicode_digits(code)]
-        if not users:
-            continue
-        if not any(feeds_non_ascii_digits(t) for t in item.tests):
-            failures.append(
-                f"{item.id}: uses isdigit/isdecimal/isnumeric/\\d but no test feeds "
-                "non-ASCII digits"
-            )
-        for label, code in users:
-            if not any(guard in code for guard in ASCII_GUARDS):
-                failures.append(
-                    f"{item.id}: {label}: isdigit/isdecimal/isnumeric/\\d without an "
-                    "ASCII guard (isascii(), re.ASCII or (?a))"
-                )
-    return failures
+    return failures_of(lint.ascii_digits, items)
 
 
 def alternative_evidence_failures(items) -> list[str]:
     """Every alternative has differential evidence recorded (a disagreement is not a failure
     here: drawn inputs ignore preconditions that raise nothing, such as a sorted input, so a
     reviewer reads each witness against the query; see docs/items-guide.md)."""
-    path = ITEMS / "alternatives.jsonl"
-    rows = {r["snippet_id"]: r for r in map(json.loads, path.read_text().splitlines())}
-    return [
-        f"{item.id}: alternatives[{i}]: no differential evidence recorded in "
-        "alternatives.jsonl (run `execretrieval build`)"
-        for item in items
-        for i, code in enumerate(item.alternatives)
-        if not (rows.get(sha256(code)) or {}).get("equivalence")
-    ]
+    corpus = read_corpus(ITEMS)
+    return [f"{item.id}: {m}" for item in items for m in lint.missing_evidence(item, corpus)]
 
 
 SECOND_PASS_RULES = {
@@ -420,55 +289,6 @@ def test_non_ascii_digit_tests_are_recognised():
 # pass's. Where a lexical proxy misreads a query, the item is listed below with the reason;
 # an item that stops needing its entry fails the rule too, so the lists stay exact.
 
-# Words that open another statement in a clause ("k = 0 gives 0 and k below 1 raises ..."):
-# the conditions of an exception are the clause's parts after the last of them.
-_STATEMENT = re.compile(
-    r"\b(gives?|returns?|is|are|has|have|counts?|match(es)?|may|stays?|yields?|means?|go(es)?|"
-    r"adds?|ignored|needs?|costs?|encodes?|becomes?|rounds?|raises?|uses?|works?|pass(es)?|"
-    r"evaluates?|takes?|makes?|keeps?)\b"
-)
-
-
-def _outside_parentheses(text: str) -> str:
-    """``text`` with every parenthesised part blanked (an aside never adds a condition)."""
-    depth, out = 0, []
-    for ch in text:
-        depth += ch == "("
-        out.append(" " if depth else ch)
-        depth -= ch == ")" and depth > 0
-    return "".join(out)
-
-
-def promised_conditions(query: str, exception: str) -> int:
-    """How many conditions ``query`` attaches to ``exception``: in each clause (split at ``;``,
-    ``?`` and a sentence's full stop) that names it, the condition phrase is what follows the
-    name ("raises ValueError for a negative n or an empty list": 2) or, when nothing does, the
-    parts before it back to another statement ("k = 0 gives 0 and a negative k or an empty
-    list raise ValueError": 2); its conditions are its parts separated by ``,`` and ``or``
-    outside parentheses, an aside ", non-ASCII digits included," not counted. The most any
-    clause attaches."""
-    most = 0
-    for clause in re.split(r";|\?|\.(?:\s|$)", query):
-        named = re.search(rf"\b{exception}\b", clause)
-        if not named:
-            continue
-        after = clause[named.end() :]
-        if len(after.split()) >= 2:
-            phrase = re.split(r", and ", after)[0]
-        else:
-            before = re.sub(r"\b(raises?|raising)\s*$", "", clause[: named.start()].rstrip())
-            parts = re.split(r", and |, | and ", _outside_parentheses(before))
-            kept = [parts[-1]]  # the condition itself may say "is"
-            for part in reversed(parts[:-1]):
-                if _STATEMENT.search(part):
-                    break
-                kept.append(part)
-            phrase = ", ".join(reversed(kept))
-        phrase = re.sub(r", [^,]* included,?", " ", _outside_parentheses(phrase))
-        most = max(most, 1 + len(re.findall(r",? or |, ", phrase)))
-    return most
-
-
 # Items whose query names more conditions than promised_conditions' reading finds tests for,
 # where the reading is wrong (the query's conditions are each tested).
 PROMISE_READINGS = {
@@ -478,14 +298,11 @@ PROMISE_READINGS = {
 
 
 def promised_exception_failures(items) -> list[str]:
-    """Every exception the query promises has ``raises`` tests, at least one per condition."""
+    """Every exception the query promises has ``raises`` tests, at least one per condition
+    (the linter's reading, :func:`promised_conditions`; PROMISE_READINGS where it is wrong)."""
     failures = []
     for item in items:
-        tests = [_grammar.parse_test(t) for t in item.tests]
-        for name in sorted(named_exceptions(item.query)):
-            tested = sum(t.form == _grammar.RAISES and t.op != "not" and name in t.exceptions
-                         for t in tests)
-            needed = promised_conditions(item.query, name)
+        for name, needed, tested in lint.promised_exception_gaps(item):
             known = (item.id, name) in PROMISE_READINGS
             if tested < needed and not known:
                 failures.append(f"{item.id}: the query promises {name} under {needed} "
@@ -516,61 +333,12 @@ def canonical_raise_failures(items, probes) -> list[str]:
     return failures
 
 
-# An ASCII guard in code: the second pass's, a regex class or membership of the ten digits.
-TEXT_ASCII_GUARDS = (*ASCII_GUARDS, "[0-9", "0123456789", "string.digits", "[01]")
-
-
-def text_parses(code: str, entry_point: str) -> list[str]:
-    """The ``int()``/``float()`` calls that parse text in ``code``: a call whose first argument
-    is not a constant, in code whose entry point takes a ``str`` parameter (``int(n / 2)`` there
-    counts too: the rule errs towards asking for a guard)."""
-    params = entry_annotations(code, entry_point) or []
-    if not any(re.search(r"\bstr\b", p) for p in params):
-        return []
-    return [ast.unparse(n) for n in ast.walk(ast.parse(code))
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-            and n.func.id in ("int", "float") and n.args
-            and not isinstance(n.args[0], ast.Constant)]
-
-
-def says_ascii(query: str) -> bool:
-    return "ASCII" in query
-
-
 def text_parse_failures(items) -> list[str]:
     """``int()`` and ``float()`` accept every Unicode decimal digit (``int("١٢") == 12``), as
-    ``isdigit`` does. The rule, for each item whose canonical parses text with them
-    (:func:`text_parses`): the query says ASCII (the digits the format admits), and the
-    canonical guards the text (:data:`TEXT_ASCII_GUARDS`) or a test feeds non-ASCII digits and
-    pins the rejection the query promises (the canonical passes it)."""
-    failures = []
-    for item in items:
-        parses = text_parses(item.canonical, item.entry_point)
-        if not parses:
-            continue
-        if not says_ascii(item.query):
-            failures.append(f"{item.id}: the canonical parses text ({parses[0]}) and the query "
-                            "does not say ASCII")
-        guarded = any(guard in item.canonical for guard in TEXT_ASCII_GUARDS)
-        if not guarded and not any(feeds_non_ascii_digits(t) for t in item.tests):
-            failures.append(f"{item.id}: the canonical parses text ({parses[0]}) with no ASCII "
-                            "guard and no test feeds non-ASCII digits")
-    return failures
+    ``isdigit`` does: the linter's rule (:func:`lint.text_parse`)."""
+    return failures_of(lint.text_parse, items)
 
 
-def call_arguments(source: str) -> list[object]:
-    """The literal values a test passes to the entry point (a lambda argument left out)."""
-    call = ast.parse(_grammar.parse_test(source).call.source, mode="eval").body
-    assert isinstance(call, ast.Call), source
-    values = []
-    for node in (*call.args, *(k.value for k in call.keywords)):
-        if not isinstance(node, ast.Lambda | ast.Name):
-            values.append(_grammar.literal_value(node))
-    return values
-
-
-WHITESPACE_WORDS = re.compile(r"whitespace|space|blank|strip|trim|tab|newline|padding|indent",
-                              re.IGNORECASE)
 # Items whose tests pass text with surrounding, doubled or non-space whitespace where that
 # whitespace is an ordinary character of the input by the query's own words.
 WHITESPACE_ORDINARY = {
@@ -584,26 +352,15 @@ WHITESPACE_ORDINARY = {
 
 
 def pinned_convention_failures(items) -> list[str]:
-    """Conventions a test pins and the query must state (mechanical proxies): a test feeding
-    non-ASCII digits pins how they are treated, so the query says ASCII; a test passing text
-    with leading or trailing whitespace, a run of spaces, a tab or a newline pins how
-    whitespace is treated, so the query says so (:data:`WHITESPACE_WORDS`; the items of
-    :data:`WHITESPACE_ORDINARY` excepted)."""
-    failures = []
+    """Conventions a test pins and the query must state (the linter's mechanical proxies,
+    :func:`lint.unstated_conventions`), the items of :data:`WHITESPACE_ORDINARY` excepted from
+    the whitespace one; a listed item no test of which passes such text fails too."""
+    failures = failures_of(lint.ascii_conventions, items)
     for item in items:
-        for i, source in enumerate(item.tests):
-            if feeds_non_ascii_digits(source) and not says_ascii(item.query):
-                failures.append(f"{item.id}: tests[{i}] feeds non-ASCII digits and the query "
-                                "does not say ASCII")
-        spaced = [i for i, source in enumerate(item.tests)
-                  if any(isinstance(v, str) and (v != v.strip() or "  " in v or "\t" in v
-                                                 or "\n" in v)
-                         for v in call_arguments(source))]
         ordinary = item.id in WHITESPACE_ORDINARY
-        if spaced and not ordinary and not WHITESPACE_WORDS.search(item.query):
-            failures.append(f"{item.id}: tests[{spaced[0]}] passes text with surrounding or "
-                            "repeated whitespace and the query says nothing of it")
-        elif ordinary and not spaced:
+        if not ordinary:
+            failures += [f"{item.id}: {m}" for m in lint.whitespace_conventions(item)]
+        elif not lint.spaced_tests(item):
             failures.append(f"{item.id}: listed in WHITESPACE_ORDINARY but no test passes such "
                             "text")
     return failures
@@ -724,18 +481,6 @@ def review_list_failures(items) -> list[str]:
     return failures
 
 
-# What a query must not say: a complexity or speed promise, or the algorithm's steps in order.
-RECITALS = {
-    "complexity": re.compile(r"\bO\("),
-    "efficiency": re.compile(r"\befficient(ly)?\b", re.IGNORECASE),
-    "speed": re.compile(r"\b(fast|faster|quickly)\b", re.IGNORECASE),
-    "first ..., then ...": re.compile(r"\bfirst\b[^.;]*,\s*then\b", re.IGNORECASE),
-    "numbered steps": re.compile(
-        r"(?:^|[:;,.]\s*)(?:\(1\)|1[.)])\s+\w.*?(?:\(2\)|\b2[.)])\s+\w"
-        r"|\bstep [1-9]\b",
-        re.IGNORECASE,
-    ),
-}
 # Speed promises a test observes: the suite's wall-clock limit (5 s) fails a slower method.
 SPEED_OBSERVED = {
     "math_number_theory/is_probable_prime": "is_probable_prime(2 ** 61 - 1): trial division "
@@ -749,10 +494,11 @@ SPEED_OBSERVED = {
 
 def recital_failures(items) -> list[str]:
     """No query promises performance no test observes, or recites its algorithm step by step
-    (lexically: :data:`RECITALS`; the speed promises of :data:`SPEED_OBSERVED` are tested)."""
+    (lexically: the linter's :data:`lint.RECITALS`; the speed promises of
+    :data:`SPEED_OBSERVED` are tested)."""
     failures = []
     for item in items:
-        found = [kind for kind, pattern in RECITALS.items() if pattern.search(item.query)]
+        found = lint.recital_kinds(item.query)
         if item.id in SPEED_OBSERVED:
             if found != ["speed"]:
                 failures.append(f"{item.id}: listed in SPEED_OBSERVED but the query has "
@@ -1130,14 +876,7 @@ PYTHON_NAMED = {
 def javascript_plainness_failures(js_items: list[BenchmarkItem]) -> list[str]:
     failures = []
     for item in js_items:
-        for label, code in [("canonical", item.canonical)] + [
-            (f"alternatives[{i}]", c) for i, c in enumerate(item.alternatives)
-        ]:
-            tree = js_syntax.parse(code)
-            comments = [n for n in js_syntax.walk(tree.root_node) if n.type == "comment"]
-            if comments:
-                failures.append(f"{item.id}: {label}: comment on line "
-                                f"{comments[0].start_point[0] + 1}")
+        failures += [f"{item.id}: {m}" for m in lint.plain_code(item)]  # the linter's: comments
         names = re.search(r"python", " ".join((item.query, item.canonical, *item.alternatives)),
                           re.IGNORECASE)
         if names and item.id not in PYTHON_NAMED:
