@@ -18,6 +18,7 @@ from . import DEFAULT_CACHE_DIR
 from .corpus.store import CorpusVariant
 from .corpus.variants import OPTION_DEFAULTS as CORPUS_OPTIONS
 from .execution.sandbox import ISOLATION_MODES, Limits
+from .signed_files import check_key_source
 
 if TYPE_CHECKING:
     from .ranking.index import IndexSpec
@@ -30,22 +31,26 @@ class Option:
     default: object
     help: str
     repeatable: bool = False  # the flag may be given several times; the ini key is a line list
+    metavar: str = "VALUE"  # what ``pytest --help`` shows for the value (the README's spelling)
 
 
 OPTIONS = (
     Option("verify", bool, False, "verification run: one item per snippet, plus the name gate"),
-    Option("items", Path, None, "items directory (default: the bundled benchmark)"),
+    Option("items", Path, None, "items directory (default: the bundled benchmark)", metavar="DIR"),
     Option(
         "stack",
         int,
         CORPUS_OPTIONS["stack"],
         "benchmark/verify the stacked corpus: K edits per distractor (1-4)",
+        metavar="K",
     ),
     Option(
         "source",
         str,
         CORPUS_OPTIONS["source"],
-        "the corpus of mutant source S: operators or mutmut",
+        "the corpus whose candidate mutants come from the operator table (operators) or "
+        "mutmut's own operators (mutmut)",
+        metavar="operators|mutmut",
     ),
     Option(
         "families",
@@ -54,15 +59,22 @@ OPTIONS = (
         "benchmark/verify the families corpus: distractors drawn across every operator class, "
         "the real-bug families too",
     ),
-    Option("report-dir", Path, None, "write <embedder>.json/.xml per model and summary.md here"),
-    Option("baseline", Path, None, "gate against this earlier report JSON"),
-    Option("alpha", float, 0.05, "significance level of the gate"),
+    Option(
+        "report-dir",
+        Path,
+        None,
+        "write <embedder>.json/.xml per model and summary.md here",
+        metavar="DIR",
+    ),
+    Option("baseline", Path, None, "gate against this earlier report JSON", metavar="FILE"),
+    Option("alpha", float, 0.05, "significance level of the gate", metavar="P"),
     Option(
         "max-detectable",
         float,
         0.10,
         "the gate is UNDERPOWERED (exit 7) when the smallest drop it detects with 80% power "
         "exceeds X (0 < X <= 1; 1: never; non-inferiority: twice the margin)",
+        metavar="X",
     ),
     Option(
         "gate-metric",
@@ -70,6 +82,7 @@ OPTIONS = (
         (),
         "gate on metric M (repeatable; default exec@1, exec@5, ndcg@10)",
         repeatable=True,
+        metavar="M",
     ),
     Option(
         "margin",
@@ -77,13 +90,22 @@ OPTIONS = (
         (),
         "non-inferiority margin: DELTA for every gated metric, or M=DELTA (repeatable)",
         repeatable=True,
+        metavar="DELTA|M=DELTA",
     ),
-    Option("min", str, (), "fail when metric M is below X: M=X (repeatable)", repeatable=True),
+    Option(
+        "min",
+        str,
+        (),
+        "fail when metric M is below X: M=X (repeatable)",
+        repeatable=True,
+        metavar="M=X",
+    ),
     Option(
         "min-exec1",
         float,
         None,
         "fail the session when exec@1 is below this (= --execretrieval-min exec@1=X)",
+        metavar="X",
     ),
     Option(
         "rerank",
@@ -92,6 +114,7 @@ OPTIONS = (
         "rerank every embedder's top k with NAME (repeatable): exec-consensus[:tests|:hypothesis], "
         "rrf:A+B, ce:PATH, voyage-rerank-2.5, cohere-rerank-v3.5 or an entry point",
         repeatable=True,
+        metavar="NAME",
     ),
     Option(
         "index",
@@ -102,17 +125,25 @@ OPTIONS = (
         "faiss:IVF1024,PQ48,nprobe=16; candidates are re-scored exactly; the pipeline is "
         "<embedder>@<SPEC>",
         repeatable=True,
+        metavar="SPEC",
     ),
-    Option("rerank-k", int, 10, "how many first-stage candidates the rerankers reorder (1-10)"),
-    Option("cache-dir", Path, DEFAULT_CACHE_DIR, "embedding and execution caches"),
-    Option("seed", int, 0, "seed of the bootstrap resampling"),
-    Option("batch-size", int, None, "encoding batch size (default: per embedder)"),
+    Option(
+        "rerank-k",
+        int,
+        10,
+        "how many first-stage candidates the rerankers reorder (1-10)",
+        metavar="K",
+    ),
+    Option("cache-dir", Path, DEFAULT_CACHE_DIR, "embedding and execution caches", metavar="DIR"),
+    Option("seed", int, 0, "seed of the bootstrap resampling", metavar="N"),
+    Option("batch-size", int, None, "encoding batch size (default: per embedder)", metavar="N"),
     Option(
         "max-tokens",
         int,
         None,
         "hosted embedders: refuse to start when the run would send more than N estimated "
         "tokens (after the cache)",
+        metavar="N",
     ),
     Option("trust-remote-code", bool, False, "let st:PATH models run their own code"),
     Option(
@@ -127,6 +158,7 @@ OPTIONS = (
         "original",
         "original, or neutral: embed every snippet with its entry point renamed to f and its "
         "local identifiers to v0, v1, ... (the identifier-free view)",
+        metavar="original|neutral",
     ),
     Option(
         "code-similarity",
@@ -134,17 +166,20 @@ OPTIONS = (
         False,
         "also embed the alternatives for the code-to-code (False Proximity) analysis",
     ),
-    Option("timeout", float, 5.0, "sandbox wall-clock limit per test suite, seconds"),
-    Option("memory-mb", int, 2048, "sandbox address-space limit, MiB"),
-    Option("file-size-mb", int, 64, "sandbox file-size limit, MiB"),
-    Option("max-processes", int, 64, "sandbox process-count limit (RLIMIT_NPROC)"),
-    Option("output-kb", int, 64, "captured snippet output kept, KiB"),
+    Option(
+        "timeout", float, 5.0, "sandbox wall-clock limit per test suite, seconds", metavar="SECONDS"
+    ),
+    Option("memory-mb", int, 2048, "sandbox address-space limit, MiB", metavar="MIB"),
+    Option("file-size-mb", int, 64, "sandbox file-size limit, MiB", metavar="MIB"),
+    Option("max-processes", int, 64, "sandbox process-count limit (RLIMIT_NPROC)", metavar="N"),
+    Option("output-kb", int, 64, "captured snippet output kept, KiB", metavar="KIB"),
     Option(
         "isolation",
         str,
         "best",
         "sandbox layers: best (use what the kernel offers, warn once about the rest) or strict "
         "(refuse to run without all of them; see `execretrieval doctor`)",
+        metavar="best|strict",
     ),
     Option(
         "background",
@@ -154,6 +189,7 @@ OPTIONS = (
         "distribution's name; never imported) to each query's pool as a natural neighbour "
         "(repeatable); execution decides whether one ranked first passes",
         repeatable=True,
+        metavar="SOURCE",
     ),
     Option(
         "tests",
@@ -161,6 +197,7 @@ OPTIONS = (
         "all",
         "which tests decide: all, or authors (a mined item's doctests and test-file asserts, "
         "not its recorded tests)",
+        metavar="all|authors",
     ),
 )
 BY_NAME = {o.name: o for o in OPTIONS}
@@ -186,7 +223,12 @@ def add_options(parser) -> None:
         shown = o.help.replace("%", "%%")  # argparse %-formats a help text ("80% power")
         if o.repeatable:
             group.addoption(
-                flag, action="append", dest=dest(o.name), default=None, metavar="VALUE", help=shown
+                flag,
+                action="append",
+                dest=dest(o.name),
+                default=None,
+                metavar=o.metavar,
+                help=shown,
             )
             parser.addini(dest(o.name), o.help, type="linelist", default=[])
         elif o.type is bool:
@@ -194,13 +236,18 @@ def add_options(parser) -> None:
             parser.addini(dest(o.name), o.help, type="bool", default=o.default)
         else:
             group.addoption(
-                flag,
-                dest=dest(o.name),
-                default=None,
-                metavar="VALUE",
-                help=f"{shown} (default: {o.default})",
+                flag, dest=dest(o.name), default=None, metavar=o.metavar, help=shown_default(o)
             )
             parser.addini(dest(o.name), o.help, default=None)
+
+
+def shown_default(o: Option) -> str:
+    """An option's help with its default, once: none added where the help already says its
+    default (``default: the bundled benchmark``) or there is none to show (``None``)."""
+    shown = o.help.replace("%", "%%")
+    if o.default is None or "default" in o.help:
+        return shown
+    return f"{shown} (default: {o.default})"
 
 
 def setting(config, name: str):
@@ -359,6 +406,7 @@ class Settings:
 def resolve(config) -> Settings:
     """All options, converted and checked; the first bad one raises ``ValueError`` naming its
     flag (the plugin turns it into a usage error)."""
+    check_key_source()  # EXECRETRIEVAL_CACHE_KEY_FILE, before any cached entry is read
     embedders = tuple(config.getoption("execretrieval_embedders") or ())
     verify = setting(config, "verify")
     if embedders and verify:
@@ -394,6 +442,8 @@ def resolve(config) -> Settings:
         raise ValueError(
             f"--execretrieval-identifiers: {identifiers!r} is not one of {IDENTIFIER_VIEWS}"
         )
+    if embedders and identifiers == "neutral":
+        _warn_unneutralised(config, setting(config, "items"), corpus)
     batch_size, max_tokens = setting(config, "batch-size"), setting(config, "max-tokens")
     for flag, value in (("batch-size", batch_size), ("max-tokens", max_tokens)):
         if value is not None and value < 1:
@@ -430,6 +480,49 @@ def resolve(config) -> Settings:
         tests=tests,
         index=index,
     )
+
+
+def unneutralised_pools(items_dir: Path, corpus: CorpusVariant) -> list[str]:
+    """The pools of ``items_dir`` whose code the identifier-free view leaves as written: it
+    renames Python code only, so a JavaScript pool (``javascript/``, or a directory's own pool
+    whose corpus was built with JavaScript items) is embedded with its own identifiers."""
+    from .bounded_json import JSONBoundError, read_json
+    from .corpus.pools import language_pools
+
+    found = []
+    for pool in language_pools(items_dir, corpus):
+        if pool.name:
+            found.append(f"the {pool.name} pool ({pool.items_dir})")
+            continue
+        try:  # the corpus's engine names every language but Python's
+            engine = read_json(pool.items_dir / "manifest.json").get("engine", {})
+        except (JSONBoundError, OSError, AttributeError):
+            continue  # no corpus yet: the session says so
+        languages = engine.get("languages") if isinstance(engine, dict) else None
+        if isinstance(languages, dict) and languages:
+            found.append(f"the {'/'.join(sorted(map(str, languages)))} items of {pool.items_dir}")
+    return found
+
+
+def _warn_unneutralised(config, items_dir: Path | None, corpus: CorpusVariant) -> None:
+    """``--execretrieval-identifiers neutral`` says which pools it does not neutralise (a
+    pytest configuration warning, once: not from xdist's workers)."""
+    import pytest
+
+    from .corpus.items import bundled_items_dir
+
+    if hasattr(config, "workerinput"):
+        return
+    pools = unneutralised_pools(Path(items_dir or bundled_items_dir()), corpus)
+    if pools:
+        config.issue_config_time_warning(
+            pytest.PytestConfigWarning(
+                "--execretrieval-identifiers neutral: JavaScript identifiers are not "
+                f"neutralised: {'; '.join(pools)}: embedded as written (the "
+                "identifier-free view renames Python code only)"
+            ),
+            stacklevel=2,
+        )
 
 
 def _index_specs(texts: tuple[str, ...]) -> tuple[IndexSpec, ...]:

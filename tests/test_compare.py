@@ -383,6 +383,61 @@ def test_main_compare(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert main_compare([a]) == 2
 
 
+def test_reports_of_one_embedder_are_labelled_by_their_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two runs of bm25 (a baseline and a candidate) are told apart by where they are, never
+    as ``bm25`` and ``bm25 (2)``, and their labels are no invocation difference."""
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    a = _write(tmp_path / "old" / "bm25.json", make_report([1, 2, None], "bm25"))
+    b = _write(tmp_path / "new" / "bm25.json", make_report([1, 1, 1], "bm25"))
+    c = _write(tmp_path / "new" / "bm25-retry.json", make_report([1, 1, 2], "bm25"))
+    assert main_compare([a, b, c]) == 0
+    out = capsys.readouterr().out
+    assert "bm25 (2)" not in out and "Invocation differs" not in out
+    for label in ("bm25 (old/bm25.json)", "bm25 (new/bm25.json)", "bm25 (new/bm25-retry.json)"):
+        assert label in out
+    assert "bm25 (new/bm25.json) - bm25 (old/bm25.json)" in out
+    assert main_compare([a, a]) == 0  # the same file twice
+    out = capsys.readouterr().out
+    assert "bm25 (bm25.json)" in out and "bm25 (bm25.json, 2)" in out
+
+
+def test_compare_json_has_stable_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``compare --json``: the keys docs/ci.md lists, the same numbers as the tables."""
+    a = _write(tmp_path / "a.json", make_report([1, 2, None, 1], "base"))
+    b = _write(tmp_path / "b.json", make_report([1, 1, 1, 3], "cand"))
+    assert main_compare([a, b, "--json", "--seed", "1"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert sorted(found) == ["metrics", "pairs", "reports", "seed", "skipped"]
+    assert found["metrics"] == list(METRIC_NAMES) and found["seed"] == 1
+    assert [r["label"] for r in found["reports"]] == ["base", "cand"]
+    assert sorted(found["reports"][0]) == [
+        "ci95",
+        "corpus_sha256",
+        "label",
+        "metrics",
+        "n_queries",
+        "path",
+    ]
+    [pair] = found["pairs"]
+    assert (pair["a"], pair["b"], pair["n_queries"]) == ("base", "cand", 4)
+    assert pair["invocation_differences"] == ["name: base -> cand"]
+    expected = paired_comparison(
+        json.loads(Path(a).read_text()), json.loads(Path(b).read_text()), 1
+    )
+    got, want = pair["metrics"]["exec@1"], expected["metrics"]["exec@1"]
+    assert got["test"] == want["test"] and got["difference"] == pytest.approx(want["difference"])
+    assert got["ci95"] == pytest.approx(want["ci95"]) and got["p_value"] == want["p_value"]
+    assert sorted(pair["metrics"]["exec@1"]) == sorted(
+        ["a", "b", "difference", "ci95", "test", "p_value", "only_a", "only_b"]
+        + ["detectable", "needed"]
+    )
+    other = _write(tmp_path / "c.json", make_report([1, 1, 1, 1], "c", sha="c" * 64))
+    assert main_compare([a, other, "--json"]) == 2  # as without --json
+
+
 def _without(report: dict, *metrics: str) -> dict:
     """``report`` as a version that did not have ``metrics`` would have written it."""
     out = json.loads(json.dumps(report))

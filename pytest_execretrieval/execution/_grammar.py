@@ -352,12 +352,13 @@ def _raises(node: ast.Call, exceptions: frozenset[str]) -> Test:
             else "one of the item language's error classes (" + ", ".join(sorted(exceptions)) + ")"
         )
         raise GrammarError(
-            f"raises' first argument {ast.unparse(exc)[:60]!r} is not {kind} (or a tuple of them)"
+            f"raises' first argument {_clip(ast.unparse(exc), 60)!r} is not {kind} (or a tuple of "
+            "them)"
         )
     fn = node.args[1]
     if not isinstance(fn, ast.Name) or fn.id in RESERVED:
         raise GrammarError(
-            f"raises' second argument {ast.unparse(fn)[:60]!r} is not the entry point's name"
+            f"raises' second argument {_clip(ast.unparse(fn), 60)!r} is not the entry point's name"
         )
     call = _call(ast.Call(fn, node.args[2:], node.keywords))
     return Test(RAISES, call, exceptions=tuple(n.id for n in names))  # type: ignore[attr-defined]
@@ -398,6 +399,12 @@ def _call(node: ast.Call) -> Call:
         )
     if fn.id in RESERVED:
         raise GrammarError(f"{fn.id}() is not a call of the entry point" + _ALLOWED)
+    inner = _wrapped_call(fn.id, node)
+    if inner is not None:  # isinstance(f(3), int): the builtin is what the grammar refuses
+        raise GrammarError(
+            f"{fn.id}() around the call {_clip(ast.unparse(inner), 40)} is not in the test "
+            f"grammar: only {'/'.join(WRAPPERS)} may take the call of the entry point" + _ALLOWED
+        )
     for arg in node.args:
         if isinstance(arg, ast.Starred):
             raise GrammarError("a starred argument is not in the test grammar")
@@ -408,6 +415,44 @@ def _call(node: ast.Call) -> Call:
         _argument(kw.value)
     call = ast.Call(ast.Name(fn.id, ast.Load()), node.args, node.keywords)
     return Call(fn.id, ast.unparse(call))
+
+
+def _wrapped_call(name: str, node: ast.Call) -> ast.Call | None:
+    """The call ``node`` passes to the builtin ``name`` (``isinstance(f(3), int)``: ``f(3)``),
+    when ``name`` is a builtin the grammar does not give a meaning and an argument is a call
+    of a plain name that is no literal's constructor: then ``name()`` is the call refused, not
+    the entry point's call inside it."""
+    if not hasattr(builtins, name):
+        return None
+    for arg in [*node.args, *(kw.value for kw in node.keywords)]:
+        if (
+            isinstance(arg, ast.Call)
+            and isinstance(arg.func, ast.Name)
+            and arg.func.id not in CALLABLES
+            and arg.func.id not in WRAPPERS
+        ):
+            return arg
+    return None
+
+
+def _clip(text: str, limit: int) -> str:
+    """``text`` cut at a word boundary near ``limit`` characters, ``…`` marking the cut: a
+    name or number is never cut in two (one that starts early is kept whole)."""
+    if len(text) <= limit:
+        return text
+
+    def inside(i: int) -> bool:  # position i splits a word
+        word = lambda c: c.isalnum() or c == "_"  # noqa: E731
+        return 0 < i < len(text) and word(text[i - 1]) and word(text[i])
+
+    cut = limit
+    while cut > limit // 2 and inside(cut):
+        cut -= 1
+    if inside(cut):  # a long word: up to its end
+        cut = limit
+        while inside(cut):
+            cut += 1
+    return text if cut >= len(text) else text[:cut].rstrip() + "…"
 
 
 def _argument(node: ast.expr) -> None:
@@ -490,9 +535,9 @@ def _describe(node: ast.AST) -> str:
     }
     what = names.get(type(node), f"a {type(node).__name__} node")
     if isinstance(node, ast.Name | ast.Attribute | ast.Constant):
-        what += f" ({_dotted(node) or ast.unparse(node)[:40]})"
+        what += f" ({_dotted(node) or _clip(ast.unparse(node), 40)})"
     elif isinstance(node, ast.Call):
-        what += f" of {ast.unparse(node.func)[:40]}"
+        what += f" of {_clip(ast.unparse(node.func), 40)}"
     return what
 
 
@@ -857,7 +902,9 @@ def _check_call(name: str, args: list[Any], kwargs: dict[str, Any]) -> None:
         for v in values:
             # Fraction("1e999999") computes the power: no exponents there.
             if isinstance(v, str) and (len(v) > 1000 or base == "Fraction" and set(v) & {"e", "E"}):
-                raise GrammarError(f"{base}() of the text {v[:40]!r} is not in the test grammar")
+                raise GrammarError(
+                    f"{base}() of the text {_clip(v, 40)!r} is not in the test grammar"
+                )
 
 
 def _bounded(value: Any) -> Any:
