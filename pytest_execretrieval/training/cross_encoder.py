@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from ..model_dir import BI_ENCODER, CROSS_ENCODER, ModelDirError, check_model_dir, load_kwargs
 from ..ranking.rerank.views import render
 from .examples import Family, as_columns, examples_of, list_columns, pair_columns
 from .split import Split
@@ -57,13 +58,18 @@ OWN_HEAD = "the base CrossEncoder with its own head"
 
 
 def cross_encoder_base(name: str, cache_dir: Path) -> tuple[Path, dict]:
-    """The directory and invocation record of the base: a ``ce:DIR`` reranker, or whatever
-    :func:`.train.base_model` accepts (a local sentence-transformers embedder)."""
+    """The directory and invocation record of the base: a ``ce:DIR`` reranker, checked as the
+    ``ce:DIR`` reranker checks it (:func:`base_activation`), or whatever
+    :func:`.train.base_model` accepts (a local sentence-transformers embedder; an ``st:DIR``
+    checked as a bi-encoder)."""
     if not name.startswith("ce:"):
         return base_model(name, cache_dir)
     from ..embedders.sentence_transformer import file_sha256, weights_file
 
     path = Path(name[3:]).expanduser()
+    if not path.is_dir():
+        raise TrainingError(f"--embedder {name}: {path} is not a directory holding a CrossEncoder")
+    base_activation(path, name)
     weights = weights_file(path) if (path / "config.json").is_file() else None
     if weights is None:
         raise TrainingError(f"--embedder {name}: {path} holds no CrossEncoder (config + weights)")
@@ -72,6 +78,21 @@ def cross_encoder_base(name: str, cache_dir: Path) -> tuple[Path, dict]:
         "model": str(path.resolve()),
         "weights_sha256": file_sha256(weights),
     }
+
+
+def base_activation(base_dir: Path, name: str) -> str:
+    """The activation the CrossEncoder built from the base ``name`` in ``base_dir`` applies,
+    once :func:`..model_dir.check_model_dir` passes the directory (a ``ce:DIR`` as a
+    cross-encoder, an ``st:DIR`` as a bi-encoder; :class:`TrainingError` naming the file and the
+    reason otherwise): its own for a ``ce:DIR``, a fresh one-output head's ``Sigmoid`` for an
+    installed package's model (``minilm``, ``mpnet``), as sentence-transformers chooses them."""
+    kind = {"ce": CROSS_ENCODER, "st": BI_ENCODER}.get(name.partition(":")[0])
+    if kind is None:
+        return "Sigmoid"
+    try:
+        return check_model_dir(base_dir, kind)
+    except ModelDirError as exc:
+        raise TrainingError(f"--embedder {name}: {exc}") from None
 
 
 def in_view(found: Sequence[Family], view: str) -> list[Family]:
@@ -127,7 +148,16 @@ def fine_tune_cross_encoder(
         CrossEncoderTrainingArguments,
     )
 
-    model = CrossEncoder(str(base_dir), num_labels=1, max_length=config.max_seq_length or None)
+    activation = base_activation(base_dir, base["name"])  # checked again just before loading
+    import torch
+
+    model = CrossEncoder(
+        str(base_dir),
+        num_labels=1,
+        max_length=config.max_seq_length or None,
+        activation_fn=getattr(torch.nn, activation)(),  # ours: the configuration's never imported
+        **load_kwargs(),
+    )
     total = steps_for(len(dataset), config)
     sampler = BatchSamplers.NO_DUPLICATES if config.loss == "mnrl" else BatchSamplers.BATCH_SAMPLER
     args = training_arguments(

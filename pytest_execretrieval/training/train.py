@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from ..model_dir import load_kwargs
 from .examples import Example, as_columns
 from .split import Split
 from .trainer import (
@@ -52,7 +53,7 @@ def _loss(name: str, model, base_dir: Path, config: TrainConfig):
         )
     from sentence_transformers import SentenceTransformer
 
-    guide = SentenceTransformer(str(base_dir), device=model.device)
+    guide = SentenceTransformer(str(base_dir), device=model.device, **load_kwargs())
     return losses.GISTEmbedLoss(model, guide)
 
 
@@ -87,7 +88,7 @@ def fine_tune(
             BatchSamplers,
         )
 
-    model = SentenceTransformer(str(base_dir))
+    model = SentenceTransformer(str(base_dir), **load_kwargs())  # checked by base_model
     if config.max_seq_length:
         model.max_seq_length = config.max_seq_length
     total = steps_for(len(examples), config)

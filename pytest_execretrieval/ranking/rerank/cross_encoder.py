@@ -5,6 +5,16 @@ whose split its invocation records (as a fine-tuned embedder's does), and whose 
 (:mod:`.views`) it reads the candidates in; any other CrossEncoder reads the code as it is.
 Needs the ``local`` extra (torch + sentence-transformers); imported only when chosen. Runs on the
 CPU unless ``extra["device"]`` says otherwise.
+
+The directory is untrusted input (a pull request's, a download):
+:func:`...model_dir.check_model_dir` (the ``cross-encoder`` kind) reads its configuration itself
+(bounded JSON) before anything is loaded, and refuses, naming the file and the reason, a
+directory that holds code, an executable, a pickle or weights other than ``model.safetensors``,
+or whose configuration names what to import or call (an activation other than the sigmoid or
+identity, ``auto_map``, ``trust_remote_code``, an architecture, model type, tokenizer class or
+``modules.json`` module outside the encoder cross-encoders the trainer writes, loader
+arguments). The CrossEncoder is then built with the activation chosen there, remote code off and
+safetensors only, so the configuration's own choice is never imported.
 """
 
 from __future__ import annotations
@@ -13,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ...embedders import package_versions
+from ...model_dir import CROSS_ENCODER, ModelDirError, check_model_dir, load_kwargs
 from ...training.card import CardError, invocation_record, read_card
 from .base import Reranked, RerankerContext, RerankerError, RerankQuery
 from .views import VIEWS, render
@@ -32,8 +43,9 @@ class CrossEncoderReranker:
         self.device = context.extra.get("device", "cpu")
         self._model = None
         try:
+            self.activation = check_model_dir(self.path, CROSS_ENCODER)
             card = read_card(self.path) or {}
-        except CardError as exc:
+        except (ModelDirError, CardError) as exc:
             raise RerankerError(f"{self.name}: {exc}") from None
         self.view = card.get("view", "code")
         if self.view not in VIEWS:
@@ -62,10 +74,19 @@ class CrossEncoderReranker:
             except ImportError:
                 hint = "pip install 'pytest-execretrieval[local]'"
                 raise RerankerError(f"ce:PATH needs sentence-transformers: {hint}") from None
-            try:
-                self._model = CrossEncoder(str(self.path), device=self.device)
-            except (OSError, ValueError) as exc:
-                raise RerankerError(f"{self.name}: cannot load a CrossEncoder: {exc}") from None
+            import torch
+
+            try:  # the activation ours, the config's never imported; nothing remote, no pickle
+                self._model = CrossEncoder(
+                    str(self.path),
+                    device=self.device,
+                    activation_fn=getattr(torch.nn, self.activation)(),
+                    **load_kwargs(),
+                )
+            except Exception as exc:  # any deserialiser's refusal (safetensors, JSON, tokenizer)
+                raise RerankerError(
+                    f"{self.name}: cannot load a CrossEncoder: {type(exc).__name__}: {exc}"
+                ) from None
         return self._model
 
     def rerank(self, first_stage: str, queries: Sequence[RerankQuery]) -> list[Reranked]:
