@@ -14,7 +14,8 @@ from . import DEFAULT_CACHE_DIR
 from .corpus.items import bundled_items_dir
 from .corpus.store import MAX_STACK, SOURCES, build_command, stale_reasons
 from .sanitize import escape, one_line
-from .settings import BY_NAME
+from .settings import BY_NAME, GATE_OPTIONS
+from .signed_files import check_key_source
 from .training import command as training
 
 if TYPE_CHECKING:
@@ -50,12 +51,17 @@ def cmd_build(args: argparse.Namespace) -> int:
     from .reporting.progress import ProgressLine
 
     started = time.monotonic()
+    if args.json and not args.check:  # as argparse's own usage errors: 2
+        return _fail("build", "--json goes with --check")
     items_dir = Path(args.items_dir or default_items())
     try:
         variant = CorpusVariant.checked(args.stack, args.source, args.families, "--{}".format)
     except ValueError as exc:
         return _fail("build", str(exc))
     out_dir = corpus_dir(items_dir, variant)
+    refused = _own_cache("build", args)
+    if refused is not None:
+        return refused
     items, problems = load_items(items_dir)
     try:
         engine_now = engine(variant, {item.language for item in items})
@@ -63,6 +69,9 @@ def cmd_build(args: argparse.Namespace) -> int:
         return _fail("build", str(exc))
     if args.check:
         reasons = stale_reasons(items_dir, engine_now, out_dir)
+        if args.json:
+            planned = plan(items, out_dir, engine_now)
+            return check_json(build_command(items_dir, variant), out_dir, items, reasons, planned)
         for reason in reasons:
             print(f"stale: {reason}")
         bad = check_plan(plan(items, out_dir, engine_now), items)
@@ -168,6 +177,41 @@ def check_plan(planned: Plan, items: list) -> list:
     return [r for r in planned.reasons if r.kind == "records"]
 
 
+def check_json(command: str, out_dir: Path, items: list, stale: list, planned: Plan) -> int:
+    """``build --check --json``: what ``--check`` prints, as one JSON object with stable keys
+    (docs/ci.md); the same exit status (0 up to date, 1 stale)."""
+    import json
+
+    records = [r for r in planned.reasons if r.kind == "records"]
+    every = any(r.item_id is None for r in planned.reasons)
+    named = sorted({r.item_id for r in planned.reasons if r.item_id is not None})
+    differences = len(stale) + len(records)
+    print(
+        json.dumps(
+            {
+                "up_to_date": not differences,
+                "corpus_dir": str(out_dir),
+                "stale": [str(s) for s in stale] + [str(r) for r in records],
+                "differences": differences,
+                "command": command,
+                "items": len(items),
+                "rebuild": {
+                    "all": every,
+                    "items": named,
+                    "reasons": [
+                        {"kind": r.kind, "item_id": r.item_id, "message": r.message}
+                        for r in planned.reasons
+                    ],
+                },
+                "reuse": 0 if every else len(items) - len(named),
+            },
+            indent=2,
+            sort_keys=True,
+        )
+    )
+    return 1 if differences else 0
+
+
 def write_survivors(path: Path, survivors) -> None:
     """One JSON row per surviving mutant (item id, operator, line, diff, equivalence)."""
     import json
@@ -198,36 +242,108 @@ def cmd_verify(args: argparse.Namespace, rest: list[str]) -> int:
     return int(pytest.main(argv + rest))
 
 
+def cmd_lint(args: argparse.Namespace) -> int:
+    """The bundled items' checks on an items directory (:mod:`.corpus.lint`; nothing of it is
+    executed): one escaped line per finding, then a summary; 1 on an error (``--strict``: on a
+    warning too), 2 without an items directory."""
+    from .corpus.lint import lint, render
+
+    items_dir = Path(args.items_dir or default_items())
+    if not items_dir.is_dir():
+        return _fail("lint", f"{one_line(str(items_dir))} is not a directory")
+    result = lint(items_dir)
+    if not result.items:
+        return _fail("lint", f"no item files in {one_line(str(items_dir))}")
+    sys.stdout.write(render(result.findings))
+    print(result.summary(args.strict))
+    return result.status(args.strict)
+
+
 # What makes a run a gate: a baseline run overrides every one of them in the ini to its default
 # (an ini key given as an empty ``-o`` value is unset), so the gate the ini configures for CI
-# neither gates nor refuses the run that makes its baseline.
-GATE_KEYS = ("baseline", "gate-metric", "margin", "alpha", "min", "min-exec1")
+# neither gates nor refuses the run that makes its baseline (the gate's options, which are
+# refused without a baseline, come from the settings' own list, so a new one is unset too).
+GATE_KEYS = ("baseline", *GATE_OPTIONS, "min", "min-exec1")
 
 
 def cmd_baseline(args: argparse.Namespace, rest: list[str]) -> int:
     """``pytest --embedder NAME`` without the configured gate, its reports in ``--out``: every
     language pool's, ``DIR/NAME.json`` and ``DIR/javascript/NAME.json``, where an ini's
     ``execretrieval_baseline = "DIR/NAME.json"`` finds them. A failing query is measured, not an
-    error: the command fails only when pytest could not run the benchmark."""
+    error: the command fails only when pytest could not run the benchmark, and its last line
+    says where the baseline was written (never the ungated run's ``exit 1: ...``)."""
     import pytest
 
     unset = [f"-o=execretrieval_{key.replace('-', '_')}=" for key in GATE_KEYS]
     argv = [f"--embedder={args.embedder}", *unset, f"--execretrieval-report-dir={args.out}"]
-    status = int(pytest.main([*argv, "-p", "no:randomly", *rest]))
+    status = int(pytest.main([*argv, "-p", "no:randomly", *rest], plugins=[baseline_plugin()]))
     return 0 if status == pytest.ExitCode.TESTS_FAILED else status
 
 
-def cmd_embedders(args: argparse.Namespace) -> int:
-    from .embedders import EmbedderOptions, known_names, usability
+def baseline_plugin() -> object:
+    """The pytest plugin of ``execretrieval baseline``: the session's closing lines end with
+    where the baseline reports were written and the command's own exit status, 0, instead of
+    the line that explains why an ungated run with failing queries exits 1 (a baseline records
+    those queries; the command maps pytest's 1 to 0)."""
+    import pytest
 
-    options = EmbedderOptions(cache_dir=args.cache_dir)
-    for name in known_names():
+    from .nodes import SESSION_PLUGIN
+
+    class BaselineRun:
+        # first: the session plugin's own unconfigure writes the closing lines
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_unconfigure(self, config: pytest.Config) -> None:
+            state = getattr(config.pluginmanager.get_plugin(SESSION_PLUGIN), "state", None)
+            closing = getattr(state, "closing_lines", None)
+            if closing is None:
+                return
+
+            def baseline_lines() -> list[str]:
+                return baseline_closing(closing(), _written_reports(state))
+
+            setattr(state, "closing_lines", baseline_lines)  # noqa: B010 - this run's only
+
+    return BaselineRun()
+
+
+def _written_reports(state: object) -> list[Path]:
+    """The report JSONs a benchmark session's run state wrote, every pool's."""
+    pools = getattr(state, "pools", None)
+    states = list(pools.values()) if isinstance(pools, dict) else [state]
+    return [Path(p) for s in states for p in getattr(s, "written", ()) if Path(p).suffix == ".json"]
+
+
+def baseline_closing(lines: list[str], written: list[Path]) -> list[str]:
+    """A baseline run's closing lines: the ungated run's ``exit 1: ...`` line left out, and,
+    when its reports were written and the run was not cut short, the line naming them."""
+    import re
+
+    kept = [line for line in lines if not line.startswith("exit 1: ")]
+    if not written or any(line.startswith("INCOMPLETE") for line in lines):
+        return kept
+    failing = re.search(r"(\d+) of (\d+) queries failed at rank 1", "\n".join(lines))
+    measured = f" ({failing.group(0)}: recorded in the baseline, not an error)" if failing else ""
+    return kept + [f"baseline written: {', '.join(map(str, written))}; exit 0{measured}"]
+
+
+def cmd_embedders(args: argparse.Namespace) -> int:
+    for name, why in embedder_usability(args.cache_dir).items():
         if name.endswith(":PATH"):
             print(f"{name:<18} usable with a path")
             continue
-        why = usability(name, options)
         print(f"{name:<18} {'usable' if why is None else 'not usable: ' + why}")
     return 0
+
+
+def embedder_usability(cache_dir: str) -> dict[str, str | None]:
+    """Every known embedder name and why it is not usable here (``None``: usable; a
+    ``prefix:PATH`` name is usable with a path and left unprobed)."""
+    from .embedders import EmbedderOptions, known_names, usability
+
+    options = EmbedderOptions(cache_dir=cache_dir)
+    return {
+        name: None if name.endswith(":PATH") else usability(name, options) for name in known_names()
+    }
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -242,11 +358,19 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     try:
         isolation = isolation_in_force()
     except SandboxError as exc:
-        print(f"sandbox: cannot start: {exc}")
+        if args.json:
+            print(json.dumps({"error": f"sandbox: cannot start: {exc}"}, indent=2))
+        else:
+            print(f"sandbox: cannot start: {exc}")
         return 1
     javascript = _node_report()
-    if args.json:
-        print(json.dumps(isolation | {"javascript": javascript}, indent=2, sort_keys=True))
+    if args.json:  # the keys are documented in docs/ci.md
+        embedders = {
+            name: {"usable": why is None, "why": why}
+            for name, why in embedder_usability(args.cache_dir).items()
+        }
+        found = isolation | {"javascript": javascript, "embedders": embedders}
+        print(json.dumps(found, indent=2, sort_keys=True))
         return 1 if isolation["missing"] else 0
     width = max(map(len, LAYERS))
     print("sandbox isolation layers (the processes that run snippets, then the checker's):")
@@ -316,6 +440,9 @@ def cmd_embed(args: argparse.Namespace) -> int:
     from .ranking.benchmark import document_text
 
     items_dir = Path(args.items_dir or default_items())
+    refused = _own_cache("embed", args)
+    if refused is not None:
+        return refused
     try:
         items, problems = load_items(items_dir)
         corpus = read_corpus(items_dir, engine(languages={item.language for item in items}))
@@ -378,21 +505,236 @@ def cmd_embed(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    """Paired comparison of report JSONs: exit 0, or 2 with a message."""
+    """Paired comparison of report JSONs: exit 0, or 2 with a message. Reports of the same
+    embedder name are labelled by their files (:func:`distinct_labels`)."""
     from .reporting.comparison import compare_reports
     from .scoring.compare import ComparisonError, ReportError, load_report
 
     if len(args.reports) < 2:
         return _fail("compare", "give at least two report files")
     try:
-        reports = [load_report(path) for path in args.reports]
-        text = compare_reports(reports, fmt=args.format, seed=args.seed)
+        reports = labelled([load_report(path) for path in args.reports], args.reports)
+        if args.json:
+            text = comparison_json(reports, args.reports, args.seed)
+        else:
+            text = compare_reports(reports, fmt=args.format, seed=args.seed)
+            text = _without_label_differences(text, reports, args.reports)
     except (ReportError, ComparisonError) as exc:
         return _fail("compare", str(exc))
     except KeyError as exc:
         return _fail("compare", f"malformed report (missing key {exc})")
     print(text, end="")
     return 0
+
+
+def distinct_labels(names: list[str], paths: list[str]) -> list[str]:
+    """Each report's name, and where two reports share one, the shortest tail of its file's
+    path that tells them apart: ``bm25 (old/bm25.json)``, ``bm25 (new/bm25.json)``. The same
+    file given twice keeps a counter: ``bm25 (run.json, 2)``."""
+    parts = [Path(os.path.normpath(os.path.abspath(p))).parts for p in paths]
+    labels = list(names)
+    for name in dict.fromkeys(names):
+        same = [i for i, n in enumerate(names) if n == name]
+        if len(same) < 2:
+            continue
+        files = len({parts[i] for i in same})  # the same file may be given twice
+        longest = max(len(parts[i]) for i in same)
+        for k in range(1, longest + 1):
+            tails = {i: "/".join(parts[i][-k:]) for i in same}
+            if len(set(tails.values())) == files:
+                break
+        seen: dict[str, int] = {}
+        for i in same:
+            seen[tails[i]] = seen.get(tails[i], 0) + 1
+            count = f", {seen[tails[i]]}" if seen[tails[i]] > 1 else ""
+            labels[i] = f"{name} ({tails[i]}{count})"
+    return labels
+
+
+def labelled(reports: list[dict], paths: list[str]) -> list[dict]:
+    """``reports`` with their embedder names made distinct (:func:`distinct_labels`), copies
+    where a name changes; a pipeline's ``first_stage`` follows its first stage's new name when
+    that report sits in the same folder."""
+    plain = [
+        str(r.get("embedder", {}).get("name") or f"report {i + 1}") for i, r in enumerate(reports)
+    ]
+    labels = distinct_labels(plain, paths)
+    renamed = {
+        (str(Path(paths[i]).parent), plain[i]): labels[i]
+        for i in range(len(reports))
+        if labels[i] != plain[i]
+    }
+    out = []
+    for i, report in enumerate(reports):
+        first = renamed.get((str(Path(paths[i]).parent), str(report.get("first_stage"))))
+        if labels[i] == plain[i] and first is None:
+            out.append(report)
+            continue
+        copy = dict(report)
+        copy["embedder"] = dict(report.get("embedder", {})) | {"name": labels[i]}
+        if first is not None:
+            copy["first_stage"] = first
+        out.append(copy)
+    return out
+
+
+def _without_label_differences(text: str, reports: list[dict], paths: list[str]) -> str:
+    """The comparison text without the ``name: A -> B`` invocation difference of two reports
+    whose names differ only by the labels :func:`labelled` gave them (one embedder)."""
+    labels = [str(r.get("embedder", {}).get("name")) for r in reports]
+    for a in labels:
+        for b in labels:
+            if not _relabelled(a, b):
+                continue
+            piece = f"name: {a} -> {b}"
+            text = text.replace(f"\n\nInvocation differs: {piece}\n", "\n")
+            text = text.replace(f"; {piece}", "").replace(f"{piece}; ", "")
+    return text
+
+
+def _relabelled(a: str, b: str) -> bool:
+    """Whether two report labels name one embedder told apart by :func:`distinct_labels`."""
+    return a != b and a.endswith(")") and b.endswith(")") and a.split(" (")[0] == b.split(" (")[0]
+
+
+def comparison_json(reports: list[dict], paths: list[str], seed: int) -> str:
+    """``compare --json``: every report's metrics and every pair's paired comparison, as one
+    JSON object with stable keys (docs/ci.md)."""
+    import json
+
+    from .scoring.compare import (
+        ComparisonError,
+        invocation_differences,
+        paired_comparison,
+        shared_metrics,
+    )
+
+    if not reports[0]["per_query"]:
+        raise ComparisonError("reports have zero queries: nothing to compare")
+    shared, skipped = shared_metrics(reports)
+    if not shared:
+        raise ComparisonError("the reports share no metric to compare")
+    pairs = []
+    for i in range(len(reports)):
+        for j in range(i + 1, len(reports)):
+            pair = paired_comparison(reports[i], reports[j], seed=seed, metrics=shared)
+            differs = invocation_differences(reports[i], reports[j])
+            relabelled = _relabelled(pair["a"], pair["b"])
+            pair["invocation_differences"] = [
+                d for d in differs if not (relabelled and d.startswith("name: "))
+            ]
+            pairs.append(pair)
+    found = {
+        "reports": [
+            {
+                "label": r["embedder"].get("name"),
+                "path": str(path),
+                "n_queries": len(r["per_query"]),
+                "corpus_sha256": r["corpus"].get("sha256"),
+                "metrics": {m: r["metrics"][m] for m in shared},
+                "ci95": {m: r["ci95"][m] for m in shared},
+            }
+            for r, path in zip(reports, paths)
+        ],
+        "metrics": list(shared),
+        "skipped": skipped,
+        "seed": seed,
+        "pairs": pairs,
+    }
+    return json.dumps(found, indent=2, sort_keys=True, default=_json_number) + "\n"
+
+
+def _json_number(value: object) -> object:
+    """numpy's scalars as JSON numbers (anything else is a bug: ``TypeError``)."""
+    item = getattr(value, "item", None)
+    if item is None:
+        raise TypeError(f"{type(value).__name__} is not JSON serializable")
+    return item()
+
+
+# The first line of ``execretrieval summary``: the CI recipe finds its own pull-request comment
+# by it and edits that one in place (docs/ci.md).
+SUMMARY_MARKER = "<!-- execretrieval-summary -->"
+# A GitHub comment holds 65,536 characters: past this, the pools' summaries are left out.
+MAX_SUMMARY = 60_000
+
+
+def cmd_summary(args: argparse.Namespace) -> int:
+    """Every language pool's verdicts, then its ``summary.md``, from a report directory, as one
+    markdown text for a CI step summary or a pull-request comment: exit 0, whatever pools
+    ran (none: it says so)."""
+    print(ci_summary(Path(args.directory)), end="")
+    return 0
+
+
+def ci_summary(directory: Path) -> str:
+    """The markdown of :func:`cmd_summary`: :data:`SUMMARY_MARKER`, one verdict line per
+    report of every pool that ran (its gate's decision and reason, as the junit case
+    ``gate[NAME]`` names it), then each pool's ``summary.md`` folded."""
+    from .corpus.pools import POOL_LANGUAGES
+    from .sanitize import escape
+
+    folders = [("", directory)] + [
+        (name, directory / name) for name in POOL_LANGUAGES if (directory / name).is_dir()
+    ]
+    verdicts: list[str] = []
+    summaries: list[tuple[Path, str]] = []
+    for pool, folder in folders:
+        for label, report in _pool_reports(folder, pool):
+            verdicts.append(escape(_verdict_line(label, report)))
+        path = folder / "summary.md"
+        if path.is_file():
+            summaries.append((path, path.read_text(encoding="utf-8", errors="replace")))
+    lines = [SUMMARY_MARKER, "## ExecRetrieval", ""]
+    if not verdicts and not summaries:
+        lines.append(
+            f"No ExecRetrieval reports in `{escape(str(directory))}`: the benchmark wrote none "
+            "(its log says why)."
+        )
+        return "\n".join(lines) + "\n"
+    lines += verdicts or ["- no report JSON found beside the summaries"]
+    folded = [
+        f"\n<details><summary>{escape(str(path))}</summary>\n\n{text.rstrip()}\n\n</details>"
+        for path, text in summaries
+    ]
+    if sum(map(len, folded)) + sum(map(len, lines)) > MAX_SUMMARY:
+        folded = [
+            "\nThe pools' summaries are too long for a comment: "
+            + ", ".join(f"`{escape(str(path))}`" for path, _ in summaries)
+            + " (in the uploaded reports)."
+        ]
+    return "\n".join(lines + folded) + "\n"
+
+
+def _pool_reports(folder: Path, pool: str) -> list[tuple[str, dict]]:
+    """The report JSONs directly in ``folder`` (not ``cross-language.json`` or anything else
+    that is no report), each with its name as the pool's gate case names it."""
+    from .scoring.compare import ReportError, load_report
+
+    found = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            report = load_report(path)
+        except ReportError:
+            continue
+        name = str(report["embedder"].get("name") or path.stem)
+        found.append((f"{pool}/{name}" if pool else name, report))
+    return found
+
+
+def _verdict_line(label: str, report: dict) -> str:
+    """``- **PASS** `gate[bm25]`: harm test on ...; nothing failed``, or for a run without a
+    gate its exec@1."""
+    gate = report.get("gate")
+    if not isinstance(gate, dict):
+        exec1 = report.get("metrics", {}).get("exec@1")
+        shown = f"exec@1 {exec1:.3f}" if isinstance(exec1, int | float) else "no exec@1"
+        return f"- `{label}`: no gate ran; {shown}"
+    reason = str(gate.get("reason", ""))
+    word, sep, rest = reason.partition(": ")
+    if not (sep and word.isupper()):
+        word, rest = str(gate.get("decision") or ("PASS" if gate.get("passed") else "FAIL")), reason
+    return f"- **{word}** `gate[{label}]`: {rest}"
 
 
 def cmd_cross_language(args: argparse.Namespace) -> int:
@@ -418,36 +760,46 @@ def cmd_cross_language(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Plots and summary.md (and with ``--html`` report.html) from the report JSONs in DIR:
-    exit 0, or 2 with a message (no matplotlib, no reports, reports that are not comparable,
-    no corpus for the HTML page)."""
+    """Plots and summary.md from the report JSONs in DIR, or with ``--html`` report.html alone
+    (summary.md untouched; plots inline when matplotlib is there): exit 0, or 2 with a message
+    (no matplotlib without --html, no reports, reports that are not comparable, no corpus for
+    the HTML page, an unreadable baseline)."""
     from .reporting.plots import INSTALL_HINT, load_reports, similarity_notes, write_report
     from .scoring.compare import ComparisonError, ReportError
 
     directory = Path(args.directory)
     if not directory.is_dir():
         return _fail("report", f"{directory} is not a directory")
+    reports, notes = load_reports(directory)
+    for note in notes:
+        print(f"execretrieval report: {note}", file=sys.stderr)
+    if args.html:
+        from .corpus.store import CorpusError
+
+        try:
+            path, plotted = write_html(
+                directory, reports, Path(args.items or default_items()), args.baseline or []
+            )
+        except (ReportError, ComparisonError) as exc:
+            return _fail("report", str(exc))
+        except KeyError as exc:
+            return _fail("report", f"malformed report (missing key {exc})")
+        except (CorpusError, OSError, ValueError) as exc:  # no corpus, an unreadable file
+            return _fail("report", f"cannot write the HTML page: {exc}")
+        print(f"wrote {path}")
+        if not plotted:
+            print(f"no plots on the page: they need the `plots` extra ({INSTALL_HINT})")
+        return 0
     try:
         import matplotlib  # noqa: F401 - availability check only
     except ImportError:
         return _fail("report", f"matplotlib is not installed: {INSTALL_HINT}")
-    reports, notes = load_reports(directory)
-    for note in notes:
-        print(f"execretrieval report: {note}", file=sys.stderr)
     try:
         written = write_report(directory, reports)
     except (ReportError, ComparisonError) as exc:
         return _fail("report", str(exc))
     except KeyError as exc:
         return _fail("report", f"malformed report (missing key {exc})")
-    if args.html:
-        from .corpus.store import CorpusError
-
-        try:
-            written.append(write_html(directory, reports, Path(args.items or default_items())))
-        # no corpus; an unreadable or malformed junit XML (ElementTree.ParseError is a SyntaxError)
-        except (CorpusError, OSError, ValueError, SyntaxError) as exc:
-            return _fail("report", f"cannot write the HTML page: {exc}")
     for path in written:
         print(f"wrote {path}")
     for note in similarity_notes(reports):
@@ -455,47 +807,74 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_html(directory: Path, reports: list[dict], items_dir: Path) -> Path:
-    """``DIR/report.html``: the reports of DIR and of its pools' folders (``DIR/javascript/``),
-    with the query texts and snippets of ``items_dir``'s pools, the plots written in DIR and
-    the values failing snippets returned (from the junit XML beside each report)."""
+def write_html(
+    directory: Path, reports: list[dict], items_dir: Path, baselines: list[str] | None = None
+) -> tuple[Path, bool]:
+    """``DIR/report.html`` and whether it has plots: the reports of DIR and of its pools'
+    folders (``DIR/javascript/``), with the query texts and snippets of ``items_dir``'s pools,
+    each pool's baseline among ``baselines`` (matched by the reports' ``language``) and its
+    flips against it, and the plots drawn in memory when matplotlib is there. Only the page is
+    written: summary.md, the junit XML and the PNGs are neither read nor written."""
     from .corpus.items import load_items
     from .corpus.pools import language_pools
     from .corpus.store import corpus_dir, read_corpus
     from .reporting.html import HTML_FILE, PoolPage, html_page
-    from .reporting.plots import load_reports
+    from .reporting.plots import load_reports, plot_pngs
+    from .reporting.verdict import gate_flips
     from .safe_write import write_atomic
+    from .scoring.analyses import analyses
+    from .scoring.compare import ReportError, flips, load_report, same_corpus
 
+    if not reports:
+        raise ReportError(f"no schema_version 1 report JSON in {directory}")
+    by_language: dict[str | None, dict] = {}
+    for given in baselines or []:
+        report = load_report(given)
+        by_language.setdefault(report.get("language"), report)
+    try:
+        import matplotlib  # noqa: F401 - plots are optional on the page
+    except ImportError:
+        plotted = False
+    else:
+        plotted = True
     pages = []
     for pool in language_pools(items_dir):
         found = reports if not pool.name else load_reports(directory / pool.name)[0]
         if not found:
             continue
+        baseline = by_language.get(pool.language)
+        for r in found[1:]:
+            same_corpus(found[0], r)
+        if baseline is not None:
+            same_corpus(baseline, found[0])
         items, _ = load_items(pool.items_dir)
         corpus = read_corpus(pool.items_dir, where=corpus_dir(pool.items_dir))
-        folder = directory / pool.name
         pages.append(
             PoolPage(
-                title=f"{pool.name or 'Python'} pool ({folder})",
+                title=f"{pool.name or 'Python'} pool ({directory / pool.name})",
                 reports=found,
                 items={item.id: item for item in items},
                 snippets={s.snippet_id: s for s in corpus.snippets},
-                images={p.name: p.read_bytes() for p in sorted(folder.glob("*.png"))},
-                failures=[_junit_failures(folder, r) for r in found],
+                images=plot_pngs(found, [r.get("analyses") or analyses(r) for r in found])
+                if plotted
+                else {},
+                baseline=baseline,
+                # a gated run's own flips; else, with a baseline given, against it
+                flips=[
+                    flips(baseline, r)
+                    if gate_flips(r.get("gate")) is None and baseline is not None
+                    else gate_flips(r.get("gate"))
+                    for r in found
+                ],
+                plots_note=""
+                if plotted
+                else "No plots: they need the `plots` extra (matplotlib): "
+                "pip install 'pytest-execretrieval[plots]'.",
             )
         )
-    path = directory / HTML_FILE
-    write_atomic(path, html_page(pages))
-    return path
-
-
-def _junit_failures(folder: Path, report: dict) -> dict[str, str]:
-    """The failure texts of the junit XML a run wrote beside ``report`` (none: no values)."""
-    from .reporting.html import junit_failures
-    from .reporting.report import file_stem
-
-    path = folder / f"{file_stem(report['embedder']['name'])}.xml"
-    return junit_failures(path.read_text()) if path.is_file() else {}
+    page = directory / HTML_FILE
+    write_atomic(page, html_page(pages))
+    return page, plotted
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -523,8 +902,19 @@ def cmd_mine(args: argparse.Namespace) -> int:
         return _usage("mine", "--history and --humaneval are two kinds of SOURCE: choose one")
     if args.history and not Path(args.source).is_dir():
         return _usage("mine", f"--history needs a git repository directory, not {args.source!r}")
+    allow_licence = args.allow_licence
+    if allow_licence is not None and allow_licence.strip().lower() == "none":
+        allow_licence = ""  # the expression of a SOURCE that declares no licence
+    if args.private:
+        if allow_licence:
+            return _usage(
+                "mine",
+                f"--private mines code that has no licence; --allow-licence {allow_licence!r} "
+                "names one: choose one",
+            )
+        allow_licence = ""
     common = dict(
-        domain=args.domain, limit=args.limit, allow_licence=args.allow_licence, record=args.record
+        domain=args.domain, limit=args.limit, allow_licence=allow_licence, record=args.record
     )
     mined: Mined | MinedHistory
     try:
@@ -543,6 +933,18 @@ def cmd_mine(args: argparse.Namespace) -> int:
 def _usage(command: str, message: str) -> int:
     print(f"execretrieval {command}: {message}", file=sys.stderr)
     return EXIT_USAGE
+
+
+def _own_cache(command: str, args: argparse.Namespace) -> int | None:
+    """Refuse (exit 2) a cache directory inside the working directory that is, or passes
+    through, a symbolic link, before anything is written there (as the pytest path does)."""
+    from .settings import check_own_directory
+
+    try:
+        check_own_directory("--cache-dir", Path(args.cache_dir), Path.cwd())
+    except ValueError as exc:
+        return _fail(command, str(exc))
+    return None
 
 
 def _fail(command: str, message: str) -> int:
@@ -565,6 +967,11 @@ def parser() -> argparse.ArgumentParser:
         "--check",
         action="store_true",
         help="exit 1, naming what is stale; list what a build rebuilds",
+    )
+    b.add_argument(
+        "--json",
+        action="store_true",
+        help="with --check: print the result as one JSON object (docs/ci.md)",
     )
     b.add_argument(
         "--strict",
@@ -613,6 +1020,13 @@ def parser() -> argparse.ArgumentParser:
     v = sub.add_parser("verify", help="run the verification gates (pytest --execretrieval-verify)")
     v.add_argument("items_dir", nargs="?")
     v.add_argument("-n", help="pytest-xdist workers (e.g. 2 or auto)")
+    lt = sub.add_parser(
+        "lint",
+        help="the bundled items' checks on an items directory, without running its code: a "
+        "line per finding; exit 1 on an error",
+    )
+    lt.add_argument("items_dir", nargs="?")
+    lt.add_argument("--strict", action="store_true", help="exit 1 on a warning too (for CI)")
 
     a = sub.add_parser(
         "baseline",
@@ -627,7 +1041,11 @@ def parser() -> argparse.ArgumentParser:
     ).add_argument("--cache-dir", **cache)
     d = sub.add_parser("doctor", help="sandbox isolation layers available here, and embedders")
     d.add_argument("--cache-dir", **cache)
-    d.add_argument("--json", action="store_true", help="print the isolation layers as JSON")
+    d.add_argument(
+        "--json",
+        action="store_true",
+        help="print the isolation layers, the Node runner and the embedders as one JSON object",
+    )
 
     c = sub.add_parser(
         "compare",
@@ -635,6 +1053,11 @@ def parser() -> argparse.ArgumentParser:
     )
     c.add_argument("reports", nargs="+", metavar="REPORT.json")
     c.add_argument("--format", choices=("plain", "markdown"), default="plain")
+    c.add_argument(
+        "--json",
+        action="store_true",
+        help="print the metrics and the paired comparisons as one JSON object (docs/ci.md)",
+    )
     seed = BY_NAME["seed"].default
     c.add_argument("--seed", type=int, default=seed, help=f"bootstrap seed (default {seed})")
     x = sub.add_parser(
@@ -644,12 +1067,26 @@ def parser() -> argparse.ArgumentParser:
     x.add_argument("reports", nargs=2, metavar="REPORT.json")
     x.add_argument("--format", choices=("plain", "markdown"), default="plain")
     x.add_argument("--seed", type=int, default=seed, help=f"bootstrap seed (default {seed})")
+    su = sub.add_parser(
+        "summary",
+        help="every language pool's gate verdicts, then its summary.md, as one markdown text "
+        "(a CI step summary or pull-request comment; docs/ci.md)",
+    )
+    su.add_argument("directory", metavar="REPORT_DIR")
     r = sub.add_parser("report", help="PNG plots and summary.md from the report JSONs in DIR")
     r.add_argument("directory", metavar="DIR")
     r.add_argument(
         "--html",
         action="store_true",
-        help="also write DIR/report.html, one self-contained page (needs the items directory)",
+        help="write DIR/report.html instead, one self-contained page (needs the items "
+        "directory; summary.md is left as it is)",
+    )
+    r.add_argument(
+        "--baseline",
+        action="append",
+        metavar="REPORT.json",
+        help="with --html: the baseline report shown beside the reports of its language pool "
+        "(repeatable, one per pool)",
     )
     r.add_argument(
         "--items",
@@ -702,7 +1139,14 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument(
         "--allow-licence",
         metavar="EXPR",
-        help="mine a SOURCE of this licence expression too (default: permissive ones only)",
+        help="mine a SOURCE of this licence expression too (default: permissive ones only); "
+        "'none': a SOURCE that declares no licence",
+    )
+    m.add_argument(
+        "--private",
+        action="store_true",
+        help="SOURCE is your own unlicensed code (as --allow-licence none): the items are "
+        "for your own benchmark and not redistributed; keep them out of public repositories",
     )
     return p
 
@@ -734,6 +1178,10 @@ def run_command(argv: list[str] | None) -> int:
     if line_buffered is not None:
         line_buffered(line_buffering=True)
     args, rest = parser().parse_known_args(argv)
+    try:
+        check_key_source()  # EXECRETRIEVAL_CACHE_KEY_FILE, before any cached entry is read
+    except ValueError as exc:
+        return _fail(args.command, str(exc))
     if args.command == "verify":
         return cmd_verify(args, rest)
     if args.command == "baseline":
@@ -742,12 +1190,14 @@ def run_command(argv: list[str] | None) -> int:
         parser().error(f"unrecognized arguments: {' '.join(rest)}")
     commands = {
         "build": cmd_build,
+        "lint": cmd_lint,
         "embedders": cmd_embedders,
         "embed": cmd_embed,
         "doctor": cmd_doctor,
         "compare": cmd_compare,
         "cross-language": cmd_cross_language,
         "report": cmd_report,
+        "summary": cmd_summary,
         "train": cmd_train,
         "mine": cmd_mine,
     }

@@ -69,6 +69,24 @@ def shows_full_failures(config: pytest.Config) -> bool:
     return config.get_verbosity() > 0 or config.option.tbstyle in ("long", "short", "native")
 
 
+def running_on_ci() -> bool:
+    """pytest's own test (``_pytest.terminal.running_on_ci``): summary lines are not cut there."""
+    return any(name in os.environ for name in ("CI", "BUILD_NUMBER"))
+
+
+FULL_REASON = " … (see -v)"
+
+
+def fit_line(line: str, room: int) -> str:
+    """``line`` if it fits in ``room`` columns, else its words that fit with
+    :data:`FULL_REASON` after them (at least the first word)."""
+    if len(line) <= room:
+        return line
+    words = line[: max(room - len(FULL_REASON), 0) + 1].split(" ")
+    kept = " ".join(words[:-1]) if len(words) > 1 else line.split(" ", 1)[0]
+    return kept.rstrip(";,") + FULL_REASON
+
+
 def failure_message(report: pytest.TestReport) -> str:
     """The whole failure text of a failed benchmark report (see :data:`FAILURE_SECTION`)."""
     for name, content in report.sections:
@@ -88,10 +106,19 @@ class ReportingItem(pytest.Item):
         self, excinfo: pytest.ExceptionInfo[BaseException], style: TracebackStyle | None = None
     ) -> str | TerminalRepr:
         if isinstance(excinfo.value, RankOneFailure) and not shows_full_failures(self.config):
-            return excinfo.value.line
+            return self._fitted(excinfo.value.line)
         if isinstance(excinfo.value, BenchmarkFailure):
             return escape(self.failure_prefix + str(excinfo.value))
         return super().repr_failure(excinfo, style)
+
+    def _fitted(self, line: str) -> str:
+        """``line`` as pytest's short summary shows it (``FAILED <node id> - <line>``): where
+        pytest would cut it at the terminal's width, mid-word, it is cut here at a word and
+        says how to see the rest (not on CI, where pytest cuts nothing)."""
+        if running_on_ci() or self.config.get_verbosity() >= 2:
+            return line
+        room = self.config.get_terminal_writer().fullwidth - len(f"FAILED {self.nodeid} - ")
+        return fit_line(line, room)
 
 
 class ItemsDir(pytest.Directory):

@@ -1,12 +1,12 @@
 """The records every layer passes: a query's ranking and outcomes, a report row, an invocation,
-a lift. Types and their one JSON form, no behaviour; this module imports nothing of the package
-(it sits below every layer, see docs/architecture.md).
+a lift, a flip against a baseline. Types and their one JSON form, no behaviour; this module
+imports nothing of the package (it sits below every layer, see docs/architecture.md).
 
 Two kinds, each for a reason:
 
 - **Frozen dataclasses** for what a run produces and hands on (:class:`Hit`, :class:`QueryResult`,
-  :class:`BenchmarkRun`): built once by the ranking, read by scoring, reporting and the pytest
-  items, never changed.
+  :class:`BenchmarkRun`, a gate's :class:`Flip`): built once by the ranking (a flip by the
+  scoring), read by scoring, reporting and the pytest items, never changed.
 - **TypedDicts** for what is JSON already (a report's ``per_query`` rows, its ``embedder``
   record, its ``lift``): a report read back from disk (schema version 1 or 2) is these rows,
   not objects, and ``execretrieval compare`` reads reports it did not write.
@@ -23,8 +23,11 @@ from typing import NotRequired, TypedDict
 
 __all__ = [
     "PASS",
+    "FLIP_DIRECTIONS",
     "BenchmarkRun",
     "CodeSimilarity",
+    "Flip",
+    "FlipRow",
     "GroupLift",
     "Hit",
     "HitRow",
@@ -35,6 +38,8 @@ __all__ = [
     "Outcomes",
     "OwnDistractorRow",
     "QueryResult",
+    "Rank1",
+    "Rank1Row",
     "ReportRow",
     "TieGroup",
     "TieSpan",
@@ -360,3 +365,102 @@ Lift = TypedDict(
         "by_operator": dict[str, GroupLift],
     },
 )
+
+
+# The two ways a query can change at rank 1 against a baseline: the regression first.
+FLIP_DIRECTIONS = ("pass->fail", "fail->pass")
+
+
+class Rank1Row(TypedDict):
+    """What a report put at rank 1 for a query: the snippet, its kind and operator class, the
+    query it belongs to (another query's snippet can rank first) and the rank-1 tie group."""
+
+    snippet_id: str
+    kind: str  # "canonical" | "distractor" | "real_bug"
+    operator: str | None
+    query_id: str
+    tie: TieGroup
+
+
+class FlipRow(TypedDict):
+    """One entry of a gate's ``flips``: a query whose rank 1 passes in one of the baseline and
+    the candidate and fails in the other, with what each put at rank 1 (either absent where its
+    report's row lists no ranking)."""
+
+    query_id: str
+    domain: str
+    direction: str  # one of FLIP_DIRECTIONS
+    candidate: NotRequired[Rank1Row]
+    baseline: NotRequired[Rank1Row]
+
+
+@dataclass(frozen=True)
+class Rank1:
+    """A report row's rank 1 (:class:`Rank1Row`)."""
+
+    snippet_id: str
+    kind: str
+    operator: str | None
+    query_id: str
+    tie: TieGroup = field(default_factory=_untied)
+
+    @classmethod
+    def of_row(cls, row: ReportRow) -> Rank1 | None:
+        """The rank 1 of a ``per_query`` row; ``None`` for a row that lists no ranking."""
+        if not row.get("top"):
+            return None
+        hit = min(row["top"], key=lambda h: h["rank"])
+        tie = row.get("rank1_tie") or _untied()
+        return cls(hit["snippet_id"], hit["kind"], hit.get("operator"), hit["query_id"], tie)
+
+    def to_json(self) -> Rank1Row:
+        return Rank1Row(
+            snippet_id=self.snippet_id,
+            kind=self.kind,
+            operator=self.operator,
+            query_id=self.query_id,
+            tie=TieGroup(size=self.tie["size"], passing=self.tie["passing"]),
+        )
+
+    @classmethod
+    def from_json(cls, row: Rank1Row) -> Rank1:
+        return cls(row["snippet_id"], row["kind"], row.get("operator"), row["query_id"], row["tie"])
+
+
+@dataclass(frozen=True)
+class Flip:
+    """A query that changed at rank 1 against the baseline (:class:`FlipRow`)."""
+
+    query_id: str
+    domain: str
+    direction: str  # one of FLIP_DIRECTIONS
+    candidate: Rank1 | None
+    baseline: Rank1 | None = None
+
+    def __post_init__(self) -> None:
+        if self.direction not in FLIP_DIRECTIONS:
+            raise ValueError(f"a flip's direction is one of {FLIP_DIRECTIONS}: {self.direction!r}")
+
+    @property
+    def regressed(self) -> bool:
+        """The baseline passed the query and the candidate fails it."""
+        return self.direction == FLIP_DIRECTIONS[0]
+
+    def to_json(self) -> FlipRow:
+        row = FlipRow(query_id=self.query_id, domain=self.domain, direction=self.direction)
+        if self.candidate is not None:
+            row["candidate"] = self.candidate.to_json()
+        if self.baseline is not None:
+            row["baseline"] = self.baseline.to_json()
+        return row
+
+    @classmethod
+    def from_json(cls, row: FlipRow) -> Flip:
+        cand, base = row.get("candidate"), row.get("baseline")
+        return cls(
+            row["query_id"],
+            row["domain"],
+            row["direction"],
+            None if cand is None else Rank1.from_json(cand),
+            None if base is None else Rank1.from_json(base),
+        )

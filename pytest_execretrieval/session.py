@@ -481,10 +481,10 @@ class BenchmarkSession(Session):
                 )
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        """The last lines of the session: the metrics table, each gate's decision with its
-        reasons and the reports written, below pytest's own summary so no FAILED line buries
-        them (the per-query detail stays in ``-rf``, ``-rx`` under a gate, the junit XML and the
-        report)."""
+        """The last lines of the session, below pytest's own summary so no FAILED line buries
+        them: each gate's decision with its reasons and the queries that flipped against the
+        baseline, then the metrics table and the reports written (the per-query detail stays in
+        ``-rf``, ``-rx`` under a gate, the junit XML and the report)."""
         terminal = config.pluginmanager.get_plugin("terminalreporter")
         if terminal is None or self.is_worker:
             return
@@ -540,7 +540,7 @@ def publish_gates(config: pytest.Config, gates: dict[str, dict], items_dir: Path
     the terminal's counts and short summary. The terminal reporter gets it in its statistics
     only: fed to its ``pytest_runtest_logreport`` at session end it would print a stray
     progress letter after the last progress line."""
-    from .reporting.report import gate_lines
+    from .reporting.report import gate_text
 
     terminal = config.pluginmanager.get_plugin("terminalreporter")
     hook = config.pluginmanager.subset_hook_caller(
@@ -549,7 +549,7 @@ def publish_gates(config: pytest.Config, gates: dict[str, dict], items_dir: Path
     where = Path(os.path.relpath(items_dir, config.rootpath)).as_posix()
     for name, gate in gates.items():
         nodeid = f"gate[{name}]"
-        text = "\n".join(gate_lines(name, gate))
+        text = gate_text(name, gate)  # the decision, its reasons, the flips
         # a setup, a call and a teardown report, as a real test makes (pytest-html writes a
         # test once its teardown is reported)
         for when in ("setup", "call", "teardown"):

@@ -340,10 +340,10 @@ class BenchmarkState:
         return {name: self.final_reports[name]["gate"] for name in self.gates}
 
     def closing_lines(self, executed: bool = True, exit_line: bool = True) -> list[str]:
-        """The last lines of the session: the metrics table, the cost of every reranker, each
-        gate's decision with its reasons, then the reports written (``executed``: with the
-        line of the suites the session executed; ``exit_line``: with the line saying why an
-        ungated run exits 1)."""
+        """The last lines of the session: each gate's decision with its reasons and the queries
+        that flipped against the baseline, the metrics table, the cost of every reranker, then
+        the reports written (``executed``: with the line of the suites the session executed;
+        ``exit_line``: with the line saying why an ungated run exits 1)."""
         if not self.final_reports:
             return [self.incomplete_line(self.incomplete)] if self.incomplete else []
         cost = [
@@ -360,9 +360,8 @@ class BenchmarkState:
         ]
         gates = {self.label(n): g for n, g in self.gate_records.items()}
         lines = final_summary(self.final_reports, gates, self.written, self.ranked.encode_s)
-        at = next(
-            (i for i, x in enumerate(lines) if x.startswith(("gate [", "reports: "))), len(lines)
-        )  # the cost goes above the gates: the verdict stays last
+        # the cost goes below the metrics: the verdict and the flips come first
+        at = next((i for i, x in enumerate(lines) if x.startswith("reports: ")), len(lines))
         sandbox = [self.executed_line(), *filter(None, [foreign_line(self.foreign)])]
         lines[at:at] = [*cost, *(sandbox if executed else [])]
         if self.incomplete:

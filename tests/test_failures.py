@@ -71,3 +71,29 @@ def test_a_snippet_without_the_entry_point_is_not_run():
     assert rank1_returned(ITEM, r, CODE, run) == ()
     text = failure_text(ITEM, r, CODE)
     assert "it does not define count_vowels(), so it fails every test (not executed)" in text
+
+
+def test_a_failure_reason_too_long_for_the_terminal_is_cut_at_a_word_and_says_v(
+    pytester, items, monkeypatch
+):
+    """pytest cuts the short summary's reason at the terminal's width, mid-word; the item cuts
+    it first, at a word, and says how to see the rest (on CI, where pytest cuts nothing, and
+    with -v, the whole reason)."""
+    from plugin_runs import bench
+
+    from pytest_execretrieval.nodes import FULL_REASON, fit_line
+
+    assert fit_line("rank 1: off_by_one mutant; canonical at rank 3", 100).endswith("rank 3")
+    assert fit_line("rank 1: off_by_one mutant; canonical at rank 3", 40) == (
+        "rank 1: off_by_one mutant" + FULL_REASON
+    )
+    for name in ("CI", "BUILD_NUMBER"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("COLUMNS", "90")
+    cut = bench(pytester, items)
+    summary = [line for line in cut.outlines if line.startswith("FAILED ")]
+    assert summary and any(line.endswith(FULL_REASON) for line in summary)
+    assert not any(line.endswith("...") for line in summary)
+    monkeypatch.setenv("CI", "true")
+    whole = bench(pytester, items)
+    assert not any(FULL_REASON in line for line in whole.outlines)

@@ -4,9 +4,12 @@ and untrusted item text rendered as text."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+import re
 import shutil
 import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -17,6 +20,7 @@ from test_language_pools import built_js, pools  # noqa: F401 - the JavaScript p
 from pytest_execretrieval.cli import main
 from pytest_execretrieval.corpus.items import load_items
 from pytest_execretrieval.corpus.store import corpus_dir, read_corpus
+from pytest_execretrieval.records import Flip, Rank1
 from pytest_execretrieval.reporting.html import HTML_FILE, PoolPage, html_page
 from pytest_execretrieval.reporting.plots import load_reports
 
@@ -112,7 +116,7 @@ def test_page_renders_metrics_gate_queries_and_diffs_in_a_browser(
     assert any(c.startswith("rank 1: ") for c in cells), failing["query_id"]
     assert any(c.startswith("@@ ") for c in dom.split("\n")) or "@@ -" in dom  # a diff hunk
     assert any(c.startswith(("+", "-")) and not c.startswith(("+++", "---")) for c in cells)
-    assert "\u2192 fail: returned " in "".join(cells)  # a failing test's value, from the junit XML
+    assert "\u2192 fail" in "".join(cells)  # a failing test's outcome (from the corpus)
 
 
 def test_a_hostile_query_renders_as_text(report_dir: Path, items: Path, tmp_path: Path) -> None:
@@ -136,7 +140,7 @@ def test_the_javascript_pool_has_its_own_section(pytester, pools: Path) -> None:
     assert main(["report", str(report_dir), "--html", "--items", str(pools)]) == 0
     text = "".join(parsed(dump_dom(report_dir / HTML_FILE)).text)
     assert f"javascript pool ({report_dir / 'javascript'})" in text
-    assert "Count the vowels" in text.split("javascript pool")[1]  # a JavaScript query's text
+    assert "Count the vowels" in text.split("javascript pool")[-1]  # a JavaScript query's text
 
 
 def test_html_without_the_run_corpus_is_a_message(
@@ -145,3 +149,92 @@ def test_html_without_the_run_corpus_is_a_message(
     assert main(["report", str(report_dir), "--html", "--items", str(tmp_path)]) == 2
     assert "execretrieval report: cannot write the HTML page: " in capsys.readouterr().err
     assert not (report_dir / HTML_FILE).exists()
+
+
+def passing(row: dict) -> None:
+    """Make a report row's rank 1 pass (the whole rank-1 tie group)."""
+    row["passed"] = True
+    for hit in row["top"][: row["rank1_tie"]["size"]]:
+        hit["passes"] = True
+    row["rank1_tie"]["passing"] = row["rank1_tie"]["size"]
+
+
+def test_the_query_table_puts_regressions_first_beside_the_baseline(
+    report_dir: Path, items: Path, tmp_path: Path
+) -> None:
+    """BM25 fails all 4 queries: against a baseline that passes count_vowels, and with the
+    candidate made to pass clamp_add, the table lists the regression, then the fix, then the
+    rest, each with the baseline's rank 1; summary.md is not touched."""
+    candidate = json.loads((report_dir / "bm25.json").read_text())
+    baseline = json.loads(json.dumps(candidate))
+    passing(next(q for q in baseline["per_query"] if q["query_id"] == "strings/count_vowels"))
+    passing(
+        next(q for q in candidate["per_query"] if q["query_id"] == "math_number_theory/clamp_add")
+    )
+    (report_dir / "bm25.json").write_text(json.dumps(candidate))
+    (tmp_path / "base.json").write_text(json.dumps(baseline))
+    summary = (report_dir / "summary.md").read_bytes()
+    args = ["report", str(report_dir), "--html", "--items", str(items)]
+    assert main([*args, "--baseline", str(tmp_path / "base.json")]) == 0
+    assert (report_dir / "summary.md").read_bytes() == summary
+    page = (report_dir / HTML_FILE).read_text()
+    rows = re.findall(r'<tr id="q-bm25-2f-([a-z_]+)-2f-([a-z_]+)">(.*?)</tr>', page, re.S)
+    assert [f"{d}/{q}" for d, q, _ in rows] == [
+        "strings/count_vowels",  # pass -> fail
+        "math_number_theory/clamp_add",  # fail -> pass
+        "arrays_lists/last_index_of",  # failing in both, by id
+        "arrays_lists/window_sums",
+    ]
+    cells = [re.findall(r"<td>(.*?)</td>", row, re.S) for _, _, row in rows]
+    flip, rank1, base = (2, 3, 4)  # columns: query, domain, flip, rank 1, baseline rank 1
+    assert "pass -&gt; fail" in cells[0][flip] and "fail -&gt; pass" in cells[1][flip]
+    assert cells[0][rank1].startswith('<span class="fail">fails</span>: distractor (off_by_one)')
+    assert cells[0][base].startswith('<span class="pass">passes</span>: distractor (off_by_one)')
+    assert cells[1][rank1].startswith('<span class="pass">passes</span>')
+    assert cells[1][base].startswith('<span class="fail">fails</span>')
+    assert "baseline: bm25" in page  # the baseline's metrics beside the candidate's
+    flips = page[page.index('id="flips"') : page.index("</section>", page.index('id="flips"'))]
+    assert "bm25: 1 pass -&gt; fail, 1 fail -&gt; pass" in flips
+    assert flips.index("strings/count_vowels") < flips.index("math_number_theory/clamp_add")
+
+
+def test_the_page_is_written_without_matplotlib(report_dir: Path, items: Path) -> None:
+    """The page needs no ``plots`` extra: with matplotlib unimportable it is written without
+    plots and says why; the plots and summary.md of plain ``report`` still need it."""
+    summary = (report_dir / "summary.md").read_bytes()
+
+    def report(*extra: str) -> subprocess.CompletedProcess:
+        code = (
+            "import sys; sys.modules['matplotlib'] = None\n"
+            "from pytest_execretrieval.cli import main\n"
+            f"sys.exit(main({['report', str(report_dir), *extra]!r}))"
+        )
+        return subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+        )
+
+    done = report("--html", "--items", str(items))
+    assert done.returncode == 0, done.stderr
+    assert "no plots on the page: they need the `plots` extra" in done.stdout
+    page = (report_dir / HTML_FILE).read_text()
+    assert "<img" not in page and "they need the `plots` extra (matplotlib)" in page
+    assert "Count the vowels (a, e, i, o, u, either case) in a string." in page
+    assert (report_dir / "summary.md").read_bytes() == summary
+    assert not list(report_dir.glob("*.png"))
+    plain = report()
+    assert plain.returncode == 2 and "matplotlib is not installed" in plain.stderr
+
+
+def test_a_hostile_query_id_in_the_flips_renders_as_text(report_dir: Path, items: Path) -> None:
+    """A flip's query id and rank 1 are report data: escaped like a query's text, and the row's
+    anchor is made of letters, digits, ``_`` and ``-`` only."""
+    hostile_id = 'strings/x"><script>alert(1)</script>\u202e'
+    rank1 = Rank1("s", "distractor", "<b>op</b>", hostile_id)
+    flip = Flip(hostile_id, "strings", "pass->fail", rank1, None)
+    page = html_page([dataclasses.replace(pool_page(report_dir, items), flips=[[flip]])])
+    tags = parsed(page)
+    assert "script" not in tags.tags and "<script>" not in page and "\u202e" not in page
+    assert tags.tags.count("b") == 1  # the gate's model name only
+    [href] = re.findall(r'<a href="#([^"]*)">', page)
+    assert re.fullmatch(r"q-[A-Za-z0-9_-]+", href)
+    assert "distractor (&lt;b&gt;op&lt;/b&gt;)" in page

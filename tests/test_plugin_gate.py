@@ -382,3 +382,70 @@ def test_a_bad_max_detectable_is_a_usage_error(pytester, items, value):
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--execretrieval-max-detectable" in result.stderr.str()
+
+
+def test_a_gated_run_opens_every_output_with_the_verdict_and_the_flips(pytester, items):
+    """summary.md, the terminal and the junit gate case start with the decision, then the
+    queries that flipped against the baseline (the report's ``gate.flips``), then the metrics;
+    ``execretrieval report --html`` leaves that summary.md byte for byte as the run wrote it."""
+    from pytest_execretrieval.cli import main
+
+    baseline = flawless_baseline(pytester, items)
+    result = bench(
+        pytester,
+        items,
+        "--execretrieval-baseline",
+        str(baseline),
+        "--execretrieval-margin",
+        "exec@1=0.01",
+        "--execretrieval-report-dir=r",
+    )
+    assert result.ret == 1
+    reports = pytester.path / "r"
+    # the report JSON: every query regressed (the baseline passes all 4, BM25 none)
+    flips = json.loads((reports / "bm25.json").read_text())["gate"]["flips"]
+    assert [f["query_id"] for f in flips] == [
+        "arrays_lists/last_index_of",
+        "arrays_lists/window_sums",
+        "math_number_theory/clamp_add",
+        "strings/count_vowels",
+    ]
+    assert {f["direction"] for f in flips} == {"pass->fail"}
+    first = flips[0]
+    assert (first["candidate"]["kind"], first["candidate"]["operator"]) == (
+        "distractor",
+        "remove_edge_case_check",
+    )
+    assert first["baseline"]["kind"] == "distractor" and first["baseline"]["tie"]["passing"] == 1
+    # summary.md: title, the gate, the flips, and only then the corpus and metrics
+    summary = (reports / "summary.md").read_text()
+    lines = summary.splitlines()
+    assert lines[:3] == ["# ExecRetrieval report", "", "## Upgrade gate"]
+    assert lines[4].startswith("- **bm25**: FAIL: ")
+    flips_at = lines.index("## Flips against the baseline")
+    assert flips_at < lines.index("## Metrics") and flips_at < lines.index("## Analyses highlights")
+    assert "**bm25**: 4 pass -> fail, 0 fail -> pass" in lines[flips_at:]
+    row = next(x for x in lines if x.startswith("| arrays_lists/last_index_of |"))
+    assert "| pass -> fail | distractor (remove_edge_case_check) |" in row
+    assert "(report.html#q-bm25-2f-arrays_lists-2f-last_index_of)" in row
+    # the terminal: the ExecRetrieval block opens with the gate, then the flips, then the table
+    out = result.stdout.lines
+    block = out[next(i for i, x in enumerate(out) if "= ExecRetrieval =" in x) + 1 :]
+    assert block[0].startswith("gate [bm25]: FAIL: ")
+    count = block.index("flips [bm25] against the baseline: 4 pass -> fail, 0 fail -> pass")
+    table = next(i for i, x in enumerate(block) if x.startswith("embedder "))
+    assert count < table
+    assert block[count + 1].startswith("  pass -> fail  arrays_lists/last_index_of: rank 1 ")
+    # the junit gate case carries them too
+    [case] = [
+        c for c in ET.parse(reports / "bm25.xml").iter("testcase") if c.get("name") == "gate[bm25]"
+    ]
+    assert "pass -> fail  strings/count_vowels: rank 1 " in case.find("failure").text
+    # the HTML page renders the records and rewrites nothing else
+    before = (reports / "summary.md").read_bytes()
+    assert main(["report", str(reports), "--html", "--items", str(items)]) == 0
+    assert (reports / "summary.md").read_bytes() == before
+    page = (reports / "report.html").read_text()
+    assert page.index('id="verdict"') < page.index('id="flips"') < page.index("<h3>Metrics")
+    assert '<a href="#q-bm25-2f-strings-2f-count_vowels">' in page
+    assert '<tr id="q-bm25-2f-strings-2f-count_vowels">' in page

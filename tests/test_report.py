@@ -5,11 +5,18 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
+import re
+
+import pytest
 
 from pytest_execretrieval.ranking.benchmark import BenchmarkRun, Hit, QueryResult
-from pytest_execretrieval.records import HitRow, ReportRow
-from pytest_execretrieval.reporting import plots, report
+from pytest_execretrieval.records import Flip, FlipRow, HitRow, Rank1, Rank1Row, ReportRow
+from pytest_execretrieval.reporting import plots, report, verdict
+from pytest_execretrieval.reporting.gate_text import gate_json
 from pytest_execretrieval.reporting.report import hit_row, metric_summary, metrics_table, report_row
+from pytest_execretrieval.reporting.verdict import verdict_markdown
+from pytest_execretrieval.scoring.compare import ComparisonError, flips
+from pytest_execretrieval.scoring.gate import gate_decision
 
 
 def result(query_id: str, canonical_rank: int, tied_top: int = 1) -> QueryResult:
@@ -137,3 +144,85 @@ def test_build_report_records_the_circumstances_it_is_given() -> None:
     ]
     assert reports[0] == reports[1]
     assert reports[0]["isolation"] == isolation and reports[0]["created_at"] == "then"
+
+
+def flip_reports() -> tuple[dict, dict]:
+    """A baseline and a candidate on one corpus: a passes in the baseline only (a regression),
+    b in the candidate only (a fix), c in both, d in neither, e only in the candidate."""
+    rank = {"a": (1, 2), "b": (3, 1), "c": (1, 1), "d": (2, 2)}
+    rows = [
+        [report_row(result(f"strings/{q}", ranks[i])) for q, ranks in rank.items()] for i in (0, 1)
+    ]
+    rows[1].append(report_row(result("strings/e", 1)))
+    baseline, candidate = (
+        {"embedder": {"name": n}, "corpus": {"sha256": "sha", "n_queries": len(r)}, "per_query": r}
+        | metric_summary(r)
+        for n, r in zip(("old", "new"), rows)
+    )
+    return baseline, candidate
+
+
+def test_flips_are_computed_both_ways_regressions_first() -> None:
+    baseline, candidate = flip_reports()
+    found = flips(baseline, candidate)
+    assert [(f.query_id, f.direction) for f in found] == [
+        ("strings/a", "pass->fail"),
+        ("strings/b", "fail->pass"),
+    ]
+    regression = found[0]
+    assert regression.regressed and regression.candidate is not None
+    assert (regression.candidate.kind, regression.candidate.operator) == ("distractor", "boundary")
+    assert regression.baseline is not None and regression.baseline.kind == "canonical"
+    assert [Flip.from_json(f.to_json()) for f in found] == list(found)  # one JSON form
+    other = dict(baseline, corpus={"sha256": "other"})
+    with pytest.raises(ComparisonError, match="different corpora"):
+        flips(other, candidate)
+
+
+def test_a_gate_against_a_baseline_records_its_flips() -> None:
+    baseline, candidate = flip_reports()
+    record = gate_json(gate_decision(baseline, candidate, max_detectable=1))
+    assert [(f["query_id"], f["direction"]) for f in record["flips"]] == [
+        ("strings/a", "pass->fail"),
+        ("strings/b", "fail->pass"),
+    ]
+    assert set(record["flips"][0]) == keys(FlipRow)
+    assert set(record["flips"][0]["candidate"]) == keys(Rank1Row)
+    # minimums alone compare with no baseline: no flips at all (not an empty list)
+    assert "flips" not in gate_json(gate_decision(None, candidate, minimums={"exec@1": 0}))
+
+
+def test_the_closing_lines_and_summary_open_with_the_verdict_then_the_flips() -> None:
+    baseline, candidate = flip_reports()
+    gate = gate_json(gate_decision(baseline, candidate, max_detectable=1))
+    candidate["gate"] = gate
+    lines = report.final_summary({"new": candidate}, {"new": gate}, [], 0.0)
+    assert lines[0].startswith("gate [new]: ")
+    counts = lines.index("flips [new] against the baseline: 1 pass -> fail, 1 fail -> pass")
+    assert lines[counts + 1] == (
+        "  pass -> fail  strings/a: rank 1 distractor (boundary); baseline canonical"
+    )
+    assert lines[counts + 2].startswith("  fail -> pass  strings/b: rank 1 canonical; ")
+    assert counts < next(i for i, x in enumerate(lines) if x.startswith("embedder "))
+    markdown = verdict_markdown({"javascript/new": gate}, html="../report.html")
+    assert markdown.startswith("## Upgrade gate\n\n- **javascript/new**: ")
+    assert markdown.index("## Flips against the baseline") > markdown.index("- **javascript/")
+    assert (
+        "| strings/a | pass -> fail | distractor (boundary) | canonical | "
+        "[details](../report.html#q-javascript-2f-new-2f-strings-2f-a) |"
+    ) in markdown
+    assert verdict_markdown({}) == ""
+
+
+def test_flip_text_is_escaped_for_each_output() -> None:
+    """A query id is item data: one line in the terminal, no table break in markdown, and an
+    anchor that no two queries share."""
+    rank1 = Rank1("s", "distractor", "a|b", "q/x\x1b[2J|y")
+    flip = Flip("q/x\x1b[2J|y", "q", "pass->fail", rank1)
+    gate = {"reason": "FAIL: x", "flips": [flip.to_json()]}
+    lines = verdict.flip_lines("m", gate)
+    assert "\x1b" not in "".join(lines) and "\\x1b[2J" in lines[1]
+    row = next(x for x in verdict.flips_markdown({"m": gate}).splitlines() if x.startswith("| q/"))
+    assert row.count(" | ") == 4 and "q/x\\x1b[2J\\|y" in row and "(a\\|b)" in row
+    assert verdict.anchor("m", "a/b_c") != verdict.anchor("m", "a_b/c")
+    assert re.fullmatch(r"q-[A-Za-z0-9_-]+", verdict.anchor("m", "q/x\x1b[2J|y"))

@@ -12,7 +12,8 @@ SHOWN_IDS = 10  # query ids listed in a sentence before "and N more"
 def gate_json(d: GateDecision) -> dict:
     """The report's ``gate`` record: ``passed``, ``reason``, ``explanation``, then the figures of
     :meth:`GateDecision.to_json` (``mode``, ``alpha``, ``n_queries``, ``metrics``, ``minimums``,
-    ``where``, ``invocation``, ``decision``, ``coverage``; ``incomplete`` for a run cut short).
+    ``where``, ``invocation``, ``decision``, ``coverage``; ``incomplete`` for a run cut short;
+    ``flips`` last, against a baseline: the queries that changed at rank 1, regressions first).
     A gate that could not be computed has only ``passed``, ``reason``, ``explanation`` and
     ``decision``."""
     if d.error:
@@ -25,6 +26,7 @@ def gate_json(d: GateDecision) -> dict:
     figures = d.to_json()
     decision = figures.pop("decision")
     coverage = figures.pop("coverage")
+    flips = {"flips": figures.pop("flips")} if "flips" in figures else {}
     return {
         "passed": d.passed,
         "reason": reason(d),
@@ -32,6 +34,7 @@ def gate_json(d: GateDecision) -> dict:
         **figures,
         "decision": decision,
         "coverage": coverage,
+        **flips,
     }
 
 

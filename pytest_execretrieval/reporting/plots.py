@@ -13,27 +13,34 @@ writes next to them, with fixed names:
 * ``similarity_<model>.png``: equivalent-vs-mutant code-to-code similarity histograms, per
   model that has ``code_similarity`` data (the output and summary.md say why any is missing:
   :func:`similarity_notes`);
-* ``summary.md``: the metrics tables (:func:`.comparison.compare_reports`,
-  markdown), the images and a table of analysis highlights.
+* ``summary.md``: what a session writes (:func:`.report.summary_markdown`: the gates'
+  decisions and the flips against the baseline first, from the reports' gate records), with
+  the metrics tables of every pair (:func:`.comparison.compare_reports`, markdown) and the
+  images.
 
-matplotlib (the ``plots`` extra) is imported only when plotting, with the Agg canvas.
+matplotlib (the ``plots`` extra) is imported only when plotting, with the Agg canvas;
+:func:`plot_pngs` gives the same plots as PNG bytes, for the HTML page, without writing them.
 """
 
 from __future__ import annotations
 
+import io
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..safe_write import atomic_path, write_atomic
+from ..sanitize import escape
 from ..scoring.analyses import DENSITIES, code_similarity_samples, operator_order
 from ..scoring.analyses import analyses as run_analyses
 from ..scoring.compare import ReportError, load_report, report_names
 from ..scoring.metrics import at_k
 from .comparison import compare_reports
 from .cross_language_text import FILE_STEM as CROSS_LANGUAGE
-from .report import analyses_markdown, file_stem, or_na
+from .report import file_stem, summary_markdown
+from .tables import or_na
+from .verdict import HTML_FILE, report_label
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -45,6 +52,7 @@ __all__ = [
     "SUMMARY_MD",
     "load_reports",
     "deception_figure",
+    "plot_pngs",
     "similarity_notes",
     "similarity_png",
     "write_plots",
@@ -87,20 +95,37 @@ def write_plots(reports: Sequence[dict], analyses: Sequence[dict], out_dir: Path
 
     Returns the written paths in a fixed order.  Raises ``ImportError`` without matplotlib.
     """
+    written: list[Path] = []
+    for file_name, fig in _figures(reports, analyses):
+        path = Path(out_dir) / file_name
+        with atomic_path(path, suffix=".png") as tmp:
+            fig.savefig(tmp, dpi=100, format="png")
+        written.append(path)
+    return written
+
+
+def plot_pngs(reports: Sequence[dict], analyses: Sequence[dict]) -> dict[str, bytes]:
+    """The plots of :func:`write_plots` as PNG bytes by file name, nothing written.  Raises
+    ``ImportError`` without matplotlib."""
+    pngs = {}
+    for file_name, fig in _figures(reports, analyses):
+        buffer = io.BytesIO()
+        fig.savefig(buffer, dpi=100, format="png")
+        pngs[file_name] = buffer.getvalue()
+    return pngs
+
+
+def _figures(reports: Sequence[dict], analyses: Sequence[dict]) -> Iterator[tuple[str, Figure]]:
+    """Each plot's file name and figure (on the Agg canvas), in a fixed order."""
     import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    out_dir = Path(out_dir)
     names = report_names(list(reports))
-    written: list[Path] = []
 
-    def save(fig: Figure, file_name: str) -> None:
+    def drawn(fig: Figure, file_name: str) -> tuple[str, Figure]:
         FigureCanvasAgg(fig)
-        path = out_dir / file_name
-        with atomic_path(path, suffix=".png") as tmp:
-            fig.savefig(tmp, dpi=100, format="png")
-        written.append(path)
+        return file_name, fig
 
     # exec@k curves
     fig = Figure(figsize=(6, 4), layout="constrained")
@@ -115,10 +140,10 @@ def write_plots(reports: Sequence[dict], analyses: Sequence[dict], out_dir: Path
         ax.errorbar(ks, ys, yerr=err, marker="o", capsize=3, label=name)
     ax.set(xlabel="k", ylabel="exec@k", xticks=ks, ylim=(0, 1.05), title="exec@k (95% CI)")
     ax.legend(fontsize="small")
-    save(fig, EXEC_AT_K_PNG)
+    yield drawn(fig, EXEC_AT_K_PNG)
 
     # deception by operator class
-    save(deception_figure(names, analyses), DECEPTION_PNG)
+    yield drawn(deception_figure(names, analyses), DECEPTION_PNG)
 
     # density ablation
     fig = Figure(figsize=(6, 4), layout="constrained")
@@ -134,7 +159,7 @@ def write_plots(reports: Sequence[dict], analyses: Sequence[dict], out_dir: Path
         title="Distractor density ablation",
     )
     ax.legend(fontsize="small")
-    save(fig, DENSITY_PNG)
+    yield drawn(fig, DENSITY_PNG)
 
     # equivalent-vs-mutant similarity histograms
     for name, r, a in zip(names, reports, analyses):
@@ -159,8 +184,7 @@ def write_plots(reports: Sequence[dict], analyses: Sequence[dict], out_dir: Path
             title=f"{name}: code-to-code similarity (AUC {or_na(c2c.get('auc'))})",
         )
         ax.legend(fontsize="small")
-        save(fig, similarity_png(name))
-    return written
+        yield drawn(fig, similarity_png(name))
 
 
 def deception_figure(names: Sequence[str], analyses: Sequence[dict]) -> Figure:
@@ -232,6 +256,8 @@ def similarity_notes(reports: Sequence[dict]) -> list[str]:
 def write_report(directory: Path, reports: Sequence[dict]) -> list[Path]:
     """Write the plots and summary.md of ``reports`` into ``directory``; the written paths.
 
+    summary.md opens as a session's does (:func:`.report.summary_markdown`): the decision of
+    every report that carries a gate, then its flips against the baseline, before the metrics.
     Raises ``ReportError`` for no reports, :class:`ComparisonError` when the reports are not
     comparable (nothing is written then), ``ImportError`` without matplotlib.
     """
@@ -241,9 +267,19 @@ def write_report(directory: Path, reports: Sequence[dict]) -> list[Path]:
     metrics_md = compare_reports(list(reports), fmt="markdown")  # checks comparability first
     results = [run_analyses(r) for r in reports]
     images = write_plots(reports, results, directory)
+    names = report_names(list(reports))
+    by_name = dict(zip(names, reports))
+    gates = {report_label(r, n): r["gate"] for n, r in by_name.items() if r.get("gate")}
+    language = next((r["language"] for r in reports if r.get("language")), None)
     summary = directory / SUMMARY_MD
-    text = analyses_markdown(
-        reports, results, [p.name for p in images], metrics_md, similarity_notes(reports)
+    text = summary_markdown(
+        by_name,
+        gates,
+        results,
+        metrics_md,
+        [p.name for p in images],
+        similarity_notes(reports),
+        html=("../" if language else "") + HTML_FILE,
     )
-    write_atomic(summary, text)
+    write_atomic(summary, escape(text))
     return [*images, summary]

@@ -23,7 +23,7 @@ from ..ranking.retrieval import TIE_POLICY
 from ..records import BenchmarkRun, Hit, HitRow, QueryResult, ReportRow
 from ..safe_write import check_target, write_atomic
 from ..sanitize import escape, xml_text
-from ..scoring.analyses import DENSITIES, analyses, operator_order
+from ..scoring.analyses import analyses
 from ..scoring.compare import report_names
 from ..scoring.metrics import (
     HEADLINE,
@@ -37,6 +37,8 @@ from ..scoring.stats import bootstrap_ci
 from .comparison import compare_reports, tie_range
 from .index_text import index_lines, index_markdown
 from .lift_text import lift_lines, lift_markdown
+from .tables import analyses_tables, per_class_table, real_bugs_table, table_markdown
+from .verdict import HTML_FILE, flip_lines, verdict_markdown
 
 SCHEMA_VERSION = 2
 
@@ -153,7 +155,9 @@ def gate_record(name: str, gate: dict) -> RecordedTest:
                 properties.append((f"{metric}.{key}", f"{row[key]:.6g}"))
     for metric, floor in gate.get("minimums", {}).items():
         properties.append((f"{metric}.minimum", f"{floor['required']:.6g}"))
-    message = "\n".join([gate["reason"], *gate.get("explanation", [])])
+    message = "\n".join(
+        [gate["reason"], *gate.get("explanation", []), *flip_lines(name, gate, shown=None)]
+    )
     return RecordedTest(
         f"gate[{name}]",
         f"gate[{name}]",
@@ -290,16 +294,24 @@ def gate_lines(name: str, gate: dict) -> list[str]:
     return [f"gate [{name}]: {gate['reason']}", *(f"  {x}" for x in gate.get("explanation", []))]
 
 
+def gate_text(name: str, gate: dict) -> str:
+    """A gate's test-case text (the junit ``gate[<name>]`` case, pytest's test report): its
+    reasons, then every flip against the baseline (:func:`.verdict.flip_lines`)."""
+    return "\n".join([*gate_lines(name, gate), *flip_lines(name, gate, shown=None)])
+
+
 def final_summary(
     reports: dict[str, dict], gates: dict[str, dict], written: Sequence[Path], encode_s: float
 ) -> list[str]:
-    """The session's closing lines: the metrics table, the gates, the reports written."""
-    lines = metrics_table(reports).splitlines()
+    """The session's closing lines, verdict first: each gate's decision with its reasons, the
+    queries that flipped against the baseline, then the metrics table, the lifts and indexes,
+    the reports written."""
+    lines = [line for name, gate in gates.items() for line in gate_lines(name, gate)]
+    lines += [line for name, gate in gates.items() for line in flip_lines(name, gate)]
+    lines += metrics_table(reports).splitlines()
     lines.append(f"(tie-aware expected values; embedding and ranking took {encode_s:.1f} s)")
     for name, report in reports.items():
         lines += lift_lines(name, report) + index_lines(name, report)
-    for name, gate in gates.items():
-        lines += gate_lines(name, gate)
     if written:
         lines.append("reports: " + ", ".join(str(p) for p in written))
     return lines
@@ -322,33 +334,24 @@ def ungated_exit_line(
     )
 
 
-def gate_markdown(gates: dict[str, dict]) -> str:
-    lines = ["## Upgrade gate", ""]
-    for name, decision in gates.items():
-        lines.append(f"- **{name}**: {decision['reason']}")
-        lines += [f"  - {x}" for x in decision.get("explanation", [])]
-    return "\n".join(lines) + "\n"
-
-
-def or_na(x: float | None, spec: str = ".3f") -> str:
-    return "n/a" if x is None else format(x, spec)
-
-
 def analyses_markdown(
     reports: Sequence[dict],
     analyses: Sequence[dict],
     images: Sequence[str],
     metrics_md: str,
     notes: Sequence[str] = (),
+    verdict: str = "",
 ) -> str:
-    """The summary.md text of reports with their analyses: corpus line, metrics tables
-    (``metrics_md``), images (with ``notes`` on the missing ones, see
-    :func:`similarity_notes`), analysis highlights."""
+    """The summary.md text of reports with their analyses: the title, the ``verdict``
+    (:func:`.verdict.verdict_markdown`: the gates' decisions and the flips, first), the corpus
+    line, the metrics tables (``metrics_md``), images (with ``notes`` on the missing ones, see
+    :func:`similarity_notes`), the analyses tables (:func:`.tables.analyses_tables`)."""
     names = report_names(list(reports))
     corpus = reports[0]["corpus"]
     lines = [
         "# ExecRetrieval report",
         "",
+        *([verdict.rstrip("\n"), ""] if verdict else []),
         (
             f"Corpus `{corpus['sha256'][:16]}`: {corpus.get('n_queries', '?')} queries, "
             f"{corpus.get('n_snippets', '?')} snippets in the pool; {len(reports)} model(s)."
@@ -360,159 +363,54 @@ def analyses_markdown(
     if images or notes:
         lines += ["## Plots", "", *(f"![{Path(img).stem}]({img})" for img in images), ""]
         lines += [*(note[0].upper() + note[1:] + "." for note in notes), *([""] if notes else [])]
-    lines += [
-        "## Analyses highlights",
-        "",
-        (
-            "Deceived pair: an own distractor (mutant of the query's canonical) scoring >= the "
-            "canonical. Margin: canonical score minus the best own distractor score. "
-            "Rank-1 misses: share of failing rank-1 snippets that are the query's own distractor. "
-            "Density: expected exec@1 keeping d own distractors per query. "
-            "rho: Spearman(edit chars, margin). "
-            "AUC: equivalent vs mutant code-to-code similarity (< 0.5 = inverted)."
-        ),
-        "",
-        (
-            "| model | deceived pairs | queries deceived | median margin | rank-1 misses to own "
-            f"distractor | exec@1 at d={DENSITIES[0]} / d={DENSITIES[-1]} | rho | AUC | "
-            "false-high rate |"
-        ),
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for name, a in zip(names, analyses):
-        dec = a["deception"]["overall"]
-        dens = a["density_ablation"]["expected_exec1"]
-        c2c = a["code_to_code"] or {}
-        miss = a["rank1_miss_attribution"]
-        lines.append(
-            f"| {name} | {or_na(dec['pair_rate'])} ({dec['n_pairs']}) | "
-            f"{or_na(dec['query_rate'])} | "
-            f"{or_na(dec['median_margin'], '+.4f')} | {or_na(miss['own_distractor_share'])} "
-            f"({miss['n_misses']} misses) | {or_na(dens[0])} / {or_na(dens[-1])} | "
-            f"{or_na(a['edit_size']['spearman_rho'])} | {or_na(c2c.get('auc'))} | "
-            f"{or_na(c2c.get('false_high_rate'))} |"
-        )
-    domains = sorted({d for a in analyses for d in a["per_domain"]})
-    if domains:
-        lines += [
-            "",
-            f"{HEADLINE} by domain (queries):",
-            "",
-            f"| domain | {' | '.join(names)} |",
-            f"|---|{'---|' * len(names)}",
-        ]
-        for dom in domains:
-            cells = [a["per_domain"].get(dom) for a in analyses]
-            lines.append(
-                f"| {dom} | "
-                + " | ".join(
-                    "n/a" if c is None else f"{or_na(c[HEADLINE])} ({c['n']})" for c in cells
-                )
-                + " |"
-            )
-    lines += per_class_markdown(names, analyses)
-    lines += real_bugs_markdown(names, analyses)
+    for table in analyses_tables(names, analyses):
+        lines += table_markdown(table)
     return "\n".join(lines) + "\n"
 
 
 def real_bugs_markdown(names: Sequence[str], analyses: Sequence[dict]) -> list[str]:
-    """The real-bug table of summary.md (:func:`.scoring.analyses.real_bugs`), when a pool has
-    real bugs: per model, real-bug against mutant deception on the same queries, the paired
-    difference with its CI and p, then the same per TSSB-3M pattern."""
-    sections = [a.get("real_bugs") for a in analyses]
-    if not any(sections):
-        return []
-
-    def cell(v: dict | None) -> str:
-        if not v:
-            return "n/a"
-        text = f"{or_na(v['real_bug_deception'])} vs {or_na(v['mutant_deception'])}"
-        if v.get("difference_ci95"):
-            low, high = v["difference_ci95"]
-            text += f"; {v['difference']:+.3f} [{low:+.3f}, {high:+.3f}], p {v['p_value']:.3g}"
-        return f"{text} ({v['n_pairs']})"
-
-    patterns = sorted({p for s in sections if s for p in s["by_pattern"]})
-    lines = [
-        "",
-        "Real bugs from history: the share of real-bug/fix pairs where the pre-fix version "
-        "scores at or above its fix, vs the share of the same queries' mutants at or above "
-        "the canonical; the paired difference (real bug - mutants) with its bootstrap 95% CI "
-        "and sign-flip p (pairs).",
-        "",
-        f"| pattern | {' | '.join(names)} |",
-        f"|---|{'---|' * len(names)}",
-        f"| all | {' | '.join(cell(s) for s in sections)} |",
-    ]
-    for p in patterns:
-        cells = [cell((s or {}).get("by_pattern", {}).get(p)) for s in sections]
-        lines.append(f"| {p} | {' | '.join(cells)} |")
-    exec1 = [(s or {}).get("exec@1") for s in sections]
-    lines.append(
-        "| exec@1 with / without real bugs | "
-        + " | ".join(
-            "n/a" if not e else f"{or_na(e['with_real_bugs'])} / {or_na(e['mutants_only'])}"
-            for e in exec1
-        )
-        + " |"
-    )
-    return lines
+    """The real-bug table of summary.md (:func:`.tables.real_bugs_table`) as lines, ``[]`` when
+    no pool has real bugs."""
+    table = real_bugs_table(names, analyses)
+    return [] if table is None else table_markdown(table)
 
 
 def per_class_markdown(names: Sequence[str], analyses: Sequence[dict]) -> list[str]:
-    """The per-class table of summary.md (:func:`.scoring.analyses.per_class`): per operator
-    class and model, the deception rate and exec@1 with only that class's distractors in the
-    pool, then the realistic (TSSB-3M-weighted) and the paper's six-class mixes."""
-    sections = [a.get("per_class") for a in analyses]
-    classes = operator_order(c for p in sections if p for c in p["by_class"])
-    if not classes:
-        return []
-    lines = [
-        "",
-        "Per operator class: deceived pairs / exec@1 with only that class's distractors in "
-        "the pool (queries). Mixes weigh those per-class values: realistic by the TSSB-3M "
-        "frequency of the pattern each class writes ("
-        + next(p for p in sections if p)["source"]
-        + "), paper by the six core classes equally.",
-        "",
-        f"| class | {' | '.join(names)} |",
-        f"|---|{'---|' * len(names)}",
-    ]
-    for c in classes:
-        cells = [(p or {}).get("by_class", {}).get(c) for p in sections]
-        lines.append(
-            f"| {c} | "
-            + " | ".join(
-                "n/a"
-                if v is None
-                else f"{or_na(v['deception'])} / {or_na(v['exec@1'])} ({v['n_queries']})"
-                for v in cells
-            )
-            + " |"
-        )
-    for mix in ("realistic_mix", "paper_mix"):
-        cells = [(p or {}).get(mix) for p in sections]
-        lines.append(
-            f"| {mix.replace('_', ' ')} | "
-            + " | ".join(
-                "n/a" if v is None else f"{or_na(v['deception'])} / {or_na(v['exec@1'])}"
-                for v in cells
-            )
-            + " |"
-        )
-    return lines
+    """The per-class table of summary.md (:func:`.tables.per_class_table`) as lines, ``[]``
+    when no report has per-class analyses."""
+    table = per_class_table(names, analyses)
+    return [] if table is None else table_markdown(table)
 
 
-def session_summary_markdown(reports: dict[str, dict], gates: dict[str, dict]) -> str:
-    """The session's summary.md: metrics with CIs, every pair of models compared, the analyses
-    highlights, the pipelines' lifts and the gate decisions (plots come from
-    `execretrieval report DIR`)."""
+def summary_markdown(
+    reports: dict[str, dict],
+    gates: dict[str, dict],
+    analyses: Sequence[dict],
+    metrics_md: str,
+    images: Sequence[str] = (),
+    notes: Sequence[str] = (),
+    html: str = HTML_FILE,
+) -> str:
+    """summary.md, verdict first: the gates' decisions (``gates``: the reports' gate records by
+    name) and the queries that flipped against the baseline, then the corpus, the metrics
+    (``metrics_md``), the plots (``images``, ``notes``), the analyses tables (``analyses``: the
+    reports' analyses, same order), the pipelines' lifts and indexes. ``html``: the HTML page's
+    path from the summary (the flips link to their rows there)."""
     data = list(reports.values())
-    text = analyses_markdown(
-        data, [r["analyses"] for r in data], [], compare_reports(data, "markdown", all_pairs=False)
-    )
+    verdict = verdict_markdown(gates, html)
+    text = analyses_markdown(data, analyses, images, metrics_md, notes, verdict)
     lifts = lift_markdown(reports) + index_markdown(reports)
-    return text + ("\n" + lifts if lifts else "") + ("\n" + gate_markdown(gates) if gates else "")
+    return text + ("\n" + lifts if lifts else "")
+
+
+def session_summary_markdown(
+    reports: dict[str, dict], gates: dict[str, dict], html: str = HTML_FILE
+) -> str:
+    """The session's summary.md (:func:`summary_markdown`): every pair of models compared in
+    its metrics tables, no plots (they come from `execretrieval report DIR`)."""
+    data = list(reports.values())
+    metrics_md = compare_reports(data, "markdown", all_pairs=False)
+    return summary_markdown(reports, gates, [r["analyses"] for r in data], metrics_md, html=html)
 
 
 def earlier_reports(report_dir: Path, reports: dict[str, dict], skip: Sequence[Path]) -> dict:
@@ -570,5 +468,7 @@ def write_reports(
         for n, g in {**{n: r["gate"] for n, r in earlier.items() if r.get("gate")}, **gates}.items()
     }
     written.append(report_dir / "summary.md")
-    write_atomic(written[-1], escape(session_summary_markdown({**reports, **earlier}, every_gate)))
+    html = "../" * prefix.count("/") + HTML_FILE  # the page is the report directory's
+    summary = session_summary_markdown({**reports, **earlier}, every_gate, html)
+    write_atomic(written[-1], escape(summary))
     return written

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ..bounded_json import JSONBoundError, read_json
-from ..records import ReportRow
+from ..records import FLIP_DIRECTIONS, Flip, Rank1, ReportRow
 from .metrics import METRIC_NAMES, mean_metrics, metric_matrix, row_metrics
 from .stats import (
     detectable_difference,
@@ -48,6 +48,7 @@ __all__ = [
     "ReportError",
     "beside_first_stage",
     "comparison_rows",
+    "flips",
     "invocation_differences",
     "load_report",
     "paired_comparison",
@@ -145,6 +146,31 @@ def same_corpus(a: dict, b: dict) -> None:
             f"reports were run on different corpora: {report_names([a])[0]} has corpus sha256 "
             f"{sha_a}, {report_names([b])[0]} has {sha_b}"
         )
+
+
+def flips(baseline: dict, candidate: dict) -> tuple[Flip, ...]:
+    """The queries of both reports (same corpus, else :class:`ComparisonError`) whose rank 1
+    passes in one and fails in the other (``passed``: a tie of passing and failing snippets at
+    rank 1 fails), with what each report put at rank 1: the candidate's regressions
+    (``pass->fail``) first, then its fixes (``fail->pass``), each by query id. Queries only one
+    report covers are no flips (a gate names those the baseline lacks)."""
+    same_corpus(baseline, candidate)
+    base = _by_query(baseline)
+    found = []
+    for row in sorted(candidate["per_query"], key=lambda q: q["query_id"]):
+        before = base.get(row["query_id"])
+        if before is None or bool(before["passed"]) == bool(row["passed"]):
+            continue
+        found.append(
+            Flip(
+                row["query_id"],
+                row["domain"],
+                FLIP_DIRECTIONS[0] if before["passed"] else FLIP_DIRECTIONS[1],
+                Rank1.of_row(row),
+                Rank1.of_row(before),
+            )
+        )
+    return tuple(sorted(found, key=lambda f: FLIP_DIRECTIONS.index(f.direction)))
 
 
 def paired_queries(a: dict, b: dict) -> tuple[list[ReportRow], list[ReportRow]]:

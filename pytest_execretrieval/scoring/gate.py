@@ -37,13 +37,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..records import ReportRow
+from ..records import Flip, ReportRow
 from .compare import (
     MAX_DETECTABLE,
     N_RESAMPLES,
     POWER,
     ComparisonError,
     comparison_rows,
+    flips,
     invocation_differences,
     same_corpus,
     shared_metrics,
@@ -390,9 +391,10 @@ class Incomplete:
 @dataclass(frozen=True)
 class GateDecision:
     """A gate's decision: the verdict of every gated metric (in the order gated) and minimum,
-    where the gated metrics dropped, what differs in the invocation, which queries it covered;
-    or, for a run cut short, only that (``incomplete``: never a pass); or why it could not be
-    computed (``error``: a FAIL)."""
+    where the gated metrics dropped, what differs in the invocation, which queries it covered,
+    the queries that flipped at rank 1 against the baseline (:func:`.compare.flips`: the
+    regressions first); or, for a run cut short, only that (``incomplete``: never a pass); or
+    why it could not be computed (``error``: a FAIL)."""
 
     alpha: float
     n_queries: int
@@ -404,6 +406,7 @@ class GateDecision:
     invocation: tuple[str, ...] = ()
     incomplete: Incomplete | None = None
     error: str | None = None
+    flips: tuple[Flip, ...] = ()
 
     def metrics_in(self, mode: str) -> list[str]:
         return [m for m, v in self.verdicts.items() if v.mode == mode]
@@ -444,7 +447,8 @@ class GateDecision:
 
     def to_json(self) -> dict:
         """The figures of the report's ``gate`` record (its sentences come from
-        :func:`..reporting.gate_text.gate_json`)."""
+        :func:`..reporting.gate_text.gate_json`); ``flips`` (a list of
+        :class:`..records.FlipRow`) only against a baseline."""
         out = {
             "decision": self.decision,
             "mode": self.mode,
@@ -456,6 +460,8 @@ class GateDecision:
             "invocation": list(self.invocation),
             "coverage": self.coverage.to_json(),
         }
+        if self.has_baseline:
+            out["flips"] = [f.to_json() for f in self.flips]
         if self.incomplete:
             out["incomplete"] = self.incomplete.to_json()
         return out
@@ -561,4 +567,5 @@ def gate_decision(
         floors,
         where,
         tuple(invocation_differences(baseline, candidate)),
+        flips=flips(baseline, candidate),
     )
