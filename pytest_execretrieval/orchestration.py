@@ -129,16 +129,13 @@ def background_functions(source: str) -> list[BackgroundFunction]:
     from .mining.functions import mined_functions
     from .mining.sources import SourceError, load_source
 
-    try:
+    try:  # load_source turns whatever hostile input raises into a SourceError naming it
         tree = load_source(source)
-    except SourceError as exc:
+        functions = mined_functions(tree)
+    except (SourceError, RecursionError, MemoryError) as exc:
         raise SetupError(f"--execretrieval-background={source}: {exc}") from None
     origin = f"{tree.distribution} {tree.version}".strip()
-    return [
-        BackgroundFunction(f"{origin}:{f.file}", f.name, f.code)
-        for f in mined_functions(tree)
-        if f.code
-    ]
+    return [BackgroundFunction(f"{origin}:{f.file}", f.name, f.code) for f in functions if f.code]
 
 
 def load(

@@ -8,14 +8,13 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from mining_fixtures import MIT_TEXT
 
 from pytest_execretrieval import cli
 from pytest_execretrieval.corpus.items import load_items
 from pytest_execretrieval.mining.humaneval import DATA_FILE, MAX_DATA_BYTES, MAX_TESTS, NO_TASK
 
-MIT = (
-    "The MIT License\n\nCopyright (c) Example\n\nPermission is hereby granted, free of charge, ..."
-)
+MIT = MIT_TEXT  # a licence file is matched on its whole text
 
 PROMPT = '''from typing import List
 
@@ -130,7 +129,7 @@ def test_what_does_not_convert_is_counted_by_reason(converted):
     ):
         assert row in text
     assert "public functions: 6; items written: 3" in text
-    assert "Copyright (c) Example" in (converted / "NOTICE").read_text()
+    assert "Copyright (c) 2016-2022 The Algorithms" in (converted / "NOTICE").read_text()
 
 
 def test_the_converted_items_build_and_check(converted):

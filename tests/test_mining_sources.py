@@ -9,7 +9,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from mining_fixtures import CORE, INIT, LICENCE, MARKER
+from mining_fixtures import BSD3_TEXT, CORE, INIT, LICENCE, MARKER, MIT_TEXT
 
 from pytest_execretrieval import cli
 from pytest_execretrieval.corpus.items import load_items
@@ -118,13 +118,11 @@ def test_a_licence_not_permissive_is_a_usage_error_unless_allowed(tmp_path, caps
             "",
             "MIT",
         ),
-        # no metadata licence at all: the top-level licence file's text
-        ('[project]\nname = "p"\n', "Permission is hereby granted, free of charge, to any", "MIT"),
-        (
-            '[project]\nname = "p"\n',
-            "Redistribution and use in source and binary forms ... Neither the name of",
-            "BSD-3-Clause",
-        ),
+        # no metadata licence at all: the top-level licence file's text, as a whole
+        ('[project]\nname = "p"\n', MIT_TEXT, "MIT"),
+        ('[project]\nname = "p"\n', BSD3_TEXT, "BSD-3-Clause"),
+        # a licence's opening words alone are no licence (issue 53: the text must be whole)
+        ('[project]\nname = "p"\n', "Permission is hereby granted, free of charge, to any", ""),
         ('[project]\nname = "p"\n', "All rights reserved.", ""),
     ],
 )

@@ -3,8 +3,10 @@
 ``--execretrieval-background SOURCE`` (issue 40) adds every function mined from SOURCE, with
 tests or without, to the pool of every query as a natural neighbour: what a search system over
 that code base would also hold. Each becomes a :class:`~.store.Snippet` of kind ``background``
-whose ``query_id`` says where it came from, ``background:<SOURCE>:<file>:<name>``: it belongs
-to no query.
+whose ``query_id`` says where it came from, ``background:<SOURCE>:<file>:<name>`` (on one
+line, control characters escaped: the source's metadata is untrusted text): it belongs to no
+query. A source that cannot be read, an archive bomb included, is a usage error naming it
+(:func:`..orchestration.background_functions`, :mod:`..mining.sources`).
 
 Execution still decides. A background function ranked first passes a query iff it passes the
 query's tests in the sandbox, called as the query's entry point: a code base's duplicate of a
@@ -24,6 +26,7 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from ..sanitize import one_line
 from .store import Corpus, Snippet, sha256
 
 KIND = "background"
@@ -50,7 +53,7 @@ def background_snippets(functions: Iterable[BackgroundFunction], corpus: Corpus)
         sid = sha256(f.code)
         if sid in taken or sid in out:
             continue
-        query_id = f"{PREFIX}{f.origin}:{f.name}"
+        query_id = one_line(f"{PREFIX}{f.origin}:{f.name}")  # the source's metadata: untrusted
         out[sid] = Snippet(sid, query_id, KIND, None, None, f.code, "")
     return [out[sid] for sid in sorted(out)]
 

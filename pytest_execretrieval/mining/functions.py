@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import builtins
 import hashlib
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -195,6 +196,7 @@ class ModuleScope:
         siblings: dict[str, ModuleScope] | None = None,
     ):
         self.text, self.name, self.package = text, name, package
+        self.lines = source_lines(text)  # once: a segment is sliced from them, never re-split
         self.siblings = siblings if siblings is not None else {}
         self.imports: dict[str, tuple[ast.stmt, str]] = {}  # bound name -> (statement, source)
         self.definitions: dict[str, ast.stmt] = {}  # helpers and constants
@@ -238,7 +240,7 @@ class ModuleScope:
         return "\n\n\n".join(parts) + "\n"
 
     def _segment(self, node: ast.stmt) -> str:
-        return ast.get_source_segment(self.text, node) or ast.unparse(node)
+        return source_segment(self.lines, node) or ast.unparse(node)
 
     def _collect(self, node: ast.stmt, needed: _Needed) -> None:
         _refuse_unsafe_statements(node)
@@ -287,6 +289,31 @@ class ModuleScope:
         if scope is None or scope is self or renamed:
             raise NotSelfContained("relative import")
         scope._resolve(name, needed)
+
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def source_lines(text: str) -> list[str]:
+    """``text``'s lines as the parser counts them (``\\r\\n``, ``\\r`` or ``\\n`` ends one; a form
+    feed does not), each with its line break: :func:`ast.get_source_segment`'s split, done once
+    per module (it splits the whole text again for every node)."""
+    return _LINE.findall(text)
+
+
+def source_segment(lines: list[str], node: ast.AST) -> str | None:
+    """:func:`ast.get_source_segment` of ``node`` over ``lines`` (:func:`source_lines`)."""
+    end_lineno = getattr(node, "end_lineno", None)
+    end_col_offset = getattr(node, "end_col_offset", None)
+    if end_lineno is None or end_col_offset is None:
+        return None
+    first, last = node.lineno - 1, end_lineno - 1  # type: ignore[attr-defined]
+    col_offset = node.col_offset  # type: ignore[attr-defined]
+    if first == last:
+        return lines[first].encode()[col_offset:end_col_offset].decode()
+    head = lines[first].encode()[col_offset:].decode()
+    tail = lines[last].encode()[:end_col_offset].decode()
+    return "".join([head, *lines[first + 1 : last], tail])
 
 
 def _claim(name: str, binding: tuple[str, ...], needed: _Needed) -> None:

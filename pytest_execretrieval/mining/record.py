@@ -5,7 +5,9 @@ argument in turn replaced by a nearby integer (``n - 1``, ``n + 1``) or, for a s
 tuple, its prefix without the last element and its reverse. Each derived call runs as a probe
 (a bare call: the sandbox returns its value, :data:`..execution._grammar.PROBE`) twice; a call
 whose answers agree becomes ``assert CALL == LITERAL`` (or ``assert raises(Exc, f, ...)`` for
-a builtin exception) where the test grammar accepts it. Nothing is evaluated on the host.
+a builtin exception) where the test grammar accepts it. Nothing is evaluated on the host. A value
+that cannot be written as a literal (an int past Python's limit of digits for ``str``, a
+structure nested past the recursion limit) is not recorded, as one too large for the grammar.
 """
 
 from __future__ import annotations
@@ -20,6 +22,15 @@ from ..execution.runner import SuiteRunner
 from .writer import MinedItem
 
 RECORDED = "recorded"  # a recorded test's provenance
+
+
+def _literal(value: object) -> str | None:
+    """``repr(value)``, or None where it cannot be one (``int`` past its ``str`` digit limit:
+    ValueError; a structure nested past the recursion limit)."""
+    try:
+        return repr(value)
+    except (ValueError, RecursionError, MemoryError):
+        return None
 
 
 def _variants(node: ast.expr) -> Iterator[object]:
@@ -46,7 +57,10 @@ def derived_calls(tests: tuple[str, ...]) -> list[str]:
         assert isinstance(node, ast.Call)
         for index, argument in enumerate(node.args):
             for value in _variants(argument):
-                args = [*node.args[:index], ast.parse(repr(value), mode="eval").body]
+                literal = _literal(value)
+                if literal is None:
+                    continue
+                args = [*node.args[:index], ast.parse(literal, mode="eval").body]
                 variant = ast.Call(node.func, args + node.args[index + 1 :], node.keywords)
                 calls.append(ast.unparse(variant))
     return [c for c in dict.fromkeys(calls) if c not in seen]
@@ -55,8 +69,8 @@ def derived_calls(tests: tuple[str, ...]) -> list[str]:
 def _recorded_test(call: str, answer: tuple[str, object], entry_point: str) -> str | None:
     kind, value = answer
     if kind == "value":
-        literal = repr(value)
-        if len(literal) + len(call) > _grammar.MAX_SOURCE:
+        literal = _literal(value)
+        if literal is None or len(literal) + len(call) > _grammar.MAX_SOURCE:
             return None
         test = f"assert {call} == {literal}"
     elif kind == "raises" and value in _grammar.EXCEPTIONS:

@@ -1,6 +1,13 @@
 """What mining writes: one item file per mined function (the item format plus its ``[source]``
 table), ``MINED.md`` and ``NOTICE``. Byte-identical for the same SOURCE: everything is sorted,
-and nothing of the machine (a path, a time) is written."""
+and nothing of the machine (a path, a time) is written.
+
+Every field that comes from the SOURCE (its metadata, its licence files' copyright lines, its
+file and module names, skip reasons that quote it) is untrusted text: each is written on one
+line with its control characters as visible escapes (:func:`..sanitize.one_line`: no raw ESC,
+BEL or OSC sequence, no line break that would start a markdown line of its own), and a table
+cell's ``|`` escaped, so ``MINED.md`` and ``NOTICE`` hold no byte under 0x20 but their own
+line breaks."""
 
 from __future__ import annotations
 
@@ -63,17 +70,25 @@ def _array(values: tuple[str, ...]) -> str:
     return "[\n" + "".join(f"  {toml_string(v)},\n" for v in values) + "]"
 
 
+def _cell(text: str) -> str:
+    """Untrusted text as one markdown table cell: on one line, control characters escaped,
+    ``|`` escaped."""
+    return one_line(text).replace("|", "\\|")
+
+
 def item_text(item: MinedItem, domain: str, tree: SourceTree) -> str:
-    """The item file of ``item``: the interface's fields, then the ``[source]`` table."""
+    """The item file of ``item``: the interface's fields, then the ``[source]`` table (the
+    SOURCE's metadata on one line, control characters escaped)."""
     fn = item.function
+    version = tree.version if item.version is None else item.version
     source = {
-        "distribution": toml_string(tree.distribution),
-        "version": toml_string(tree.version if item.version is None else item.version),
-        "file": toml_string(fn.file),
+        "distribution": toml_string(one_line(tree.distribution)),
+        "version": toml_string(one_line(version)),
+        "file": toml_string(one_line(fn.file)),
         "line": str(fn.line),
         "sha256": toml_string(fn.sha256),
-        "license": toml_string(tree.license_expression),
-        "url": toml_string(tree.url),
+        "license": toml_string(one_line(tree.license_expression)),
+        "url": toml_string(one_line(tree.url)),
         "tests": _array(item.provenance),
         **(_fix_source(item.fix) if item.fix else {}),
     }
@@ -120,17 +135,23 @@ def write_items(out: Path, domain: str, items: list[MinedItem], tree: SourceTree
 
 
 def notice_text(tree: SourceTree) -> str:
-    """``NOTICE``: whose code the items hold, and the copyright lines of its licence files."""
+    """``NOTICE``: whose code the items hold, and the copyright lines of its licence files
+    (every field on one line, control characters escaped)."""
+    name, version = one_line(tree.distribution), one_line(tree.version)
+    licence, url = one_line(tree.license_expression), one_line(tree.url)
     lines = [
-        f"The items in this directory hold code from {tree.distribution} {tree.version}".rstrip()
-        + f", licensed {tree.license_expression or 'under an unknown licence'}"
-        + (f" ({tree.url})." if tree.url else "."),
+        f"The items in this directory hold code from {name} {version}".rstrip()
+        + f", licensed {licence or 'under an unknown licence'}"
+        + (f" ({url})." if url else "."),
         "",
     ]
-    found = copyright_lines(tree)
+    found = [one_line(line) for line in copyright_lines(tree)]
     lines += found or ["(its licence files carry no copyright line)"]
     if tree.licence_texts:
-        lines += ["", "Licence files: " + ", ".join(sorted(tree.licence_texts))]
+        lines += [
+            "",
+            "Licence files: " + ", ".join(one_line(n) for n in sorted(tree.licence_texts)),
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -150,14 +171,17 @@ def density_markdown(records: list[NearestNeighbour]) -> list[str]:
     near = sorted((r for r in records if r.edits is not None), key=lambda r: (r.edits, r.function))
     if near:
         lines += ["", f"| function | nearest within {MAX_EDITS} edits | edits |", "|---|---|---:|"]
-        lines += [f"| `{r.function}` | `{r.neighbour}` | {r.edits} |" for r in near]
+        lines += [
+            f"| `{_cell(r.function)}` | `{_cell(str(r.neighbour))}` | {r.edits} |" for r in near
+        ]
     return lines
 
 
 def count_table(header: tuple[str, str], counts: Counter[str]) -> list[str]:
     rows = [f"| {header[0]} | {header[1]} |", "|---|---:|"]
     rows += [
-        f"| {reason} | {n} |" for reason, n in sorted(counts.items(), key=lambda r: (-r[1], r[0]))
+        f"| {_cell(reason)} | {n} |"
+        for reason, n in sorted(counts.items(), key=lambda r: (-r[1], r[0]))
     ]
     return rows if counts else ["(none)"]
 
@@ -179,10 +203,10 @@ def mined_markdown(
     skipped = Counter(reason for _, reason in decided if reason)
     mined_tests = Counter(p.split(" ")[0] for item in items for p in item.provenance)
     lines = [
-        f"# Mined: {tree.distribution} {tree.version}".rstrip(),
+        f"# Mined: {one_line(tree.distribution)} {one_line(tree.version)}".rstrip(),
         "",
-        f"- licence: {tree.license_expression or 'unknown'}",
-        f"- project URL: {tree.url or 'unknown'}",
+        f"- licence: {one_line(tree.license_expression) or 'unknown'}",
+        f"- project URL: {one_line(tree.url) or 'unknown'}",
         f"- source sha256: `{tree.sha256}`",
         f"- domain: `{domain}`",
         f"- public functions: {len(decided)}; items written: {len(items)}; "
@@ -201,7 +225,10 @@ def mined_markdown(
         "",
         "| module | mined | skipped |",
         "|---|---:|---:|",
-        *(f"| `{m}` | {c['mined']} | {c['skipped']} |" for m, c in sorted(per_module.items())),
+        *(
+            f"| `{_cell(m)}` | {c['mined']} | {c['skipped']} |"
+            for m, c in sorted(per_module.items())
+        ),
         "",
         "## Doctest examples dropped, by reason",
         "",
