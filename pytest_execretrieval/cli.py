@@ -848,6 +848,14 @@ def write_html(
         if baseline is not None:
             same_corpus(baseline, found[0])
         items, _ = load_items(pool.items_dir)
+        known = {item.id for item in items}
+        missing = sorted({q["query_id"] for r in found for q in r["per_query"]} - known)
+        if missing:
+            raise ReportError(
+                f"{len(missing)} queries of the reports in {directory / pool.name} are not "
+                f"items of {pool.items_dir} (e.g. {one_line(missing[0])}): name the items "
+                "directory the reports ran on with --items DIR"
+            )
         corpus = read_corpus(pool.items_dir, where=corpus_dir(pool.items_dir))
         pages.append(
             PoolPage(

@@ -144,11 +144,16 @@ def test_the_javascript_pool_has_its_own_section(pytester, pools: Path) -> None:
 
 
 def test_html_without_the_run_corpus_is_a_message(
-    report_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    report_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
 ) -> None:
     assert main(["report", str(report_dir), "--html", "--items", str(tmp_path)]) == 2
-    assert "execretrieval report: cannot write the HTML page: " in capsys.readouterr().err
-    assert not (report_dir / HTML_FILE).exists()
+    err = capsys.readouterr().err
+    assert f"queries of the reports in {report_dir} are not items of {tmp_path}" in err
+    assert "--items DIR" in err and not (report_dir / HTML_FILE).exists()
+    # without --items (and no items/ here): the bundled items, not what these reports ran on
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", str(report_dir), "--html"]) == 2
+    assert "--items DIR" in capsys.readouterr().err and not (report_dir / HTML_FILE).exists()
 
 
 def passing(row: dict) -> None:
