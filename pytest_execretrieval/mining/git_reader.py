@@ -2,18 +2,41 @@
 
 A repository's ``.git/config`` and ``.gitattributes`` can make git run programs: hooks, an
 fsmonitor, a pager, an external diff, textconv and clean/smudge filters, a gpg program for
-``log.showSignature``, credential helpers. This reader is git itself (its pack and object
-formats are not ours to reimplement, and a pure-Python reader would be a dependency for one
-command), restricted so that none of those can fire:
+``log.showSignature``, credential helpers, and (through a partial clone's lazy fetch of a
+missing object) a transport with its ``remote.<name>.uploadpack`` command. Its object store can
+borrow objects from another repository on the host. This reader is git itself (its pack and
+object formats are not ours to reimplement, and a pure-Python reader would be a dependency for
+one command), restricted in layers, each closing its own attacks:
 
 * only plumbing that reads objects: ``rev-list``, ``diff-tree --raw`` (blob ids, never a
-  content diff: no external diff, no textconv), ``ls-tree`` and ``cat-file --batch`` (raw
-  objects, no filters); no porcelain, no work tree, no index (so no fsmonitor, no checkout filters);
-* every such configuration key overridden on the command line (``-c`` wins over the
-  repository's config), the system and global configs not read (``GIT_CONFIG_NOSYSTEM``,
-  ``GIT_CONFIG_GLOBAL=/dev/null``), an empty ``HOME``, no terminal prompt, replace refs off;
-* what comes back is bounded: a blob over :data:`MAX_BLOB` bytes is not read (the caller names
-  it), text that is not UTF-8 is reported as such, and every call has a timeout.
+  content diff: no external diff, no textconv), ``ls-tree`` and ``cat-file --batch-check`` /
+  ``--batch`` (raw objects, no filters); no porcelain, no work tree, no index (so no fsmonitor,
+  no checkout filters, no hooks);
+* every configuration key that names a program, overridden on the command line (``-c`` wins
+  over the repository's config, :data:`OVERRIDES`); the system and global configs not read
+  (``GIT_CONFIG_NOSYSTEM``, ``GIT_CONFIG_GLOBAL=/dev/null``), an empty ``HOME``, no terminal
+  prompt, replace refs off;
+* no transport at all, so no fetch: a partial clone's lazy fetch of a missing object (which
+  ``cat-file`` and ``ls-tree -l`` start, and which would run the remote's ``uploadpack`` through
+  a shell) fails before it connects, and the object reads as missing. ``GIT_ALLOW_PROTOCOL``
+  is set empty (an allow-list of no protocol: it overrides every ``protocol.*.allow`` of any
+  config, and a remote helper is refused by the same check), ``GIT_NO_LAZY_FETCH=1`` (git 2.44
+  and later skip the fetch outright), ``GIT_PROTOCOL_FROM_USER=0`` and ``protocol.*.allow=never``
+  as further layers. A partial clone's ``extensions.partialClone`` cannot be overridden with
+  ``-c`` (it is a repository-format key) and the remote may have any name, hence the
+  environment rather than per-remote keys;
+* a repository whose object store has alternates (``objects/info/alternates``: objects
+  borrowed from another repository, which could pull files of any repository on the host into
+  mined output) is refused with a :class:`GitError` that names the file: setting
+  ``GIT_ALTERNATE_OBJECT_DIRECTORIES`` only adds alternates, it does not remove the file's
+  (``http-alternates`` only serves a dumb-HTTP fetch, which the transport layer refuses);
+* what comes back is bounded in size and time: an object's type and size are asked first
+  (``--batch-check``, which never inflates the body) and an object over the limit
+  (:data:`MAX_BLOB`) is never streamed; every batch of reads from a ``cat-file`` pipe, like
+  every other call, has a deadline (:data:`TIMEOUT_S`), past which git and its process group
+  (a fetch or a shell it started) are killed and a :class:`GitError` names the command; text
+  that is not UTF-8 is reported as such; an author date git can store but :mod:`datetime`
+  cannot hold reads as unknown (an empty date), like any malformed one.
 
 Content diffs are computed in Python (:mod:`.history`), from the blobs.
 """
@@ -22,15 +45,23 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import selectors
+import shutil
+import signal
+import stat
 import subprocess
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 MAX_BLOB = 1 << 20  # bytes of one file version read; larger ones are skipped and counted
 MAX_COMMIT = 1 << 20  # bytes of one commit object (its message included)
-TIMEOUT_S = 120.0  # one git call
+TIMEOUT_S = 120.0  # one git call; one batch of objects read from a cat-file pipe
+MAX_NAME = 100  # characters of one object name asked of cat-file
+BATCH = 32  # object names asked at once: 3,300 bytes at most, within any pipe's buffer
+MAX_ANSWER = 512  # bytes of one cat-file answer line ("<sha> <type> <size>")
 
 # Configuration keys that make git run a program or read a file the repository names, each
 # set to a harmless value for every call (git's -c beats the repository's own config).
@@ -50,6 +81,14 @@ OVERRIDES = (
     "mailmap.file=/dev/null",
     "safe.directory=*",
     "protocol.allow=never",
+    # A repository's protocol.<name>.allow beats protocol.allow; GIT_ALLOW_PROTOCOL (set
+    # empty in the environment) beats them all, these are a further layer.
+    "protocol.file.allow=never",
+    "protocol.ext.allow=never",
+    "protocol.ssh.allow=never",
+    "protocol.git.allow=never",
+    "protocol.http.allow=never",
+    "protocol.https.allow=never",
 )
 
 
@@ -61,7 +100,7 @@ class GitError(Exception):
 class Commit:
     sha: str
     parents: tuple[str, ...]
-    author_date: str  # ISO 8601 with the author's offset
+    author_date: str  # ISO 8601 with the author's offset; "" when unreadable or out of range
     subject: str
 
 
@@ -83,7 +122,7 @@ class TreeEntry:
     mode: str  # 100644, 100755, 120000 (a link), 160000 (a submodule)
     kind: str  # blob, commit
     sha: str
-    size: int  # bytes; -1 for a submodule
+    size: int  # bytes; -1 for a submodule (or an object git cannot size)
 
 
 NULL = "0" * 40
@@ -105,14 +144,30 @@ class GitReader:
             "GIT_NO_REPLACE_OBJECTS": "1",
             "GIT_ATTR_NOSYSTEM": "1",
             "GIT_OPTIONAL_LOCKS": "0",
+            # No transport, hence no (lazy) fetch: an empty allow-list of protocols.
+            "GIT_ALLOW_PROTOCOL": "",
+            "GIT_PROTOCOL_FROM_USER": "0",
+            "GIT_NO_LAZY_FETCH": "1",
             "LC_ALL": "C",
         }
-        self._batch: subprocess.Popen[bytes] | None = None
-        self._git_dir = self._locate()
+        self._pipes: dict[str, _Pipe] = {}
+        try:
+            self._git_dir = self._locate()
+        except BaseException:
+            shutil.rmtree(self._home, ignore_errors=True)
+            raise
 
     def _locate(self) -> str:
-        out = self._run(["rev-parse", "--absolute-git-dir"], cwd=self.repo)
-        return out.decode("utf-8", "replace").strip()
+        """The repository's git directory, once its object store is known to be its own."""
+        out = self._run(
+            ["rev-parse", "--absolute-git-dir", "--git-path", "objects/info/alternates"],
+            cwd=self.repo,
+        )
+        lines = os.fsdecode(out).splitlines()
+        if len(lines) != 2:
+            raise GitError(f"git rev-parse: no git directory found in {self.repo}")
+        _refuse_alternates(self.repo / lines[1])  # relative to the repository, or absolute
+        return lines[0]
 
     def _argv(self, args: Sequence[str]) -> list[str]:
         config = [part for pair in OVERRIDES for part in ("-c", pair)]
@@ -121,43 +176,38 @@ class GitReader:
     def _run(self, args: Sequence[str], cwd: Path | None = None) -> bytes:
         where = ["--git-dir", self._git_dir] if cwd is None else []
         try:
-            done = subprocess.run(
+            proc = subprocess.Popen(
                 self._argv([*where, *args]),
                 cwd=cwd or self._home,
                 env=self.env,
                 stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=TIMEOUT_S,
-                check=False,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                process_group=0,  # its own process group, killed whole on a timeout (not
+                # start_new_session: a session costs milliseconds where autogroups are on)
             )
-        except (OSError, subprocess.TimeoutExpired) as exc:
+        except OSError as exc:
             raise GitError(f"git {args[0]}: {exc}") from None
-        if done.returncode:
-            said = done.stderr.decode("utf-8", "replace").strip()[:300]
+        try:
+            out, err = proc.communicate(timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            _kill(proc)
+            raise GitError(f"git {args[0]}: no answer in {TIMEOUT_S:g} s in {self.repo}") from None
+        except BaseException:  # an interrupt: git goes too
+            _kill(proc)
+            raise
+        if proc.returncode:
+            said = err.decode("utf-8", "replace").strip()[:300]
             raise GitError(f"git {args[0]} failed in {self.repo}: {said}")
-        return done.stdout
+        return out
 
     def commits(self, since: str | None = None) -> list[Commit]:
         """Every commit reachable from HEAD (not from ``since``), oldest first."""
         spec = [f"{since}..HEAD"] if since else ["HEAD"]
         listing = self._run(["rev-list", "--reverse", "--topo-order", "--parents", *spec])
-        out = []
-        for line in listing.decode("ascii", "replace").splitlines():
-            sha, *parents = line.split()
-            out.append(self._commit(sha, tuple(parents)))
-        return out
-
-    def _commit(self, sha: str, parents: tuple[str, ...]) -> Commit:
-        raw = self.read(sha, "commit", MAX_COMMIT)
-        if raw is None:
-            raise GitError(f"commit {sha} is unreadable")
-        head, _, message = raw.partition(b"\n\n")
-        date = ""
-        for line in head.split(b"\n"):
-            if line.startswith(b"author "):
-                date = _author_date(line)
-        subject = message.decode("utf-8", "replace").split("\n", 1)[0].strip()
-        return Commit(sha, parents, date, subject[:300])
+        ids = [line.split() for line in listing.decode("ascii", "replace").splitlines()]
+        raws = self.read_many([sha for sha, *_ in ids], "commit", MAX_COMMIT)
+        return [_commit(sha, tuple(parents), raw) for (sha, *parents), raw in zip(ids, raws)]
 
     def changes(self, commit: Commit) -> list[Change]:
         """The paths ``commit`` changes against its first parent (none for a root commit)."""
@@ -191,39 +241,58 @@ class GitReader:
     def read(self, sha: str, kind: str = "blob", limit: int | None = None) -> bytes | None:
         """The raw object ``sha`` of type ``kind``; None when it is of another type, missing, or
         larger than ``limit`` bytes (default :data:`MAX_BLOB`)."""
-        limit = MAX_BLOB if limit is None else limit
-        proc = self._batch_process()
-        assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(sha.encode("ascii") + b"\n")
-        proc.stdin.flush()
-        header = proc.stdout.readline().split()
-        if len(header) != 3:
-            return None  # "<sha> missing"
-        size = int(header[2])
-        body = proc.stdout.read(size + 1)[:size]
-        if header[1].decode() != kind or size > limit:
-            return None
-        return body
+        return self.read_many([sha], kind, limit)[0]
 
-    def _batch_process(self) -> subprocess.Popen[bytes]:
-        if self._batch is None or self._batch.poll() is not None:
-            self._batch = subprocess.Popen(
-                self._argv(["--git-dir", self._git_dir, "cat-file", "--batch"]),
-                cwd=self._home,
-                env=self.env,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-            )
-        return self._batch
+    def read_many(
+        self, shas: Sequence[str], kind: str = "blob", limit: int | None = None
+    ) -> list[bytes | None]:
+        """:meth:`read` of each object, asked :data:`BATCH` at a time. Their types and sizes
+        are asked first (``--batch-check``), so an object over the limit is never streamed
+        (nor inflated) by git; the answers to each batch are due by one deadline."""
+        limit = MAX_BLOB if limit is None else limit
+        for sha in shas:
+            if not sha or not sha.isprintable() or len(sha) > MAX_NAME:
+                raise GitError(f"not an object name: {sha[:MAX_NAME]!r}")
+        out: list[bytes | None] = []
+        for start in range(0, len(shas), BATCH):
+            names = shas[start : start + BATCH]
+            deadline = time.monotonic() + TIMEOUT_S
+            infos = self._pipe("--batch-check").ask(names, deadline)
+            wanted = {
+                i: info
+                for i, info in enumerate(infos)
+                if len(info) == 3  # not "<sha> missing" nor "<sha> ambiguous"
+                and info[1] == kind.encode()
+                and info[2].isdigit()
+                and int(info[2]) <= limit
+            }
+            bodies: list[bytes | None] = [None] * len(names)
+            if wanted:
+                pipe = self._pipe("--batch")
+                pipe.send([names[i] for i in wanted])
+                for i, info in wanted.items():
+                    if pipe.answer(deadline) != info:  # not the object just sized: not read on
+                        self._pipes.pop("--batch").close(kill=True)
+                        raise GitError(
+                            f"git cat-file --batch in {self.repo}: {names[i]} changed under "
+                            "the reader"
+                        )
+                    bodies[i] = pipe.body(int(info[2]), deadline)
+            out += bodies
+        return out
+
+    def _pipe(self, mode: str) -> _Pipe:
+        pipe = self._pipes.get(mode)
+        if pipe is None or pipe.proc.poll() is not None:
+            argv = self._argv(["--git-dir", self._git_dir, "cat-file", mode])
+            what = f"cat-file {mode} in {self.repo}"
+            pipe = self._pipes[mode] = _Pipe(argv, self.env, self._home, what)
+        return pipe
 
     def close(self) -> None:
-        if self._batch is not None:
-            if self._batch.stdin is not None:
-                self._batch.stdin.close()
-            self._batch.wait(timeout=10)
-            self._batch = None
-        Path(self._home).rmdir()
+        while self._pipes:
+            self._pipes.popitem()[1].close()
+        shutil.rmtree(self._home, ignore_errors=True)
 
     def __enter__(self) -> GitReader:
         return self
@@ -232,15 +301,161 @@ class GitReader:
         self.close()
 
 
+class _Pipe:
+    """One ``git cat-file`` process, asked a batch of object names at a time; every read of its
+    answers has a deadline, past which the process (its group) is killed and a
+    :class:`GitError` names the command. Its output is read only as far as it is asked for."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: str, what: str):
+        self.what = what
+        try:
+            self.proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                bufsize=0,
+                process_group=0,
+            )
+        except OSError as exc:
+            raise GitError(f"git {what}: {exc}") from None
+        assert self.proc.stdout is not None
+        self._fd = self.proc.stdout.fileno()
+        os.set_blocking(self._fd, False)
+        self._ready = selectors.DefaultSelector()
+        self._ready.register(self._fd, selectors.EVENT_READ)
+        self._buffer = bytearray()
+
+    def send(self, names: Sequence[str]) -> None:
+        """Ask for ``names`` (at most :data:`BATCH` of them, so that the request fits in a pipe's
+        buffer however slowly git reads it)."""
+        assert self.proc.stdin is not None
+        request = b"".join(name.encode("utf-8", "surrogateescape") + b"\n" for name in names)
+        try:
+            while request:
+                request = request[self.proc.stdin.write(request) or 0 :]
+        except OSError as exc:
+            self.close(kill=True)
+            raise GitError(f"git {self.what}: {exc}") from None
+
+    def ask(self, names: Sequence[str], deadline: float) -> list[list[bytes]]:
+        """The answer lines to ``names`` (see :meth:`answer`)."""
+        self.send(names)
+        return [self.answer(deadline) for _ in names]
+
+    def answer(self, deadline: float) -> list[bytes]:
+        """The next answer line, split: ``<sha> <type> <size>`` or ``<name> missing``."""
+        while (end := self._buffer.find(b"\n")) < 0:
+            if len(self._buffer) > MAX_ANSWER:
+                self.close(kill=True)
+                raise GitError(f"git {self.what}: an answer line over {MAX_ANSWER} bytes")
+            self._fill(deadline, MAX_ANSWER)
+        line = bytes(self._buffer[:end])
+        del self._buffer[: end + 1]
+        return line.split()
+
+    def body(self, size: int, deadline: float) -> bytes:
+        """The ``size`` bytes of the object just announced (and the newline after them)."""
+        while len(self._buffer) <= size:
+            self._fill(deadline, size + 1 - len(self._buffer))
+        data = bytes(self._buffer[:size])
+        del self._buffer[: size + 1]
+        return data
+
+    def _fill(self, deadline: float, most: int) -> None:
+        while True:
+            try:
+                chunk = os.read(self._fd, most)
+            except BlockingIOError:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self.close(kill=True)
+                    raise GitError(f"git {self.what}: no answer in {TIMEOUT_S:g} s") from None
+                self._ready.select(left)
+                continue
+            if not chunk:
+                self.close()
+                raise GitError(f"git {self.what}: ended before its answer")
+            self._buffer += chunk
+            return
+
+    def close(self, kill: bool = False) -> None:
+        """End the process: at the end of its input, or (``kill``, or when it does not end in
+        a few seconds) killed with its process group."""
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+        if not kill:
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                kill = True
+        if kill:
+            _kill(self.proc)
+        self._ready.close()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """Kill ``proc`` and its process group (a fetch, a shell it started), and reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass  # the group is gone already
+    proc.kill()
+    proc.wait()
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
+
+
+def _refuse_alternates(path: Path) -> None:
+    """Refuse an object store that borrows objects from another (``objects/info/alternates``
+    names another repository's objects, which would be read as this one's)."""
+    try:
+        info = path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    except OSError as exc:
+        raise GitError(f"{path}: {exc.strerror}") from None
+    if stat.S_ISREG(info.st_mode):
+        with path.open("rb") as file:
+            lines = [line.strip() for line in file.read(1 << 16).splitlines()]
+        if not any(line and not line.startswith(b"#") for line in lines):
+            return  # empty, or comments only: git borrows nothing
+    raise GitError(
+        f"{path}: the repository's object store borrows objects from another repository "
+        "(alternates); it is not read (clone it without --shared or --reference)"
+    )
+
+
+def _commit(sha: str, parents: tuple[str, ...], raw: bytes | None) -> Commit:
+    if raw is None:
+        raise GitError(f"commit {sha} is unreadable (missing, or over {MAX_COMMIT} bytes)")
+    head, _, message = raw.partition(b"\n\n")
+    date = ""
+    for line in head.split(b"\n"):
+        if line.startswith(b"author "):
+            date = _author_date(line)
+    subject = message.decode("utf-8", "replace").split("\n", 1)[0].strip()
+    return Commit(sha, parents, date, subject[:300])
+
+
 def _author_date(line: bytes) -> str:
-    """``author NAME <EMAIL> EPOCH +HHMM`` -> ISO 8601 in the author's offset."""
+    """``author NAME <EMAIL> EPOCH +HHMM`` -> ISO 8601 in the author's offset; "" for a date
+    that does not parse or that :mod:`datetime` cannot hold (git stores 64-bit epochs)."""
     parts = line.rsplit(b" ", 2)
     try:
         epoch, offset = int(parts[1]), parts[2].decode("ascii")
         sign = -1 if offset.startswith("-") else 1
         delta = dt.timedelta(hours=int(offset[1:3]), minutes=int(offset[3:5])) * sign
         return dt.datetime.fromtimestamp(epoch, dt.timezone(delta)).isoformat()
-    except (IndexError, ValueError):
+    except (IndexError, ValueError, OverflowError, OSError):
         return ""
 
 

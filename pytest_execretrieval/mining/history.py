@@ -42,6 +42,7 @@ TEST_PATH = re.compile(
     r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_tests?\.py$|(^|/)conftest\.py$"
 )
 MAX_STATEMENTS = 400  # statements of one function compared; a larger one is skipped
+MAX_DIFF_WORK = 10_000_000  # steps of the line matcher for one diff (about 2 s at most)
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,10 @@ def _fix_pair(reader: GitReader, commit: Commit) -> FixPair:
         assert before is not None and after is not None  # an M change has both blobs
         if _hunks(before, after) != 1:
             raise Skip("more than one diff hunk")
-        name, bug, fix, line = _changed_function(before, after)
+        try:
+            name, bug, fix, line = _changed_function(before, after)
+        except RecursionError:  # ast.dump of a deeply nested expression, anywhere in the module
+            raise Skip("a version nests too deeply to compare") from None
         added = _added_tests(reader, tests)  # read only for a commit that is a fix pair
     except Unreadable as why:
         raise Skip(str(why)) from None
@@ -137,10 +141,59 @@ def _fix_pair(reader: GitReader, commit: Commit) -> FixPair:
 
 
 def _hunks(before: str, after: str) -> int:
+    """The diff hunks (three lines of context) between two versions: difflib's line matcher
+    on the whole versions, its work bounded (:class:`_Matcher`). A change whose diff would
+    cost more (a module of thousands of lines, many of them repeated: the matcher is quadratic
+    in repeated lines, cubic at worst) is diffed on its changed region only: the lines both
+    versions begin and end with are equal lines outside every hunk, trimmed first as git's own
+    diff trims them. Only as a fallback, since repeated lines at the region's edges may then
+    align differently; a region that is too costly as well is skipped, with its reason."""
     a, b = before.splitlines(), after.splitlines()
-    return sum(
-        1 for _ in difflib.SequenceMatcher(None, a, b, autojunk=False).get_grouped_opcodes(3)
-    )
+    try:
+        return _Matcher(a, b, MAX_DIFF_WORK).hunks()
+    except _TooCostly:
+        pass
+    start, most = 0, min(len(a), len(b))
+    while start < most and a[start] == b[start]:
+        start += 1
+    end = 0
+    while end < most - start and a[-1 - end] == b[-1 - end]:
+        end += 1
+    try:
+        return _Matcher(a[start : len(a) - end], b[start : len(b) - end], MAX_DIFF_WORK).hunks()
+    except _TooCostly:
+        raise Skip("change too costly to diff") from None
+
+
+class _TooCostly(Exception):
+    pass
+
+
+class _Matcher(difflib.SequenceMatcher[str]):
+    """difflib's matcher (no junk) that refuses (:class:`_TooCostly`) to do more than
+    ``budget`` steps: each search for a longest match is charged, before it runs, one step per
+    line of ``a`` it scans and per occurrence of that line in ``b`` (an upper bound of its
+    loops). Real changes stay far below the budget (a 5,000-line module: under half of it)."""
+
+    def __init__(self, a: list[str], b: list[str], budget: int):
+        super().__init__(None, a, b, autojunk=False)
+        self._left = budget
+        in_b = Counter(b)
+        self._cost = [0]  # _cost[i]: the steps of scanning a[:i]
+        for line in a:
+            self._cost.append(self._cost[-1] + 1 + in_b[line])
+
+    def hunks(self) -> int:
+        return sum(1 for _ in self.get_grouped_opcodes(3))
+
+    def find_longest_match(
+        self, alo: int = 0, ahi: int | None = None, blo: int = 0, bhi: int | None = None
+    ) -> difflib.Match:
+        ahi = len(self._cost) - 1 if ahi is None else ahi
+        self._left -= self._cost[ahi] - self._cost[alo]
+        if self._left < 0:
+            raise _TooCostly
+        return super().find_longest_match(alo, ahi, blo, bhi)
 
 
 def _parse(text: str) -> ast.Module:
