@@ -274,8 +274,25 @@ def cmd_baseline(args: argparse.Namespace, rest: list[str]) -> int:
     says where the baseline was written (never the ungated run's ``exit 1: ...``)."""
     import pytest
 
+    embedder, out = args.embedder, args.out
+    if args.refresh is not None:  # the committed baseline's own model, where it lies
+        from .scoring.compare import ReportError, load_report
+
+        try:
+            recorded = load_report(args.refresh)["embedder"]
+        except ReportError as exc:
+            return _fail("baseline", f"--refresh: {exc}")
+        if "first_stage" in recorded or (embedder and embedder != recorded.get("name")):
+            return _fail(
+                "baseline",
+                f"--refresh {args.refresh} is {recorded.get('name')!r}'s baseline: refresh "
+                "re-runs that embedder (a pipeline's baseline is re-run with its --embedder)",
+            )
+        embedder, out = recorded.get("name"), out or str(Path(args.refresh).parent)
+    if not embedder or not out:
+        return _fail("baseline", "give --embedder NAME and --out DIR, or --refresh REPORT.json")
     unset = [f"-o=execretrieval_{key.replace('-', '_')}=" for key in GATE_KEYS]
-    argv = [f"--embedder={args.embedder}", *unset, f"--execretrieval-report-dir={args.out}"]
+    argv = [f"--embedder={embedder}", *unset, f"--execretrieval-report-dir={out}"]
     status = int(pytest.main([*argv, "-p", "no:randomly", *rest], plugins=[baseline_plugin()]))
     return 0 if status == pytest.ExitCode.TESTS_FAILED else status
 
@@ -1041,8 +1058,16 @@ def parser() -> argparse.ArgumentParser:
         help="write every language pool's baseline report for an embedder, ignoring the "
         "configured gate (further arguments go to pytest)",
     )
-    a.add_argument("--embedder", required=True, metavar="NAME")
-    a.add_argument("--out", required=True, metavar="DIR", help="DIR/NAME.json, DIR/javascript/")
+    a.add_argument("--embedder", metavar="NAME")
+    a.add_argument("--out", metavar="DIR", help="DIR/NAME.json, DIR/javascript/")
+    a.add_argument(
+        "--refresh",
+        metavar="REPORT",
+        type=Path,
+        help="re-run the model of this baseline report on the current pool (after items were "
+        "added or edited): only the texts the embedding cache lacks are embedded; --out "
+        "defaults to the report's folder",
+    )
 
     sub.add_parser(
         "embedders", help="known embedder names and whether each is usable here"

@@ -43,7 +43,7 @@ from .embedders.cache import stderr_progress
 from .embedders.hosted import report_fields as hosted_report_fields
 from .execution.runner import SuiteRunner
 from .execution.sandbox import isolation_in_force
-from .ranking.benchmark import BenchmarkRun, run_benchmark
+from .ranking.benchmark import BenchmarkRun, run_benchmark, uncached_texts
 from .ranking.index import IndexSpec, IndexSpecError
 from .ranking.indexed import index_run
 from .ranking.rerank import Reranker, RerankerContext, RerankerError, get_reranker
@@ -374,8 +374,8 @@ def rank_indexed(
         ranked.index_cost[pipeline] = done.cost
 
 
-def load_baseline(path: Path, sha: str, language: str | None = None) -> dict:
-    """The baseline report, which must be for this very corpus and language pool
+def read_baseline(path: Path, language: str | None = None) -> dict:
+    """The baseline report at ``path``, which must be a complete run of this language pool
     (``language``: the pool's report field, ``None`` for an items directory's own)."""
     from .scoring.compare import ReportError, load_report
 
@@ -400,6 +400,12 @@ def load_baseline(path: Path, sha: str, language: str | None = None) -> dict:
             f"({done['completed']} of {done['selected']} selected queries ran): "
             "re-run the baseline model to completion"
         )
+    return baseline
+
+
+def load_baseline(path: Path, sha: str, language: str | None = None) -> dict:
+    """:func:`read_baseline`, which must also be of this very pool (``sha``)."""
+    baseline = read_baseline(path, language)
     if baseline["corpus"]["sha256"] != sha:
         raise SetupError(
             f"--execretrieval-baseline={path} was made on corpus "
@@ -407,6 +413,95 @@ def load_baseline(path: Path, sha: str, language: str | None = None) -> dict:
             "a gate compares two models on the same corpus; re-run the baseline model"
         )
     return baseline
+
+
+@dataclass(frozen=True)
+class Refreshed:
+    """A baseline re-ranked on this run's pool: its report, and the line that says so."""
+
+    report: dict
+    line: str
+
+
+def refresh_baseline(
+    path: Path,
+    baseline: dict,
+    loaded: Loaded,
+    runner: SuiteRunner,
+    cache_dir: Path,
+    options: EmbedderOptions,
+    seed: int,
+    language: str | None = None,
+) -> Refreshed:
+    """The baseline's model, made on another pool (an item added or edited), ranked on this
+    run's pool: the two models of a gate are always compared on one pool. The embedding cache
+    holds the baseline model's vectors of every text it embedded before, so only the texts it
+    lacks are embedded (a hosted model's cost guard says how many and what they cost); the
+    model must be the one that made the baseline (the same invocation record), and a pipeline's
+    baseline (a reranker, an index) is not refreshed: both are a :class:`SetupError` naming
+    what to re-run."""
+    recorded, old = baseline["embedder"], baseline["corpus"]["sha256"]
+    name = str(recorded.get("name", ""))
+    was = (
+        f"--execretrieval-baseline={path} was made on corpus {old[:16]}, this run's pool is "
+        f"{loaded.pool_sha256[:16]}"
+    )
+    rerun = f"re-run the baseline: execretrieval baseline --embedder {name} --out {path.parent}"
+    if "first_stage" in recorded:
+        raise SetupError(f"{was}; a pipeline's baseline ({name}) is not re-ranked here: {rerun}")
+    try:
+        (embedder,) = open_embedders([name], options).values()
+    except SetupError as exc:
+        raise SetupError(f"{was}; re-ranking its model on this pool: {exc}") from None
+    try:
+        fresh = {**embedder.invocation(), "name": name}
+        differ = sorted(k for k in {*recorded, *fresh} if recorded.get(k) != fresh.get(k))
+        if differ:
+            raise SetupError(
+                f"{was}, and {name} here is not the model that made it ({', '.join(differ)} "
+                f"differ): {rerun}"
+            )
+        missing, total = uncached_texts(embedder, loaded.items, loaded.pool.snippets, cache_dir)
+        started = dt.datetime.now(dt.UTC)
+        run = run_benchmark(
+            loaded.items,
+            loaded.pool,
+            loaded.pool_sha256,
+            embedder,
+            runner,
+            cache_dir,
+            stderr_progress,
+            False,
+            loaded.tests,
+        )
+    except ServiceError as exc:
+        raise ServiceFailure(f"{was}; re-ranking {name} on this pool: {exc}") from None
+    except EmbedderError as exc:
+        raise SetupError(f"{was}; re-ranking {name} on this pool: {exc}") from None
+    finally:
+        embedder.close()
+    ended = dt.datetime.now(dt.UTC)
+    report = build_report(
+        name,
+        run,
+        [item.id for item in loaded.items],
+        (ended - started).total_seconds(),
+        seed,
+        isolation=isolation_in_force(),
+        created_at=ended.isoformat(timespec="seconds"),
+        language=language,
+    )
+    report["refreshed_from"] = {"path": str(path), "corpus_sha256": old}
+    embedded = (
+        f"{missing} of {total} texts embedded, the rest read from the embedding cache"
+        if total
+        else "a lexical scorer: nothing to embed"
+    )
+    line = (
+        f"baseline {name}: re-ranked on this pool ({loaded.pool_sha256[:16]}; {path} was made "
+        f"on {old[:16]}); {embedded}"
+    )
+    return Refreshed(report, line)
 
 
 def failed_queries(report: dict) -> set[str]:

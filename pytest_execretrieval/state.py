@@ -41,10 +41,11 @@ from .orchestration import (
     failed_queries,
     gate_reports,
     identifier_view,
-    load_baseline,
     open_embedders,
     open_rerankers,
     rank,
+    read_baseline,
+    refresh_baseline,
     refuse_lexical_indexes,
     refuse_training_items,
 )
@@ -109,6 +110,7 @@ class BenchmarkState:
         self.ranked = Ranked({}, 0.0, {}, {})
         self.baseline: dict | None = None
         self.baseline_failed: set[str] = set()
+        self.refreshed: str | None = None  # how the baseline was re-ranked on this pool
         self.executed = 0  # suites run in a sandbox, by every process of the session
         self.foreign = 0  # cached outcomes ignored: signed with another key
         self.selected: dict[str, tuple[str, str]] = {}  # node id -> (name, query id)
@@ -191,7 +193,20 @@ class BenchmarkState:
                 f"{self.pool}/) does not exist; write it with --execretrieval-report-dir"
             )
         elif path is not None:
-            self.baseline = load_baseline(path, loaded.pool_sha256, self.pool or None)
+            self.baseline = read_baseline(path, self.pool or None)
+            if self.baseline["corpus"]["sha256"] != loaded.pool_sha256:  # an item added, say
+                name = str(self.baseline["embedder"].get("name", ""))
+                refreshed = refresh_baseline(
+                    path,
+                    self.baseline,
+                    loaded,
+                    runner,
+                    s.cache_dir,
+                    options(name),
+                    s.seed,
+                    self.pool or None,
+                )
+                self.baseline, self.refreshed = refreshed.report, refreshed.line
             self.baseline_failed = failed_queries(self.baseline)
         self.ranked = rank(
             loaded,
@@ -363,7 +378,7 @@ class BenchmarkState:
         # the cost goes below the metrics: the verdict and the flips come first
         at = next((i for i, x in enumerate(lines) if x.startswith("reports: ")), len(lines))
         sandbox = [self.executed_line(), *filter(None, [foreign_line(self.foreign)])]
-        lines[at:at] = [*cost, *(sandbox if executed else [])]
+        lines[at:at] = [*filter(None, [self.refreshed]), *cost, *(sandbox if executed else [])]
         if self.incomplete:
             return lines + [self.incomplete_line(self.incomplete)]
         last = self.exit_line() if exit_line else None

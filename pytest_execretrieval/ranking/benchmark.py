@@ -27,8 +27,8 @@ import numpy as np
 from ..corpus.background import as_entry_point, describe, is_background
 from ..corpus.items import BenchmarkItem
 from ..corpus.store import DISTRACTOR_KINDS, Corpus, Snippet
-from ..embedders import DenseEncoder, Embedder
-from ..embedders.cache import EmbeddingCache, Progress, encode_cached
+from ..embedders import DenseEncoder, Embedder, contract
+from ..embedders.cache import EmbeddingCache, Progress, encode_cached, text_key
 from ..embedders.hosted import cost_guard
 from ..execution.runner import SuiteRunner
 from ..execution.sandbox import SuiteResult
@@ -157,6 +157,25 @@ def guard_cost(
         ],
         cache,
     )
+
+
+def uncached_texts(
+    embedder: Embedder, items: Sequence[BenchmarkItem], pool: Sequence[Snippet], cache_dir: Path
+) -> tuple[int, int]:
+    """(texts the embedding cache lacks, distinct texts) of a ranking of ``pool`` for ``items``'
+    queries: what a dense encoder would encode now; (0, 0) for a lexical scorer."""
+    if contract(embedder) is not DenseEncoder:
+        return 0, 0
+    cache = EmbeddingCache(cache_dir, embedder.invocation())
+    missing = total = 0
+    for role, texts in (
+        ("query", {item.query for item in items}),
+        ("document", {document_text(s) for s in pool}),
+    ):
+        known = cache.load(role)
+        total += len(texts)
+        missing += sum(text_key(t) not in known for t in texts)
+    return missing, total
 
 
 def code_similarity(
@@ -490,5 +509,6 @@ __all__ = [
     "plan_outcomes",
     "rank_pool",
     "run_benchmark",
+    "uncached_texts",
     "suite_code",
 ]
