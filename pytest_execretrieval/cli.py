@@ -242,6 +242,21 @@ def cmd_verify(args: argparse.Namespace, rest: list[str]) -> int:
     return int(pytest.main(argv + rest))
 
 
+def cmd_power(args: argparse.Namespace) -> int:
+    from .reporting.gate_text import power_lines
+    from .scoring.gate import power_at
+
+    try:
+        rows = [
+            power_at(n, args.discordant, args.alpha, args.metrics, args.max_detectable)
+            for n in args.queries
+        ]
+    except ValueError as exc:
+        return _fail("power", str(exc))
+    print("\n".join(power_lines(rows)))
+    return 0
+
+
 def cmd_lint(args: argparse.Namespace) -> int:
     """The bundled items' checks on an items directory (:mod:`.corpus.lint`; nothing of it is
     executed): one escaped line per finding, then a summary; 1 on an error (``--strict``: on a
@@ -1052,6 +1067,23 @@ def parser() -> argparse.ArgumentParser:
     )
     lt.add_argument("items_dir", nargs="?")
     lt.add_argument("--strict", action="store_true", help="exit 1 on a warning too (for CI)")
+    pw = sub.add_parser(
+        "power",
+        help="which gate can decide at N queries: a harm gate's smallest detectable drop and "
+        "the queries it needs, and the smallest non-inferiority margin",
+    )
+    pw.add_argument("--queries", type=int, action="append", required=True, metavar="N")
+    pw.add_argument(
+        "--discordant",
+        type=float,
+        default=0.2,
+        metavar="F",
+        help="the share of queries whose rank-1 outcome differs between the two models "
+        "(default 0.2; a gated report's own figures give the observed spread)",
+    )
+    pw.add_argument("--alpha", type=float, default=0.05, metavar="A")
+    pw.add_argument("--metrics", type=int, default=3, metavar="K", help="gated metrics (3)")
+    pw.add_argument("--max-detectable", type=float, default=0.10, metavar="D")
 
     a = sub.add_parser(
         "baseline",
@@ -1224,6 +1256,7 @@ def run_command(argv: list[str] | None) -> int:
     commands = {
         "build": cmd_build,
         "lint": cmd_lint,
+        "power": cmd_power,
         "embedders": cmd_embedders,
         "embed": cmd_embed,
         "doctor": cmd_doctor,

@@ -4,7 +4,10 @@ decision's figures. Plain functions of the typed decision; nothing is decided he
 
 from __future__ import annotations
 
-from ..scoring.gate import POWER, Coverage, GateDecision, MetricVerdict
+import math
+from collections.abc import Sequence
+
+from ..scoring.gate import POWER, Coverage, GateDecision, MetricVerdict, PowerRow
 
 SHOWN_IDS = 10  # query ids listed in a sentence before "and N more"
 
@@ -61,7 +64,53 @@ def underpowered_note(d: GateDecision) -> str:
     needs = ", ".join(
         f"{m} needs {n:,} queries ({_bound(d.verdicts[m])})" for m, n in d.underpowered.items()
     )
-    return f"too few queries to detect a drop: {needs}; the gate did not decide"
+    margins = [
+        d.verdicts[m].reachable_margin
+        for m in d.underpowered
+        if d.verdicts[m].mode == "harm" and d.verdicts[m].reachable_margin is not None
+    ]
+    n = d.n_queries
+    if not any(d.verdicts[m].mode == "harm" for m in d.underpowered):
+        switch = ""
+    elif len(margins) == len(d.underpowered):
+        switch = (
+            f"; at {n:,} queries a non-inferiority gate decides with --execretrieval-margin="
+            f"{_up(max(margins))} or more (execretrieval power --queries {n} says what each "
+            "gate can decide)"
+        )
+    else:
+        switch = f"; no non-inferiority margin decides at {n:,} queries either: add items"
+    return f"too few queries to detect a drop: {needs}; the gate did not decide{switch}"
+
+
+def _up(x: float) -> str:
+    """``x`` rounded up to 3 decimals (a margin below it would still be underpowered)."""
+    return f"{math.ceil(x * 1000 - 1e-9) / 1000:.3f}"
+
+
+def power_lines(rows: Sequence[PowerRow]) -> list[str]:
+    """``execretrieval power``: per number of queries, what a harm gate detects and needs and
+    the smallest non-inferiority margin that decides."""
+    first = rows[0]
+    lines = [
+        f"gates at alpha {first.alpha:g} with 80% power, {first.metrics} gated metric"
+        f"{'s' * (first.metrics != 1)} (a harm gate's Holm adjustment), "
+        f"{first.discordant:.0%} of queries differing at rank 1 between the two models:"
+    ]
+    for r in rows:
+        drop = "none up to 1" if r.harm_detectable is None else f"{r.harm_detectable:.3f}"
+        harm = (
+            f"decides (a drop of {r.max_detectable:g} is detected)"
+            if r.harm_needed is None
+            else f"UNDERPOWERED for a drop of {r.max_detectable:g} (needs {r.harm_needed:,} "
+            "queries)"
+        )
+        margin = "none up to 1" if r.margin is None else f"--execretrieval-margin={_up(r.margin)}"
+        lines.append(
+            f"  {r.n:,} queries: harm gate: smallest detectable drop {drop}, {harm}; "
+            f"non-inferiority decides from {margin}"
+        )
+    return lines
 
 
 def _bound(v: MetricVerdict) -> str:

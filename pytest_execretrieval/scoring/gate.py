@@ -50,7 +50,13 @@ from .compare import (
     shared_metrics,
 )
 from .metrics import METRIC_NAMES, METRICS, mean_metrics, metric_matrix, row_metrics
-from .stats import detectable_difference, holm_adjust, paired_bootstrap_diff_ci, queries_needed
+from .stats import (
+    detectable_difference,
+    holm_adjust,
+    paired_bootstrap_diff_ci,
+    queries_needed,
+    smallest_bound,
+)
 
 __all__ = [
     "DEFAULT_GATE_METRICS",
@@ -66,7 +72,9 @@ __all__ = [
     "MetricVerdict",
     "NonInferiorityTest",
     "Paired",
+    "PowerRow",
     "gate_decision",
+    "power_at",
 ]
 
 DEFAULT_GATE_METRICS = ("exec@1", "exec@5", "ndcg@10")
@@ -139,6 +147,9 @@ class MetricVerdict:
     ci: tuple[float, float] | None = None
     margin: float | None = None
     needed: int | None = None
+    # harm mode: the smallest margin a non-inferiority gate would decide with at this size and
+    # spread (what an underpowered harm gate can switch to); None when none up to 1 would
+    reachable_margin: float | None = None
 
     @property
     def underpowered(self) -> bool:
@@ -156,6 +167,8 @@ class MetricVerdict:
         }
         if self.mode == "harm":
             row["p_adjusted"] = self.p_adjusted
+            if self.needed is not None:  # underpowered: the margin a switch to NI would need
+                row["reachable_margin"] = self.reachable_margin
         else:
             row |= {"ci": None if self.ci is None else list(self.ci), "margin": self.margin}
         return row | {
@@ -193,6 +206,7 @@ class HarmTest:
                 detectable=detectable_difference(*power_args, POWER),
                 p_adjusted=p_adjusted,
                 needed=_needed_within(power_args, self.max_detectable, two_sided=True),
+                reachable_margin=reachable_margin(paired.n, float(np.var(d)), self.alpha),
             )
         return out
 
@@ -229,6 +243,56 @@ class NonInferiorityTest:
                 needed=_needed_within(power_args, 2 * self.margins[m], two_sided=False),
             )
         return out
+
+
+def reachable_margin(n: int, variance: float, alpha: float) -> float | None:
+    """The smallest non-inferiority margin that ``n`` queries decide at this spread of the
+    paired differences: a non-inferiority gate is UNDERPOWERED unless it detects twice its
+    margin (one-sided, as :class:`NonInferiorityTest` tests)."""
+    bound = smallest_bound(n, variance, alpha, POWER, two_sided=False)
+    return None if bound is None else bound / 2
+
+
+@dataclass(frozen=True)
+class PowerRow:
+    """What ``n`` queries decide for one spread of the paired differences (``discordant``: the
+    share of queries whose rank-1 outcome differs between the two models)."""
+
+    n: int
+    discordant: float
+    alpha: float
+    metrics: int  # gated metrics: a harm gate's Holm adjustment divides alpha among them
+    harm_detectable: float | None  # the smallest drop a harm gate detects with 80% power
+    harm_needed: int | None  # queries a harm gate needs for max_detectable (None: these do)
+    max_detectable: float
+    margin: float | None  # the smallest non-inferiority margin decided at this size
+
+
+def power_at(
+    n: int,
+    discordant: float,
+    alpha: float = 0.05,
+    metrics: int = len(DEFAULT_GATE_METRICS),
+    max_detectable: float = MAX_DETECTABLE,
+) -> PowerRow:
+    """Which gate can decide at ``n`` queries when a share ``discordant`` of them differ at
+    rank 1 between the models (a 0/1 metric's paired differences: ``E[d^2] = discordant``,
+    their variance at most that): a harm gate's smallest detectable drop and the queries it
+    needs for ``max_detectable``, and the smallest non-inferiority margin (``execretrieval
+    power``)."""
+    if n < 1 or not 0 <= discordant <= 1:
+        raise ValueError(f"need n >= 1 and a discordant share in [0, 1], got {n}, {discordant}")
+    args = (n, discordant, alpha / metrics)
+    return PowerRow(
+        n,
+        discordant,
+        alpha,
+        metrics,
+        smallest_bound(*args, POWER),
+        _needed_within(args, max_detectable, two_sided=True),
+        max_detectable,
+        reachable_margin(n, discordant, alpha),
+    )
 
 
 def _needed_within(

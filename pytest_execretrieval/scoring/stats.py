@@ -24,6 +24,7 @@ __all__ = [
     "deception_rates",
     "density_exec1",
     "detectable_difference",
+    "smallest_bound",
     "queries_needed",
     "false_high_similarity_rate",
     "holm_adjust",
@@ -271,6 +272,19 @@ def _detects(
         return _fewest_differing(alpha, two_sided) / n <= bound
     drop = detectable_difference(n, second_moment, alpha, power, two_sided)
     return drop is not None and drop <= bound
+
+
+def smallest_bound(
+    n: int, second_moment: float, alpha: float, power: float = 0.8, two_sided: bool = True
+) -> float | None:
+    """The smallest bound on a drop that ``n`` queries detect with ``power`` (the bound
+    :func:`queries_needed` meets at ``n``): the detectable difference at this spread, or, where
+    no query differs, the exact test's floor; ``None`` when no drop of at most 1 is detected."""
+    if second_moment == 0:
+        bound: float | None = _fewest_differing(alpha, two_sided) / n
+    else:
+        bound = detectable_difference(n, second_moment, alpha, power, two_sided)
+    return bound if bound is not None and bound <= 1 else None
 
 
 def queries_needed(
