@@ -524,7 +524,13 @@ class PoolStates:
 
         self.root.executed, self.root.foreign = self.executed, self.foreign
         others = [state for pool, state in self.pools.items() if pool]
-        lines = self.root.closing_lines(exit_line=not others)
+        # every pool's verdict first, then each pool's block (its verdict, flips, metrics)
+        verdicts = [
+            f"verdict [{state.label(name)}]: {record['reason']}"
+            for state in self.pools.values()
+            for name, record in state.gate_records.items()
+        ]
+        lines = (verdicts if others else []) + self.root.closing_lines(exit_line=not others)
         for state in others:
             more = state.closing_lines(executed=False, exit_line=False)
             if more:

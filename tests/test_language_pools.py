@@ -128,6 +128,13 @@ def test_the_gate_decides_per_language_and_the_exit_status_names_the_failing_one
     out = again.stdout.str()
     assert "gate [bm25]: PASS" in out and "gate [javascript/bm25]: PASS" in out
     assert again.ret == 0
+    # every pool's verdict opens the block, before any pool's metrics
+    lines = again.stdout.lines
+    block = lines[
+        next(i for i, x in enumerate(lines) if x.startswith("=") and " ExecRetrieval " in x) + 1 :
+    ]
+    assert block[0].startswith("verdict [bm25]: PASS")
+    assert block[1].startswith("verdict [javascript/bm25]: PASS")
     # each pool's junit and summary name its gate once, so a CI report merging them does too
     for folder, gate in (("again", "bm25"), ("again/javascript", "javascript/bm25")):
         junit = (pytester.path / folder / "bm25.xml").read_text()
