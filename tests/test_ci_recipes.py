@@ -256,6 +256,16 @@ def test_the_recipe_runs_literally_on_any_items_directory(tmp_path, variant, req
     ]
     assert sorted(cases) == [f"gate[{p}]" for p in pools]
 
+    if variant == "python-only":  # one item added: the gate step decides, no baseline re-run
+        from test_baseline_refresh import add_item
+
+        add_item(tmp_path / "items")
+        ran = _run(steps[0]["run"].replace("gemini-2", "bm25"), tmp_path, env)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        assert "baseline bm25: re-ranked on this pool" in ran.stdout
+        report = json.loads((tmp_path / "reports" / "bm25.json").read_text())
+        assert report["gate"]["n_queries"] == 5 and report["gate"]["passed"]
+
 
 def _verdicts(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.startswith("- ") and "`gate[" in line]
