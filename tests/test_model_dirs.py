@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from plugin_runs import bench
-from test_rerank_model_dir import VOCAB, Payload, edit_json, tiny_cross_encoder
+from test_rerank_model_dir import Payload, edit_json, tiny_cross_encoder
+from tiny_bert import tiny_bert
 
 from pytest_execretrieval.embedders import EmbedderError, EmbedderOptions, get_embedder
 from pytest_execretrieval.model_dir import (
@@ -50,21 +51,7 @@ def tiny_bi_encoder(where: Path) -> Path:
     from sentence_transformers.base.modules import Dense, Normalize, Transformer
     from sentence_transformers.sentence_transformer.modules import Pooling
 
-    base = where / "base"
-    base.mkdir(parents=True)
-    (base / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
-    config = transformers.BertConfig(
-        vocab_size=len(VOCAB),
-        hidden_size=8,
-        num_hidden_layers=1,
-        num_attention_heads=1,
-        intermediate_size=16,
-        max_position_embeddings=128,
-        initializer_range=1.0,
-    )
-    transformers.set_seed(0)
-    transformers.BertModel(config).save_pretrained(base)
-    transformers.BertTokenizer(str(base / "vocab.txt")).save_pretrained(base)
+    base = tiny_bert(where / "base")
     transformer = Transformer(str(base))
     modules = [transformer, Pooling(8), Dense(8, 4), Normalize()]
     out = where / "st"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tiny_bert import tiny_bert
 
 from pytest_execretrieval.corpus.items import BenchmarkItem
 from pytest_execretrieval.execution.runner import SuiteRunner
@@ -309,32 +310,8 @@ def test_entry_point_rerankers_are_found(monkeypatch):
 
 def test_cross_encoder_from_a_local_directory(tmp_path):
     pytest.importorskip("sentence_transformers")
-    transformers = pytest.importorskip("transformers")
-    vocab = [
-        "[PAD]",
-        "[UNK]",
-        "[CLS]",
-        "[SEP]",
-        "[MASK]",
-        *"def return clamp add max min lo hi "
-        "count vowels sum in for a b c s aeiou _ ( ) , : + - '".split(),
-    ]
-    (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    tokenizer = transformers.BertTokenizer(str(tmp_path / "vocab.txt"))
-    config = transformers.BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=8,
-        num_hidden_layers=1,
-        num_attention_heads=1,
-        intermediate_size=16,
-        num_labels=1,
-        max_position_embeddings=128,
-        initializer_range=1.0,
-    )
-    model_dir = tmp_path / "ce"
-    transformers.set_seed(0)  # random weights, but the same ones on every run
-    transformers.BertForSequenceClassification(config).save_pretrained(model_dir)
-    tokenizer.save_pretrained(model_dir)
+    pytest.importorskip("transformers")
+    model_dir = tiny_bert(tmp_path / "ce", classifier=True)
     reranker = get_reranker(f"ce:{model_dir}")
     queries = [RerankQuery(make_item(), candidates(CANONICAL, MUTANT, NOT_CALLABLE))] * 2
     answers = reranker.rerank("bm25", queries)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from plugin_runs import bench
+from tiny_bert import tiny_bert
 
 from pytest_execretrieval.corpus.items import BenchmarkItem
 from pytest_execretrieval.ranking.rerank import Candidate, RerankerError, RerankQuery, get_reranker
@@ -43,16 +44,6 @@ QUERIES = [
     )
 ]
 
-VOCAB = [
-    "[PAD]",
-    "[UNK]",
-    "[CLS]",
-    "[SEP]",
-    "[MASK]",
-    *"def return clamp add max min lo hi count vowels sum in for a b c s aeiou".split(),
-    *"_ ( ) , : + - '".split(),
-]
-
 
 def tiny_cross_encoder(where: Path) -> Path:
     """A one-output CrossEncoder saved as the trainer saves one (``CrossEncoder(base,
@@ -61,22 +52,7 @@ def tiny_cross_encoder(where: Path) -> Path:
     model.safetensors; random weights, the same on every run."""
     from sentence_transformers import CrossEncoder
 
-    base = where / "base"
-    base.mkdir(parents=True)
-    (base / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
-    config = transformers.BertConfig(
-        vocab_size=len(VOCAB),
-        hidden_size=8,
-        num_hidden_layers=1,
-        num_attention_heads=1,
-        intermediate_size=16,
-        num_labels=1,
-        max_position_embeddings=128,
-        initializer_range=1.0,
-    )
-    transformers.set_seed(0)
-    transformers.BertForSequenceClassification(config).save_pretrained(base)
-    transformers.BertTokenizer(str(base / "vocab.txt")).save_pretrained(base)
+    base = tiny_bert(where / "base", classifier=True)
     out = where / "ce"
     CrossEncoder(str(base), num_labels=1).save(str(out))
     shutil.rmtree(base)
