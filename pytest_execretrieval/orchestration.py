@@ -25,6 +25,7 @@ from .corpus.background import (
     with_background,
 )
 from .corpus.items import BenchmarkItem, ItemSource, item_id, load_items
+from .corpus.pools import combined_sha256
 from .corpus.store import (
     DEFAULT_VARIANT,
     Corpus,
@@ -88,6 +89,10 @@ class Loaded:
     # Functions of --execretrieval-background sources in every query's pool (corpus/background.py)
     background: tuple[Snippet, ...] = ()
     tests: str = "all"  # --execretrieval-tests: "authors" when cut to the authors' tests
+    # A pool of several items directories (:func:`load_pool`): each one and its corpus
+    # directory, in order; () for one directory (``items`` and ``corpus_dir`` say it all)
+    items_dirs: tuple[Path, ...] = ()
+    corpus_dirs: tuple[Path, ...] = ()
 
     @property
     def pool(self) -> Corpus:
@@ -99,9 +104,10 @@ class Loaded:
 
     @property
     def pool_sha256(self) -> str:
-        """The pool's identity in reports and baselines: the corpus's, with its background and
-        which tests decide."""
-        sha = pool_sha256(corpus_sha256(self.corpus_dir), self.background)
+        """The pool's identity in reports and baselines: the corpus's (of several items
+        directories: every corpus's, in order), with its background and which tests decide."""
+        corpora = [corpus_sha256(where) for where in self.corpus_dirs or (self.corpus_dir,)]
+        sha = pool_sha256(combined_sha256(corpora), self.background)
         if self.tests == "all":
             return sha
         return hashlib.sha256(f"{sha}\ntests={self.tests}".encode()).hexdigest()
@@ -179,6 +185,71 @@ def load(
                 raise SetupError(str(exc)) from None
             stale.append(StaleReason("corpus-unreadable", str(exc)))
     return Loaded(items, corpus, where, stale, changed, (where / "manifest.json").exists())
+
+
+def load_pool(
+    items_dirs: Sequence[Path],
+    variant: CorpusVariant = DEFAULT_VARIANT,
+    *,
+    stale_ok: bool,
+    item_caches: Sequence[ItemCache | None] = (),
+) -> Loaded:
+    """One pool made of the folders ``items_dirs`` (several ``--execretrieval-items``): each
+    loaded by :func:`load` (its own corpus, fresh as ever: a stale one names its directory),
+    then their union: the items by id, the snippets by snippet id. One folder is :func:`load`'s
+    own result. An item id or a snippet's code in two folders is a :class:`SetupError` naming
+    both (ids name the queries of reports and baselines)."""
+    caches = list(item_caches) + [None] * (len(items_dirs) - len(item_caches))
+    parts = [
+        load(where, variant, stale_ok=stale_ok, item_cache=cache)
+        for where, cache in zip(items_dirs, caches, strict=True)
+    ]
+    if len(parts) == 1:
+        return parts[0]
+    owner: dict[str, Path] = {}
+    for item in (item for part in parts for item in part.items):
+        if item.id in owner:
+            raise SetupError(
+                f"item {item.id} is in two items directories: {owner[item.id]} and "
+                f"{item.path}; an item id names one query of the pool (reports and baselines "
+                "name queries by id): rename or remove one"
+            )
+        owner[item.id] = item.path
+    corpus = None
+    if all(part.corpus is not None for part in parts):
+        corpus = _union([part.corpus for part in parts if part.corpus], parts)
+    return Loaded(
+        sorted((item for part in parts for item in part.items), key=lambda item: item.id),
+        corpus,
+        parts[0].corpus_dir,
+        [reason for part in parts for reason in part.stale],
+        frozenset().union(*(part.changed for part in parts)),
+        all(part.built for part in parts),
+        items_dirs=tuple(Path(where) for where in items_dirs),
+        corpus_dirs=tuple(part.corpus_dir for part in parts),
+    )
+
+
+def _union(corpora: Sequence[Corpus], parts: Sequence[Loaded]) -> Corpus:
+    """The corpora of several items directories as one pool (each file sorted by snippet id,
+    as a build writes it); the same code in two of them is a :class:`SetupError`."""
+    seen: dict[str, Path] = {}
+    for corpus, part in zip(corpora, parts, strict=True):
+        for snippet in corpus.snippets:
+            if snippet.snippet_id in seen:
+                raise SetupError(
+                    f"identical code in the corpora of {seen[snippet.snippet_id]} and "
+                    f"{part.corpus_dir} (snippet {snippet.snippet_id[:16]}, "
+                    f"{snippet.query_id}): one pool holds each snippet once; remove the "
+                    "duplicate item from one directory"
+                )
+            seen[snippet.snippet_id] = part.corpus_dir
+    by_id = lambda s: s.snippet_id  # noqa: E731
+    return Corpus(
+        tuple(sorted((s for c in corpora for s in c.snippets), key=by_id)),
+        tuple(sorted((s for c in corpora for s in c.alternatives), key=by_id)),
+        corpora[0].engine,
+    )
 
 
 def open_embedders(names: Sequence[str], options: EmbedderOptions) -> dict[str, Embedder]:
@@ -285,24 +356,13 @@ def rank(
     (``indexes``: name -> (embedder, spec)), then every reranked pipeline (``pipelines``:
     name -> (embedder, reranker); fusion needs all first stages first). ``runs`` is filled as
     the work goes (the reranker context reads it); every embedder and reranker is closed."""
-    sha = loaded.pool_sha256
     ranked = Ranked({}, 0.0, {}, {})
     pending = dict(embedders)  # closed as each is done, the rest on the way out
     try:
         for name, embedder in embedders.items():
             del pending[name]
             try:
-                runs[name] = run_benchmark(
-                    loaded.items,
-                    loaded.pool,
-                    sha,
-                    embedder,
-                    runner,
-                    cache_dir,
-                    stderr_progress,
-                    code_similarity,
-                    loaded.tests,
-                )
+                runs[name] = run_loaded(loaded, embedder, runner, cache_dir, code_similarity)
                 rank_indexed(loaded, name, embedder, indexes or {}, runner, cache_dir, runs, ranked)
             except ServiceError as exc:
                 raise ServiceFailure(f"--embedder {name}: {exc}") from None
@@ -337,6 +397,27 @@ def rank(
         for r in rerankers.values():
             r.close()
     return ranked
+
+
+def run_loaded(
+    loaded: Loaded,
+    embedder: Embedder,
+    runner: SuiteRunner,
+    cache_dir: Path,
+    code_similarity: bool = False,
+) -> BenchmarkRun:
+    """One embedder's run over the loaded pool (:func:`.ranking.benchmark.run_benchmark`)."""
+    return run_benchmark(
+        loaded.items,
+        loaded.pool,
+        loaded.pool_sha256,
+        embedder,
+        runner,
+        cache_dir,
+        stderr_progress,
+        code_similarity,
+        loaded.tests,
+    )
 
 
 def rank_indexed(
@@ -463,17 +544,7 @@ def refresh_baseline(
             )
         missing, total = uncached_texts(embedder, loaded.items, loaded.pool.snippets, cache_dir)
         started = dt.datetime.now(dt.UTC)
-        run = run_benchmark(
-            loaded.items,
-            loaded.pool,
-            loaded.pool_sha256,
-            embedder,
-            runner,
-            cache_dir,
-            stderr_progress,
-            False,
-            loaded.tests,
-        )
+        run = run_loaded(loaded, embedder, runner, cache_dir)
     except ServiceError as exc:
         raise ServiceFailure(f"{was}; re-ranking {name} on this pool: {exc}") from None
     except EmbedderError as exc:
@@ -524,9 +595,10 @@ class Handoff:
 
     def to_text(self) -> str:
         loaded = self.loaded
+        folder = {where: i for i, where in enumerate(loaded.items_dirs)}
         return json.dumps(
             {
-                "items": [_item_json(item) for item in loaded.items],
+                "items": [_item_json(item, folder) for item in loaded.items],
                 "pool": [_fields(s) for s in loaded.corpus.snippets] if loaded.corpus else None,
                 "engine": loaded.corpus.engine if loaded.corpus else {},
                 "stale": [asdict(r) for r in loaded.stale],
@@ -541,18 +613,22 @@ class Handoff:
         )
 
     @classmethod
-    def from_text(cls, text: str, items_dir: Path, variant: CorpusVariant) -> Handoff:
+    def from_text(
+        cls, text: str, items_dir: Path | Sequence[Path], variant: CorpusVariant
+    ) -> Handoff:
         """The controller's state in a worker whose items directory is ``items_dir`` (item
-        paths are rebuilt there from the ids: the controller's paths may not exist here)."""
+        paths are rebuilt there from the ids: the controller's paths may not exist here); a
+        pool of several items directories: their folders here, in the controller's order."""
         try:
             data = parse_json(text, "the xdist controller's handoff", max_bytes=HANDOFF_MAX_BYTES)
         except JSONBoundError as exc:
             raise SetupError(str(exc)) from None
+        folders = [Path(items_dir)] if isinstance(items_dir, (str, Path)) else list(items_dir)
         items = [
             BenchmarkItem(
                 **{
-                    **row,
-                    "path": items_dir / row["path"],
+                    **{k: v for k, v in row.items() if k != "folder"},
+                    "path": folders[row.get("folder", 0)] / row["path"],
                     "tests": tuple(row["tests"]),
                     "alternatives": tuple(row["alternatives"]),
                     "source": ItemSource.from_table(row["source"]),
@@ -566,15 +642,18 @@ class Handoff:
             if pool is None
             else Corpus(tuple(Snippet.from_json(row) for row in pool), (), data["engine"])
         )
+        several = len(folders) > 1
         loaded = Loaded(
             items,
             corpus,
-            corpus_dir(items_dir, variant),
+            corpus_dir(folders[0], variant),
             [StaleReason(**r) for r in data["stale"]],
             frozenset(data["changed"]),
             data["built"],
             tuple(Snippet.from_json(row) for row in data["background"]),
             data["tests"],
+            tuple(folders) if several else (),
+            tuple(corpus_dir(where, variant) for where in folders) if several else (),
         )
         runs = {name: BenchmarkRun.from_json(run) for name, run in data["runs"].items()}
         return cls(loaded, runs, frozenset(data["baseline_failed"]))
@@ -586,10 +665,14 @@ def _fields(record) -> dict:
     return {f.name: getattr(record, f.name) for f in fields(record)}
 
 
-def _item_json(item: BenchmarkItem) -> dict:
+def _item_json(item: BenchmarkItem, folder: Mapping[Path, int]) -> dict:
+    """An item's handoff row; ``folder``: the index of each items directory of a pool of
+    several, which the row names when it is not the first (its path is relative to it)."""
     row = _fields(item)
     row["path"] = f"{item.path.parent.name}/{item.path.name}"  # <domain>/<file>, as collected
     row["source"] = asdict(item.source) if item.source else None
+    if folder.get(item.path.parent.parent):
+        row["folder"] = folder[item.path.parent.parent]
     return row
 
 

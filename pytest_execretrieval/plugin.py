@@ -37,10 +37,16 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     items = getattr(known, dest("items"), None) or early_config.getini(dest("items"))
     from .session import refuse_untrusted
 
-    where = early_config.invocation_params.dir / items if items else bundled_items_dir()
-    if where.is_dir():  # a missing directory is the session's usage error
-        _refuse_an_ini_file_inside(Path(where).resolve(), early_config.inipath)
-        refuse_untrusted(Path(where).resolve(), early_config)
+    values = [items] if isinstance(items, str) else [str(v).strip() for v in items or ()]
+    for value in [v for v in values if v] or [settings.BUNDLED]:  # each directory named
+        where = (
+            bundled_items_dir()
+            if value == settings.BUNDLED
+            else early_config.invocation_params.dir / value
+        )
+        if where.is_dir():  # a missing directory is the session's usage error
+            _refuse_an_ini_file_inside(Path(where).resolve(), early_config.inipath)
+            refuse_untrusted(Path(where).resolve(), early_config)
 
 
 def _refuse_an_ini_file_inside(items_dir: Path, inipath: Path | None) -> None:
@@ -70,7 +76,7 @@ def pytest_configure(config: pytest.Config) -> None:
         resolved = settings.resolve(config)
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
-    _check_paths(config, (resolved.items_dir or bundled_items_dir()).resolve())
+    _check_paths(config, [where.resolve() for where in resolved.all_items_dirs()])
     if resolved.isolation == "strict":
         _require_every_layer()
     config.addinivalue_line("markers", "execretrieval: an ExecRetrieval benchmark item")
@@ -85,20 +91,24 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(mode(config, resolved), SESSION_PLUGIN)
 
 
-def _check_paths(config: pytest.Config, items_dir: Path) -> None:
-    """Paths given on the command line must lie in the items directory: a session collects
+def _check_paths(config: pytest.Config, items_dirs: list[Path]) -> None:
+    """Paths given on the command line must lie in an items directory: a session collects
     benchmark items only, and silently benchmarking the bundled set instead of ``tests/`` would
     answer a question nobody asked. (``testpaths`` and the invocation directory are defaults,
-    not requests: they are replaced by the items directory.)"""
+    not requests: they are replaced by the items directories.)"""
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         return
     here = config.invocation_params.dir
     outside = [
-        a for a in config.args if not (here / a.split("::")[0]).resolve().is_relative_to(items_dir)
+        a
+        for a in config.args
+        if not any((here / a.split("::")[0]).resolve().is_relative_to(d) for d in items_dirs)
     ]
     if outside:
+        shown = ", ".join(map(str, items_dirs))
+        where = f"the items directory {shown}" if len(items_dirs) == 1 else f"any of {shown}"
         raise pytest.UsageError(
-            f"{', '.join(outside)}: not in the items directory {items_dir}; a benchmark or "
+            f"{', '.join(outside)}: not in {where}; a benchmark or "
             "verification session runs benchmark items only: name other items with "
             "--execretrieval-items=DIR (paths inside it, -k and -m select from it)"
         )

@@ -28,8 +28,8 @@ import pytest
 
 from .corpus.bounds import conftests_above, foreign_files
 from .corpus.item_cache import ItemCache
-from .corpus.items import BenchmarkItem, bundled_items_dir
-from .corpus.pools import POOL_LANGUAGES, Pool, language_pools
+from .corpus.items import BenchmarkItem
+from .corpus.pools import POOL_LANGUAGES, Pool, combined_pools, duplicate_items
 from .corpus.store import (
     Corpus,
     CorpusError,
@@ -47,7 +47,7 @@ from .orchestration import (
     Loaded,
     ServiceFailure,
     SetupError,
-    load,
+    load_pool,
     prepare_pool,
 )
 from .ranking.benchmark import QueryResult
@@ -63,45 +63,63 @@ STATE = pytest.StashKey[PoolStates]()  # the run state of a benchmark session
 @dataclass
 class PoolRun:
     """What a session holds of one language pool (:mod:`.corpus.pools`): its items and
-    corpus once loaded, its item cache, and (verification) its distractors by query."""
+    corpus once loaded, its item caches (one per folder of the pool), and (verification) its
+    distractors by query."""
 
     pool: Pool
-    item_cache: ItemCache
+    item_caches: tuple[ItemCache, ...]
     loaded: Loaded | None = None
     distractors: dict[str, list[Snippet]] | None = None
 
+    @property
+    def item_cache(self) -> ItemCache:
+        return self.item_caches[0]
+
 
 class Session:
-    """What both modes share: the items directory, its corpus, the sandbox runner, and the
-    collection of item files only, with ids relative to the items directory."""
+    """What both modes share: the items directory (or several, ranked as one pool), its
+    corpus, the sandbox runner, and the collection of item files only, with ids relative to
+    the items directory."""
 
     def __init__(self, config: pytest.Config, settings: Settings):
         self.config = config
         self.settings = settings
-        self.items_dir = (settings.items_dir or bundled_items_dir()).resolve()
-        if not self.items_dir.is_dir():
-            raise pytest.UsageError(f"items directory {self.items_dir} does not exist")
-        refuse_untrusted(self.items_dir, config)
+        self.items_dirs = [where.resolve() for where in settings.all_items_dirs()]
+        for where in self.items_dirs:  # each one untrusted, each one checked
+            if not where.is_dir():
+                raise pytest.UsageError(f"items directory {where} does not exist")
+            refuse_untrusted(where, config)
+        self.items_dir = self.items_dirs[0]
         self.corpus_dir = corpus_dir(self.items_dir, settings.corpus)
         self.is_worker = hasattr(config, "workerinput")
+        pools = combined_pools(self.items_dirs, settings.corpus)
+        twice = duplicate_items(pools)
+        if twice:
+            raise pytest.UsageError(
+                "an item id in two items directories (reports and baselines name queries by "
+                "id; rename or remove one): " + "; ".join(map(one_line, twice))
+            )
         # item files validated by content; written once the run does work (a usage error or
         # --collect-only leaves no cache directory behind)
         self.pools = {
-            pool.name: PoolRun(pool, ItemCache(settings.cache_dir, pool.items_dir))
-            for pool in language_pools(self.items_dir, settings.corpus)
+            pool.name: PoolRun(
+                pool, tuple(ItemCache(settings.cache_dir, where) for where in pool.items_dirs)
+            )
+            for pool in pools
         }
         # the good items of every pool by resolved path, loaded once per process
         self.items: dict[Path, BenchmarkItem] = {}
         self._runner: SuiteRunner | None = None
         self._handoff: dict[str, str] | None = None  # the controller's Handoff texts, made once
         # Collect the benchmark only: the given paths inside the items dir, else all of it.
-        inside = [a for a in config.args if _within(Path(a).resolve(), self.items_dir)]
-        config.args[:] = inside or [str(self.items_dir)]
+        inside = [a for a in config.args if self.inside(Path(a).resolve())]
+        config.args[:] = inside or [str(where) for where in self.items_dirs]
         config.option.continue_on_collection_errors = True
         # Item ids are `<domain>/<stem>...`, relative to the items directory: pytest must not
         # re-base them on the invocation directory (`../numbers/x[bm25]` for items elsewhere).
         config.cwd_relative_nodeid = lambda nodeid: nodeid  # type: ignore[method-assign]
-        for domain in sorted(p.name for p in self.items_dir.iterdir() if p.is_dir()):
+        domains = {p.name for where in self.items_dirs for p in where.iterdir() if p.is_dir()}
+        for domain in sorted(domains):
             if domain not in self.pools:
                 config.addinivalue_line("markers", f"{domain}: benchmark items of domain {domain}")
         for name in self.pools:
@@ -117,17 +135,22 @@ class Session:
     def item_cache(self) -> ItemCache:
         return self.pools[""].item_cache
 
+    def inside(self, path: Path) -> bool:
+        """Whether ``path`` lies in one of the session's items directories."""
+        return any(_within(path, where) for where in self.items_dirs)
+
     def pool_of(self, path: Path) -> PoolRun:
-        """The pool a path inside the items directory belongs to."""
+        """The pool a path inside an items directory belongs to."""
         path = path.resolve()
         for name, run in self.pools.items():
-            if name and _within(path, run.pool.items_dir.resolve()):
+            if name and any(_within(path, d.resolve()) for d in run.pool.items_dirs):
                 return run
         return self.pools[""]
 
     def save_item_caches(self) -> None:
         for run in self.pools.values():
-            run.item_cache.save()
+            for cache in run.item_caches:
+                cache.save()
 
     @property
     def runner(self) -> SuiteRunner:
@@ -148,11 +171,11 @@ class Session:
         error for a benchmark, before any work)."""
         for run in self.pools.values():
             try:
-                run.loaded = load(
-                    run.pool.items_dir,
+                run.loaded = load_pool(
+                    run.pool.items_dirs,
                     self.settings.corpus,
                     stale_ok=stale_ok,
-                    item_cache=run.item_cache,
+                    item_caches=run.item_caches,
                 )
             except SetupError as exc:
                 raise pytest.UsageError(str(exc)) from None
@@ -172,7 +195,7 @@ class Session:
         handoffs = {}
         for name, run in self.pools.items():
             handoffs[name] = Handoff.from_text(
-                texts[name], run.pool.items_dir, self.settings.corpus
+                texts[name], run.pool.items_dirs, self.settings.corpus
             )
             run.loaded = handoffs[name].loaded
         self._index_items()
@@ -211,8 +234,9 @@ class Session:
         """Whether ``path`` lies in a language pool's folder that this run's corpus leaves out
         (a stacked, mutmut or families run has the directory's own pool only)."""
         return any(
-            name not in self.pools and _within(path, self.items_dir / name)
+            name not in self.pools and _within(path, where / name)
             for name in POOL_LANGUAGES
+            for where in self.items_dirs
         )
 
     @pytest.hookimpl(tryfirst=True)
@@ -221,7 +245,7 @@ class Session:
         folder = file_path.parent.resolve()
         if file_path.suffix == ".toml" and self.left_out(folder):
             return None
-        if file_path.suffix == ".toml" and _within(folder, self.items_dir):
+        if file_path.suffix == ".toml" and self.inside(folder):
             name = one_line(file_path.name)  # a file name is item text: shown escaped
             if name == file_path.name:
                 return ItemFile.from_parent(parent, path=file_path)
@@ -270,7 +294,8 @@ class VerifySession(Session):
 
     def pytest_collect_directory(self, path: Path, parent: pytest.Collector):
         # each pool's folder is an items directory with its own gates
-        if any(path.resolve() == run.pool.items_dir.resolve() for run in self.pools.values()):
+        folders = [where for run in self.pools.values() for where in run.pool.items_dirs]
+        if any(path.resolve() == where.resolve() for where in folders):
             return ItemsDir.from_parent(parent, path=path)
         return None
 
@@ -397,7 +422,7 @@ class BenchmarkSession(Session):
             if result is None and not state.collect_only:
                 raise CorpusError(
                     f"{item.id} has no ranking: the corpus lacks its canonical; "
-                    f"run `execretrieval build {pool.items_dir}`"
+                    f"run `execretrieval build {item.path.parent.parent}`"
                 )
             query = QueryItem.from_parent(
                 parent,
@@ -427,10 +452,13 @@ class BenchmarkSession(Session):
         if self._code is None:
             self._code = {}
             for run in self.pools.values():
-                corpus = (run.loaded.corpus if run.loaded else None) or read_corpus(
-                    run.pool.items_dir, where=corpus_dir(run.pool.items_dir, self.settings.corpus)
-                )
-                self._code.update({s.snippet_id: s.code for s in corpus.snippets})
+                corpora = [run.loaded.corpus] if run.loaded and run.loaded.corpus else []
+                corpora = corpora or [
+                    read_corpus(where, where=corpus_dir(where, self.settings.corpus))
+                    for where in run.pool.items_dirs
+                ]
+                for corpus in corpora:
+                    self._code.update({s.snippet_id: s.code for s in corpus.snippets})
         return self._code
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:

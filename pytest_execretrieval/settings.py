@@ -36,7 +36,15 @@ class Option:
 
 OPTIONS = (
     Option("verify", bool, False, "verification run: one item per snippet, plus the name gate"),
-    Option("items", Path, None, "items directory (default: the bundled benchmark)", metavar="DIR"),
+    Option(
+        "items",
+        Path,
+        (),
+        "items directory (default: the bundled benchmark); repeatable: the items of every "
+        "directory named are ranked in one pool (bundled: the bundled benchmark)",
+        repeatable=True,
+        metavar="DIR",
+    ),
     Option(
         "stack",
         int,
@@ -381,7 +389,7 @@ class Settings:
 
     embedders: tuple[str, ...]
     verify: bool
-    items_dir: Path | None  # None: the bundled benchmark
+    items_dir: Path | None  # None: the bundled benchmark; the first of several
     corpus: CorpusVariant  # which corpus of the items directory
     report_dir: Path | None
     baseline: Path | None
@@ -401,6 +409,15 @@ class Settings:
     background: tuple[str, ...] = ()  # --execretrieval-background sources
     tests: str = "all"  # --execretrieval-tests
     index: tuple[IndexSpec, ...] = ()  # --execretrieval-index, checked
+    # every --execretrieval-items directory when several are named (the bundled benchmark by
+    # its path), in order; () for one: items_dir
+    items_dirs: tuple[Path, ...] = ()
+
+    def all_items_dirs(self) -> tuple[Path, ...]:
+        """Every items directory of the session, in order (the bundled benchmark by default)."""
+        from .corpus.items import bundled_items_dir
+
+        return self.items_dirs or (self.items_dir or bundled_items_dir(),)
 
 
 def resolve(config) -> Settings:
@@ -442,8 +459,15 @@ def resolve(config) -> Settings:
         raise ValueError(
             f"--execretrieval-identifiers: {identifiers!r} is not one of {IDENTIFIER_VIEWS}"
         )
+    items = items_dirs(config)
+    if verify and len(items) > 1:
+        raise ValueError(
+            "--execretrieval-verify checks one items directory (its own corpus) at a time: "
+            f"verify {', '.join(map(str, items))} one by one"
+        )
     if embedders and identifiers == "neutral":
-        _warn_unneutralised(config, setting(config, "items"), corpus)
+        for items_dir in items or (None,):
+            _warn_unneutralised(config, items_dir, corpus)
     batch_size, max_tokens = setting(config, "batch-size"), setting(config, "max-tokens")
     for flag, value in (("batch-size", batch_size), ("max-tokens", max_tokens)):
         if value is not None and value < 1:
@@ -459,7 +483,7 @@ def resolve(config) -> Settings:
     return Settings(
         embedders=embedders,
         verify=verify,
-        items_dir=setting(config, "items"),
+        items_dir=items[0] if items else None,
         corpus=corpus,
         report_dir=setting(config, "report-dir"),
         baseline=setting(config, "baseline"),
@@ -479,7 +503,39 @@ def resolve(config) -> Settings:
         background=setting(config, "background"),
         tests=tests,
         index=index,
+        items_dirs=items if len(items) > 1 else (),
     )
+
+
+BUNDLED = "bundled"  # an --execretrieval-items value: the bundled benchmark
+
+
+def items_dirs(config) -> tuple[Path, ...]:
+    """Every ``--execretrieval-items`` directory, in order (an ini value relative to the
+    rootdir, as every ini path; ``bundled``: the bundled benchmark's path); () when none is
+    named. The same directory twice, or one inside another, is a ``ValueError``."""
+    from .corpus.items import bundled_items_dir
+
+    values = setting(config, "items")
+    ini_value = config.getoption(dest("items")) is None
+    found = tuple(
+        bundled_items_dir()
+        if value == BUNDLED
+        else (config.rootpath / value if ini_value else Path(value))
+        for value in values
+    )
+    if len(found) < 2:
+        return found
+    resolved = [Path(os.path.abspath(where)).resolve() for where in found]
+    for i, a in enumerate(resolved):
+        for j, b in enumerate(resolved):
+            if i != j and (a == b or a in b.parents):
+                how = "is named twice" if a == b else f"holds {found[j]}"
+                raise ValueError(
+                    f"--execretrieval-items: {found[i]} {how}: name each items directory once, "
+                    "none inside another"
+                )
+    return found
 
 
 def unneutralised_pools(items_dir: Path, corpus: CorpusVariant) -> list[str]:

@@ -349,20 +349,26 @@ def test_baseline_failures_are_xfail(pytester, items):
     assert again.ret == 0  # identical model: no regression
 
 
-def test_baseline_for_another_corpus_is_an_error(pytester, items):
+def test_a_baseline_of_another_corpus_is_re_ranked_never_compared_across_pools(pytester, items):
+    """The perfect baseline's figures are of corpus 000...: the gate re-ranks its model (bm25)
+    on this pool and compares with that (the same model: a PASS), never with the other pool's
+    figures (a FAIL). A model that is not the one installed is a usage error."""
     baseline = perfect_baseline(pytester, items)
     data = json.loads(baseline.read_text())
     data["corpus"]["sha256"] = "0" * 64
     baseline.write_text(json.dumps(data))
-    result = bench(
-        pytester,
-        items,
-        "--execretrieval-max-detectable=1",
-        "--execretrieval-baseline",
-        str(baseline),
+    args = ("--execretrieval-max-detectable=1", "--execretrieval-baseline", str(baseline))
+    result = bench(pytester, items, *args)
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        ["baseline bm25: re-ranked on this pool (*; * was made on 0000000000000000); *"]
     )
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "was made on corpus 0000000000000000" in result.stderr.str()
+    data["embedder"]["k1"] = 9.0  # another build of the model
+    baseline.write_text(json.dumps(data))
+    other = bench(pytester, items, *args)
+    assert other.ret == pytest.ExitCode.USAGE_ERROR
+    assert "was made on corpus 0000000000000000" in other.stderr.str()
+    assert "bm25 here is not the model that made it (k1 differ)" in other.stderr.str()
 
 
 def test_min_exec1_gates_without_baseline(pytester, items):

@@ -65,9 +65,9 @@ def underpowered_note(d: GateDecision) -> str:
         f"{m} needs {n:,} queries ({_bound(d.verdicts[m])})" for m, n in d.underpowered.items()
     )
     margins = [
-        d.verdicts[m].reachable_margin
+        margin
         for m in d.underpowered
-        if d.verdicts[m].mode == "harm" and d.verdicts[m].reachable_margin is not None
+        if d.verdicts[m].mode == "harm" and (margin := d.verdicts[m].reachable_margin) is not None
     ]
     n = d.n_queries
     if not any(d.verdicts[m].mode == "harm" for m in d.underpowered):
