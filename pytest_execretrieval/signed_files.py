@@ -107,7 +107,10 @@ class SignedFiles:
         return body
 
     def write_body(self, path: Path, key: str, body: bytes, fsync: bool = False) -> None:
-        """Write ``body`` at ``path`` as the signed entry of ``key`` (atomically, mode 0600)."""
+        """Write ``body`` at ``path`` as the signed entry of ``key`` (atomically, mode 0600);
+        ``key`` is one word of the header line (no space, no line break)."""
+        if not key or any(c.isspace() for c in key):
+            raise ValueError(f"a signed entry's key is one word, not {key!r}")
         data = b" ".join([self.magic, key.encode(), self.tag(key, body).encode()]) + b"\n" + body
         write_atomic(path, data, fsync=fsync, root=self.within, mode=0o600)
 

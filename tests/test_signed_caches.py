@@ -160,3 +160,45 @@ def test_a_bad_key_file_is_a_usage_error_before_any_work(pytester, items, monkey
     result = pytester.runpytest_subprocess("--embedder=bm25", f"--execretrieval-items={items}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{KEY_FILE_ENV}=* is not a regular file*"])
+
+
+def test_an_assembled_model_in_the_cache_is_used_only_as_the_user_signed_it(tmp_path, monkeypatch):
+    """mpnet is assembled from its pieces into the cache directory, which a checkout can hold:
+    a committed directory with a marker of its own (or another key's), or a file planted in
+    the user's own, is assembled again, never loaded."""
+    import zipfile
+
+    from pytest_execretrieval.embedders import sentence_transformer as st
+
+    archive = tmp_path / "model.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("m/config.json", '{"model_type": "mpnet"}')
+        zf.writestr("m/model.safetensors", b"\0" * 4096)
+    raw = archive.read_bytes()
+    parts = [tmp_path / "part1", tmp_path / "part2"]
+    parts[0].write_bytes(raw[:1000])
+    parts[1].write_bytes(raw[1000:])
+    monkeypatch.setattr(st, "mpnet_parts", lambda: parts)
+    models = tmp_path / "cache" / "models"
+    root = st.assemble_mpnet(models)
+    assert sorted(p.name for p in root.iterdir()) == ["config.json", "model.safetensors"]
+    marker = models / "all-mpnet-base-v2" / ".complete"
+    weights = (root / "model.safetensors").stat().st_ino
+    assert st.assemble_mpnet(models) == root  # reused, not extracted again:
+    assert (root / "model.safetensors").stat().st_ino == weights
+
+    planted = root / "modules.json"  # a pull request's file in the user's own directory
+    planted.write_text('[{"type": "builtins.exec"}]')
+    assert st.assemble_mpnet(models) == root and not planted.exists()
+
+    fingerprint = ",".join(str(p.stat().st_size) for p in parts)
+    marker.write_text(f"{fingerprint}\nforged\n")  # the earlier, unsigned marker
+    planted.write_text("[]")
+    assert st.assemble_mpnet(models) == root and not planted.exists()
+
+    monkeypatch.setenv(KEY_ENV, "the pull request's key")
+    planted.write_text("[]")
+    st.assemble_mpnet(models)  # signs its own extraction with that key
+    monkeypatch.delenv(KEY_ENV)
+    planted.write_text("[]")  # a committed directory whose marker another key signed
+    assert st.assemble_mpnet(models) == root and not planted.exists()

