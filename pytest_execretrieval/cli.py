@@ -942,6 +942,10 @@ def cmd_mine(args: argparse.Namespace) -> int:
         return _usage("mine", "--history and --humaneval are two kinds of SOURCE: choose one")
     if args.history and not Path(args.source).is_dir():
         return _usage("mine", f"--history needs a git repository directory, not {args.source!r}")
+    if args.queries is not None and (args.history or args.humaneval):
+        return _usage(
+            "mine", "--queries names functions of a package: not with --history or --humaneval"
+        )
     allow_licence = args.allow_licence
     if allow_licence is not None and allow_licence.strip().lower() == "none":
         allow_licence = ""  # the expression of a SOURCE that declares no licence
@@ -963,7 +967,7 @@ def cmd_mine(args: argparse.Namespace) -> int:
         elif args.humaneval:  # the dataset's tasks, one item each
             mined = mine_humaneval(args.source, Path(args.out), **common)
         else:
-            mined = mine(args.source, Path(args.out), **common)
+            mined = mine(args.source, Path(args.out), queries=args.queries, **common)
     except SourceError as exc:
         return _usage("mine", one_line(str(exc)))
     print(one_line(mined.summary()) + f"; see {Path(args.out) / 'MINED.md'}")
@@ -1192,6 +1196,13 @@ def parser() -> argparse.ArgumentParser:
     )
     m.add_argument(
         "--since", metavar="REV", help="with --history: only the commits after REV (exclusive)"
+    )
+    m.add_argument(
+        "--queries",
+        type=Path,
+        metavar="FILE",
+        help='your search logs as items: JSONL lines {"query": "...", "function": '
+        '"pkg.module.func"}, each query an item of the function it names (not the docstrings)',
     )
     m.add_argument(
         "--record",

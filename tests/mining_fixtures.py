@@ -188,3 +188,70 @@ def write_package(root: Path, hostile: bool = False) -> Path:
         (package / "hostile.py").write_text(HOSTILE)
         (package / "deepmod.py").write_text("x = " + "[" * 150 + "]" * 150 + "\n")
     return root
+
+
+# Docstrings that are no query (issue 55), each function with a doctest it passes, and one
+# whose summary ends in an introducing colon (mined, its sentence completed).
+QUALITY = '''def see_clamp(values):
+    """See :func:`clamp_sum`.
+
+    >>> see_clamp([1, 2])
+    3
+    """
+    return sum(values)
+
+
+def bump(x):
+    """f(x) -> x + 1
+
+    >>> bump(1)
+    2
+    """
+    return x + 1
+
+
+def identity(x):
+    """Identity function. Return *x*.
+
+    >>> identity(1)
+    1
+    """
+    return x
+
+
+def doubled(x):
+    """Twice.
+
+    >>> doubled(2)
+    4
+    """
+    return 2 * x
+
+
+def param_dump(text):
+    """:param text (str): the text to shout
+    :returns: str
+
+    >>> param_dump("a")
+    'A'
+    """
+    return text.upper()
+
+
+def shout(text):
+    """Upper-case the text and add an exclamation mark::
+
+        >>> shout("hi")
+        'HI!'
+
+    Args:
+        text: what to shout.
+    """
+    return text.upper() + "!"
+'''
+
+
+def write_quality_module(root: Path) -> Path:
+    """``tinypkg/quality.py`` (:data:`QUALITY`) beside :func:`write_package`'s modules."""
+    (root / "tinypkg" / "quality.py").write_text(QUALITY)
+    return root

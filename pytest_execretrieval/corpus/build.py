@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, TypeVar
 
@@ -24,7 +24,7 @@ from ..mutation.select import MAX_DISTRACTORS, UNUSABLE, Killed, kill_kind, sele
 from ..mutation.stacking import stack_mutants
 from ..sanitize import escape
 from .incremental import ItemRecord, Reusable, choosable, recorded_killed
-from .items import BenchmarkItem
+from .items import WRONG_VALUE_FIRST, BenchmarkItem
 from .real_bugs import REAL_BUG, judged
 from .store import Corpus, Snippet, make_snippet, unified_diff
 from .twins import input_types
@@ -97,6 +97,7 @@ class ItemYield:
     candidates: int
     killed: dict[str, int]  # per operator class, classes with zero omitted
     selected: dict[str, int]
+    crash_only: int = 0  # distractors chosen that no test saw return a wrong value
 
     @property
     def total_killed(self) -> int:
@@ -299,11 +300,29 @@ def select(planned: BuildPlan, runs: Mapping[str, ItemRun], variant: CorpusVaria
             killed = recorded_killed(reused.record)
         else:
             continue  # its build failed: a problem already
-        picked = select_distractors(killed, class_totals, core=variant.row.preferred)
+        picked = choose(item, killed, class_totals, variant.row.preferred)
         chosen[item.id] = [k.position for k in picked]
         if reused is not None and tuple(chosen[item.id]) != reused.record.selected:
             moved.append(item)
     return Selection(chosen, tuple(moved))
+
+
+def choose(
+    item: BenchmarkItem, killed: Sequence[Killed], class_totals: Counter, core: Collection[str]
+) -> list[Killed]:
+    """``item``'s distractors among ``killed`` (:func:`.mutation.select.select_distractors`).
+    An item whose ``[source]`` says ``distractors = "wrong-value-first"`` (mined since issue
+    55) takes its mutants a test saw return a wrong value first, by the same rule, and fills
+    the slots left with mutants that only crashed (a swapped argument's ``TypeError``): a
+    crash is no near miss. Every other item (the bundled ones, and mined corpora committed
+    before) chooses as it always did, distinct classes before wrong values."""
+    if not (item.source and item.source.distractors == WRONG_VALUE_FIRST):
+        return select_distractors(killed, class_totals, core=core)
+    wrong = [k for k in killed if k.kill == "assertion"]
+    picked = select_distractors(wrong, class_totals, core=core)
+    crashed = [k for k in killed if k.kill != "assertion"]
+    left = MAX_DISTRACTORS - len(picked)
+    return picked + (select_distractors(crashed, class_totals, left, core) if left else [])
 
 
 def fresh_snippets(
@@ -448,7 +467,9 @@ def item_yield(item_id: str, record: ItemRecord) -> ItemYield:
     """What the item's record says it yielded: candidates, kills and choices per class."""
     operators = {c.position: c.operator for c in record.choosable}
     selected = in_class_order(Counter(operators[p] for p in record.selected))
-    return ItemYield(item_id, record.candidates, record.killed, selected)
+    kills = {c.position: c.kill for c in record.choosable}
+    crash_only = sum(1 for p in record.selected if kills[p] != "assertion")
+    return ItemYield(item_id, record.candidates, record.killed, selected, crash_only)
 
 
 def item_record(
@@ -901,4 +922,9 @@ def yield_report(yields: Sequence[ItemYield], minimum: int = MAX_DISTRACTORS) ->
         lines += [
             f"  {op:<24} {n:>5}  {n / total:6.1%}" for op, n in in_class_order(shares).items()
         ]
+        crashes = sum(y.crash_only for y in yields)
+        lines.append(
+            f"distractors killed only by a crash (no test saw a wrong value): {crashes}/{total} "
+            f"({crashes / total:.1%})"
+        )
     return "\n".join(lines)

@@ -55,7 +55,17 @@ SOURCE_OPTIONAL = {
     "files": list,
     "fixing_tests": list,
     "pattern": str,
+    # Every place the same code was mined from, ``FILE:LINE`` (the first is ``file``/``line``),
+    # where two modules define it identically: one item (docs/mining.md).
+    "locations": list,
+    # How the build chooses the item's distractors: ``wrong-value-first`` (written by the
+    # miner since issue 55) takes mutants a test saw return a wrong value before mutants that
+    # only crashed; without it, the selection of :mod:`..mutation.select` as it is.
+    "distractors": str,
 }
+WRONG_VALUE_FIRST = "wrong-value-first"
+SOURCE_CHOICES = {"distractors": (WRONG_VALUE_FIRST,)}
+_SOURCE_LISTS = ("tests", "files", "fixing_tests", "locations")
 DOMAINS = (
     "strings",
     "parsing_validation",
@@ -90,13 +100,15 @@ class ItemSource:
     files: tuple[str, ...] = ()
     fixing_tests: tuple[str, ...] = ()
     pattern: str = ""
+    locations: tuple[str, ...] = ()
+    distractors: str = ""
 
     @classmethod
     def from_table(cls, table: dict | None) -> ItemSource | None:
         """The record of a checked ``[source]`` table (or its JSON form), None without one."""
         if table is None:
             return None
-        lists = {key: tuple(table.get(key, ())) for key in ("tests", "files", "fixing_tests")}
+        lists = {key: tuple(table.get(key, ())) for key in _SOURCE_LISTS}
         return cls(**{**table, **lists})
 
 
@@ -285,7 +297,10 @@ def source_problems(table: dict, tests: object) -> list[tuple[str, str]]:
             found.append(
                 (f"source.{key}", f"must be a {kind.__name__}, got {type(table[key]).__name__}")
             )
-    for key in ("tests", "files", "fixing_tests"):
+    for key, choices in SOURCE_CHOICES.items():
+        if isinstance(table.get(key), str) and table[key] not in choices:
+            found.append((f"source.{key}", "must be one of " + ", ".join(choices)))
+    for key in _SOURCE_LISTS:
         values = table.get(key)
         if isinstance(values, list) and any(
             not isinstance(v, str) or has_unsafe(v) for v in values

@@ -3,7 +3,8 @@ that are self-contained, each with the helpers, constants and imports it needs.
 
 Every module is parsed with :mod:`ast` within the item bounds (``corpus/bounds.py``); nothing is
 imported or run. A function is a candidate when it is a public (no leading ``_``), undecorated,
-non-async module-level ``def`` and every name it loads resolves to a builtin, a parameter or
+non-async module-level ``def`` (a ``@typing.overload`` stub is no function at all: only its
+implementation counts) and every name it loads resolves to a builtin, a parameter or
 local, a standard-library import of its module, or a module-level helper function or literal
 constant that is itself self-contained (transitively). The canonical is the needed imports, then
 the helpers and constants in source order, then the entry point, whose docstring (the query's
@@ -131,11 +132,24 @@ def mined_functions(tree: SourceTree) -> list[MinedFunction]:
         parsed_modules.append((path, module, parsed))
     for path, module, parsed in parsed_modules:
         for node in parsed.body:
-            if isinstance(
-                node, ast.FunctionDef | ast.AsyncFunctionDef
-            ) and not node.name.startswith("_"):
+            if (
+                isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                and not node.name.startswith("_")
+                and not is_overload_stub(node)
+            ):
                 found.append(_candidate(scopes[module], node, module, path))
     return sorted(found, key=lambda f: (f.file, f.line))
+
+
+def is_overload_stub(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether ``node`` is a ``@typing.overload`` signature (``@overload``, ``@typing.overload``,
+    ``@t.overload``): a type checker's stub, not a function; its implementation, the
+    undecorated ``def`` of the same name, is the one that counts."""
+    return any(
+        (isinstance(d, ast.Name) and d.id == "overload")
+        or (isinstance(d, ast.Attribute) and d.attr == "overload")
+        for d in node.decorator_list
+    )
 
 
 def _candidate(scope: ModuleScope, node: ast.stmt, module: str, path: str) -> MinedFunction:

@@ -10,11 +10,13 @@ and ``NOTICE``.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 from ..corpus.bounds import NAME
@@ -23,8 +25,8 @@ from ..safe_write import write_atomic
 from ..sanitize import has_unsafe
 from .density import near_clone_density
 from .doctests import doctest_tests
-from .functions import MinedFunction, mined_functions
-from .query import query_text
+from .functions import MinedFunction, mined_functions, module_name, source_modules
+from .query import LoggedQuery, entry_parameters, read_queries, summary_query
 from .record import with_recorded
 from .sources import SourceError, SourceTree, check_licence, load_source
 from .testfiles import FileTests, test_file_tests
@@ -41,6 +43,14 @@ NONDETERMINISTIC = "nondeterministic"
 # the package's own class, or a bare generator, cannot cross the sandbox's pipe.
 UNSUPPORTED_OUTCOME = "error:UnsupportedValue"  # a SuiteResult outcome
 UNCARRIED = "returns a value the sandbox's value codec cannot carry"
+# --queries FILE: a function no line names, and why a line became no item.
+NOT_NAMED = "not named in --queries"
+METHOD = "method: not minable yet"
+NOT_FOUND = "function not found in the SOURCE"
+AMBIGUOUS = "function path names several functions"
+REPEATED_QUERY = "the same query for the same function again"
+DUPLICATE = "the same code as an earlier module's function (one item: its locations)"
+SAME_BEHAVIOUR = "passes the tests of an earlier function of its name, and it its (one item)"
 
 
 class MiningError(SourceError):
@@ -56,6 +66,7 @@ class Mined:
     items: list[MinedItem]
     decided: list[tuple[MinedFunction, str | None]]  # each function, with its skip reason
     dropped: Counter[str] = field(default_factory=Counter)  # doctest examples, by reason
+    queries: Counter[str] | None = None  # --queries lines that became no item, by reason
 
     def summary(self) -> str:
         skipped = sum(1 for _, reason in self.decided if reason)
@@ -78,20 +89,31 @@ def checked_domain(domain: str) -> str:
 
 
 def candidate_items(
-    functions: list[MinedFunction], dropped: Counter[str], file_tests: FileTests
+    functions: list[MinedFunction],
+    dropped: Counter[str],
+    file_tests: FileTests,
+    logged: dict[int, list[str]] | None = None,
 ) -> tuple[list[MinedItem], dict[int, str]]:
     """The functions that have a query and a test (their doctests, then their test files'
     tests), as (unnamed) items; the others' reasons by index into ``functions``. Doctest
-    examples dropped are added to ``dropped``."""
+    examples dropped are added to ``dropped``. The query is the docstring's summary
+    (:func:`.query.summary_query`), or with ``logged`` (``--queries``) the first logged query
+    of the function (by index; a function it does not name is skipped)."""
     items: list[MinedItem] = []
     reasons: dict[int, str] = {}
     for index, fn in enumerate(functions):
         if fn.skip:
             reasons[index] = fn.skip
             continue
-        query = query_text(fn.docstring)
+        if logged is not None:
+            query, why = (logged[index][0], None) if index in logged else (None, NOT_NAMED)
+        elif not fn.docstring.strip():
+            query, why = None, NO_DOCSTRING
+        else:
+            params = entry_parameters(fn.code, fn.name)
+            query, why = summary_query(fn.docstring, fn.name, params)
         if query is None:
-            reasons[index] = NO_DOCSTRING
+            reasons[index] = why or NO_DOCSTRING
             continue
         if has_unsafe(query):
             reasons[index] = CONTROL_DOCSTRING
@@ -146,8 +168,78 @@ def named(items: list[MinedItem]) -> list[MinedItem]:
         qualified = plain if counts[plain] == 1 else f"{fn.module}_{fn.name}".lower()
         return re.sub(r"[^a-z0-9_]", "_", qualified)
 
-    renamed = [MinedItem(stem(i), i.function, i.query, i.tests, i.provenance) for i in items]
-    return sorted(renamed, key=lambda i: i.stem)
+    return sorted((replace(i, stem=stem(i)) for i in items), key=lambda i: i.stem)
+
+
+def merged_duplicates(
+    candidates: list[MinedItem], failed: dict[str, str]
+) -> tuple[list[MinedItem], dict[int, str]]:
+    """The (unnamed) candidates with each set of identical canonicals (the same syntax tree:
+    comments and layout aside) as one item: the first in file and line order, its
+    ``locations`` every one's ``FILE:LINE`` (python-slugify 9.2.0's sdist defines
+    ``smart_truncate`` in ``slugify/_legacy.py`` and ``tools/legacy_reference.py``: blank lines
+    and ``elif`` against ``else: if`` apart, the same); the others' reasons by index. Items
+    the sandbox ``failed`` are left as they are."""
+    kept: list[MinedItem] = []
+    first: dict[str, int] = {}  # normalised canonical -> its index in kept
+    reasons: dict[int, str] = {}
+    for item in candidates:
+        if item.stem in failed:
+            kept.append(item)
+            continue
+        where = f"{item.function.file}:{item.function.line}"
+        key = ast.dump(ast.parse(item.function.code))
+        at = first.setdefault(key, len(kept))
+        if at < len(kept) and kept[at].function is not item.function:
+            kept[at] = replace(kept[at], locations=(*kept[at].locations, where))
+            reasons[int(item.stem)] = DUPLICATE
+        else:  # the first of its code (or another item of the same function)
+            kept.append(replace(item, locations=(where,)))
+    return [i if len(i.locations) > 1 else replace(i, locations=()) for i in kept], reasons
+
+
+def merged_twins(
+    candidates: list[MinedItem], failed: dict[str, str], runner: SuiteRunner
+) -> tuple[list[MinedItem], dict[int, str]]:
+    """:func:`merged_duplicates`, then each function whose canonical passes the tests of an
+    earlier one of the same name, and that one its tests (run once each in the sandbox), is
+    that one's item too, its location added: a vendored or reference copy written
+    differently, which verify's name-collision gate would refuse as two items."""
+    candidates, reasons = merged_duplicates(candidates, failed)
+    groups: dict[str, list[MinedItem]] = {}
+    for item in candidates:
+        if item.stem not in failed:
+            groups.setdefault(item.function.name, []).append(item)
+    pairs = [
+        (a, b)
+        for group in groups.values()
+        for n, b in enumerate(group)
+        for a in group[:n]
+        if a.function is not b.function
+    ]
+    suites = [
+        (x.function.code, "", y.tests, "python", f"{x.stem}<{y.stem}")
+        for a, b in pairs
+        for x, y in ((a, b), (b, a))
+    ]
+    results = runner.run_many(suites)  # a on b's tests, b on a's, per pair
+    twins = {
+        (a.stem, b.stem)
+        for n, (a, b) in enumerate(pairs)
+        if results[2 * n].passed and results[2 * n + 1].passed
+    }
+    merged: dict[str, MinedItem] = {}  # a later twin's stem -> the item it joined
+    kept: dict[str, MinedItem] = {item.stem: item for item in candidates}
+    for a, b in pairs:  # in file and line order: each joins its earliest twin still kept
+        if (a.stem, b.stem) not in twins or b.stem in merged or a.stem in merged:
+            continue
+        first = kept[a.stem]
+        where = b.locations or (f"{b.function.file}:{b.function.line}",)
+        own = first.locations or (f"{first.function.file}:{first.function.line}",)
+        kept[a.stem] = replace(first, locations=(*own, *where))
+        merged[b.stem] = first
+        reasons[int(b.stem)] = SAME_BEHAVIOUR
+    return [kept[i.stem] for i in candidates if i.stem not in merged], reasons
 
 
 @contextmanager
@@ -196,6 +288,74 @@ def check_out(out: Path) -> None:
         )
 
 
+def resolved_queries(
+    lines: list[LoggedQuery], functions: list[MinedFunction], tree: SourceTree
+) -> tuple[dict[int, list[str]], list[tuple[LoggedQuery, int]], Counter[str]]:
+    """The ``--queries`` lines by the function each names (index into ``functions``: the path
+    ``module.name``, or else the one function of that name under the path's package nearest
+    to it, as a re-export names it), the lines with their function, and the other lines'
+    reasons."""
+    exact = {f"{fn.module}.{fn.name}": index for index, fn in enumerate(functions)}
+    modules = {module_name(path) for path in source_modules(tree)}
+    logged: dict[int, list[str]] = {}
+    named_lines: list[tuple[LoggedQuery, int]] = []
+    unresolved: Counter[str] = Counter()
+
+    def min_depth(indexes: list[int]) -> int:
+        return min((functions[i].module.count(".") for i in indexes), default=0)
+
+    for line in lines:
+        prefix, _, name = line.function.rpartition(".")
+        under = [
+            index
+            for index, fn in enumerate(functions)
+            if fn.name == name and (fn.module + ".").startswith(prefix + ".")
+        ]
+        shallowest = [i for i in under if functions[i].module.count(".") == min_depth(under)]
+        index = exact.get(line.function, shallowest[0] if len(shallowest) == 1 else None)
+        if index is None:
+            owner, _, cls = prefix.rpartition(".")
+            method = prefix not in modules and (owner in modules or cls[:1].isupper())
+            unresolved[METHOD if method else AMBIGUOUS if under else NOT_FOUND] += 1
+        elif line.query in logged.get(index, []):
+            unresolved[REPEATED_QUERY] += 1
+        else:
+            logged.setdefault(index, []).append(line.query)
+            named_lines.append((line, index))
+    return logged, named_lines, unresolved
+
+
+def named_queries(items: list[MinedItem], logged: dict[int, list[str]]) -> list[MinedItem]:
+    """One item per logged query of each (unnamed) item's function, sorted by stem: the
+    function's stem (:func:`named`), then ``<stem>_q2``, ``<stem>_q3``, ..."""
+    queries = {id(item.function): logged[int(item.stem)] for item in items}
+    bases = named(items)
+    taken = {item.stem for item in bases}
+    out: list[MinedItem] = []
+    for item in bases:
+        for k, query in enumerate(queries[id(item.function)], 1):
+            stem = item.stem
+            if k > 1:
+                stem = f"{item.stem}_q{k}"
+                while stem in taken:  # a function of that very name: never one stem twice
+                    stem += "_"
+                taken.add(stem)
+            out.append(replace(item, stem=stem, query=query))
+    return sorted(out, key=lambda i: i.stem)
+
+
+def limited(
+    items: list[MinedItem], decided: list[tuple[MinedFunction, str | None]], limit: int | None
+) -> tuple[list[MinedItem], list[tuple[MinedFunction, str | None]]]:
+    """The first ``limit`` items; a function left with none of its items is ``over --limit``."""
+    if limit is None:
+        return items, decided
+    kept = {id(item.function) for item in items[:limit]}
+    cut = {id(item.function) for item in items[limit:]} - kept
+    decided = [(fn, "over --limit" if id(fn) in cut else why) for fn, why in decided]
+    return items[:limit], decided
+
+
 def mine(
     source: str,
     out: Path,
@@ -204,24 +364,42 @@ def mine(
     allow_licence: str | None = None,
     runner: SuiteRunner | None = None,
     record: int = 0,
+    queries: Path | None = None,
 ) -> Mined:
     """Mine ``source`` into the items directory ``out``; raises :class:`.sources.SourceError`
-    (a usage error) for a SOURCE or an ``out`` it cannot use."""
+    (a usage error) for a SOURCE, an ``out`` or a ``queries`` file it cannot use. With
+    ``queries`` (``--queries FILE``), each line's query for the function it names is an
+    item (:func:`.query.read_queries`)."""
     out = Path(out)
     check_out(out)
+    lines = read_queries(Path(queries)) if queries is not None else None
     tree = load_source(source)
     check_licence(tree, allow_licence)
     domain = checked_domain(domain or default_domain(tree.distribution))
     functions = mined_functions(tree)
     dropped: Counter[str] = Counter()
     names = {fn.name for fn in functions if not fn.skip}
-    candidates, reasons = candidate_items(functions, dropped, test_file_tests(tree, names))
+    logged, named_lines, unresolved = (
+        resolved_queries(lines, functions, tree) if lines is not None else (None, [], None)
+    )
+    candidates, reasons = candidate_items(functions, dropped, test_file_tests(tree, names), logged)
     with owned_runner(runner) as run:
         if record:
             candidates = with_recorded(candidates, run, record)
         failed = confirm_in_sandbox(candidates, run)
-    items, decided = settled(functions, candidates, reasons, failed, limit)
-    result = Mined(tree, domain, items, decided, dropped)
+        candidates, duplicates = merged_twins(candidates, failed, run)
+    reasons.update(duplicates)
+    if logged is None:
+        items, decided = settled(functions, candidates, reasons, failed, limit)
+    else:
+        naming = partial(named_queries, logged=logged)
+        items, decided = settled(functions, candidates, reasons, failed, None, naming)
+        items, decided = limited(items, decided, limit)
+    for _, index in named_lines:  # a logged query's function that became no item
+        why = decided[index][1]
+        if unresolved is not None and why:
+            unresolved[f"function skipped: {why}"] += 1
+    result = Mined(tree, domain, items, decided, dropped, unresolved)
     write_output(out, result)
     return result
 
@@ -231,7 +409,13 @@ def write_output(out: Path, result: Mined) -> None:
     write_items(out, result.domain, result.items, result.tree)
     density = near_clone_density([fn for fn, _ in result.decided])
     markdown = mined_markdown(
-        result.tree, result.domain, result.items, result.decided, result.dropped, density
+        result.tree,
+        result.domain,
+        result.items,
+        result.decided,
+        result.dropped,
+        density,
+        result.queries,
     )
     write_atomic(out / "MINED.md", markdown, root=out)
     write_atomic(out / "NOTICE", notice_text(result.tree), root=out)

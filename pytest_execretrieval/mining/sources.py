@@ -717,10 +717,14 @@ def _metadata(meta: dict[str, bytes], fallback_name: str) -> dict[str, str]:
 
 
 def _licence_of(headers) -> str:
+    """``License-Expression`` (PEP 639), else a short ``License`` field that names one (not
+    ``UNKNOWN``), else the trove classifiers, else the ``License`` field's first line."""
     expression = (headers.get("License-Expression") or "").strip()
     if expression:
         return expression
     text = (headers.get("License") or "").strip()
+    if text.lower() in _NO_LICENCE_NAMED:
+        text = ""
     if text and "\n" not in text and len(text) < 80:
         return _LICENCE_SPELLINGS.get(text.lower(), text)
     return _classifier_licence(headers.get_all("Classifier")) or (
@@ -728,14 +732,26 @@ def _licence_of(headers) -> str:
     )
 
 
+# What a ``License`` field says when it names no licence (setuptools wrote ``UNKNOWN``).
+_NO_LICENCE_NAMED = frozenset({"", "unknown", "none", "n/a"})
+_GENERIC_CLASSIFIERS = frozenset({"license :: osi approved"})  # a category, no licence named
+
+
 def _classifier_licence(classifiers: object) -> str:
-    """The SPDX identifier of the first ``License ::`` trove classifier we know, or ""."""
+    """The SPDX identifier the ``License ::`` trove classifiers name, or "": every one must be
+    a licence we know (``License :: OSI Approved :: BSD License`` -> ``BSD``) and all must name
+    the same one; an unknown classifier, or two licences (dual licensing or a mistake: the
+    classifiers cannot say which), is no licence named. The bare ``License :: OSI Approved``
+    category names none and is passed over."""
+    found: set[str] = set()
     for classifier in classifiers if isinstance(classifiers, list) else ():
-        if isinstance(classifier, str) and classifier.startswith("License ::"):
-            spelled = classifier.rsplit("::", 1)[1].strip().lower()
-            if spelled in _LICENCE_SPELLINGS:
-                return _LICENCE_SPELLINGS[spelled]
-    return ""
+        if not isinstance(classifier, str) or not classifier.startswith("License ::"):
+            continue
+        if " ".join(classifier.lower().split()) in _GENERIC_CLASSIFIERS:
+            continue
+        spelled = classifier.rsplit("::", 1)[1].strip().lower()
+        found.add(_LICENCE_SPELLINGS.get(spelled, "?"))
+    return found.pop() if len(found) == 1 and "?" not in found else ""
 
 
 def _url_of(headers) -> str:
@@ -757,7 +773,9 @@ def _pyproject_facts(body: bytes, fallback_name: str) -> dict[str, str]:
     if isinstance(licence, dict):
         licence = licence.get("text", "")
     urls = project.get("urls", {})
-    licence = str(licence).strip() or _classifier_licence(project.get("classifiers"))
+    licence = str(licence).strip()
+    if licence.lower() in _NO_LICENCE_NAMED:
+        licence = _classifier_licence(project.get("classifiers"))
     return {
         "name": str(project.get("name") or fallback_name),
         "version": str(project.get("version", "")),

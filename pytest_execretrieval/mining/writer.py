@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..corpus.items import WRONG_VALUE_FIRST
 from ..safe_write import write_atomic
 from ..sanitize import one_line
 from .density import MAX_EDITS, NearestNeighbour, density_shares
@@ -39,6 +40,8 @@ class MinedItem:
     fix: FixPair | None = None  # mined from history: the fix whose pre-fix version is the bug
     real_bug: str = ""  # that pre-fix version, shaped as the canonical (imports, helpers)
     version: str | None = None  # the version the fix commit declares (else the tree's)
+    # Every FILE:LINE the same code was mined from, where several modules define it (one item)
+    locations: tuple[str, ...] = ()
 
 
 def toml_string(text: str) -> str:
@@ -86,11 +89,13 @@ def item_text(item: MinedItem, domain: str, tree: SourceTree) -> str:
         "version": toml_string(one_line(version)),
         "file": toml_string(one_line(fn.file)),
         "line": str(fn.line),
+        **({"locations": _array(tuple(map(one_line, item.locations)))} if item.locations else {}),
         "sha256": toml_string(fn.sha256),
         "license": toml_string(one_line(tree.license_expression)),
         "url": toml_string(one_line(tree.url)),
         "tests": _array(item.provenance),
         **(_fix_source(item.fix) if item.fix else {}),
+        "distractors": toml_string(WRONG_VALUE_FIRST),  # the build's choice (corpus/build.py)
     }
     real_bug = [f"real_bug = {toml_code(item.real_bug)}"] if item.real_bug else []
     lines = [
@@ -134,17 +139,31 @@ def write_items(out: Path, domain: str, items: list[MinedItem], tree: SourceTree
     ]
 
 
+# MINED.md's licence of a SOURCE that declares none: mining refuses it unless --private (or its
+# equal, --allow-licence none) says it is the team's own code.
+PRIVATE = "none: private code (mined with --private), not redistributed"
+
+
 def notice_text(tree: SourceTree) -> str:
     """``NOTICE``: whose code the items hold, and the copyright lines of its licence files
     (every field on one line, control characters escaped)."""
     name, version = one_line(tree.distribution), one_line(tree.version)
     licence, url = one_line(tree.license_expression), one_line(tree.url)
-    lines = [
-        f"The items in this directory hold code from {name} {version}".rstrip()
-        + f", licensed {licence or 'under an unknown licence'}"
-        + (f" ({url})." if url else "."),
-        "",
-    ]
+    if not licence:  # mined only with --private (--allow-licence none): a team's own code
+        lines = [
+            f"The items in this directory hold private code from {name} {version}".rstrip()
+            + (f" ({url})" if url else "")
+            + ", which declares no licence: mined with --private for its owners' own "
+            "benchmark. It is not redistributed: keep these items out of public repositories.",
+            "",
+        ]
+    else:
+        lines = [
+            f"The items in this directory hold code from {name} {version}".rstrip()
+            + f", licensed {licence}"
+            + (f" ({url})." if url else "."),
+            "",
+        ]
     found = [one_line(line) for line in copyright_lines(tree)]
     lines += found or ["(its licence files carry no copyright line)"]
     if tree.licence_texts:
@@ -193,10 +212,12 @@ def mined_markdown(
     decided: list[tuple[MinedFunction, str | None]],
     dropped: Counter[str],
     density: list[NearestNeighbour],
+    queries: Counter[str] | None = None,
 ) -> str:
     """``MINED.md``: the source, what became an item, what was skipped (by reason, per module;
     ``decided`` pairs each function with its skip reason, None for an item), the doctest
-    examples dropped (by reason) and the near-clone density table."""
+    examples dropped (by reason), with ``--queries`` its lines that became no item (by
+    reason), and the near-clone density table."""
     per_module: dict[str, Counter[str]] = {}
     for fn, reason in decided:
         per_module.setdefault(fn.module, Counter())["skipped" if reason else "mined"] += 1
@@ -205,7 +226,7 @@ def mined_markdown(
     lines = [
         f"# Mined: {one_line(tree.distribution)} {one_line(tree.version)}".rstrip(),
         "",
-        f"- licence: {one_line(tree.license_expression) or 'unknown'}",
+        f"- licence: {one_line(tree.license_expression) or PRIVATE}",
         f"- project URL: {one_line(tree.url) or 'unknown'}",
         f"- source sha256: `{tree.sha256}`",
         f"- domain: `{domain}`",
@@ -234,6 +255,9 @@ def mined_markdown(
         "",
         *count_table(("reason", "examples"), dropped),
     ]
+    if queries is not None:
+        lines += ["", "## --queries lines skipped, by reason", ""]
+        lines += count_table(("reason", "lines"), queries)
     if density:
         lines += ["", "## Near-clone density (token edit distance)", "", *density_markdown(density)]
     return "\n".join(lines) + "\n"
