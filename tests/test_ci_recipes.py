@@ -22,6 +22,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from pytest_execretrieval import cli
+from pytest_execretrieval.corpus.items import bundled_items_dir
 
 ROOT = Path(__file__).parent.parent
 RECIPES = ROOT / "examples" / "ci"
@@ -172,7 +173,9 @@ def test_the_recipe_runs_literally_on_any_items_directory(tmp_path, variant, req
     """The documented first baseline, then the GitHub job's shell steps (twice: a second push)
     and GitLab's, on the bundled benchmark (both pools), a Python-only items directory and a
     JavaScript-only one: every step exits 0, the step summary and the one pull-request comment
-    open with every pool's verdict, and the comment is edited in place."""
+    open with every pool's verdict, and the comment is edited in place. Then (bundled and
+    Python-only) one item is added and the gate step decides against the baseline re-ranked on
+    the new pool, with no baseline re-run."""
     ini = (RECIPES / "pyproject-snippet.toml").read_text().replace("minilm", "bm25")
     pools = ["bm25", "javascript/bm25"]
     if variant != "bundled":
@@ -256,15 +259,23 @@ def test_the_recipe_runs_literally_on_any_items_directory(tmp_path, variant, req
     ]
     assert sorted(cases) == [f"gate[{p}]" for p in pools]
 
-    if variant == "python-only":  # one item added: the gate step decides, no baseline re-run
-        from test_baseline_refresh import add_item
+    if variant == "javascript-only":
+        return
+    # one item added: the gate step decides against the baseline re-ranked on the new pool,
+    # with no baseline re-run (the bundled variant: a copy of the bundled items, in the ini)
+    from test_baseline_refresh import add_item
 
-        add_item(tmp_path / "items")
-        ran = _run(steps[0]["run"].replace("gemini-2", "bm25"), tmp_path, env)
-        assert ran.returncode == 0, ran.stdout + ran.stderr
-        assert "baseline bm25: re-ranked on this pool" in ran.stdout
-        report = json.loads((tmp_path / "reports" / "bm25.json").read_text())
-        assert report["gate"]["n_queries"] == 5 and report["gate"]["passed"]
+    if variant == "bundled":
+        shutil.copytree(bundled_items_dir(), tmp_path / "items")
+        with (tmp_path / "pyproject.toml").open("a") as ini_file:
+            ini_file.write('execretrieval_items = "items"\n')
+    n_queries = len(json.loads((tmp_path / "reports" / "bm25.json").read_text())["per_query"])
+    add_item(tmp_path / "items")
+    ran = _run(steps[0]["run"].replace("gemini-2", "bm25"), tmp_path, env)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "baseline bm25: re-ranked on this pool" in ran.stdout
+    report = json.loads((tmp_path / "reports" / "bm25.json").read_text())
+    assert report["gate"]["n_queries"] == n_queries + 1 and report["gate"]["passed"]
 
 
 def _verdicts(text: str) -> list[str]:
