@@ -20,6 +20,7 @@ from plugin_runs import bench
 from pytest_execretrieval import cli, settings
 from pytest_execretrieval.corpus.store import DEFAULT_VARIANT
 from pytest_execretrieval.execution import _grammar
+from pytest_execretrieval.reporting.ci_summary import MAX_SUMMARY, SUMMARY_MARKER
 from pytest_execretrieval.settings import OPTIONS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -235,7 +236,7 @@ def test_the_ci_summary_of_a_run_that_wrote_nothing_says_so(tmp_path, capsys):
     started still gets a summary (exit 0), never a missing-file error."""
     assert cli.main(["summary", str(tmp_path / "reports")]) == 0
     out = capsys.readouterr().out
-    assert out.startswith(cli.SUMMARY_MARKER + "\n")
+    assert out.startswith(SUMMARY_MARKER + "\n")
     assert "No ExecRetrieval reports in" in out
 
 
@@ -250,7 +251,7 @@ def test_the_ci_summary_puts_every_verdict_first(tmp_path, capsys):
     (reports / "javascript" / "bm25.json").write_text(json.dumps(js))
     (reports / "cross-language.json").write_text("{}")
     (reports / "summary.md").write_text("# Python pool\n")
-    (reports / "javascript" / "summary.md").write_text("x" * (cli.MAX_SUMMARY + 1))
+    (reports / "javascript" / "summary.md").write_text("x" * (MAX_SUMMARY + 1))
     assert cli.main(["summary", str(reports)]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[3:5] == [
