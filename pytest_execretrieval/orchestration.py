@@ -24,7 +24,7 @@ from .corpus.background import (
     pool_sha256,
     with_background,
 )
-from .corpus.items import BenchmarkItem, ItemSource, item_id, load_items
+from .corpus.items import BenchmarkItem, ItemContext, ItemSource, item_id, load_items, prepared
 from .corpus.pools import combined_sha256
 from .corpus.store import (
     DEFAULT_VARIANT,
@@ -42,6 +42,7 @@ from .corpus.store import (
 from .embedders import Embedder, EmbedderError, EmbedderOptions, ServiceError, get_embedder
 from .embedders.cache import stderr_progress
 from .embedders.hosted import report_fields as hosted_report_fields
+from .execution.contexts import ContextError
 from .execution.runner import SuiteRunner
 from .execution.sandbox import isolation_in_force
 from .ranking.benchmark import BenchmarkRun, run_benchmark, uncached_texts
@@ -632,10 +633,17 @@ class Handoff:
                     "tests": tuple(row["tests"]),
                     "alternatives": tuple(row["alternatives"]),
                     "source": ItemSource.from_table(row["source"]),
+                    "context": ItemContext.from_table(row.get("context")),
                 }
             )
             for row in data["items"]
         ]
+        for item in items:  # a worker on another machine prepares its own
+            if item.context is not None:
+                try:
+                    prepared(item.path, item.context)
+                except ContextError as exc:
+                    raise SetupError(f"{item.id}: {exc}") from None
         pool = data["pool"]
         corpus = (
             None
@@ -671,6 +679,7 @@ def _item_json(item: BenchmarkItem, folder: Mapping[Path, int]) -> dict:
     row = _fields(item)
     row["path"] = f"{item.path.parent.name}/{item.path.name}"  # <domain>/<file>, as collected
     row["source"] = asdict(item.source) if item.source else None
+    row["context"] = item.context.to_table() if item.context else None
     if folder.get(item.path.parent.parent):
         row["folder"] = folder[item.path.parent.parent]
     return row

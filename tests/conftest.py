@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -37,8 +38,12 @@ def _user_cache_in_tmp(tmp_path_factory):
     ``XDG_CACHE_HOME`` at a temporary directory (inherited by the pytest runs and commands they
     start), so no test writes to the real ``~/.cache``."""
     previous = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    # Outside /tmp: the sandbox's scratch directory covers /tmp, and the prepared contexts in
+    # the user's cache must stay visible to its children (execution/contexts.py).
+    home = Path(tempfile.mkdtemp(prefix="execretrieval-tests-", dir=Path.home()))
+    os.environ["XDG_CACHE_HOME"] = str(home / "xdg-cache")
     yield
+    shutil.rmtree(home, ignore_errors=True)
     if previous is None:
         del os.environ["XDG_CACHE_HOME"]
     else:

@@ -30,10 +30,11 @@ from pathlib import Path
 
 from ..bounded_json import parse_json
 from ..execution import _grammar
+from ..execution.contexts import ContextError
 from ..mutation import js_syntax
 from ..signed_files import SignedFiles
 from . import bounds, items, js_gate
-from .items import BenchmarkItem, ItemSource
+from .items import BenchmarkItem, ItemContext, ItemSource, prepared
 
 _MAX_BYTES = 64 * 1024 * 1024  # an entry for many thousands of items
 _MAGIC = b"execretrieval-items1"
@@ -49,6 +50,7 @@ _FIELDS = (
     "language",
     "source",
     "real_bug",
+    "context",
 )
 
 
@@ -102,8 +104,15 @@ class ItemCache:
             "tests": tuple(entry[1]["tests"]),
             "alternatives": tuple(entry[1]["alternatives"]),
             "source": ItemSource.from_table(entry[1].get("source")),
+            "context": ItemContext(**entry[1]["context"]) if entry[1].get("context") else None,
         }
-        return BenchmarkItem(path=path, **fields)
+        item = BenchmarkItem(path=path, **fields)
+        if item.context is not None:
+            try:
+                prepared(path, item.context)  # the user's cache may have lost it
+            except ContextError:
+                return None  # validated again: the problem is named there
+        return item
 
     def put(self, path: Path, item: BenchmarkItem) -> None:
         """Record ``item``, just validated from ``path`` after :meth:`get` missed. The text is

@@ -12,12 +12,14 @@ JavaScript's are :mod:`.js_gate`'s (no ``setup`` at all).
 from __future__ import annotations
 
 import ast
+import re
 import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..execution import _grammar
+from ..execution.contexts import ContextError, context_fields, context_setup, prepare
 from ..languages import DEFAULT, Language, UnknownLanguage, language
 from ..languages.javascript import JAVASCRIPT
 from ..languages.python import defined_functions
@@ -32,7 +34,12 @@ OPTIONAL = {
     "language": str,
     "source": dict,
     "real_bug": str,  # a mined item's pre-fix version (docs/real-bugs.md); needs source.commit
+    "context": dict,  # the package the function lives in (docs/mining.md#repository-context)
 }
+CONTEXT_REQUIRED = {"package": str, "sha256": str, "module": str}
+CONTEXT_OPTIONAL = {"class": str}
+_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+_PACKAGE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*(/[A-Za-z0-9_][A-Za-z0-9_.+-]*)*")
 # The optional ``[source]`` table of a mined item (docs/mining.md): where its code came from.
 SOURCE_REQUIRED = {
     "distribution": str,
@@ -60,11 +67,13 @@ SOURCE_OPTIONAL = {
     "locations": list,
     # How the build chooses the item's distractors: ``wrong-value-first`` (written by the
     # miner since issue 55) takes mutants a test saw return a wrong value before mutants that
-    # only crashed; without it, the selection of :mod:`..mutation.select` as it is.
+    # only crashed; ``wrong-value-only`` (``mine --context``) never takes one that only
+    # crashed; without it, the selection of :mod:`..mutation.select` as it is.
     "distractors": str,
 }
 WRONG_VALUE_FIRST = "wrong-value-first"
-SOURCE_CHOICES = {"distractors": (WRONG_VALUE_FIRST,)}
+WRONG_VALUE_ONLY = "wrong-value-only"  # mined in a repository context: no crash-only distractor
+SOURCE_CHOICES = {"distractors": (WRONG_VALUE_FIRST, WRONG_VALUE_ONLY)}
 _SOURCE_LISTS = ("tests", "files", "fixing_tests", "locations")
 DOMAINS = (
     "strings",
@@ -113,6 +122,34 @@ class ItemSource:
 
 
 @dataclass(frozen=True)
+class ItemContext:
+    """Where an item's function lives (its ``[context]`` table): a zip archive (a wheel, or the
+    context archive ``mine --context`` writes) at ``package``, relative to the items directory
+    that holds the item's domain folder, pinned by its ``sha256``; the ``module`` the function
+    is defined in and, for a method, its ``class`` (dotted, in the module)."""
+
+    package: str
+    sha256: str
+    module: str
+    owner: str = ""  # the ``class`` key
+
+    @classmethod
+    def from_table(cls, table: dict | None) -> ItemContext | None:
+        if table is None:
+            return None
+        return cls(table["package"], table["sha256"], table["module"], table.get("class", ""))
+
+    def to_table(self) -> dict[str, str]:
+        table = {"package": self.package, "sha256": self.sha256, "module": self.module}
+        return {**table, "class": self.owner} if self.owner else table
+
+    @property
+    def setup(self) -> str:
+        """The setup of the item's suites: the context directive the sandbox's child reads."""
+        return context_setup(self.sha256, self.module, self.owner)
+
+
+@dataclass(frozen=True)
 class BenchmarkItem:
     id: str
     path: Path
@@ -126,6 +163,7 @@ class BenchmarkItem:
     language: str = DEFAULT  # a name in languages.LANGUAGES: its parser, operators and runner
     source: ItemSource | None = None  # where a mined item's code and tests came from
     real_bug: str = ""  # the pre-fix version of a fix mined from history ("" for none)
+    context: ItemContext | None = None  # the package the function lives in; ``setup`` names it
 
     @property
     def lang(self) -> Language:
@@ -207,6 +245,9 @@ def load_item(path: Path) -> BenchmarkItem:
             problem(field, reason)
     for field, reason in real_bug_problems(data):
         problem(field, reason)
+    if isinstance(data.get("context"), dict):
+        for field, reason in context_problems(data["context"], data):
+            problem(field, reason)
     if problems:
         raise ItemError(problems)
 
@@ -232,10 +273,16 @@ def load_item(path: Path) -> BenchmarkItem:
     for field, code in [("canonical", data["canonical"]), *real_bug] + [
         (f"alternatives[{i}]", code) for i, code in enumerate(data.get("alternatives", []))
     ]:
-        for reason in code_problems(code, entry_point, lang):
+        for reason in code_problems(code, entry_point, lang, "context" not in data):
             problem(field, reason)
     for reason in setup_problems(data.get("setup", ""), entry_point, lang):
         problem("setup", reason)
+    context = ItemContext.from_table(data.get("context"))
+    if context is not None:
+        try:
+            prepared(path, context)
+        except ContextError as exc:
+            problem("context.package", str(exc))
     for i, test in enumerate(data["tests"]):
         bad = grammar_problem(test, entry_point, lang)
         if bad:
@@ -251,12 +298,19 @@ def load_item(path: Path) -> BenchmarkItem:
         entry_point=entry_point,
         canonical=data["canonical"],
         tests=tuple(data["tests"]),
-        setup=data.get("setup", ""),
+        setup=context.setup if context else data.get("setup", ""),
         alternatives=tuple(data.get("alternatives", ())),
         language=data.get("language", DEFAULT),
         source=ItemSource.from_table(data.get("source")),
         real_bug=data.get("real_bug", ""),
+        context=context,
     )
+
+
+def prepared(path: Path, context: ItemContext) -> Path:
+    """The context of the item file at ``path`` prepared for the sandbox
+    (:func:`..execution.contexts.prepare`); raises ContextError."""
+    return prepare(path.parent.parent / context.package, context.sha256)
 
 
 def load_items(root: Path, cache=None) -> tuple[list[BenchmarkItem], list[ItemProblem]]:
@@ -318,6 +372,37 @@ def source_problems(table: dict, tests: object) -> list[tuple[str, str]]:
     return found
 
 
+def context_problems(table: dict, data: dict) -> list[tuple[str, str]]:
+    """``(field, reason)`` for a ``[context]`` table: its keys and their forms (a relative
+    ``package`` path without ``..``, a sha256, dotted names); a context item has no
+    ``setup`` and is Python."""
+    found = []
+    allowed = {**CONTEXT_REQUIRED, **CONTEXT_OPTIONAL}
+    for key in sorted(set(table) - set(allowed)):
+        found.append((f"context.{key}", "unknown key (allowed: " + ", ".join(allowed) + ")"))
+    for key, kind in allowed.items():
+        if key not in table:
+            if key in CONTEXT_REQUIRED:
+                found.append((f"context.{key}", "missing required field"))
+        elif not isinstance(table[key], kind):
+            found.append((f"context.{key}", f"must be a {kind.__name__}"))
+    forms = {
+        "package": (_PACKAGE, "a relative path in the items directory (no '..')"),
+        "sha256": (re.compile("[0-9a-f]{64}"), "64 lower-case hex digits"),
+        "module": (_DOTTED, "a dotted module name"),
+        "class": (_DOTTED, "a dotted class name"),
+    }
+    for key, (form, what) in forms.items():
+        value = table.get(key)
+        if isinstance(value, str) and (not form.fullmatch(value) or ".." in value.split("/")):
+            found.append((f"context.{key}", f"must be {what}"))
+    if data.get("setup"):
+        found.append(("setup", "a context item has no setup (its module is imported)"))
+    if data.get("language", DEFAULT) != DEFAULT:
+        found.append(("context", "a context is a Python package: Python items only"))
+    return found
+
+
 def real_bug_problems(data: dict) -> list[tuple[str, str]]:
     """A ``real_bug`` needs the fix's provenance (``source.commit`` and ``source.parent``) and
     must differ from the canonical."""
@@ -340,9 +425,12 @@ def language_problems(path: Path, name: str) -> list[ItemProblem]:
     return []
 
 
-def code_problems(code: str, entry_point: str | None, language: str = DEFAULT) -> list[str]:
+def code_problems(
+    code: str, entry_point: str | None, language: str = DEFAULT, stdlib_only: bool = True
+) -> list[str]:
     """Gate for code in ``language``: JavaScript's is :func:`.js_gate.code_problems`; every
-    other language's is Python's AST gate: it parses, imports only the standard library and,
+    other language's is Python's AST gate: it parses, imports only the standard library (but
+    with ``stdlib_only`` False: a context item's function imports what its package does) and,
     when ``entry_point`` is given, defines that function at module level."""
     if language == JAVASCRIPT.name:
         return js_gate.code_problems(code, entry_point)
@@ -355,7 +443,7 @@ def code_problems(code: str, entry_point: str | None, language: str = DEFAULT) -
     deep = ast_depth_problem(tree)
     if deep:
         return [deep]
-    imported = imports(tree) if "import" in code else []  # no import statement without it
+    imported = imports(tree) if stdlib_only and "import" in code else []  # none without it
     reasons = [
         f"imports {name!r}, which is not in the standard library"
         for name in imported
@@ -372,6 +460,8 @@ def setup_problems(setup: str, entry_point: str, language: str = DEFAULT) -> lis
     ``entry_point`` (a setup name never stands in for the snippet's definition)."""
     if language == JAVASCRIPT.name:
         return js_gate.setup_problems(setup)
+    if context_fields(setup) is not None:
+        return ["begins with the context directive, which only a [context] table writes"]
     try:
         tree = ast.parse(setup)
     except SyntaxError as exc:

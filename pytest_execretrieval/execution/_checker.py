@@ -623,11 +623,13 @@ class _CheckerLayers:
         for name in (names,) if isinstance(names, str) else names:
             self.missing.setdefault("checker_" + name, reason)
 
-    def enter_namespaces(self) -> None:
+    def enter_namespaces(self, contexts: str = "") -> None:
         """In the process Sandbox started: new user, PID, network, IPC and mount namespaces,
         then a fork. The child returns as the checker (the PID namespace's init); this process
         stays outside as the namespace's anchor and exits with the checker's status (it never
-        returns). Without a PID namespace there is no fork and this process is the checker."""
+        returns). Without a PID namespace there is no fork and this process is the checker.
+        ``contexts``: the prepared contexts' directory, kept reachable for the zygote (which
+        inherits this mount namespace) to expose to its children."""
         c = self.c
         uid, gid = os.geteuid(), os.getegid()
         others = c.CLONE_NEWPID | c.CLONE_NEWNET | c.CLONE_NEWIPC | c.CLONE_NEWNS
@@ -660,7 +662,8 @@ class _CheckerLayers:
             self._on("pid_namespace")
         if flags & c.CLONE_NEWNS:
             try:
-                _zygote._expose_python(c)
+                kept = [contexts] if contexts and os.path.isdir(contexts) else []
+                _zygote._expose_python(c, _zygote._python_paths() + kept)
                 self._on("mount_namespace")
             except OSError as exc:
                 self._miss("mount_namespace", f"mount setup failed: {exc}")

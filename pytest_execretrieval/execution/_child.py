@@ -359,10 +359,16 @@ def fresh_namespaces() -> tuple[types.ModuleType, types.ModuleType]:
 
 
 def _serve_calls(
-    run: dict[str, Any], compiled: tuple[Any, list], report: _Reporter, streams: tuple, fresh: tuple
+    run: dict[str, Any],
+    compiled: tuple[Any, list],
+    report: _Reporter,
+    streams: tuple,
+    fresh: tuple,
+    contexts: str = "",
 ) -> None:
     """Run setup + snippet, then make each test's call of the entry point and send what it
-    gave, in test order; the checker decides. ``fresh``: this child's :func:`fresh_namespaces`.
+    gave, in test order; the checker decides. ``fresh``: this child's :func:`fresh_namespaces`;
+    ``contexts``: the directory the prepared contexts are in (:func:`_in_context`).
 
     The entry point is looked up in the snippet's module only, and a name whose value is still
     the one setup bound is not defined: setup's names never stand in for the snippet's.
@@ -378,9 +384,15 @@ def _serve_calls(
     module_error = setup if isinstance(setup, str) else None
     if module_error is None:
         try:
-            exec(setup, namespace)  # noqa: S102
-            from_setup = dict(namespace)
-            exec(_snippet(run["code"], run.get("marshal")), namespace)  # noqa: S102
+            context = context_fields(run["setup"])
+            if context is not None and len(context) > 1:
+                namespace, from_setup = _in_context(run, context, contexts)
+            else:
+                if context is not None:  # the package importable, the snippet on its own
+                    _importable(contexts, context[0])
+                exec(setup, namespace)  # noqa: S102
+                from_setup = dict(namespace)
+                exec(_snippet(run["code"], run.get("marshal")), namespace)  # noqa: S102
         except BaseException as exc:  # noqa: BLE001
             module_error = _wire._error(exc)
     report.send({"m": module_error or "pass"})
@@ -393,6 +405,78 @@ def _serve_calls(
         except BaseException:  # noqa: BLE001, S110 - a closed stream is the snippet's business
             pass
     report.send({"d": 1})
+
+
+# A context item's suites carry its context as their setup: this one comment line, then the
+# prepared package's sha256, and (for a function or method replaced in its module) the module
+# and the class. A setup of the prefix and the sha256 alone makes the package importable and
+# runs the snippet on its own (the carving harness).
+CONTEXT_PREFIX = "# execretrieval-context "
+_CLASS_ATTRIBUTES = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__"})
+
+
+def context_fields(setup: str) -> list[str] | None:
+    """The context directive's fields (sha256, module, class), or None for another setup."""
+    if not setup.startswith(CONTEXT_PREFIX):
+        return None
+    return setup[len(CONTEXT_PREFIX) :].split()
+
+
+def _importable(contexts: str, sha: str) -> None:
+    """Put the prepared package ``sha`` first on ``sys.path`` (read-only: nothing is written
+    there, bytecode included)."""
+    if not (contexts and len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)):
+        raise ImportError("the suite names a context this sandbox does not hold")
+    sys.dont_write_bytecode = True
+    sys.path.insert(0, contexts + "/" + sha)
+
+
+def _in_context(
+    run: dict[str, Any], context: list[str], contexts: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Import the context's module and replace one function (or method) of it by the snippet;
+    the namespace the entry point is looked up in, and what it held before (a name the snippet
+    did not bind again is not defined). A method is compiled in a class body of its class's
+    name (private names are mangled as in the class) and its ``__class__`` cell is the class
+    (zero-argument ``super()``). An instance method's test calls give the instance's
+    attributes first: ``method(STATE, *args)`` calls it on an instance of the class whose
+    ``__dict__`` is ``STATE``."""
+    import importlib
+
+    _importable(contexts, context[0])
+    module = importlib.import_module(context[1])
+    globals_ = module.__dict__
+    if len(context) == 2:
+        before = dict(globals_)
+        exec(_snippet(run["code"], run.get("marshal")), globals_)  # noqa: S102
+        return globals_, before
+    owner: Any = module
+    for part in context[2].split("."):
+        owner = getattr(owner, part)
+    body = "".join("    " + line + "\n" for line in run["code"].splitlines())
+    scope: dict[str, Any] = {}
+    source = f"class {owner.__name__}:\n{body}"
+    exec(compile(source, "<candidate>", "exec", dont_inherit=True), globals_, scope)  # noqa: S102
+    made = scope[owner.__name__].__dict__
+    methods = [k for k in made if k not in _CLASS_ATTRIBUTES]
+    if len(methods) != 1:
+        raise SyntaxError("a method snippet defines one method")
+    name, member = methods[0], made[methods[0]]
+    function = getattr(member, "__func__", member)
+    code = getattr(function, "__code__", None)
+    if code is not None and "__class__" in code.co_freevars:
+        function.__closure__[code.co_freevars.index("__class__")].cell_contents = owner
+    before = {name: getattr(owner, name, None)}
+    setattr(owner, name, member)
+    if isinstance(member, staticmethod | classmethod):
+        return {name: getattr(owner, name)}, before
+
+    def on_state(state: Any, *args: Any, **kwargs: Any) -> Any:
+        instance = owner.__new__(owner)
+        instance.__dict__.update(state)
+        return getattr(instance, name)(*args, **kwargs)
+
+    return {name: on_state}, before
 
 
 def _make_call(
@@ -463,4 +547,4 @@ def _child_main(limits: dict[str, Any], zygote: Any, go_r: int) -> None:
     report = zygote.reporter
     if run.get("guard", True):
         sys.addaudithook(zygote.guard)
-    _serve_calls(run, compiled, report, streams, zygote.fresh)
+    _serve_calls(run, compiled, report, streams, zygote.fresh, zygote.layers.contexts)

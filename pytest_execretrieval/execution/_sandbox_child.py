@@ -161,6 +161,7 @@ def serve() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _terminate)
     limits = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+    contexts = str(limits.pop("contexts", ""))  # not a limit: the zygote's read-only tree
     # The Node runner's options (node's path, the runner script): this checker serves
     # JavaScript suites with the zygote of _node.py.
     # Imported only then: the Python zygote, whose size every fork pays for, never holds it.
@@ -184,7 +185,7 @@ def serve() -> None:
         )
     own = _checker._CheckerLayers(confine)
     try:
-        own.enter_namespaces()  # from here on, in the anchor's child when there is a PID ns
+        own.enter_namespaces(contexts)  # from here on, in the anchor's child when there is a PID ns
     except OSError as exc:
         _wire.write_frame(1, {"error": f"the checker could not enter its namespaces: {exc}"})
         return
@@ -197,7 +198,7 @@ def serve() -> None:
         if own.life_r is not None:
             os.close(own.life_r)
         flavour = None if node is None else _node.Flavour(node)
-        _zygote._zygote_process(confine, pipes, limits, checker, seccomp, flavour)
+        _zygote._zygote_process(confine, pipes, limits, checker, seccomp, flavour, contexts)
     for fd in pipes.ends(checker=False):
         os.close(fd)
     msg = _read_line(pipes.up_r)

@@ -502,6 +502,7 @@ class _Layers:
     ``noexec`` scratch directory and a child ruleset of its own."""
 
     scratch_flags = 2 | 4  # MS_NOSUID | MS_NODEV (the scratch tmpfs)
+    contexts = ""  # the directory of the prepared contexts (Sandbox's ``contexts``), or ""
 
     def __init__(
         self, confine: Any, limits: dict[str, Any], seccomp: tuple[bytes, ...] | str
@@ -566,8 +567,9 @@ class _Layers:
         return bool(self._ns_flags & c.CLONE_NEWPID)
 
     def exposed(self) -> list[str]:
-        """The trees an unprivileged child must reach (and the zygote read)."""
-        return _python_paths()
+        """The trees an unprivileged child must reach (and the zygote read): the interpreter's,
+        and the prepared contexts (read-only, like the rest)."""
+        return _python_paths() + ([self.contexts] if os.path.isdir(self.contexts) else [])
 
     def _mounts(self) -> None:
         c = self.c
@@ -715,10 +717,11 @@ def _zygote_process(
     checker: int,
     seccomp: tuple[bytes, ...] | str,
     flavour: Any = None,
+    contexts: str = "",
 ) -> None:
     """Body of the process the checker forks at startup; never returns. ``flavour``: None for
     the Python zygote, else the Node runner's (:mod:`._node`: its ``layers``, ``prepare``
-    and ``serve``)."""
+    and ``serve``). ``contexts``: the prepared contexts' directory, exposed read-only."""
     try:
         confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != checker:
@@ -728,6 +731,7 @@ def _zygote_process(
         os.dup2(devnull, 1)  # the caller's pipes stay with the checker only
         os.close(devnull)
         layers = (_Layers if flavour is None else flavour.layers)(confine, limits, seccomp)
+        layers.contexts = contexts if flavour is None else ""
         pid_namespace = layers.enter_namespaces(pipes.sync_w, pipes.sync_r)
         # A new user namespace changes our credentials, which clears the parent-death signal.
         confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGKILL)

@@ -61,6 +61,7 @@ from typing import Any, Self
 
 from . import _checker, _wire, _zygote
 from . import _sandbox_child as _entry
+from .contexts import contexts_dir
 
 __all__ = [
     "ISOLATION_MODES",
@@ -103,6 +104,13 @@ def _site() -> str:
     """The bootstrap's view of the caller's installation: prefixes and site-packages."""
     dirs = [d for d in site.getsitepackages() if os.path.isdir(d)]
     return json.dumps([sys.prefix, sys.exec_prefix, dirs])
+
+
+def _contexts() -> str:
+    """The prepared contexts' directory (:mod:`.contexts`), when there is one: the zygote
+    exposes it read-only."""
+    path = contexts_dir()
+    return str(path) if path.is_dir() else ""
 
 
 _KEPT_ENV = ("PATH", "LANG", "LC_ALL")
@@ -361,7 +369,7 @@ class Sandbox:
                 _BOOTSTRAP,
                 _site(),
                 str(_SERVER_SCRIPT.parent),
-                json.dumps(self._limits_json),
+                json.dumps({**self._limits_json, "contexts": _contexts()}),
                 *self._server_options(),
             ],
             stdin=subprocess.PIPE,
