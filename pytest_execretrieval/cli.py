@@ -226,8 +226,17 @@ def write_survivors(path: Path, survivors) -> None:
 # A verification session collects benchmark items only, so what pytest does for Python test files
 # is pure start-up cost in every worker: the last-failed cache, assertion rewriting (which
 # recompiles plugin modules on every run when bytecode cannot be cached) and the hypothesis
-# plugin (which imports all of hypothesis to write its summary).
-VERIFY_FLAGS = ("--assert=plain", "-p", "no:cacheprovider", "-p", "no:hypothesispytest")
+# plugin (which imports all of hypothesis to write its summary). No conftest.py either: run in
+# a repository whose code was mined, its own conftest files are that code, which runs only in
+# the sandbox.
+VERIFY_FLAGS = (
+    "--assert=plain",
+    "-p",
+    "no:cacheprovider",
+    "-p",
+    "no:hypothesispytest",
+    "--noconftest",
+)
 
 
 def cmd_verify(args: argparse.Namespace, rest: list[str]) -> int:
@@ -867,6 +876,12 @@ def cmd_mine(args: argparse.Namespace) -> int:
         return _usage("mine", "--history and --humaneval are two kinds of SOURCE: choose one")
     if args.history and not Path(args.source).is_dir():
         return _usage("mine", f"--history needs a git repository directory, not {args.source!r}")
+    if args.context and (args.history or args.humaneval):
+        return _usage("mine", "--context mines a package: not with --history or --humaneval")
+    if args.jobs < 1:
+        return _usage("mine", "-n must be at least 1")
+    if args.wheels is not None and not (args.context and args.wheels.is_dir()):
+        return _usage("mine", "--wheels names a folder of wheels, with --context")
     if args.queries is not None and (args.history or args.humaneval):
         return _usage(
             "mine", "--queries names functions of a package: not with --history or --humaneval"
@@ -892,7 +907,15 @@ def cmd_mine(args: argparse.Namespace) -> int:
         elif args.humaneval:  # the dataset's tasks, one item each
             mined = mine_humaneval(args.source, Path(args.out), **common)
         else:
-            mined = mine(args.source, Path(args.out), queries=args.queries, **common)
+            mined = mine(
+                args.source,
+                Path(args.out),
+                queries=args.queries,
+                context=args.context,
+                jobs=args.jobs,
+                wheels=args.wheels,
+                **common,
+            )
     except SourceError as exc:
         return _usage("mine", one_line(str(exc)))
     print(one_line(mined.summary()) + f"; see {Path(args.out) / 'MINED.md'}")
@@ -1128,6 +1151,28 @@ def parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help='your search logs as items: JSONL lines {"query": "...", "function": '
         '"pkg.module.func"}, each query an item of the function it names (not the docstrings)',
+    )
+    m.add_argument(
+        "--context",
+        action="store_true",
+        help="every public function and method in its repository context (the package, "
+        "imported in the sandbox, the function replaced), tests carved from the package's own "
+        "test suite run in the sandbox",
+    )
+    m.add_argument(
+        "--wheels",
+        type=Path,
+        metavar="DIR",
+        help="with --context: the pure-Python wheels in DIR (the package's dependencies, its "
+        "test suite's) join its context, pinned by the context archive's sha256",
+    )
+    m.add_argument(
+        "-n",
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="sandboxes run at once (carving spreads the test files over them)",
     )
     m.add_argument(
         "--record",

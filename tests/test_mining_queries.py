@@ -265,7 +265,7 @@ def test_logged_lines_that_are_no_item_are_counted_by_reason(logged):
     text = (logged[0] / "MINED.md").read_text()
     section = text.split("## --queries lines skipped, by reason")[1]
     for row in (
-        "| method: not minable yet | 1 |",
+        "| a method: minable with --context only | 1 |",
         "| function not found in the SOURCE | 1 |",
         "| the same query for the same function again | 1 |",
         "| function skipped: third-party import | 1 |",

@@ -24,7 +24,7 @@ from ..mutation.select import MAX_DISTRACTORS, UNUSABLE, Killed, kill_kind, sele
 from ..mutation.stacking import stack_mutants
 from ..sanitize import escape
 from .incremental import ItemRecord, Reusable, choosable, recorded_killed
-from .items import WRONG_VALUE_FIRST, BenchmarkItem
+from .items import WRONG_VALUE_FIRST, WRONG_VALUE_ONLY, BenchmarkItem
 from .real_bugs import REAL_BUG, judged
 from .store import Corpus, Snippet, make_snippet, unified_diff
 from .twins import input_types
@@ -315,13 +315,16 @@ def choose(
     55) takes its mutants a test saw return a wrong value first, by the same rule, and fills
     the slots left with mutants that only crashed (a swapped argument's ``TypeError``): a
     crash is no near miss. Every other item (the bundled ones, and mined corpora committed
-    before) chooses as it always did, distinct classes before wrong values."""
-    if not (item.source and item.source.distractors == WRONG_VALUE_FIRST):
+    before) chooses as it always did, distinct classes before wrong values. With
+    ``distractors = "wrong-value-only"`` (written by ``mine --context``) a mutant that only
+    crashed is never chosen: fewer distractors rather than ones no search would confuse."""
+    rule = item.source.distractors if item.source else ""
+    if rule not in (WRONG_VALUE_FIRST, WRONG_VALUE_ONLY):
         return select_distractors(killed, class_totals, core=core)
     wrong = [k for k in killed if k.kill == "assertion"]
     picked = select_distractors(wrong, class_totals, core=core)
     crashed = [k for k in killed if k.kill != "assertion"]
-    left = MAX_DISTRACTORS - len(picked)
+    left = MAX_DISTRACTORS - len(picked) if rule == WRONG_VALUE_FIRST else 0
     return picked + (select_distractors(crashed, class_totals, left, core) if left else [])
 
 

@@ -22,11 +22,13 @@ import builtins
 import hashlib
 import re
 import sys
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from ..corpus.bounds import MAX_CODE_CHARS, ast_depth_problem, code_size_problem
 from ..execution import _grammar
+from ..execution.contexts import context_setup
 from .sources import SourceTree
 
 UNSAFE_MODULES = frozenset(
@@ -61,6 +63,8 @@ class MinedFunction:
     sha256: str  # of ``code``
     skip: str | None = None
     docstring_line: int = 0  # where the docstring starts (its examples' lines count from it)
+    owner: str = ""  # a method's class (in a repository context), "" for a function
+    setup: str = ""  # what its suites run first: its context's directive, or nothing
 
 
 class NotSelfContained(Exception):
@@ -412,14 +416,15 @@ def _literal(node: ast.expr) -> bool:
     return True
 
 
-def _without_docstring(source: str, node: ast.FunctionDef) -> str:
-    """The function's source without its docstring's lines (when it has one on lines of its own)."""
+def _without_docstring(source: str, node: ast.FunctionDef, top: int | None = None) -> str:
+    """The function's source (from line ``top``, its ``def`` line by default) without its
+    docstring's lines (when it has one on lines of its own)."""
     first = node.body[0]
     if ast.get_docstring(node) is None:
         return source
     lines = source.splitlines()
-    start = first.lineno - node.lineno
-    end = (first.end_lineno or first.lineno) - node.lineno
+    start = first.lineno - (top or node.lineno)
+    end = (first.end_lineno or first.lineno) - (top or node.lineno)
     if (
         start == 0
         or lines[start][: first.col_offset].strip()
@@ -427,3 +432,91 @@ def _without_docstring(source: str, node: ast.FunctionDef) -> str:
     ):
         return source  # the docstring shares a line with other code: keep it
     return "\n".join(lines[:start] + lines[end + 1 :])
+
+
+def context_functions(tree: SourceTree, sha256: str) -> list[MinedFunction]:
+    """Every public function and method of the SOURCE's modules in its repository context
+    (the prepared package ``sha256``): module-level functions, decorated ones included, and
+    the methods of public top-level classes (plain, static or class methods); each one's code
+    its own source as a search index holds it (decorators kept, docstring left out; a method
+    dedented), in file and line order. Overload stubs, async functions, properties and names
+    the test grammar reserves are skipped with their reason."""
+    found: list[MinedFunction] = []
+    for path in source_modules(tree):
+        module = module_name(path)
+        text = tree.files[path].decode("utf-8", "replace")
+        parsed = parse_module(text)
+        if isinstance(parsed, str):
+            found.append(MinedFunction(module, path, 1, "<module>", "", "", "", parsed))
+            continue
+        lines = source_lines(text)
+        for node, owner in _public_definitions(parsed):
+            found.append(_in_context(node, owner, module, path, lines, sha256))
+    return sorted(found, key=lambda f: (f.file, f.line))
+
+
+def _public_definitions(
+    module: ast.Module,
+) -> Iterator[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]]:
+    for node in module.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            if not node.name.startswith("_") and not is_overload_stub(node):
+                yield node, ""
+        elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+            for member in node.body:
+                if (
+                    isinstance(member, ast.FunctionDef | ast.AsyncFunctionDef)
+                    and not member.name.startswith("_")
+                    and not is_overload_stub(member)
+                ):
+                    yield member, node.name
+
+
+_METHOD_DECORATORS = frozenset({"staticmethod", "classmethod"})
+
+
+def _in_context(
+    node: ast.FunctionDef | ast.AsyncFunctionDef,
+    owner: str,
+    module: str,
+    path: str,
+    lines: list[str],
+    sha256: str,
+) -> MinedFunction:
+    docstring = ast.get_docstring(node) or ""
+    first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+    record = MinedFunction(
+        module, path, node.lineno, node.name, "", docstring, "", None, node.body[0].lineno, owner
+    )
+    reason = _context_problem(node, owner)
+    code = ""
+    if reason is None:
+        assert isinstance(node, ast.FunctionDef)
+        segment = "".join(lines[first - 1 : node.end_lineno or node.lineno])
+        margin = " " * node.col_offset  # a method's: its lines dedented by it, where they have it
+        code = "".join(
+            (line[len(margin) :] if line.startswith(margin) else line) + "\n"
+            for line in _without_docstring(segment, node, first).splitlines()
+        )
+        reason = code_size_problem(code) and f"too large: {MAX_CODE_CHARS:,} characters at most"
+    if reason is not None:
+        return replace(record, skip=reason)
+    digest = hashlib.sha256(code.encode()).hexdigest()
+    setup = context_setup(sha256, module, owner)
+    return replace(record, code=code, sha256=digest, setup=setup)
+
+
+def _context_problem(node: ast.FunctionDef | ast.AsyncFunctionDef, owner: str) -> str | None:
+    if isinstance(node, ast.AsyncFunctionDef):
+        return "async"
+    if owner and any(
+        not (isinstance(d, ast.Name) and d.id in _METHOD_DECORATORS) for d in node.decorator_list
+    ):
+        return "a method decorated otherwise than staticmethod or classmethod (a property, ...)"
+    if not node.name.isascii():
+        return "name is not ASCII"
+    if node.name in _grammar.RESERVED:
+        return "name is one the test grammar reserves"
+    if len(node.body) == 1 and ast.get_docstring(node) is not None:
+        return "no body besides its docstring"
+    return None

@@ -21,11 +21,20 @@ from pathlib import Path
 
 from ..corpus.bounds import NAME
 from ..execution.runner import SuiteRunner
+from ..execution.sandbox import Limits
 from ..safe_write import write_atomic
 from ..sanitize import has_unsafe
+from .carve import CARVED, Carved, carve, chosen, test_files
+from .context import WrittenContext, written_context
 from .density import near_clone_density
 from .doctests import doctest_tests
-from .functions import MinedFunction, mined_functions, module_name, source_modules
+from .functions import (
+    MinedFunction,
+    context_functions,
+    mined_functions,
+    module_name,
+    source_modules,
+)
 from .query import LoggedQuery, entry_parameters, read_queries, summary_query
 from .record import with_recorded
 from .sources import SourceError, SourceTree, check_licence, load_source
@@ -45,12 +54,18 @@ UNSUPPORTED_OUTCOME = "error:UnsupportedValue"  # a SuiteResult outcome
 UNCARRIED = "returns a value the sandbox's value codec cannot carry"
 # --queries FILE: a function no line names, and why a line became no item.
 NOT_NAMED = "not named in --queries"
-METHOD = "method: not minable yet"
+METHOD = "a method: minable with --context only"
 NOT_FOUND = "function not found in the SOURCE"
 AMBIGUOUS = "function path names several functions"
 REPEATED_QUERY = "the same query for the same function again"
 DUPLICATE = "the same code as an earlier module's function (one item: its locations)"
 SAME_BEHAVIOUR = "passes the tests of an earlier function of its name, and it its (one item)"
+
+
+# Carving: a test file's suite under one bound (each test in it under the harness's own), and
+# the tests kept per function.
+CARVE_LIMITS = Limits(timeout_s=120.0)
+CARVED_PER_FUNCTION = 8
 
 
 class MiningError(SourceError):
@@ -67,6 +82,8 @@ class Mined:
     decided: list[tuple[MinedFunction, str | None]]  # each function, with its skip reason
     dropped: Counter[str] = field(default_factory=Counter)  # doctest examples, by reason
     queries: Counter[str] | None = None  # --queries lines that became no item, by reason
+    package: WrittenContext | None = None  # with --context: the context archive written
+    carved: Carved | None = None  # with --context: what carving the test suite found
 
     def summary(self) -> str:
         skipped = sum(1 for _, reason in self.decided if reason)
@@ -93,14 +110,21 @@ def candidate_items(
     dropped: Counter[str],
     file_tests: FileTests,
     logged: dict[int, list[str]] | None = None,
+    carved: Carved | None = None,
+    per_function: int = CARVED_PER_FUNCTION,
 ) -> tuple[list[MinedItem], dict[int, str]]:
-    """The functions that have a query and a test (their doctests, then their test files'
-    tests), as (unnamed) items; the others' reasons by index into ``functions``. Doctest
-    examples dropped are added to ``dropped``. The query is the docstring's summary
-    (:func:`.query.summary_query`), or with ``logged`` (``--queries``) the first logged query
-    of the function (by index; a function it does not name is skipped)."""
+    """The functions that have a query and a test (their doctests, their test files' tests,
+    then the calls ``carved`` from the package's suite: at most ``per_function``), as (unnamed)
+    items; the others' reasons by index into ``functions``. Doctest examples dropped are added
+    to ``dropped``. The query is the docstring's summary (:func:`.query.summary_query`), or
+    with ``logged`` (``--queries``) the first logged query of the function (by index; a
+    function it does not name is skipped). A method's tests are carved ones only (a test
+    file's assert calls a function by its name)."""
     items: list[MinedItem] = []
     reasons: dict[int, str] = {}
+    # A test file's assert names its function by name only: in a context, where carving
+    # records the function each test really calls, only where one function has that name.
+    names = Counter(fn.name for fn in functions if not fn.skip)
     for index, fn in enumerate(functions):
         if fn.skip:
             reasons[index] = fn.skip
@@ -127,8 +151,12 @@ def candidate_items(
                 strict=True,
             )
         )
-        for test, where in file_tests.get(fn.name, []):
+        by_name = not fn.owner and (carved is None or names[fn.name] == 1)
+        for test, where in file_tests.get(fn.name, []) if by_name else []:
             tests.setdefault(test, where)  # a test-file test the doctests already hold: once
+        own = carved.tests.get((fn.module, fn.owner, fn.name), []) if carved else []
+        for test, where in chosen([t for t in own if t[0] not in tests], per_function):
+            tests[test] = where
         if not tests:
             reasons[index] = NO_TEST
             continue
@@ -139,7 +167,7 @@ def candidate_items(
 def confirm_in_sandbox(items: list[MinedItem], runner: SuiteRunner) -> dict[str, str]:
     """Each item's canonical run on its tests twice in the sandbox: the reason of each item
     (by stem) whose tests do not pass both times."""
-    suites = [(i.function.code, "", i.tests, "python", i.stem) for i in items]
+    suites = [(i.function.code, i.function.setup, i.tests, "python", i.stem) for i in items]
     first = runner.run_many(suites)
     second = runner.run_many(suites)
     reasons: dict[str, str] = {}
@@ -157,18 +185,46 @@ def confirm_in_sandbox(items: list[MinedItem], runner: SuiteRunner) -> dict[str,
     return reasons
 
 
+def without_failing_carved(items: list[MinedItem], runner: SuiteRunner) -> list[MinedItem]:
+    """The items without the carved tests their canonical fails in either of two runs (a call
+    that depended on what the test did before it, on the clock, ...): a carved test states
+    what the suite saw, and only what the function gives on its own is a test of it."""
+    carved = [i for i in items if any(p.startswith(CARVED) for p in i.provenance)]
+    suites = [(i.function.code, i.function.setup, i.tests, "python", i.stem) for i in carved]
+    first, second = runner.run_many(suites), runner.run_many(suites)
+    kept: dict[str, MinedItem] = {}
+    for item, one, two in zip(carved, first, second, strict=True):
+        keep = [
+            n
+            for n, where in enumerate(item.provenance)
+            if not where.startswith(CARVED)
+            or (one.outcomes[n] == "pass" and two.outcomes[n] == "pass")
+        ]
+        kept[item.stem] = replace(
+            item,
+            tests=tuple(item.tests[n] for n in keep),
+            provenance=tuple(item.provenance[n] for n in keep),
+        )
+    return [kept.get(i.stem, i) for i in items if kept.get(i.stem, i).tests]
+
+
 def named(items: list[MinedItem]) -> list[MinedItem]:
     """The items with their file stems, sorted by stem: the function's name in lower case, or
     module-qualified where two functions share that name."""
-    counts = Counter(i.function.name.lower() for i in items)
+    counts = Counter(_plain(i.function) for i in items)
 
     def stem(item: MinedItem) -> str:
         fn = item.function
-        plain = fn.name.lower()
+        plain = _plain(fn)
         qualified = plain if counts[plain] == 1 else f"{fn.module}_{fn.name}".lower()
         return re.sub(r"[^a-z0-9_]", "_", qualified)
 
     return sorted((replace(i, stem=stem(i)) for i in items), key=lambda i: i.stem)
+
+
+def _plain(fn: MinedFunction) -> str:
+    """A function's name in lower case, a method's ``<class>_<name>``."""
+    return f"{fn.owner}_{fn.name}".lower() if fn.owner else fn.name.lower()
 
 
 def merged_duplicates(
@@ -188,7 +244,7 @@ def merged_duplicates(
             kept.append(item)
             continue
         where = f"{item.function.file}:{item.function.line}"
-        key = ast.dump(ast.parse(item.function.code))
+        key = item.function.setup + ast.dump(ast.parse(item.function.code))
         at = first.setdefault(key, len(kept))
         if at < len(kept) and kept[at].function is not item.function:
             kept[at] = replace(kept[at], locations=(*kept[at].locations, where))
@@ -209,7 +265,7 @@ def merged_twins(
     groups: dict[str, list[MinedItem]] = {}
     for item in candidates:
         if item.stem not in failed:
-            groups.setdefault(item.function.name, []).append(item)
+            groups.setdefault(_plain(item.function), []).append(item)
     pairs = [
         (a, b)
         for group in groups.values()
@@ -218,7 +274,7 @@ def merged_twins(
         if a.function is not b.function
     ]
     suites = [
-        (x.function.code, "", y.tests, "python", f"{x.stem}<{y.stem}")
+        (x.function.code, y.function.setup, y.tests, "python", f"{x.stem}<{y.stem}")
         for a, b in pairs
         for x, y in ((a, b), (b, a))
     ]
@@ -243,12 +299,12 @@ def merged_twins(
 
 
 @contextmanager
-def owned_runner(runner: SuiteRunner | None) -> Iterator[SuiteRunner]:
-    """``runner``, or a one-job runner of its own, closed after use."""
+def owned_runner(runner: SuiteRunner | None, jobs: int = 1) -> Iterator[SuiteRunner]:
+    """``runner``, or a runner of its own (``jobs`` sandboxes), closed after use."""
     if runner is not None:
         yield runner
         return
-    own = SuiteRunner(jobs=1)
+    own = SuiteRunner(jobs=jobs)
     try:
         yield own
     finally:
@@ -295,7 +351,7 @@ def resolved_queries(
     ``module.name``, or else the one function of that name under the path's package nearest
     to it, as a re-export names it), the lines with their function, and the other lines'
     reasons."""
-    exact = {f"{fn.module}.{fn.name}": index for index, fn in enumerate(functions)}
+    exact = {qualified(fn): index for index, fn in enumerate(functions)}
     modules = {module_name(path) for path in source_modules(tree)}
     logged: dict[int, list[str]] = {}
     named_lines: list[tuple[LoggedQuery, int]] = []
@@ -309,7 +365,7 @@ def resolved_queries(
         under = [
             index
             for index, fn in enumerate(functions)
-            if fn.name == name and (fn.module + ".").startswith(prefix + ".")
+            if fn.name == name and not fn.owner and (fn.module + ".").startswith(prefix + ".")
         ]
         shallowest = [i for i in under if functions[i].module.count(".") == min_depth(under)]
         index = exact.get(line.function, shallowest[0] if len(shallowest) == 1 else None)
@@ -323,6 +379,12 @@ def resolved_queries(
             logged.setdefault(index, []).append(line.query)
             named_lines.append((line, index))
     return logged, named_lines, unresolved
+
+
+def qualified(fn: MinedFunction) -> str:
+    """How a ``--queries`` line names a function (``pkg.module.func``) or a method
+    (``pkg.module.Class.method``)."""
+    return ".".join(part for part in (fn.module, fn.owner, fn.name) if part)
 
 
 def named_queries(items: list[MinedItem], logged: dict[int, list[str]]) -> list[MinedItem]:
@@ -365,25 +427,37 @@ def mine(
     runner: SuiteRunner | None = None,
     record: int = 0,
     queries: Path | None = None,
+    context: bool = False,
+    jobs: int = 1,
+    wheels: Path | None = None,
 ) -> Mined:
     """Mine ``source`` into the items directory ``out``; raises :class:`.sources.SourceError`
     (a usage error) for a SOURCE, an ``out`` or a ``queries`` file it cannot use. With
     ``queries`` (``--queries FILE``), each line's query for the function it names is an
-    item (:func:`.query.read_queries`)."""
+    item (:func:`.query.read_queries`). With ``context``, every public function and method
+    is a candidate in its repository context (:mod:`.context`), and the package's own test
+    suite is carved for tests (:mod:`.carve`); ``wheels``: a folder whose pure-Python wheels
+    the context holds too (:func:`.context.written_context`)."""
     out = Path(out)
     check_out(out)
     lines = read_queries(Path(queries)) if queries is not None else None
     tree = load_source(source)
     check_licence(tree, allow_licence)
     domain = checked_domain(domain or default_domain(tree.distribution))
-    functions = mined_functions(tree)
+    package = written_context(tree, out, wheels, allow_licence) if context else None
+    functions = context_functions(tree, package.sha256) if package else mined_functions(tree)
     dropped: Counter[str] = Counter()
     names = {fn.name for fn in functions if not fn.skip}
     logged, named_lines, unresolved = (
         resolved_queries(lines, functions, tree) if lines is not None else (None, [], None)
     )
-    candidates, reasons = candidate_items(functions, dropped, test_file_tests(tree, names), logged)
-    with owned_runner(runner) as run:
+    with owned_runner(runner, jobs) as run:
+        carved = carved_suite(functions, package, run, logged) if package else None
+        candidates, reasons = candidate_items(
+            functions, dropped, test_file_tests(tree, names), logged, carved
+        )
+        if carved is not None:
+            candidates = without_failing_carved(candidates, run)
         if record:
             candidates = with_recorded(candidates, run, record)
         failed = confirm_in_sandbox(candidates, run)
@@ -399,14 +473,33 @@ def mine(
         why = decided[index][1]
         if unresolved is not None and why:
             unresolved[f"function skipped: {why}"] += 1
-    result = Mined(tree, domain, items, decided, dropped, unresolved)
+    result = Mined(tree, domain, items, decided, dropped, unresolved, package, carved)
     write_output(out, result)
     return result
 
 
+def carved_suite(
+    functions: list[MinedFunction],
+    package: WrittenContext,
+    runner: SuiteRunner,
+    logged: dict[int, list[str]] | None = None,
+) -> Carved:
+    """:func:`.carve.carve` of the candidates (the functions with a docstring, or with
+    ``logged`` the ones its lines name) over the package's test files, with a runner of the
+    carving limits and ``runner``'s jobs."""
+    wanted = [
+        fn
+        for index, fn in enumerate(functions)
+        if not fn.skip and (fn.docstring.strip() if logged is None else index in logged)
+    ]
+    files = test_files(list(package.files))
+    with SuiteRunner(CARVE_LIMITS, jobs=runner.jobs, isolation=runner.isolation) as own:
+        return carve(wanted, package.sha256, files, own)
+
+
 def write_output(out: Path, result: Mined) -> None:
     """The item files, ``MINED.md`` and ``NOTICE``."""
-    write_items(out, result.domain, result.items, result.tree)
+    write_items(out, result.domain, result.items, result.tree, result.package)
     density = near_clone_density([fn for fn, _ in result.decided])
     markdown = mined_markdown(
         result.tree,
@@ -416,6 +509,8 @@ def write_output(out: Path, result: Mined) -> None:
         result.dropped,
         density,
         result.queries,
+        result.carved,
+        result.package,
     )
     write_atomic(out / "MINED.md", markdown, root=out)
-    write_atomic(out / "NOTICE", notice_text(result.tree), root=out)
+    write_atomic(out / "NOTICE", notice_text(result.tree, result.package), root=out)

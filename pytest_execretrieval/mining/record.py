@@ -24,7 +24,7 @@ from .writer import MinedItem
 RECORDED = "recorded"  # a recorded test's provenance
 
 
-def _literal(value: object) -> str | None:
+def literal_text(value: object) -> str | None:
     """``repr(value)``, or None where it cannot be one (``int`` past its ``str`` digit limit:
     ValueError; a structure nested past the recursion limit)."""
     try:
@@ -57,7 +57,7 @@ def derived_calls(tests: tuple[str, ...]) -> list[str]:
         assert isinstance(node, ast.Call)
         for index, argument in enumerate(node.args):
             for value in _variants(argument):
-                literal = _literal(value)
+                literal = literal_text(value)
                 if literal is None:
                     continue
                 args = [*node.args[:index], ast.parse(literal, mode="eval").body]
@@ -69,7 +69,7 @@ def derived_calls(tests: tuple[str, ...]) -> list[str]:
 def _recorded_test(call: str, answer: tuple[str, object], entry_point: str) -> str | None:
     kind, value = answer
     if kind == "value":
-        literal = _literal(value)
+        literal = literal_text(value)
         if literal is None or len(literal) + len(call) > _grammar.MAX_SOURCE:
             return None
         test = f"assert {call} == {literal}"
@@ -88,7 +88,7 @@ def with_recorded(items: list[MinedItem], runner: SuiteRunner, k: int) -> list[M
     """The items, each with up to ``k`` recorded tests after its mined ones."""
     calls = {i.stem: derived_calls(i.tests)[: 4 * k] for i in items}
     probed = [i for i in items if calls[i.stem]]
-    suites = [(i.function.code, "", calls[i.stem], "python", i.stem) for i in probed]
+    suites = [(i.function.code, i.function.setup, calls[i.stem], "python", i.stem) for i in probed]
     first, second = runner.run_many(suites), runner.run_many(suites)
     recorded = {
         item.stem: _agreed(item, calls[item.stem], one.values, two.values, k)

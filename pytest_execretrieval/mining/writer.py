@@ -16,13 +16,18 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..corpus.items import WRONG_VALUE_FIRST
+from ..corpus.items import WRONG_VALUE_FIRST, WRONG_VALUE_ONLY
 from ..safe_write import write_atomic
 from ..sanitize import one_line
 from .density import MAX_EDITS, NearestNeighbour, density_shares
 from .functions import MinedFunction
 from .history import FixPair
 from .sources import SourceTree, copyright_lines
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .carve import Carved
+    from .context import WrittenContext
 
 # Characters a TOML multi-line literal string cannot hold (control characters but tab and \n).
 _NOT_LITERAL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]|'''")
@@ -79,9 +84,12 @@ def _cell(text: str) -> str:
     return one_line(text).replace("|", "\\|")
 
 
-def item_text(item: MinedItem, domain: str, tree: SourceTree) -> str:
+def item_text(
+    item: MinedItem, domain: str, tree: SourceTree, package: WrittenContext | None = None
+) -> str:
     """The item file of ``item``: the interface's fields, then the ``[source]`` table (the
-    SOURCE's metadata on one line, control characters escaped)."""
+    SOURCE's metadata on one line, control characters escaped) and, mined in a repository
+    context, the ``[context]`` table (the archive ``package``, the module, a method's class)."""
     fn = item.function
     version = tree.version if item.version is None else item.version
     source = {
@@ -95,7 +103,8 @@ def item_text(item: MinedItem, domain: str, tree: SourceTree) -> str:
         "url": toml_string(one_line(tree.url)),
         "tests": _array(item.provenance),
         **(_fix_source(item.fix) if item.fix else {}),
-        "distractors": toml_string(WRONG_VALUE_FIRST),  # the build's choice (corpus/build.py)
+        # the build's choice (corpus/build.py): in a context, never a mutant that only crashed
+        "distractors": toml_string(WRONG_VALUE_ONLY if package else WRONG_VALUE_FIRST),
     }
     real_bug = [f"real_bug = {toml_code(item.real_bug)}"] if item.real_bug else []
     lines = [
@@ -109,6 +118,10 @@ def item_text(item: MinedItem, domain: str, tree: SourceTree) -> str:
         "[source]",
         *(f"{key} = {value}" for key, value in source.items()),
     ]
+    if package is not None:
+        context = {"package": package.package, "sha256": package.sha256, "module": fn.module}
+        context |= {"class": fn.owner} if fn.owner else {}
+        lines += ["", "[context]", *(f"{k} = {toml_string(v)}" for k, v in context.items())]
     return "\n".join(lines) + "\n"
 
 
@@ -125,7 +138,13 @@ def _fix_source(fix: FixPair) -> dict[str, str]:
     }
 
 
-def write_items(out: Path, domain: str, items: list[MinedItem], tree: SourceTree) -> list[Path]:
+def write_items(
+    out: Path,
+    domain: str,
+    items: list[MinedItem],
+    tree: SourceTree,
+    package: WrittenContext | None = None,
+) -> list[Path]:
     """Write ``out/domain/<stem>.toml`` for each item, replacing the domain's earlier item files."""
     folder = Path(out) / domain
     folder.mkdir(parents=True, exist_ok=True)
@@ -134,7 +153,9 @@ def write_items(out: Path, domain: str, items: list[MinedItem], tree: SourceTree
         if old.name not in keep:
             old.unlink()
     return [
-        write_atomic(folder / f"{item.stem}.toml", item_text(item, domain, tree), root=Path(out))
+        write_atomic(
+            folder / f"{item.stem}.toml", item_text(item, domain, tree, package), root=Path(out)
+        )
         for item in items
     ]
 
@@ -144,9 +165,10 @@ def write_items(out: Path, domain: str, items: list[MinedItem], tree: SourceTree
 PRIVATE = "none: private code (mined with --private), not redistributed"
 
 
-def notice_text(tree: SourceTree) -> str:
+def notice_text(tree: SourceTree, package: WrittenContext | None = None) -> str:
     """``NOTICE``: whose code the items hold, and the copyright lines of its licence files
-    (every field on one line, control characters escaped)."""
+    (every field on one line, control characters escaped); with a context archive that holds
+    wheels, each wheel's licence and copyright lines too."""
     name, version = one_line(tree.distribution), one_line(tree.version)
     licence, url = one_line(tree.license_expression), one_line(tree.url)
     if not licence:  # mined only with --private (--allow-licence none): a team's own code
@@ -170,6 +192,14 @@ def notice_text(tree: SourceTree) -> str:
         lines += [
             "",
             "Licence files: " + ", ".join(one_line(n) for n in sorted(tree.licence_texts)),
+        ]
+    held = package.wheels if package is not None else ()
+    for wheel in held:
+        lines += [
+            "",
+            f"{package.package if package else ''} also holds the Python files of "
+            f"{one_line(wheel.name)}, licensed {one_line(wheel.licence) or 'as its files say'}:",
+            *(one_line(line) for line in wheel.copyright),
         ]
     return "\n".join(lines) + "\n"
 
@@ -213,11 +243,14 @@ def mined_markdown(
     dropped: Counter[str],
     density: list[NearestNeighbour],
     queries: Counter[str] | None = None,
+    carved: Carved | None = None,
+    package: WrittenContext | None = None,
 ) -> str:
     """``MINED.md``: the source, what became an item, what was skipped (by reason, per module;
     ``decided`` pairs each function with its skip reason, None for an item), the doctest
     examples dropped (by reason), with ``--queries`` its lines that became no item (by
-    reason), and the near-clone density table."""
+    reason), with ``--context`` what carving ran and what stopped it, the tests per item by
+    provenance, and the near-clone density table."""
     per_module: dict[str, Counter[str]] = {}
     for fn, reason in decided:
         per_module.setdefault(fn.module, Counter())["skipped" if reason else "mined"] += 1
@@ -258,6 +291,59 @@ def mined_markdown(
     if queries is not None:
         lines += ["", "## --queries lines skipped, by reason", ""]
         lines += count_table(("reason", "lines"), queries)
+    if package is not None:
+        lines += ["", *context_markdown(package)]
+    if carved is not None:
+        lines += ["", *carving_markdown(carved, items)]
     if density:
         lines += ["", "## Near-clone density (token edit distance)", "", *density_markdown(density)]
     return "\n".join(lines) + "\n"
+
+
+def context_markdown(package: WrittenContext) -> list[str]:
+    """The context section: the archive, the wheels it holds, each declared dependency."""
+    lines = [
+        "## Repository context",
+        "",
+        f"- archive: `{package.package}`, sha256 `{package.sha256}`, "
+        f"{len(package.files)} Python files",
+        *(
+            f"- wheel: `{_cell(w.name)}` ({_cell(w.licence)}), sha256 `{w.sha256}`"
+            for w in package.wheels
+        ),
+        "",
+        "| declared dependency | where the sandbox has it |",
+        "|---|---|",
+        *(f"| `{_cell(name)}` | {_cell(where)} |" for name, where in package.requires),
+    ]
+    return lines if package.requires else [*lines[:-2], "(no dependency declared)"]
+
+
+def carving_markdown(carved: Carved, items: list[MinedItem]) -> list[str]:
+    """The carving section: the test files run and those whose suite stopped (by outcome),
+    the calls recorded, and per item its tests by provenance."""
+    recorded = sum(len(tests) for tests in carved.tests.values())
+    rows = [
+        "| item | tests | doctest | test file | carved | recorded |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for item in items:
+        kinds = Counter(p.split(" ")[0] for p in item.provenance)
+        rows.append(
+            f"| `{item.stem}` | {len(item.tests)} | {kinds['doctest']} | {kinds['test']} "
+            f"| {kinds['carved']} | {kinds['recorded']} |"
+        )
+    return [
+        "## Carved from the package's test suite",
+        "",
+        f"- test files run: {carved.files}; functions and methods with a recorded call: "
+        f"{len(carved.tests)}; calls stated as tests: {recorded}",
+        "",
+        "Test files whose suite recorded nothing, by outcome:",
+        "",
+        *count_table(("outcome", "files"), carved.stopped),
+        "",
+        "### Tests per item, by provenance",
+        "",
+        *rows,
+    ]

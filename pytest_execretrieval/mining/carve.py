@@ -1,0 +1,162 @@
+"""Test carving: tests for a package's functions and methods from the package's own test suite.
+
+Each test file runs in the sandbox, in the package's context, with the functions and methods to
+mine wrapped by a recorder (:mod:`._carve_harness`): one suite per file, its own time bound, the
+test files spread over the runner's jobs. Every recorded call whose arguments and result the
+value codec carries becomes a test-grammar statement (:func:`carved_test`), provenance
+``carved TESTFILE::TESTNAME``; the grammar is not loosened, a call it cannot state is dropped.
+Per function at most ``per_function`` tests, chosen deterministically to cover distinct
+outcomes first (:func:`chosen`). A file whose suite times out, is stopped by the sandbox or
+breaks the wire records nothing and is counted by its outcome (:class:`Carved`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from ..corpus.items import grammar_problem
+from ..execution import _grammar
+from ..execution.contexts import context_setup
+from ..execution.runner import SuiteRunner
+from .functions import MinedFunction, is_test_file
+from .record import literal_text
+
+HARNESS = (Path(__file__).parent / "_carve_harness.py").read_text()
+CARVED = "carved"  # a carved test's provenance: "carved TESTFILE::TESTNAME"
+MAX_LAMBDA = 300  # characters of a recorded lambda argument
+# (module, class or "", name): a function's or method's key in the recorder's answers
+Key = tuple[str, str, str]
+
+
+@dataclass
+class Carved:
+    """What carving found: candidate tests (statement, provenance) per function key, in the
+    order the suite made the calls; per test file its suite's outcome when it recorded
+    nothing usable (``timeout``, ``error:...``), and how many files ran."""
+
+    tests: dict[Key, list[tuple[str, str]]] = field(default_factory=dict)
+    files: int = 0
+    stopped: Counter[str] = field(default_factory=Counter)  # outcome -> test files
+
+
+def test_files(names: Sequence[str]) -> list[str]:
+    """The test modules of a context's files: ``test_*.py`` and ``*_test.py`` where tests live."""
+    return sorted(
+        name
+        for name in names
+        if is_test_file(name)
+        and (PurePosixPath(name).name.startswith("test_") or name.endswith("_test.py"))
+    )
+
+
+def carve(
+    functions: list[MinedFunction], sha256: str, files: list[str], runner: SuiteRunner
+) -> Carved:
+    """Run each test file of ``files`` in the context ``sha256`` with ``functions`` recorded."""
+    targets = sorted({(fn.module, fn.owner, fn.name) for fn in functions})
+    carved = Carved(files=len(files))
+    if not targets or not files:
+        return carved
+    code = f"{HARNESS}\nTARGETS = {[list(t) for t in targets]!r}\n"
+    setup = context_setup(sha256)
+    suites = [(code, setup, [f"carve({name!r})"], "python", f"carve:{name}") for name in files]
+    owners = {(fn.module, fn.owner, fn.name): fn for fn in functions}
+    for name, result in zip(files, runner.run_many(suites), strict=True):
+        answer = result.values[0] if result.values else None
+        if not (isinstance(answer, tuple) and answer[0] == "value"):
+            carved.stopped[result.outcomes[0] if result.outcomes else "no outcome"] += 1
+            continue
+        for record in answer[1] if isinstance(answer[1], list) else []:
+            parsed = _record(record)
+            if parsed is None or parsed[0] not in owners:
+                continue
+            key, test_name, statement = (
+                parsed[0],
+                parsed[1],
+                carved_test(owners[parsed[0]], *parsed[2:]),
+            )
+            if statement is not None:
+                where = f"{CARVED} {test_name or name}"
+                carved.tests.setdefault(key, []).append((statement, where))
+    return carved
+
+
+def _record(record: object) -> tuple[Key, str, list, dict, str, object] | None:
+    """A recorder answer's parts, or None for one of another shape (the child's answer is
+    untrusted data)."""
+    if not (isinstance(record, list) and len(record) == 8):
+        return None
+    module, owner, name, test, args, kwargs, kind, value = record
+    if not all(isinstance(x, str) for x in (module, owner, name, test, kind)):
+        return None
+    if not (isinstance(args, list) and isinstance(kwargs, dict)):
+        return None
+    if not all(isinstance(k, str) and k.isidentifier() for k in kwargs):
+        return None
+    return (module, owner, name), test, args, kwargs, kind, value
+
+
+def carved_test(
+    fn: MinedFunction, args: list, kwargs: dict, kind: str, value: object
+) -> str | None:
+    """The test-grammar statement of one recorded call of ``fn``, or None where the grammar
+    cannot state it (a value with no literal, an exception the grammar does not name)."""
+    parts = [_argument(a) for a in args]
+    parts += [None if (text := _argument(v)) is None else f"{k}={text}" for k, v in kwargs.items()]
+    if any(p is None for p in parts):
+        return None
+    call = f"{fn.name}({', '.join(str(p) for p in parts)})"
+    if kind == "value":
+        expected = literal_text(value)
+        test = None if expected is None else f"assert {call} == {expected}"
+    elif kind == "items":
+        expected = literal_text(value)
+        test = None if expected is None else f"assert list({call}) == {expected}"
+    elif kind == "raises" and value in _grammar.EXCEPTIONS:
+        test = f"assert raises({', '.join([str(value), fn.name, *map(str, parts)])})"
+    else:
+        test = None
+    if test is None or len(test) > _grammar.MAX_SOURCE:
+        return None
+    return test if grammar_problem(test, fn.name) is None else None
+
+
+def _argument(shown: object) -> str | None:
+    """A recorded argument as test text: a literal, a builtin the grammar's lambdas call, or a
+    lambda's text (the grammar checks it with the whole statement)."""
+    if not (isinstance(shown, list) and len(shown) == 2 and shown[0] in ("v", "f", "l")):
+        return None
+    tag, value = shown
+    if tag == "v":
+        return literal_text(value)
+    if tag == "f":
+        return value if value in _grammar.LAMBDA_CALLABLES else None
+    return value if isinstance(value, str) and len(value) <= MAX_LAMBDA else None
+
+
+def chosen(tests: list[tuple[str, str]], k: int) -> list[tuple[str, str]]:
+    """Up to ``k`` of a function's carved tests, deterministically: first one per distinct
+    outcome (the expected value, or the exception), in the order the suite made the calls,
+    then the rest in that order; each statement once. None where every call returned None (a
+    procedure: its tests would check nothing it does)."""
+    unique = list({statement: (statement, where) for statement, where in reversed(tests)}.values())
+    unique.reverse()  # each statement once, where the suite first made it
+    if all(_outcome(test) == "None" for test, _ in unique):
+        return []  # a procedure: what it does is not what it returns
+    first: dict[str, tuple[str, str]] = {}
+    for test in unique:
+        first.setdefault(_outcome(test[0]), test)
+    picked = list(first.values())[:k]
+    picked += [t for t in unique if t not in picked][: k - len(picked)]
+    order = {t: n for n, t in enumerate(unique)}
+    return sorted(picked, key=order.__getitem__)
+
+
+def _outcome(statement: str) -> str:
+    """What a carved statement expects: the text after ``==``, or the raised exception."""
+    if statement.startswith("assert raises("):
+        return statement.partition(",")[0]
+    return statement.rpartition(" == ")[2]
