@@ -17,10 +17,13 @@ from hypothesis import strategies as st
 from mining_fixtures import MIT_TEXT
 
 from pytest_execretrieval.corpus.items import load_items
-from pytest_execretrieval.mining.carve import carved_test, chosen
-from pytest_execretrieval.mining.functions import MinedFunction
+from pytest_execretrieval.execution.runner import SuiteRunner
+from pytest_execretrieval.execution.sandbox import Limits
+from pytest_execretrieval.mining.carve import carve, carved_test, chosen
+from pytest_execretrieval.mining.context import written_context
+from pytest_execretrieval.mining.functions import MinedFunction, context_functions
 from pytest_execretrieval.mining.mine import mine
-from pytest_execretrieval.mining.sources import SourceError
+from pytest_execretrieval.mining.sources import SourceError, load_source
 
 CORE = '''RATE = 3
 
@@ -169,6 +172,7 @@ def test_functions_and_methods_are_mined_in_context_with_carved_tests(tmp_path, 
     markdown = (out / "MINED.md").read_text()
     assert "## Repository context" in markdown
     assert "## Carved from the package's test suite" in markdown
+    assert "| every test passed | 1 |" in markdown
 
 
 FUNCTION = MinedFunction("m", "m.py", 1, "f", "def f(x):\n    return x\n", "", "0" * 64)
@@ -267,3 +271,50 @@ def test_the_readme_quickstart_runs_literally_in_a_fresh_repository(tmp_path, li
     assert (repository / "reports").is_dir()
     logged = {p.stem for p in (repository / "mylogs" / "ctxpkg").glob("*.toml")}
     assert logged == {"scaled_total", "account_deposit"}
+
+
+HANGING = """import signal
+
+from ctxpkg import scaled_total
+
+
+def test_first():
+    assert scaled_total([1]) == 3
+
+
+def test_loops():
+    while True:
+        pass
+
+
+def test_after():
+    assert scaled_total([2]) == 6
+"""
+DEAF = """import signal
+
+from ctxpkg import scaled_total
+
+
+def test_ignores_the_alarm():
+    assert scaled_total([4]) == 12
+    signal.signal(signal.SIGALRM, signal.SIG_IGN)
+    while True:
+        pass
+"""
+
+
+def test_a_looping_test_fails_and_a_file_that_hangs_is_stopped_and_counted(tmp_path, listener):
+    source = write_context_package(tmp_path / "src", tmp_path, listener.getsockname()[1])
+    (source / "tests" / "test_hang.py").write_text(HANGING)
+    (source / "tests" / "test_deaf.py").write_text(DEAF)
+    package = written_context(load_source(str(source)), tmp_path / "out")
+    functions = [
+        f for f in context_functions(load_source(str(source)), package.sha256) if not f.skip
+    ]
+    files = ["tests/test_deaf.py", "tests/test_hang.py"]
+    with SuiteRunner(Limits(timeout_s=8.0), jobs=2) as runner:
+        carved = carve(functions, package.sha256, files, runner, test_seconds=1)
+    assert carved.stopped == {"timeout": 1}  # test_deaf: nothing recorded, the file named
+    assert carved.status == {"some tests failed": 1}  # test_hang: the loop failed, on it went
+    recorded = [t for t, _ in carved.tests[("ctxpkg.core", "", "scaled_total")]]
+    assert recorded == ["assert scaled_total([1]) == 3", "assert scaled_total([2]) == 6"]

@@ -4,8 +4,9 @@ as a snippet, ``TARGETS`` set after it; it never runs on the host).
 
 ``carve(TEST_FILE)`` wraps each target ``(module, class, name)`` wherever the package's modules
 hold it, runs the file (plugins not auto-loaded, no cache, each test under a time bound) and
-returns the calls the tests made directly (not the calls made inside a recorded call): per call
-``[module, class, name, test, args, kwargs, kind, value]``, arguments copied before the call
+returns ``[pytest's exit status, records]``: the calls the tests made directly (not the calls
+made inside a recorded call), per call ``[module, class, name, test, args, kwargs, kind,
+value]``, arguments copied before the call
 (each ``["v", value]``, ``["f", builtin name]`` or ``["l", a lambda's text]``);
 ``kind`` is ``value``, ``items`` (an iterator the test read to its end: what it gave) or
 ``raises`` (the exception's class name). An instance method's record gives the instance's
@@ -18,7 +19,7 @@ TARGETS: list = []  # [module, class or "", name]: set after this text by the ca
 PER_FUNCTION = 40
 PER_FILE = 4000
 MAX_REPR = 1500
-TEST_SECONDS = 10
+TEST_SECONDS = 10  # set after this text by the caller too
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -235,5 +236,5 @@ def carve(test_file):
         "-W",
         "ignore",
     ]
-    pytest.main(arguments, plugins=[Bounded()])
-    return records
+    status = pytest.main(arguments, plugins=[Bounded()])
+    return [int(status), records]

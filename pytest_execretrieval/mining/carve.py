@@ -27,6 +27,15 @@ from .record import literal_text
 HARNESS = (Path(__file__).parent / "_carve_harness.py").read_text()
 CARVED = "carved"  # a carved test's provenance: "carved TESTFILE::TESTNAME"
 MAX_LAMBDA = 300  # characters of a recorded lambda argument
+TEST_SECONDS = 10  # each test's alarm in the harness
+PYTEST_STATUS = {
+    0: "every test passed",
+    1: "some tests failed",
+    2: "interrupted: a collection error (an import the context lacks, ...)",
+    3: "pytest's internal error",
+    4: "pytest usage error",
+    5: "no tests collected",
+}
 # (module, class or "", name): a function's or method's key in the recorder's answers
 Key = tuple[str, str, str]
 
@@ -34,12 +43,13 @@ Key = tuple[str, str, str]
 @dataclass
 class Carved:
     """What carving found: candidate tests (statement, provenance) per function key, in the
-    order the suite made the calls; per test file its suite's outcome when it recorded
-    nothing usable (``timeout``, ``error:...``), and how many files ran."""
+    order the suite made the calls; how many test files ran, how pytest ended in those that
+    answered, and the sandbox's outcome of those that did not (``timeout``, ``error:...``)."""
 
     tests: dict[Key, list[tuple[str, str]]] = field(default_factory=dict)
     files: int = 0
     stopped: Counter[str] = field(default_factory=Counter)  # outcome -> test files
+    status: Counter[str] = field(default_factory=Counter)  # how pytest ended -> test files
 
 
 def test_files(names: Sequence[str]) -> list[str]:
@@ -53,23 +63,32 @@ def test_files(names: Sequence[str]) -> list[str]:
 
 
 def carve(
-    functions: list[MinedFunction], sha256: str, files: list[str], runner: SuiteRunner
+    functions: list[MinedFunction],
+    sha256: str,
+    files: list[str],
+    runner: SuiteRunner,
+    test_seconds: int = TEST_SECONDS,
 ) -> Carved:
-    """Run each test file of ``files`` in the context ``sha256`` with ``functions`` recorded."""
+    """Run each test file of ``files`` in the context ``sha256`` with ``functions`` recorded,
+    each test under ``test_seconds`` (the file under ``runner``'s timeout)."""
     targets = sorted({(fn.module, fn.owner, fn.name) for fn in functions})
     carved = Carved(files=len(files))
     if not targets or not files:
         return carved
-    code = f"{HARNESS}\nTARGETS = {[list(t) for t in targets]!r}\n"
+    code = (
+        f"{HARNESS}\nTARGETS = {[list(t) for t in targets]!r}\nTEST_SECONDS = {int(test_seconds)}\n"
+    )
     setup = context_setup(sha256)
     suites = [(code, setup, [f"carve({name!r})"], "python", f"carve:{name}") for name in files]
     owners = {(fn.module, fn.owner, fn.name): fn for fn in functions}
     for name, result in zip(files, runner.run_many(suites), strict=True):
         answer = result.values[0] if result.values else None
-        if not (isinstance(answer, tuple) and answer[0] == "value"):
+        ran = answer[1] if isinstance(answer, tuple) and answer[0] == "value" else None
+        if not (isinstance(ran, list) and len(ran) == 2 and isinstance(ran[1], list)):
             carved.stopped[result.outcomes[0] if result.outcomes else "no outcome"] += 1
             continue
-        for record in answer[1] if isinstance(answer[1], list) else []:
+        carved.status[PYTEST_STATUS.get(ran[0], f"pytest exit status {ran[0]!r:.20}")] += 1
+        for record in ran[1]:
             parsed = _record(record)
             if parsed is None or parsed[0] not in owners:
                 continue

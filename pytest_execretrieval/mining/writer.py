@@ -339,7 +339,11 @@ def carving_markdown(carved: Carved, items: list[MinedItem]) -> list[str]:
         f"- test files run: {carved.files}; functions and methods with a recorded call: "
         f"{len(carved.tests)}; calls stated as tests: {recorded}",
         "",
-        "Test files whose suite recorded nothing, by outcome:",
+        "How pytest ended in each test file's suite:",
+        "",
+        *count_table(("pytest", "files"), carved.status),
+        "",
+        "Test files the sandbox stopped (no answer), by outcome:",
         "",
         *count_table(("outcome", "files"), carved.stopped),
         "",
