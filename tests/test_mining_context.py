@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tomllib
 import zipfile
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -62,10 +63,20 @@ def running_totals(values):
 def applied(function, values):
     """Apply a function to each of the values and give the results as a list."""
     return [function(v) for v in values]
+
+
+def shouted(text):
+    """Give the text with an exclamation mark after it."""
+    return text + "!"
+
+
+def always_none(value):
+    """Look at the value and give nothing back."""
+    return None
 '''
 TESTS = """import pytest
 
-from ctxpkg import Account, applied, running_totals, scaled_total
+from ctxpkg import Account, always_none, applied, running_totals, scaled_total, shouted
 
 
 def inc(x):
@@ -79,6 +90,18 @@ def test_scaled(values, total):
 
 def test_running():
     assert list(running_totals([1, 2, 3])) == [3, 9, 18]
+    assert list(running_totals([])) == []
+
+
+def test_shouted(tmp_path):
+    assert shouted(str(tmp_path)) == str(tmp_path) + "!"  # a path of this machine
+    assert shouted("a") == "a!"
+    assert shouted("b") == "b!"
+
+
+def test_always_none():
+    assert always_none(1) is None
+    assert always_none(2) is None
 
 
 def test_applied():
@@ -154,6 +177,10 @@ def test_functions_and_methods_are_mined_in_context_with_carved_tests(tmp_path, 
     assert "assert scaled_total([1, 2]) == 9" in scaled.tests
     assert all(p.startswith("carved tests/test_core.py::test_scaled[") for p in scaled.provenance)
     assert "assert list(running_totals([1, 2, 3])) == [3, 9, 18]" in stems["running_totals"].tests
+    # Calls that name a path of the sandbox's machine are not tests of anything else.
+    assert stems["shouted"].tests == ("assert shouted('a') == 'a!'", "assert shouted('b') == 'b!'")
+    # A procedure's calls all give None: nothing to check, no item.
+    assert "always_none" not in stems
     # Function arguments: a one-line def of the test file, and a lambda, as lambdas.
     assert "assert applied(lambda x: x + 1, [1, 2]) == [2, 3]" in stems["applied"].tests
     assert "assert applied(lambda v: v * 2, [3]) == [6]" in stems["applied"].tests
@@ -318,3 +345,29 @@ def test_a_looping_test_fails_and_a_file_that_hangs_is_stopped_and_counted(tmp_p
     assert carved.status == {"some tests failed": 1}  # test_hang: the loop failed, on it went
     recorded = [t for t, _ in carved.tests[("ctxpkg.core", "", "scaled_total")]]
     assert recorded == ["assert scaled_total([1]) == 3", "assert scaled_total([2]) == 6"]
+
+
+def test_tests_that_expect_one_outcome_make_no_context_item():
+    from pytest_execretrieval.mining.carve import Carved
+    from pytest_execretrieval.mining.mine import ONE_OUTCOME, candidate_items
+
+    fn = MinedFunction("m", "m.py", 1, "f", "def f(x):\n    return 0\n", "Give zero.", "0" * 64)
+    one = Carved(
+        tests={
+            ("m", "", "f"): [
+                ("assert f(1) == 0", "carved t::a"),
+                ("assert f(2) == 0", "carved t::b"),
+            ]
+        }
+    )
+    two = Carved(
+        tests={
+            ("m", "", "f"): [
+                ("assert f(1) == 0", "carved t::a"),
+                ("assert raises(TypeError, f, None)", "carved t::b"),
+            ]
+        }
+    )
+    assert candidate_items([fn], Counter(), {}, None, one) == ([], {0: ONE_OUTCOME})
+    items, reasons = candidate_items([fn], Counter(), {}, None, two)
+    assert len(items) == 1 and not reasons

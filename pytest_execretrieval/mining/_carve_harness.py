@@ -34,10 +34,12 @@ def carve(test_file):
     import os
     import signal
     import sys
+    import tempfile
     import types
 
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     root = sys.path[0]
+    here = (root, os.path.realpath(os.getcwd()), tempfile.gettempdir())
     wire: Any = sys.modules.get("_wire")  # the sandbox's value codec, a top-level module there
     records: list[list[Any]] = []
     seen: dict[tuple[str, str, str], set[str]] = {}
@@ -96,8 +98,8 @@ def carve(test_file):
         if None in args or None in kwargs.values():
             return
         signature = repr((args, kwargs))
-        if signature in calls:
-            return
+        if signature in calls or any(place in signature + repr(value) for place in here):
+            return  # seen, or a path of this machine (the context, the scratch directory)
         calls.add(signature)
         test = os.environ.get("PYTEST_CURRENT_TEST", "").rpartition(" (")[0]
         records.append([*key, test, args, kwargs, kind, value])

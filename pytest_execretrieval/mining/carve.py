@@ -163,19 +163,26 @@ def chosen(tests: list[tuple[str, str]], k: int) -> list[tuple[str, str]]:
     procedure: its tests would check nothing it does)."""
     unique = list({statement: (statement, where) for statement, where in reversed(tests)}.values())
     unique.reverse()  # each statement once, where the suite first made it
-    if all(_outcome(test) == "None" for test, _ in unique):
+    if all(outcome(test) == f"{_grammar.COMPARE} == None" for test, _ in unique):
         return []  # a procedure: what it does is not what it returns
     first: dict[str, tuple[str, str]] = {}
     for test in unique:
-        first.setdefault(_outcome(test[0]), test)
+        first.setdefault(outcome(test[0]), test)
     picked = list(first.values())[:k]
     picked += [t for t in unique if t not in picked][: k - len(picked)]
     order = {t: n for n, t in enumerate(unique)}
     return sorted(picked, key=order.__getitem__)
 
 
-def _outcome(statement: str) -> str:
-    """What a carved statement expects: the text after ``==``, or the raised exception."""
-    if statement.startswith("assert raises("):
-        return statement.partition(",")[0]
-    return statement.rpartition(" == ")[2]
+def outcome(statement: str) -> str:
+    """What a test expects, as text: the raised exceptions, or the comparison with what it
+    compares (``== 3`` and ``is None``: ``None`` is ``== None``'s), or the statement itself."""
+    try:
+        test = _grammar.parse_test(statement)
+        if test.form == _grammar.RAISES:
+            return "raises " + " ".join(test.exceptions)
+        expected = repr(_grammar.expected_value(test))
+    except (_grammar.GrammarError, ValueError, RecursionError, MemoryError):
+        return statement
+    op = "==" if test.op in ("is", "==") else test.op
+    return f"{test.form} {op} {expected}"

@@ -24,7 +24,7 @@ from ..execution.runner import SuiteRunner
 from ..execution.sandbox import Limits
 from ..safe_write import write_atomic
 from ..sanitize import has_unsafe
-from .carve import CARVED, Carved, carve, chosen, test_files
+from .carve import CARVED, Carved, carve, chosen, outcome, test_files
 from .context import WrittenContext, written_context
 from .density import near_clone_density
 from .doctests import doctest_tests
@@ -44,6 +44,7 @@ from .writer import MinedItem, mined_markdown, notice_text, write_items
 NO_DOCSTRING = "no docstring"
 CONTROL_DOCSTRING = "docstring holds control characters"
 NO_TEST = "no test"
+ONE_OUTCOME = "its tests expect one outcome only (a constant function passes them)"
 FAILS_OWN_DOCTESTS = "fails its own doctests"
 FAILS_OWN_TESTS = "fails its own tests"  # some of them from its test files
 NONDETERMINISTIC = "nondeterministic"
@@ -119,7 +120,9 @@ def candidate_items(
     to ``dropped``. The query is the docstring's summary (:func:`.query.summary_query`), or
     with ``logged`` (``--queries``) the first logged query of the function (by index; a
     function it does not name is skipped). A method's tests are carved ones only (a test
-    file's assert calls a function by its name)."""
+    file's assert calls a function by its name). With ``carved`` (a repository context), tests
+    that all expect one outcome (one value, or one exception) make no item: a function that
+    always gives it would pass them."""
     items: list[MinedItem] = []
     reasons: dict[int, str] = {}
     # A test file's assert names its function by name only: in a context, where carving
@@ -159,6 +162,9 @@ def candidate_items(
             tests[test] = where
         if not tests:
             reasons[index] = NO_TEST
+            continue
+        if carved is not None and len({outcome(test) for test in tests}) < 2:
+            reasons[index] = ONE_OUTCOME  # a function that always gives it would pass
             continue
         items.append(MinedItem(str(index), fn, query, tuple(tests), tuple(tests.values())))
     return items, reasons
