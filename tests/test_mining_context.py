@@ -65,6 +65,11 @@ def applied(function, values):
     return [function(v) for v in values]
 
 
+def doubled_total(values):
+    """Twice the scaled total of the values."""
+    return 2 * scaled_total(values)
+
+
 def shouted(text):
     """Give the text with an exclamation mark after it."""
     return text + "!"
@@ -76,7 +81,15 @@ def always_none(value):
 '''
 TESTS = """import pytest
 
-from ctxpkg import Account, always_none, applied, running_totals, scaled_total, shouted
+from ctxpkg import (
+    Account,
+    always_none,
+    applied,
+    doubled_total,
+    running_totals,
+    scaled_total,
+    shouted,
+)
 
 
 def inc(x):
@@ -91,6 +104,11 @@ def test_scaled(values, total):
 def test_running():
     assert list(running_totals([1, 2, 3])) == [3, 9, 18]
     assert list(running_totals([])) == []
+
+
+def test_doubled():
+    assert doubled_total([1]) == 6
+    assert doubled_total([]) == 0
 
 
 def test_shouted(tmp_path):
@@ -175,7 +193,10 @@ def test_functions_and_methods_are_mined_in_context_with_carved_tests(tmp_path, 
     assert {"scaled_total", "running_totals", "applied", "account_deposit"} <= set(stems)
     scaled = stems["scaled_total"]
     assert "assert scaled_total([1, 2]) == 9" in scaled.tests
-    assert all(p.startswith("carved tests/test_core.py::test_scaled[") for p in scaled.provenance)
+    assert all(p.startswith("carved tests/test_core.py::test_") for p in scaled.provenance)
+    # A call made inside another recorded call is recorded too, under the test that made it.
+    at = scaled.tests.index("assert scaled_total([1]) == 3")
+    assert scaled.provenance[at] == "carved tests/test_core.py::test_doubled"
     assert "assert list(running_totals([1, 2, 3])) == [3, 9, 18]" in stems["running_totals"].tests
     # Calls that name a path of the sandbox's machine are not tests of anything else.
     assert stems["shouted"].tests == ("assert shouted('a') == 'a!'", "assert shouted('b') == 'b!'")

@@ -4,9 +4,9 @@ as a snippet, ``TARGETS`` set after it; it never runs on the host).
 
 ``carve(TEST_FILE)`` wraps each target ``(module, class, name)`` wherever the package's modules
 hold it, runs the file (plugins not auto-loaded, no cache, each test under a time bound) and
-returns ``[pytest's exit status, records]``: the calls the tests made directly (not the calls
-made inside a recorded call), per call ``[module, class, name, test, args, kwargs, kind,
-value]``, arguments copied before the call
+returns ``[pytest's exit status, records]``: the calls made while a test ran (the tests' own,
+and those made inside them up to ``NESTED`` recorded calls deep), per call ``[module, class,
+name, test, args, kwargs, kind, value]``, arguments copied before the call
 (each ``["v", value]``, ``["f", builtin name]`` or ``["l", a lambda's text]``);
 ``kind`` is ``value``, ``items`` (an iterator the test read to its end: what it gave) or
 ``raises`` (the exception's class name). An instance method's record gives the instance's
@@ -20,6 +20,7 @@ PER_FUNCTION = 40
 PER_FILE = 4000
 MAX_REPR = 1500
 TEST_SECONDS = 10  # set after this text by the caller too
+NESTED = 3  # record calls made inside up to this many recorded calls
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -106,7 +107,7 @@ def carve(test_file):
 
     def recorded(key, function, owner, how):
         def recorder(*args, **kwargs):
-            if depth[0]:
+            if depth[0] > NESTED:
                 return function(*args, **kwargs)
             shown = args
             if how == "self":
