@@ -20,7 +20,7 @@ from mining_fixtures import MIT_TEXT
 from pytest_execretrieval.corpus.items import load_items
 from pytest_execretrieval.execution.runner import SuiteRunner
 from pytest_execretrieval.execution.sandbox import Limits
-from pytest_execretrieval.mining.carve import carve, carved_test, chosen
+from pytest_execretrieval.mining.carve import carve, carved_test, chosen, constant_passes
 from pytest_execretrieval.mining.context import written_context
 from pytest_execretrieval.mining.functions import MinedFunction, context_functions
 from pytest_execretrieval.mining.mine import mine
@@ -392,3 +392,21 @@ def test_tests_that_expect_one_outcome_make_no_context_item():
     assert candidate_items([fn], Counter(), {}, None, one) == ([], {0: ONE_OUTCOME})
     items, reasons = candidate_items([fn], Counter(), {}, None, two)
     assert len(items) == 1 and not reasons
+
+
+@pytest.mark.parametrize(
+    ("tests", "constant"),
+    [
+        (["assert f(1)", "assert f(2) == True"], True),
+        (["assert f(1)", "assert not f(2)"], False),
+        (["assert f(1) == 0", "assert f(2) is None"], False),
+        (["assert f(1) is None", "assert f(2) == None"], True),
+        (["assert raises(ValueError, f, 0)", "assert raises(ValueError, f, -1)"], True),
+        (["assert raises(ValueError, f, 0)", "assert f(1) == 2"], False),
+        (["assert len(f(1)) == 2", "assert len(f(2)) == 2"], True),
+        (["assert f(1) == 0", "assert f(2) != 0"], False),
+        (["assert f(1) == 0", "assert not f(2)"], True),
+    ],
+)
+def test_constant_passes_says_whether_one_answer_passes_every_test(tests, constant):
+    assert constant_passes(tests) is constant

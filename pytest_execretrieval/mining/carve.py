@@ -174,6 +174,36 @@ def chosen(tests: list[tuple[str, str]], k: int) -> list[tuple[str, str]]:
     return sorted(picked, key=order.__getitem__)
 
 
+def constant_passes(tests: Sequence[str]) -> bool:
+    """Whether one fixed answer passes every test of ``tests``: every test raises the same
+    exceptions, or every one compares (``==``, ``is``) the same wrapped call with the same
+    value, bare truth tests agreeing with it (``assert f(x)`` and ``== True`` are one outcome,
+    ``assert not f(x)`` and ``assert f(y)`` two). A test of another form (``!=``, ``isclose``)
+    or two different wrappers count as telling answers apart."""
+    answers: set[str] = set()
+    raised: set[tuple[str, ...]] = set()
+    truths: set[bool] = set()
+    for statement in tests:
+        try:
+            test = _grammar.parse_test(statement)
+            if test.form == _grammar.RAISES:
+                raised.add(tuple(test.exceptions))
+            elif test.form == _grammar.TRUTH:
+                truths.add(test.op != "not")
+            elif test.form == _grammar.COMPARE and test.op in ("==", "is"):
+                value = _grammar.expected_value(test)
+                answers.add(repr((repr(test.steps), value)))
+                if not test.steps:
+                    truths.add(bool(value))
+            else:
+                return False
+        except (_grammar.GrammarError, ValueError, RecursionError, MemoryError):
+            return False
+    if raised:
+        return len(raised) == 1 and not answers and not truths
+    return len(answers) <= 1 and len(truths) <= 1
+
+
 def outcome(statement: str) -> str:
     """What a test expects, as text: the raised exceptions, or the comparison with what it
     compares (``== 3`` and ``is None``: ``None`` is ``== None``'s), or the statement itself."""

@@ -24,7 +24,7 @@ from ..execution.runner import SuiteRunner
 from ..execution.sandbox import Limits
 from ..safe_write import write_atomic
 from ..sanitize import has_unsafe
-from .carve import CARVED, Carved, carve, chosen, outcome, test_files
+from .carve import CARVED, Carved, carve, chosen, constant_passes, test_files
 from .context import WrittenContext, written_context
 from .density import near_clone_density
 from .doctests import doctest_tests
@@ -163,7 +163,7 @@ def candidate_items(
         if not tests:
             reasons[index] = NO_TEST
             continue
-        if carved is not None and len({outcome(test) for test in tests}) < 2:
+        if carved is not None and constant_passes(tuple(tests)):
             reasons[index] = ONE_OUTCOME  # a function that always gives it would pass
             continue
         items.append(MinedItem(str(index), fn, query, tuple(tests), tuple(tests.values())))
