@@ -44,6 +44,7 @@ def carve(test_file):
     wire: Any = sys.modules.get("_wire")  # the sandbox's value codec, a top-level module there
     records: list[list[Any]] = []
     seen: dict[tuple[str, str, str], set[str]] = {}
+    tried: dict[tuple[str, str, str], int] = {}  # calls looked at, recorded or not
     depth = [0]
 
     def carried(value):
@@ -107,8 +108,10 @@ def carve(test_file):
 
     def recorded(key, function, owner, how):
         def recorder(*args, **kwargs):
-            if depth[0] > NESTED:
-                return function(*args, **kwargs)
+            tried[key] = tried.get(key, 0) + 1
+            full = len(seen.get(key, ())) >= PER_FUNCTION or len(records) >= PER_FILE
+            if depth[0] > NESTED or full or tried[key] > 10 * PER_FUNCTION:
+                return function(*args, **kwargs)  # nothing more to record: no copy to pay
             shown = args
             if how == "self":
                 instance = args[0] if args else None
