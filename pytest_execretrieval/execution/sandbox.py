@@ -114,6 +114,13 @@ def _contexts() -> str:
 
 
 _KEPT_ENV = ("PATH", "LANG", "LC_ALL")
+# Isolated mode (-I) but for the environment: -I ignores every PYTHON* variable, and the
+# checker, its zygote and every child are to hash strings with one seed, so that a snippet
+# whose output follows a set's order (``list({'a', 'b'})``) gives the same answer in every
+# sandbox, run and machine. The environment is the scrubbed one, so no other PYTHON* variable
+# reaches it: -s and -P are what -I adds besides.
+_ISOLATED = ("-s", "-P")
+_FIXED_ENV = {"PYTHONHASHSEED": "0"}
 _STARTUP_TIMEOUT_S = 60.0
 _REPLY_GRACE_S = 30.0  # on top of the suite timeout, for fork/cleanup under heavy load
 ISOLATION_MODES = ("best", "strict")
@@ -255,7 +262,7 @@ def _decode_value(raw: Any) -> Any:
 
 
 def _scrubbed_env() -> dict[str, str]:
-    return {k: os.environ[k] for k in _KEPT_ENV if k in os.environ}
+    return {**{k: os.environ[k] for k in _KEPT_ENV if k in os.environ}, **_FIXED_ENV}
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -363,7 +370,7 @@ class Sandbox:
         proc = subprocess.Popen(
             [
                 sys.executable,
-                "-I",
+                *_ISOLATED,
                 "-S",
                 "-c",
                 _BOOTSTRAP,
