@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -66,6 +67,7 @@ def facts(out: Path) -> dict:
 
 
 def mined(source: Path, out: Path, extra: list[str], jobs: int) -> tuple[dict, float, float]:
+    shutil.rmtree(out, ignore_errors=True)
     mine_s, _ = run([EXECRETRIEVAL, "mine", str(source), "--out", str(out), *extra])
     build_s = 0.0
     if list(out.glob("*/*.toml")):

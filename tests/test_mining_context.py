@@ -24,6 +24,7 @@ from pytest_execretrieval.mining.carve import carve, carved_test, chosen, consta
 from pytest_execretrieval.mining.context import written_context
 from pytest_execretrieval.mining.functions import MinedFunction, context_functions
 from pytest_execretrieval.mining.mine import mine
+from pytest_execretrieval.mining.record import literal_text
 from pytest_execretrieval.mining.sources import SourceError, load_source
 
 CORE = '''RATE = 3
@@ -410,3 +411,13 @@ def test_tests_that_expect_one_outcome_make_no_context_item():
 )
 def test_constant_passes_says_whether_one_answer_passes_every_test(tests, constant):
     assert constant_passes(tests) is constant
+
+
+@given(st.sets(st.text(max_size=4) | st.integers(), max_size=6), st.randoms())
+def test_a_recorded_set_is_written_one_way_whatever_its_order(values, rnd):
+    """A set's order follows the process's string hashing: its literal must not."""
+    shuffled = list(values)
+    rnd.shuffle(shuffled)
+    text = literal_text([set(shuffled), frozenset(shuffled), {"k": set(shuffled)}])
+    assert text == literal_text([set(values), frozenset(values), {"k": set(values)}])
+    assert eval(text) == [set(values), frozenset(values), {"k": set(values)}]  # noqa: S307

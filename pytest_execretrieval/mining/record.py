@@ -25,12 +25,32 @@ RECORDED = "recorded"  # a recorded test's provenance
 
 
 def literal_text(value: object) -> str | None:
-    """``repr(value)``, or None where it cannot be one (``int`` past its ``str`` digit limit:
-    ValueError; a structure nested past the recursion limit)."""
+    """``repr(value)`` with every set's and frozenset's elements in sorted order (a set's own
+    order follows this process's string hashing: the same value would be written two ways),
+    or None where it cannot be one (``int`` past its ``str`` digit limit: ValueError; a
+    structure nested past the recursion limit)."""
     try:
-        return repr(value)
+        return _stable(value)
     except (ValueError, RecursionError, MemoryError):
         return None
+
+
+def _stable(value: object) -> str:
+    kind = type(value)
+    if kind in (set, frozenset):
+        inner = ", ".join(sorted(_stable(v) for v in value))  # type: ignore[attr-defined]
+        if not inner:
+            return "set()" if kind is set else "frozenset()"
+        return f"{{{inner}}}" if kind is set else f"frozenset({{{inner}}})"
+    if kind is list:
+        return "[" + ", ".join(_stable(v) for v in value) + "]"  # type: ignore[attr-defined]
+    if kind is tuple:
+        items = [_stable(v) for v in value]  # type: ignore[attr-defined]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    if kind is dict:
+        pairs = (f"{_stable(k)}: {_stable(v)}" for k, v in value.items())  # type: ignore[attr-defined]
+        return "{" + ", ".join(pairs) + "}"
+    return repr(value)
 
 
 def _variants(node: ast.expr) -> Iterator[object]:
