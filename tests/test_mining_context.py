@@ -80,7 +80,9 @@ def always_none(value):
     """Look at the value and give nothing back."""
     return None
 '''
-TESTS = """import pytest
+TESTS = """import uuid
+
+import pytest
 
 from ctxpkg import (
     Account,
@@ -114,6 +116,8 @@ def test_doubled():
 
 def test_shouted(tmp_path):
     assert shouted(str(tmp_path)) == str(tmp_path) + "!"  # a path of this machine
+    word = uuid.uuid4().hex  # another in every run
+    assert shouted(word) == word + "!"
     assert shouted("a") == "a!"
     assert shouted("b") == "b!"
 
@@ -199,7 +203,8 @@ def test_functions_and_methods_are_mined_in_context_with_carved_tests(tmp_path, 
     at = scaled.tests.index("assert scaled_total([1]) == 3")
     assert scaled.provenance[at] == "carved tests/test_core.py::test_doubled"
     assert "assert list(running_totals([1, 2, 3])) == [3, 9, 18]" in stems["running_totals"].tests
-    # Calls that name a path of the sandbox's machine are not tests of anything else.
+    # Calls that name a path of the sandbox's machine are not tests of anything else, and a
+    # call that the second run of the suite did not make again (a random word) is no test.
     assert stems["shouted"].tests == ("assert shouted('a') == 'a!'", "assert shouted('b') == 'b!'")
     # A procedure's calls all give None: nothing to check, no item.
     assert "always_none" not in stems

@@ -13,7 +13,7 @@ breaks the wire records nothing and is counted by its outcome (:class:`Carved`).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -21,6 +21,7 @@ from ..corpus.items import grammar_problem
 from ..execution import _grammar
 from ..execution.contexts import context_setup
 from ..execution.runner import SuiteRunner
+from ..execution.sandbox import SuiteResult
 from .functions import MinedFunction, is_test_file
 from .record import literal_text
 
@@ -70,7 +71,9 @@ def carve(
     test_seconds: int = TEST_SECONDS,
 ) -> Carved:
     """Run each test file of ``files`` in the context ``sha256`` with ``functions`` recorded,
-    each test under ``test_seconds`` (the file under ``runner``'s timeout)."""
+    each test under ``test_seconds`` (the file under ``runner``'s timeout), twice: a call is a
+    test only where both runs made it with the same answer (a test that draws a random uuid
+    or reads the clock records nothing that would change the item at every mining)."""
     targets = sorted({(fn.module, fn.owner, fn.name) for fn in functions})
     carved = Carved(files=len(files))
     if not targets or not files:
@@ -81,26 +84,44 @@ def carve(
     setup = context_setup(sha256)
     suites = [(code, setup, [f"carve({name!r})"], "python", f"carve:{name}") for name in files]
     owners = {(fn.module, fn.owner, fn.name): fn for fn in functions}
-    for name, result in zip(files, runner.run_many(suites), strict=True):
-        answer = result.values[0] if result.values else None
-        ran = answer[1] if isinstance(answer, tuple) and answer[0] == "value" else None
-        if not (isinstance(ran, list) and len(ran) == 2 and isinstance(ran[1], list)):
-            carved.stopped[result.outcomes[0] if result.outcomes else "no outcome"] += 1
+    first, second = runner.run_many(suites), runner.run_many(suites)
+    for name, one, two in zip(files, first, second, strict=True):
+        ran = _answer(one)
+        if ran is None:
+            carved.stopped[one.outcomes[0] if one.outcomes else "no outcome"] += 1
             continue
         carved.status[PYTEST_STATUS.get(ran[0], f"pytest exit status {ran[0]!r:.20}")] += 1
-        for record in ran[1]:
-            parsed = _record(record)
-            if parsed is None or parsed[0] not in owners:
-                continue
-            key, test_name, statement = (
-                parsed[0],
-                parsed[1],
-                carved_test(owners[parsed[0]], *parsed[2:]),
-            )
-            if statement is not None:
-                where = f"{CARVED} {test_name or name}"
+        repeated = _answer(two)
+        again = (
+            {(key, test) for key, (test, _) in _keyed(repeated, owners, name)}
+            if repeated
+            else set()
+        )
+        for key, (statement, where) in _keyed(ran, owners, name):
+            if (key, statement) in again:  # the same call, the same answer, in both runs
                 carved.tests.setdefault(key, []).append((statement, where))
     return carved
+
+
+def _answer(result: SuiteResult) -> list | None:
+    """The harness's ``[status, records]`` from a carving suite, or None (it gave none)."""
+    answer = result.values[0] if result.values else None
+    ran = answer[1] if isinstance(answer, tuple) and answer[0] == "value" else None
+    ok = isinstance(ran, list) and len(ran) == 2 and isinstance(ran[1], list)
+    return ran if ok else None
+
+
+def _keyed(
+    ran: list, owners: dict[Key, MinedFunction], name: str
+) -> Iterator[tuple[Key, tuple[str, str]]]:
+    """Each record of a carving answer stated as a test, with its function's key."""
+    for record in ran[1]:
+        parsed = _record(record)
+        if parsed is None or parsed[0] not in owners:
+            continue
+        statement = carved_test(owners[parsed[0]], *parsed[2:])
+        if statement is not None:
+            yield parsed[0], (statement, f"{CARVED} {parsed[1] or name}")
 
 
 def _record(record: object) -> tuple[Key, str, list, dict, str, object] | None:

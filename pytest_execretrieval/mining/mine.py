@@ -191,10 +191,13 @@ def confirm_in_sandbox(items: list[MinedItem], runner: SuiteRunner) -> dict[str,
     return reasons
 
 
-def without_failing_carved(items: list[MinedItem], runner: SuiteRunner) -> list[MinedItem]:
+def without_failing_carved(
+    items: list[MinedItem], runner: SuiteRunner
+) -> tuple[list[MinedItem], dict[int, str]]:
     """The items without the carved tests their canonical fails in either of two runs (a call
     that depended on what the test did before it, on the clock, ...): a carved test states
-    what the suite saw, and only what the function gives on its own is a test of it."""
+    what the suite saw, and only what the function gives on its own is a test of it. An item
+    left with tests that one fixed answer passes is none (its reason by index)."""
     carved = [i for i in items if any(p.startswith(CARVED) for p in i.provenance)]
     suites = [(i.function.code, i.function.setup, i.tests, "python", i.stem) for i in carved]
     first, second = runner.run_many(suites), runner.run_many(suites)
@@ -211,7 +214,13 @@ def without_failing_carved(items: list[MinedItem], runner: SuiteRunner) -> list[
             tests=tuple(item.tests[n] for n in keep),
             provenance=tuple(item.provenance[n] for n in keep),
         )
-    return [kept.get(i.stem, i) for i in items if kept.get(i.stem, i).tests]
+    left = [kept.get(i.stem, i) for i in items]
+    reasons = {
+        int(i.stem): ONE_OUTCOME if i.tests else NO_TEST
+        for i in left
+        if not i.tests or constant_passes(i.tests)
+    }
+    return [i for i in left if int(i.stem) not in reasons], reasons
 
 
 def named(items: list[MinedItem]) -> list[MinedItem]:
@@ -463,7 +472,8 @@ def mine(
             functions, dropped, test_file_tests(tree, names), logged, carved
         )
         if carved is not None:
-            candidates = without_failing_carved(candidates, run)
+            candidates, weak = without_failing_carved(candidates, run)
+            reasons.update(weak)
         if record:
             candidates = with_recorded(candidates, run, record)
         failed = confirm_in_sandbox(candidates, run)
