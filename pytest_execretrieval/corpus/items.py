@@ -15,6 +15,7 @@ import ast
 import re
 import sys
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -336,21 +337,30 @@ def load_items(root: Path, cache=None) -> tuple[list[BenchmarkItem], list[ItemPr
     return items, problems
 
 
+def table_problems(
+    name: str, table: dict, required: Mapping[str, type], optional: Mapping[str, type]
+) -> list[tuple[str, str]]:
+    """``(field, reason)`` for the keys of the ``[name]`` table: unknown keys, missing required
+    ones, a value of the wrong type (a bool is no int)."""
+    found = []
+    allowed = {**required, **optional}
+    for key in sorted(set(table) - set(allowed)):
+        found.append((f"{name}.{key}", "unknown key (allowed: " + ", ".join(allowed) + ")"))
+    for key, kind in allowed.items():
+        if key not in table:
+            if key in required:
+                found.append((f"{name}.{key}", "missing required field"))
+        elif not isinstance(table[key], kind) or isinstance(table[key], bool):
+            found.append(
+                (f"{name}.{key}", f"must be a {kind.__name__}, got {type(table[key]).__name__}")
+            )
+    return found
+
+
 def source_problems(table: dict, tests: object) -> list[tuple[str, str]]:
     """``(field, reason)`` for a ``[source]`` table: unknown or missing keys, a wrong type,
     a ``tests`` list that is not one string per test of the item."""
-    found = []
-    allowed = {**SOURCE_REQUIRED, **SOURCE_OPTIONAL}
-    for key in sorted(set(table) - set(allowed)):
-        found.append((f"source.{key}", "unknown key (allowed: " + ", ".join(allowed) + ")"))
-    for key, kind in allowed.items():
-        if key not in table:
-            if key in SOURCE_REQUIRED:
-                found.append((f"source.{key}", "missing required field"))
-        elif not isinstance(table[key], kind) or isinstance(table[key], bool):
-            found.append(
-                (f"source.{key}", f"must be a {kind.__name__}, got {type(table[key]).__name__}")
-            )
+    found = table_problems("source", table, SOURCE_REQUIRED, SOURCE_OPTIONAL)
     for key, choices in SOURCE_CHOICES.items():
         if isinstance(table.get(key), str) and table[key] not in choices:
             found.append((f"source.{key}", "must be one of " + ", ".join(choices)))
@@ -376,16 +386,7 @@ def context_problems(table: dict, data: dict) -> list[tuple[str, str]]:
     """``(field, reason)`` for a ``[context]`` table: its keys and their forms (a relative
     ``package`` path without ``..``, a sha256, dotted names); a context item has no
     ``setup`` and is Python."""
-    found = []
-    allowed = {**CONTEXT_REQUIRED, **CONTEXT_OPTIONAL}
-    for key in sorted(set(table) - set(allowed)):
-        found.append((f"context.{key}", "unknown key (allowed: " + ", ".join(allowed) + ")"))
-    for key, kind in allowed.items():
-        if key not in table:
-            if key in CONTEXT_REQUIRED:
-                found.append((f"context.{key}", "missing required field"))
-        elif not isinstance(table[key], kind):
-            found.append((f"context.{key}", f"must be a {kind.__name__}"))
+    found = table_problems("context", table, CONTEXT_REQUIRED, CONTEXT_OPTIONAL)
     forms = {
         "package": (_PACKAGE, "a relative path in the items directory (no '..')"),
         "sha256": (re.compile("[0-9a-f]{64}"), "64 lower-case hex digits"),

@@ -117,6 +117,14 @@ def parse_module(text: str) -> ast.Module | str:
     return f"module {deep}" if deep else module
 
 
+def parsed_sources(tree: SourceTree) -> Iterator[tuple[str, str, str, ast.Module | str]]:
+    """Each module mined from (:func:`source_modules`): its path, dotted name, text, and its
+    syntax tree or why it has none."""
+    for path in source_modules(tree):
+        text = tree.files[path].decode("utf-8", "replace")
+        yield path, module_name(path), text, parse_module(text)
+
+
 def mined_functions(tree: SourceTree) -> list[MinedFunction]:
     """Every public module-level function of the SOURCE's modules, in file and line order,
     each self-contained or with its skip reason; a module that cannot be parsed is one
@@ -124,10 +132,7 @@ def mined_functions(tree: SourceTree) -> list[MinedFunction]:
     found: list[MinedFunction] = []
     scopes: dict[str, ModuleScope] = {}  # by module: where a relative import's names resolve
     parsed_modules: list[tuple[str, str, ast.Module]] = []
-    for path in source_modules(tree):
-        module = module_name(path)
-        text = tree.files[path].decode("utf-8", "replace")
-        parsed = parse_module(text)
+    for path, module, text, parsed in parsed_sources(tree):
         if isinstance(parsed, str):
             found.append(MinedFunction(module, path, 1, "<module>", "", "", "", parsed))
             continue
@@ -182,6 +187,10 @@ def _entry_problem(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
         return "async"
     if node.decorator_list:
         return "decorated"
+    return _name_or_body_problem(node)
+
+
+def _name_or_body_problem(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
     if not node.name.isascii():
         return "name is not ASCII"
     if node.name in _grammar.RESERVED:
@@ -442,10 +451,7 @@ def context_functions(tree: SourceTree, sha256: str) -> list[MinedFunction]:
     dedented), in file and line order. Overload stubs, async functions, properties and names
     the test grammar reserves are skipped with their reason."""
     found: list[MinedFunction] = []
-    for path in source_modules(tree):
-        module = module_name(path)
-        text = tree.files[path].decode("utf-8", "replace")
-        parsed = parse_module(text)
+    for path, module, text, parsed in parsed_sources(tree):
         if isinstance(parsed, str):
             found.append(MinedFunction(module, path, 1, "<module>", "", "", "", parsed))
             continue
@@ -513,10 +519,4 @@ def _context_problem(node: ast.FunctionDef | ast.AsyncFunctionDef, owner: str) -
         not (isinstance(d, ast.Name) and d.id in _METHOD_DECORATORS) for d in node.decorator_list
     ):
         return "a method decorated otherwise than staticmethod or classmethod (a property, ...)"
-    if not node.name.isascii():
-        return "name is not ASCII"
-    if node.name in _grammar.RESERVED:
-        return "name is one the test grammar reserves"
-    if len(node.body) == 1 and ast.get_docstring(node) is not None:
-        return "no body besides its docstring"
-    return None
+    return _name_or_body_problem(node)
