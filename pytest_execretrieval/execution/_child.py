@@ -408,9 +408,10 @@ def _serve_calls(
 
 
 # A context item's suites carry its context as their setup: this one comment line, then the
-# prepared package's sha256, and (for a function or method replaced in its module) the module
-# and the class. A setup of the prefix and the sha256 alone makes the package importable and
-# runs the snippet on its own (the carving harness).
+# prepared package's sha256 (``SHA+SHA``: another archive after it, carving's test runner),
+# and (for a function or method replaced in its module) the module and the class. A setup of
+# the prefix and the sha256 alone makes the package importable and runs the snippet on its own
+# (the carving harness).
 CONTEXT_PREFIX = "# execretrieval-context "
 _CLASS_ATTRIBUTES = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__"})
 
@@ -422,13 +423,14 @@ def context_fields(setup: str) -> list[str] | None:
     return setup[len(CONTEXT_PREFIX) :].split()
 
 
-def _importable(contexts: str, sha: str) -> None:
-    """Put the prepared package ``sha`` first on ``sys.path`` (read-only: nothing is written
-    there, bytecode included)."""
-    if not (contexts and len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)):
-        raise ImportError("the suite names a context this sandbox does not hold")
+def _importable(contexts: str, shas: str) -> None:
+    """Put the prepared packages ``shas`` (``SHA[+SHA]``) first on ``sys.path``, in that order
+    (read-only: nothing is written there, bytecode included)."""
+    for at, sha in enumerate(shas.split("+")):
+        if not (contexts and len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)):
+            raise ImportError("the suite names a context this sandbox does not hold")
+        sys.path.insert(at, contexts + "/" + sha)
     sys.dont_write_bytecode = True
-    sys.path.insert(0, contexts + "/" + sha)
 
 
 def _in_context(

@@ -19,6 +19,7 @@ import re
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Callable
 from io import BytesIO
 from pathlib import Path, PurePosixPath
 
@@ -34,6 +35,7 @@ __all__ = [
     "context_setup",
     "contexts_dir",
     "prepare",
+    "prepare_data",
 ]
 
 # What a context holds besides ``.py`` files: package data its modules read beside themselves.
@@ -56,10 +58,12 @@ def contexts_dir() -> Path:
     return user_key_dir() / "contexts"
 
 
-def context_setup(sha256: str, module: str = "", owner: str = "") -> str:
-    """The setup of a suite run in a context: the package importable, and with ``module`` (and
-    ``owner``, a class's dotted name in it) the snippet replacing its namesake there."""
-    return CONTEXT_PREFIX + " ".join(part for part in (sha256, module, owner) if part)
+def context_setup(sha256: str, module: str = "", owner: str = "", also: str = "") -> str:
+    """The setup of a suite run in a context: the package importable (and after it the
+    prepared archive ``also``: carving's test runner), and with ``module`` (and ``owner``, a
+    class's dotted name in it) the snippet replacing its namesake there."""
+    first = f"{sha256}+{also}" if also else sha256
+    return CONTEXT_PREFIX + " ".join(part for part in (first, module, owner) if part)
 
 
 def archive_sha256(path: Path) -> str:
@@ -70,6 +74,18 @@ def archive_sha256(path: Path) -> str:
 def prepare(path: Path, sha256: str) -> Path:
     """The prepared directory of the archive at ``path``, whose bytes must hash to ``sha256``;
     prepared now unless it already is. Raises :class:`ContextError`."""
+    return _prepared(sha256, lambda: _read_archive(path), str(path))
+
+
+def prepare_data(data: bytes) -> str:
+    """:func:`prepare` of an archive in memory (one the tool made itself: carving's test
+    runner); its sha256."""
+    sha256 = hashlib.sha256(data).hexdigest()
+    _prepared(sha256, lambda: data, "an archive in memory")
+    return sha256
+
+
+def _prepared(sha256: str, read: Callable[[], bytes], label: str) -> Path:
     if not _SHA256.fullmatch(sha256):
         raise ContextError(f"{sha256!r} is not a sha256 (64 lower-case hex digits)")
     root = contexts_dir()
@@ -81,11 +97,11 @@ def prepare(path: Path, sha256: str) -> Path:
     target = root / sha256
     if target.is_dir():
         return target
-    data = _read_archive(path)
+    data = read()
     found = hashlib.sha256(data).hexdigest()
     if found != sha256:
-        raise ContextError(f"{path}: its sha256 is {found}, not the pinned {sha256}")
-    files = archive_files(data, str(path))
+        raise ContextError(f"{label}: its sha256 is {found}, not the pinned {sha256}")
+    files = archive_files(data, label)
     root.mkdir(parents=True, exist_ok=True)
     root.chmod(0o755)  # the sandbox's children (nobody) read it
     staging = Path(tempfile.mkdtemp(prefix=".preparing-", dir=root))

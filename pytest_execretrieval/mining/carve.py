@@ -22,6 +22,7 @@ from ..execution import _grammar
 from ..execution.contexts import context_setup
 from ..execution.runner import SuiteRunner
 from ..execution.sandbox import SuiteResult
+from .context import runner_context
 from .functions import MinedFunction, is_test_file
 from .record import literal_text
 
@@ -81,7 +82,7 @@ def carve(
     code = (
         f"{HARNESS}\nTARGETS = {[list(t) for t in targets]!r}\nTEST_SECONDS = {int(test_seconds)}\n"
     )
-    setup = context_setup(sha256)
+    setup = context_setup(sha256, also=runner_context())
     suites = [(code, setup, [f"carve({name!r})"], "python", f"carve:{name}") for name in files]
     owners = {(fn.module, fn.owner, fn.name): fn for fn in functions}
     first, second = runner.run_many(suites), runner.run_many(suites)

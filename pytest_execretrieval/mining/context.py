@@ -20,7 +20,15 @@ from importlib import metadata
 from io import BytesIO
 from pathlib import Path, PurePosixPath
 
-from ..execution.contexts import DATA_FILE_SUFFIXES, ContextError, archive_files, prepare
+from packaging.requirements import Requirement
+
+from ..execution.contexts import (
+    DATA_FILE_SUFFIXES,
+    ContextError,
+    archive_files,
+    prepare,
+    prepare_data,
+)
 from ..safe_write import write_atomic
 from .sources import SourceError, SourceTree, check_licence, copyright_lines, load_source
 
@@ -105,6 +113,11 @@ def context_archive(
                 files.setdefault(name, body)
         except ContextError as exc:
             raise SourceError(str(exc)) from None
+    return zipped(files), files
+
+
+def zipped(files: dict[str, bytes]) -> bytes:
+    """``files`` as a zip archive: sorted names, fixed dates (the same files, the same bytes)."""
     buffer = BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
         for name in sorted(files):
@@ -112,7 +125,36 @@ def context_archive(
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16
             archive.writestr(info, files[name])
-    return buffer.getvalue(), files
+    return buffer.getvalue()
+
+
+def runner_context() -> str:
+    """The sha256 of the prepared archive of pytest and what it requires in this environment
+    (markers evaluated, extras left out), as carving's harness imports them in the sandbox.
+    The sandbox reads only the interpreter's trees and the prepared contexts, and the
+    environment's site-packages may lie where it cannot (under ``/tmp``, which its scratch
+    directory covers): the runner travels like a context instead."""
+    files: dict[str, bytes] = {}
+    seen: set[str] = set()
+    wanted = ["pytest"]
+    while wanted:
+        name = re.sub(r"[-_.]+", "-", wanted.pop()).lower()
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue  # an optional one that is not installed: pytest runs without it
+        for line in dist.requires or []:
+            need = Requirement(line)
+            if need.marker is None or need.marker.evaluate({"extra": ""}):
+                wanted.append(need.name)
+        for entry in dist.files or []:
+            path = str(entry)
+            if path.endswith(".py") and not path.startswith("..") and ".dist-info" not in path:
+                files[path] = Path(str(dist.locate_file(entry))).read_bytes()
+    return prepare_data(zipped(files))
 
 
 def held_wheel(wheel: Path, allow_licence: str | None) -> HeldWheel:
