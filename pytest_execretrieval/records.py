@@ -14,16 +14,25 @@ Two kinds, each for a reason:
 The dataclasses' JSON is the report's: :meth:`QueryResult.to_json` writes exactly a
 :class:`ReportRow` (plus, for the run's own round trip, the rank-1 outcomes), and
 :meth:`QueryResult.from_json` reads it back.
+
+A snippet's kind is typed here once (:data:`Kind`, :data:`KINDS` and a constant per kind); no
+other module spells one as a string (tests/test_records_kinds.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NotRequired, TypedDict
+from typing import Final, Literal, NotRequired, TypedDict
 
 __all__ = [
-    "PASS",
+    "ALTERNATIVE",
+    "BACKGROUND",
+    "CANONICAL",
+    "DISTRACTOR",
     "FLIP_DIRECTIONS",
+    "KINDS",
+    "PASS",
+    "REAL_BUG",
     "BenchmarkRun",
     "CodeSimilarity",
     "Flip",
@@ -32,6 +41,7 @@ __all__ = [
     "Hit",
     "HitRow",
     "Invocation",
+    "Kind",
     "Lift",
     "LiftMetric",
     "McNemarLift",
@@ -45,6 +55,25 @@ __all__ = [
     "TieSpan",
     "passes_all",
 ]
+
+# A snippet's kind: what it is to the query it belongs to (its ``query_id``). The first three
+# make a committed corpus's pool (corpus.jsonl), a run may add a background, the alternatives
+# stay out of it.
+Kind = Literal["canonical", "distractor", "real_bug", "background", "alternative"]
+# The item's own implementation: it passes every test of the query, the right answer.
+CANONICAL: Final[Kind] = "canonical"
+# An execution-proven mutant of the canonical: a test of the query kills it.
+DISTRACTOR: Final[Kind] = "distractor"
+# The pre-fix version of a fix mined from a repository's history (the item's ``real_bug``),
+# killed by the fix's tests; its ``operator`` is the fix's pattern (corpus/real_bugs.py).
+REAL_BUG: Final[Kind] = "real_bug"
+# A code base's function added to every query's pool by ``--execretrieval-background``
+# (corpus/background.py); no query's own, never in a committed corpus.
+BACKGROUND: Final[Kind] = "background"
+# Another correct implementation of an item (its ``alternatives``), listed in
+# alternatives.jsonl and never in the pool.
+ALTERNATIVE: Final[Kind] = "alternative"
+KINDS: Final[tuple[Kind, ...]] = (CANONICAL, DISTRACTOR, REAL_BUG, BACKGROUND, ALTERNATIVE)
 
 # A snippet's outcome per test of a query, in the query's test order: "pass", "fail",
 # "timeout" or "error:<kind>" (the runner's verdicts, execution/_grammar.py).
@@ -76,7 +105,7 @@ class HitRow(TypedDict):
 
     rank: int
     snippet_id: str
-    kind: str  # "canonical" | "distractor" | "real_bug"
+    kind: Kind
     operator: str | None  # a distractor's operator class
     query_id: str  # the item the snippet belongs to
     score: float
@@ -94,7 +123,7 @@ class OwnDistractorRow(TypedDict):
     edit_lines: int
     edit_chars: int
     kill: str | None  # how the tests kill it: "assertion" | "exception" | "timeout"
-    kind: NotRequired[str]  # "real_bug" for a pre-fix version; absent for a mutant
+    kind: NotRequired[Kind]  # REAL_BUG for a pre-fix version; absent for a mutant
 
 
 class CodeSimilarity(TypedDict, total=False):
@@ -159,7 +188,7 @@ class Hit:
 
     rank: int
     snippet_id: str
-    kind: str
+    kind: Kind  # from the pool's snippet; read back only from the run's own JSON (the handoff)
     operator: str | None
     query_id: str
     score: float
@@ -376,7 +405,9 @@ class Rank1Row(TypedDict):
     query it belongs to (another query's snippet can rank first) and the rank-1 tie group."""
 
     snippet_id: str
-    kind: str  # "canonical" | "distractor" | "real_bug"
+    # A Kind where this version wrote it; kept a str: it is read from reports and gates this
+    # version may not have written (``execretrieval compare``), shown as read, never decided on.
+    kind: str
     operator: str | None
     query_id: str
     tie: TieGroup
@@ -399,7 +430,7 @@ class Rank1:
     """A report row's rank 1 (:class:`Rank1Row`)."""
 
     snippet_id: str
-    kind: str
+    kind: str  # as read from a report: see Rank1Row
     operator: str | None
     query_id: str
     tie: TieGroup = field(default_factory=_untied)

@@ -26,10 +26,10 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from ..records import BACKGROUND
 from ..sanitize import one_line
 from .store import Corpus, Snippet, sha256
 
-KIND = "background"
 PREFIX = "background:"
 
 
@@ -54,7 +54,7 @@ def background_snippets(functions: Iterable[BackgroundFunction], corpus: Corpus)
         if sid in taken or sid in out:
             continue
         query_id = one_line(f"{PREFIX}{f.origin}:{f.name}")  # the source's metadata: untrusted
-        out[sid] = Snippet(sid, query_id, KIND, None, None, f.code, "")
+        out[sid] = Snippet(sid, query_id, BACKGROUND, None, None, f.code, "")
     return [out[sid] for sid in sorted(out)]
 
 
@@ -87,7 +87,7 @@ def describe(pool: Sequence[Snippet]) -> dict | None:
 
 
 def is_background(snippet: Snippet) -> bool:
-    return snippet.kind == KIND
+    return snippet.kind == BACKGROUND
 
 
 def function_name(snippet: Snippet) -> str:

@@ -22,10 +22,11 @@ from ..mutation.fingerprint import mutation_version
 from ..mutation.operators import Mutant
 from ..mutation.select import MAX_DISTRACTORS, UNUSABLE, Killed, kill_kind, select_distractors
 from ..mutation.stacking import stack_mutants
+from ..records import ALTERNATIVE, CANONICAL, DISTRACTOR
 from ..sanitize import escape
 from .incremental import ItemRecord, Reusable, choosable, recorded_killed
 from .items import WRONG_VALUE_FIRST, WRONG_VALUE_ONLY, BenchmarkItem
-from .real_bugs import REAL_BUG, judged
+from .real_bugs import SURVIVOR_OPERATOR, judged
 from .store import Corpus, Snippet, make_snippet, unified_diff
 from .twins import input_types
 from .variants import DEFAULT_VARIANT, Candidates, CorpusVariant, VariantUnavailable
@@ -362,13 +363,14 @@ def originals(item: BenchmarkItem, run: ItemRun, problems: list[str]) -> list[Sn
     """The snippets of ``item``'s canonical, then its alternatives; each that fails its own
     tests is a problem naming it."""
     labels = ["canonical"] + [f"alternatives[{i}]" for i in range(len(item.alternatives))]
+    kinds = [CANONICAL] + [ALTERNATIVE] * len(item.alternatives)
+    codes = (item.canonical, *item.alternatives)
     snippets = []
-    for label, code, result in zip(labels, (item.canonical, *item.alternatives), run.originals):
+    for label, kind, code, result in zip(labels, kinds, codes, run.originals):
         if not result.passed:
             problems.append(
                 f"{item.path}: {label}: fails its tests: " + failure_summary(item, result)
             )
-        kind = "canonical" if label == "canonical" else "alternative"
         snippets.append(make_snippet(item, kind, code, result.outcomes))
     return snippets
 
@@ -648,7 +650,7 @@ def with_evidence(
     by_id = {item.id: item for item in items}
     snippets: dict[str, list[Snippet]] = {}
     for s in (*pool, *alternatives):
-        if s.kind != "canonical":
+        if s.kind != CANONICAL:
             snippets.setdefault(s.query_id, []).append(s)
     phases = phases or _Phases(None, ())
     phases.start("evidence", len(snippets))
@@ -755,7 +757,7 @@ def mutation_score_report(yields: Sequence[ItemYield], survivors: Sequence[Survi
     shown: dict[tuple[str, str], int] = Counter()
     unshown = unknown = 0
     for s in survivors:
-        if s.operator == REAL_BUG:  # not a mutant: the real bugs have a report of their own
+        if s.operator == SURVIVOR_OPERATOR:  # a real bug: the real bugs have a report of their own
             continue
         if s.equivalence is None:
             unknown += 1
@@ -804,7 +806,7 @@ def review_report(items: Sequence[BenchmarkItem], corpus: Corpus) -> str:
     by_id = {item.id: item for item in items}
     single: dict[str, list[Snippet]] = {}
     for s in corpus.snippets:
-        if s.kind == "distractor" and len(s.failing_tests) == 1:
+        if s.kind == DISTRACTOR and len(s.failing_tests) == 1:
             single.setdefault(s.query_id, []).append(s)
     count = sum(map(len, single.values()))
     lines = [
@@ -871,7 +873,7 @@ def distractor(item: BenchmarkItem, killed: Killed) -> Snippet:
     m: Mutant = killed.mutant
     return make_snippet(
         item,
-        "distractor",
+        DISTRACTOR,
         m.code,
         killed.result.outcomes,
         operator=m.operator,

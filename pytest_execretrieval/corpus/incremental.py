@@ -44,8 +44,9 @@ from pathlib import Path
 from ..execution.sandbox import SuiteResult
 from ..mutation.operators import Mutant
 from ..mutation.select import MAX_DISTRACTORS, Killed, kill_kind
+from ..records import ALTERNATIVE, CANONICAL, DISTRACTOR, REAL_BUG
 from .items import BenchmarkItem
-from .real_bugs import REAL_BUG, pattern
+from .real_bugs import pattern
 from .store import (
     ALTERNATIVES,
     CORPUS,
@@ -303,7 +304,7 @@ def plan(items: Sequence[BenchmarkItem], where: Path, engine: dict) -> Plan:
             message = f"the committed records of item {iid} are not reusable: {problem}"
             reasons.append(Rebuild("records", message, iid))
             continue
-        canonical = next(s for s in own if s.kind == "canonical")
+        canonical = next(s for s in own if s.kind == CANONICAL)
         distractors = tuple(s for s in own if s.kind in DISTRACTOR_KINDS)
         reusable[iid] = Reusable(record, canonical, tuple(alts), distractors)
     return Plan(reusable, tuple(reasons))
@@ -318,8 +319,8 @@ def mismatch(
     """What in an item's committed records disagrees with the item (None: nothing found)."""
     if record.item_id != item.id:
         return f"its yields row names {record.item_id}"
-    canonicals = [s for s in pool if s.kind == "canonical"]
-    distractors = [s for s in pool if s.kind == "distractor"]
+    canonicals = [s for s in pool if s.kind == CANONICAL]
+    distractors = [s for s in pool if s.kind == DISTRACTOR]
     real_bugs = [s for s in pool if s.kind == REAL_BUG]
     if len(canonicals) != 1 or canonicals[0].code != item.canonical:
         return "corpus.jsonl does not hold its canonical exactly once"
@@ -329,7 +330,7 @@ def mismatch(
         return "corpus.jsonl holds a real_bug that is not the item's"
     if sorted(s.code for s in alternatives) != sorted(item.alternatives):
         return "alternatives.jsonl does not hold its alternatives"
-    if any(s.kind != "alternative" for s in alternatives):
+    if any(s.kind != ALTERNATIVE for s in alternatives):
         return "alternatives.jsonl holds a row of another kind"
     for s in (*pool, *alternatives):
         problem = _row_problem(item, s)

@@ -16,10 +16,14 @@ from dataclasses import replace
 from ..execution.sandbox import SuiteResult
 from ..mutation.operators import Edit, Mutant, build_mutant, split_lines
 from ..mutation.select import UNUSABLE, kill_kind
+from ..records import REAL_BUG
 from .items import BenchmarkItem
 from .store import Snippet, make_snippet
 
-REAL_BUG = "real_bug"  # the snippet kind, and a real-bug survivor's operator
+# A surviving real bug's operator (in the build's survivors and yields.jsonl): an operator
+# name, not a snippet kind (a survivor is no snippet), spelled as the kind records.REAL_BUG by
+# choice; the killed real bug's snippet is of kind REAL_BUG, its operator the fix's pattern.
+SURVIVOR_OPERATOR = "real_bug"
 OTHER = "other"  # the pattern of a fix no operator class writes
 
 
@@ -33,7 +37,7 @@ def as_mutant(item: BenchmarkItem) -> Mutant:
     old, new = item.canonical, item.real_bug
     lines = zip(split_lines(old), split_lines(new))
     first = next((n for n, (a, b) in enumerate(lines, 1) if a != b), 1)
-    whole = build_mutant(old, [Edit(0, len(old), new, "the pre-fix version", REAL_BUG)])
+    whole = build_mutant(old, [Edit(0, len(old), new, "the pre-fix version", SURVIVOR_OPERATOR)])
     return replace(whole, line=first)
 
 
@@ -69,7 +73,7 @@ def real_bug_report(items: Sequence[BenchmarkItem], pool: Sequence[Snippet], sur
     if not total:
         return ""
     killed = sum(s.kind == REAL_BUG for s in pool)
-    surviving = [s for s in survivors if s.operator == REAL_BUG]
+    surviving = [s for s in survivors if s.operator == SURVIVOR_OPERATOR]
     shown = sum(bool(s.equivalence and s.equivalence["differing"]) for s in surviving)
     return (
         f"real bugs: {killed}/{total} killed by the fix's tests (in the pool), "

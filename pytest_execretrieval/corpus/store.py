@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..bounded_json import JSONBoundError, parse_json, read_json
+from ..records import ALTERNATIVE, CANONICAL, DISTRACTOR, REAL_BUG, Kind
 from ..safe_write import write_atomic
 from .items import BenchmarkItem, item_id, item_paths
 from .twins import input_keys
@@ -32,10 +33,11 @@ CORPUS = "corpus.jsonl"
 ALTERNATIVES = "alternatives.jsonl"
 MANIFEST = "manifest.json"
 YIELDS = "yields.jsonl"
-KINDS = ("canonical", "distractor", "real_bug", "alternative")
+# The kinds a committed corpus holds: every kind but BACKGROUND (a run adds those, unwritten).
+CORPUS_KINDS: tuple[Kind, ...] = (CANONICAL, DISTRACTOR, REAL_BUG, ALTERNATIVE)
 # The pool's wrong snippets: mutants (``distractor``) and pre-fix versions mined from history
 # (``real_bug``, its ``operator`` the TSSB-3M pattern of the fix).
-DISTRACTOR_KINDS = ("distractor", "real_bug")
+DISTRACTOR_KINDS: tuple[Kind, ...] = (DISTRACTOR, REAL_BUG)
 
 
 class CorpusError(Exception):
@@ -46,7 +48,7 @@ class CorpusError(Exception):
 class Snippet:
     snippet_id: str
     query_id: str
-    kind: str
+    kind: Kind  # a corpus row's is checked as read (read_snippets, incremental.mismatch)
     operator: str | None
     line: int | None
     code: str
@@ -100,7 +102,7 @@ def unified_diff(canonical: str, code: str) -> str:
 
 
 def make_snippet(
-    item: BenchmarkItem, kind: str, code: str, outcomes: tuple[str, ...], **extra
+    item: BenchmarkItem, kind: Kind, code: str, outcomes: tuple[str, ...], **extra
 ) -> Snippet:
     failing = tuple(i for i, outcome in enumerate(outcomes) if outcome != "pass")
     return Snippet(
@@ -136,8 +138,8 @@ def manifest(
     per_domain: dict[str, Counter] = {}
     for snippet in corpus.snippets:
         per_domain.setdefault(snippet.query_id.partition("/")[0], Counter())[snippet.kind] += 1
-    operators = Counter(s.operator for s in corpus.snippets if s.kind == "distractor")
-    patterns = Counter(s.operator for s in corpus.snippets if s.kind == "real_bug")
+    operators = Counter(s.operator for s in corpus.snippets if s.kind == DISTRACTOR)
+    patterns = Counter(s.operator for s in corpus.snippets if s.kind == REAL_BUG)
     real_bugs = (  # a corpus mined from history only: the others' manifests stay as they were
         {"real_bugs": sum(patterns.values()), "per_pattern": dict(sorted(patterns.items()))}
         if patterns
@@ -148,7 +150,7 @@ def manifest(
         "alternatives_sha256": sha256(alt_bytes),
         "engine": corpus.engine,
         "counts": {
-            "queries": sum(s.kind == "canonical" for s in corpus.snippets),
+            "queries": sum(s.kind == CANONICAL for s in corpus.snippets),
             "snippets": len(corpus.snippets),
             "distractors": sum(operators.values()),
             "alternatives": len(corpus.alternatives),
@@ -282,7 +284,7 @@ def read_snippets(path: Path) -> list[Snippet]:
                 raise CorpusError(f"malformed corpus row: {exc}") from None
             except TypeError as exc:
                 raise CorpusError(f"{path}:{number}: malformed corpus row: {exc}") from None
-            if snippet.kind not in KINDS or snippet.snippet_id != sha256(snippet.code):
+            if snippet.kind not in CORPUS_KINDS or snippet.snippet_id != sha256(snippet.code):
                 raise CorpusError(f"{path}:{number}: bad kind or snippet_id does not hash its code")
             snippets.append(snippet)
     return snippets

@@ -34,6 +34,8 @@ from ..execution.runner import SuiteRunner
 from ..execution.sandbox import SuiteResult
 from ..languages import DEFAULT, Language, language
 from ..records import (
+    CANONICAL,
+    DISTRACTOR,
     BenchmarkRun,
     CodeSimilarity,
     Hit,
@@ -127,7 +129,7 @@ def nearest_background(pool: Sequence[Snippet], doc_vectors: np.ndarray) -> dict
     if not background:
         return {}
     unit = normalize(doc_vectors, np.float64)
-    canonicals = [(s.query_id, i) for i, s in enumerate(pool) if s.kind == "canonical"]
+    canonicals = [(s.query_id, i) for i, s in enumerate(pool) if s.kind == CANONICAL]
     others = unit[background]
     return {
         query_id: float(np.round((others @ unit[i]).max(), DECIMALS)) for query_id, i in canonicals
@@ -199,10 +201,10 @@ def code_similarity(
     )
     unit = normalize(doc_vectors)
     alt_unit = normalize(alt_vectors)
-    canonical = {s.query_id: i for i, s in enumerate(pool) if s.kind == "canonical"}
+    canonical = {s.query_id: i for i, s in enumerate(pool) if s.kind == CANONICAL}
     out: dict[str, CodeSimilarity] = {}
     for i, s in enumerate(pool):
-        if s.kind == "distractor" and s.query_id in canonical:
+        if s.kind == DISTRACTOR and s.query_id in canonical:
             sim = float(np.round(unit[canonical[s.query_id]] @ unit[i], DECIMALS))
             out.setdefault(s.query_id, _no_similarity())["distractors"].append(sim)
     for j, a in enumerate(alternatives):
@@ -240,7 +242,7 @@ def index_pool(items: Sequence[BenchmarkItem], corpus: Corpus) -> PoolIndex:
     ``ValueError`` for items without a canonical in the corpus."""
     ordered = tuple(sorted(items, key=lambda item: item.id))
     pool = tuple(sorted(corpus.snippets, key=lambda s: s.snippet_id))
-    canonical = {s.query_id: i for i, s in enumerate(pool) if s.kind == "canonical"}
+    canonical = {s.query_id: i for i, s in enumerate(pool) if s.kind == CANONICAL}
     missing = [item.id for item in ordered if item.id not in canonical]
     if missing:
         raise ValueError(f"items without a canonical in the corpus: {missing[:5]}")
@@ -258,7 +260,7 @@ def index_pool(items: Sequence[BenchmarkItem], corpus: Corpus) -> PoolIndex:
                 i
                 for i in by_name.get(item.entry_point, [])
                 if names.get(pool[i].query_id, DEFAULT) == item.language
-                and (pool[i].kind == "canonical" or pool[i].query_id != item.id)
+                and (pool[i].kind == CANONICAL or pool[i].query_id != item.id)
             }
             | set(background if item.language == DEFAULT else ())
         )
@@ -379,7 +381,7 @@ def _own_row(s: Snippet, score: float) -> OwnDistractorRow:
         edit_chars=s.edit_chars,
         kill=s.kill,
     )
-    if s.kind != "distractor":  # a real bug; a mutant's row has no kind, as before
+    if s.kind != DISTRACTOR:  # a real bug; a mutant's row has no kind, as before
         row["kind"] = s.kind
     return row
 

@@ -20,7 +20,7 @@ from ..corpus.items import BenchmarkItem
 from ..corpus.store import Corpus
 from ..embedders import Embedder, LexicalScorer, contract
 from ..execution.runner import SuiteRunner
-from ..records import BenchmarkRun, Invocation
+from ..records import CANONICAL, BenchmarkRun, Invocation
 from .benchmark import run_benchmark
 from .index import ApproximateStage, IndexSpec, IndexSpecError, index_name
 
@@ -49,7 +49,7 @@ def index_figures(
     for item, row in zip(items, candidates):
         found = {snippet_ids[i] for i in row if i >= 0}
         top = exact.results[item.id].top
-        canonical = [h.snippet_id for h in top if h.kind == "canonical" and h.query_id == item.id]
+        canonical = [h.snippet_id for h in top if h.kind == CANONICAL and h.query_id == item.id]
         figures[item.id] = {
             "recall@10": sum(h.snippet_id in found for h in top) / max(1, len(top)),
             "canonical_dropped": any(c not in found for c in canonical),

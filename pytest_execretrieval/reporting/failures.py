@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from ..corpus.items import BenchmarkItem
 from ..corpus.store import unified_diff
-from ..records import Hit, QueryResult
+from ..records import CANONICAL, DISTRACTOR, REAL_BUG, Hit, QueryResult
 
 __all__ = ["failure_line", "failure_text", "rank1_group", "tie_members", "tie_text"]
 
@@ -94,9 +94,9 @@ def failure_line(item: BenchmarkItem, r: QueryResult) -> str:
     top1 = r.top[0]
     what = (
         f"{top1.operator} mutant"
-        if top1.kind == "distractor"
+        if top1.kind == DISTRACTOR
         else f"real bug ({top1.operator})"
-        if top1.kind == "real_bug"
+        if top1.kind == REAL_BUG
         else top1.kind
     )
     if top1.query_id != item.id:
@@ -123,7 +123,7 @@ def tie_members(item: BenchmarkItem, r: QueryResult) -> str:
         own = h.query_id == item.id
         what = (
             "the canonical"
-            if h.kind == "canonical" and own
+            if h.kind == CANONICAL and own
             else "mutants"
             if own
             else "snippets of other queries"

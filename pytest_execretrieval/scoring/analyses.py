@@ -25,6 +25,7 @@ import numpy as np
 
 from ..mutation.families import ALL_CLASSES, TSSB_COUNTS, TSSB_PATTERNS, TSSB_SOURCE
 from ..mutation.operators import CORE_CLASSES
+from ..records import BACKGROUND, CANONICAL, DISTRACTOR, REAL_BUG
 from .metrics import METRICS, row_metrics
 from .stats import (
     auc_roc,
@@ -59,7 +60,6 @@ __all__ = [
 ]
 
 DENSITIES: tuple[int, ...] = (0, 1, 2, 3, 4)
-REAL_BUG = "real_bug"  # the snippet kind of a pre-fix version mined from history
 OTHER = "other"  # a real bug's pattern when no operator class writes it
 FALSE_HIGH_PERCENTILE = 75.0
 
@@ -109,7 +109,7 @@ def _top(q: dict) -> list[dict]:
 
 
 def _is_own(q: dict, hit: dict) -> bool:
-    return hit["kind"] == "distractor" and hit["query_id"] == q["query_id"]
+    return hit["kind"] == DISTRACTOR and hit["query_id"] == q["query_id"]
 
 
 def _exec_rates(queries: Sequence[dict]) -> dict:
@@ -131,7 +131,7 @@ def operator_order(names: Iterable[str]) -> list[str]:
 def _own(q: dict, operator: str | None = None) -> list[dict]:
     """The query's own mutants (of class ``operator``); its real bug is not one of them."""
     own = q.get("own_distractors") or []
-    mutants = [d for d in own if d.get("kind", "distractor") == "distractor"]
+    mutants = [d for d in own if d.get("kind", DISTRACTOR) == DISTRACTOR]
     return [d for d in mutants if operator is None or d["operator"] == operator]
 
 
@@ -244,13 +244,13 @@ def rank1_miss_attribution(report: dict) -> dict:
         if not top or top[0]["passes"]:
             continue
         hit = top[0]
-        if hit["kind"] in ("background", REAL_BUG):
+        if hit["kind"] in (BACKGROUND, REAL_BUG):
             counts["own_real_bug" if hit["kind"] == REAL_BUG else "background"] += 1
             continue
         whose = "own" if hit["query_id"] == q["query_id"] else "other"
-        kind = "distractor" if hit["kind"] == "distractor" else "canonical"
+        kind = DISTRACTOR if hit["kind"] == DISTRACTOR else CANONICAL
         counts[f"{whose}_{kind}"] += 1
-        if whose == "own" and kind == "distractor":
+        if whose == "own" and kind == DISTRACTOR:
             op = hit["operator"] or "unknown"
             by_operator[op] = by_operator.get(op, 0) + 1
     n = sum(counts.values())
@@ -385,7 +385,7 @@ def class_only_exec1(q: dict, keep: Iterable[str]) -> float | None:
     Undetermined: no kept snippet in the top 10, or the top 10 ends inside that tie group (more
     of it may lie below rank 10)."""
     keep = set(keep)
-    return _exec1_kept(q, lambda h: h["kind"] != "distractor" or h["operator"] in keep)
+    return _exec1_kept(q, lambda h: h["kind"] != DISTRACTOR or h["operator"] in keep)
 
 
 def _exec1_kept(q: dict, kept_hit: Callable[[dict], bool]) -> float | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..records import ReportRow
+from ..records import DISTRACTOR, ReportRow
 from .analyses import operator_order
 from .compare import paired_queries
 
@@ -24,7 +24,7 @@ def _mutant_first(row: ReportRow, operator: str | None = None) -> bool:
     first = row["top"][0] if row["top"] else None
     return (
         first is not None
-        and first["kind"] == "distractor"
+        and first["kind"] == DISTRACTOR
         and first["query_id"] == row["query_id"]
         and operator in (None, first["operator"])
     )

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from ..corpus.items import BenchmarkItem
 from ..corpus.store import Corpus
+from ..records import CANONICAL, DISTRACTOR
 
 
 @dataclass(frozen=True)
@@ -63,8 +64,8 @@ def families(
         if item.id not in ids:
             continue
         own = sorted(by_query.get(item.id, []), key=lambda s: s.snippet_id)
-        canonical = [s for s in own if s.kind == "canonical"]
-        hard = [document_text(s) for s in own if s.kind == "distractor"][: negatives or None]
+        canonical = [s for s in own if s.kind == CANONICAL]
+        hard = [document_text(s) for s in own if s.kind == DISTRACTOR][: negatives or None]
         if not canonical or not hard:
             continue
         positives = (canonical[0], *extra.get(item.id, []))

@@ -37,6 +37,7 @@ from ...corpus.items import BenchmarkItem
 from ...corpus.store import Snippet
 from ...execution.runner import SuiteRunner
 from ...records import (
+    CANONICAL,
     BenchmarkRun,
     CodeSimilarity,
     Hit,
@@ -128,7 +129,7 @@ def reorder(r: QueryResult, scores: Sequence[float], k: int) -> Reordered:
         else TieGroup(size=len(first_group), passing=sum(h.passes for h in first_group))
     )
     canonical = next(
-        (p for p, h in enumerate(hits) if h.kind == "canonical" and h.query_id == r.query_id), None
+        (p for p, h in enumerate(hits) if h.kind == CANONICAL and h.query_id == r.query_id), None
     )
     if canonical is not None and canonical < k:
         a, b = spans[canonical]
