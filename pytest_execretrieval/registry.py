@@ -55,6 +55,11 @@ class Registry(Generic[C, T]):
     def known_names(self) -> list[str]:
         return list(dict.fromkeys([*self.builtin, *self.extra(), *self.spelled, *self.plugins()]))
 
+    def shipped_names(self) -> list[str]:
+        """The names this package ships, the prefixed ones as ``spelled`` (no entry point and
+        no optional module is looked up: for a help text)."""
+        return list(dict.fromkeys([*self.builtin, *self.spelled]))
+
     def make(self, name: str, context: C) -> T:
         """The object called ``name``, made with ``context``; :attr:`error` when the name is
         unknown, a prefix lacks its argument, or making it needs a package not installed."""

@@ -18,6 +18,7 @@ from . import DEFAULT_CACHE_DIR
 from .corpus.store import CorpusVariant
 from .corpus.variants import OPTION_DEFAULTS as CORPUS_OPTIONS
 from .execution.sandbox import ISOLATION_MODES, Limits
+from .ranking.rerank import REGISTRY as RERANKERS
 from .signed_files import check_key_source
 
 if TYPE_CHECKING:
@@ -119,8 +120,9 @@ OPTIONS = (
         "rerank",
         str,
         (),
-        "rerank every embedder's top k with NAME (repeatable): exec-consensus[:tests|:hypothesis], "
-        "rrf:A+B, ce:PATH, voyage-rerank-2.5, cohere-rerank-v3.5 or an entry point",
+        "rerank every embedder's top k with NAME (repeatable): "
+        + ", ".join(RERANKERS.shipped_names())
+        + " or an entry point",
         repeatable=True,
         metavar="NAME",
     ),

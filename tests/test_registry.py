@@ -86,3 +86,17 @@ def test_a_missing_module_is_the_registry_error_naming_the_name(monkeypatch, mod
     monkeypatch.setitem(sys.modules, module, None)  # importing it raises ImportError
     with pytest.raises(error, match="is not installed here"):
         make()
+
+
+def test_the_rerank_option_names_every_shipped_reranker():
+    """The option's help comes from the registry: a reranker added there (medoid, clones:NAME
+    were once missing from a hand-written list) is named where users look."""
+    from pytest_execretrieval.ranking.rerank import BUILTIN, PREFIXED, REGISTRY
+    from pytest_execretrieval.settings import OPTIONS
+
+    (rerank,) = [o for o in OPTIONS if o.name == "rerank"]
+    for name in BUILTIN:
+        assert name in rerank.help
+    for prefix in PREFIXED:
+        assert any(s.startswith(prefix + ":") for s in REGISTRY.spelled), prefix
+        assert f"{prefix}:" in rerank.help
