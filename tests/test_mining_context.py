@@ -9,7 +9,6 @@ import subprocess
 import sys
 import tomllib
 import zipfile
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -26,6 +25,7 @@ from pytest_execretrieval.mining.functions import MinedFunction, context_functio
 from pytest_execretrieval.mining.mine import mine
 from pytest_execretrieval.mining.record import literal_text
 from pytest_execretrieval.mining.sources import SourceError, load_source
+from pytest_execretrieval.mining.writer import MinedItem
 
 CORE = '''RATE = 3
 
@@ -375,29 +375,23 @@ def test_a_looping_test_fails_and_a_file_that_hangs_is_stopped_and_counted(tmp_p
 
 
 def test_tests_that_expect_one_outcome_make_no_context_item():
-    from pytest_execretrieval.mining.carve import Carved
-    from pytest_execretrieval.mining.mine import ONE_OUTCOME, candidate_items
+    from pytest_execretrieval.mining.mine import ONE_OUTCOME, without_failing_carved
 
     fn = MinedFunction("m", "m.py", 1, "f", "def f(x):\n    return 0\n", "Give zero.", "0" * 64)
-    one = Carved(
-        tests={
-            ("m", "", "f"): [
-                ("assert f(1) == 0", "carved t::a"),
-                ("assert f(2) == 0", "carved t::b"),
-            ]
-        }
+    one = MinedItem(
+        "0", fn, "q", ("assert f(1) == 0", "assert f(2) == 0"), ("carved t::a", "carved t::b")
     )
-    two = Carved(
-        tests={
-            ("m", "", "f"): [
-                ("assert f(1) == 0", "carved t::a"),
-                ("assert raises(TypeError, f, None)", "carved t::b"),
-            ]
-        }
+    two = MinedItem(
+        "1",
+        fn,
+        "q",
+        ("assert f(1) == 0", "assert raises(TypeError, f, None, None)"),
+        ("carved t::a", "carved t::b"),
     )
-    assert candidate_items([fn], Counter(), {}, None, one) == ([], {0: ONE_OUTCOME})
-    items, reasons = candidate_items([fn], Counter(), {}, None, two)
-    assert len(items) == 1 and not reasons
+    with SuiteRunner() as runner:
+        kept, reasons = without_failing_carved([one, two], runner)
+    assert reasons == {0: ONE_OUTCOME}
+    assert [item.stem for item in kept] == ["1"] and kept[0].tests == two.tests
 
 
 @pytest.mark.parametrize(

@@ -12,10 +12,12 @@ breaks the wire records nothing and is counted by its outcome (:class:`Carved`).
 
 from __future__ import annotations
 
+import ast
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
 from ..corpus.items import grammar_problem
 from ..execution import _grammar
@@ -180,16 +182,16 @@ def _argument(shown: object) -> str | None:
 
 def chosen(tests: list[tuple[str, str]], k: int) -> list[tuple[str, str]]:
     """Up to ``k`` of a function's carved tests, deterministically: first one per distinct
-    outcome (the expected value, or the exception), in the order the suite made the calls,
-    then the rest in that order; each statement once. None where every call returned None (a
-    procedure: its tests would check nothing it does)."""
+    outcome (:func:`expectation`), in the order the suite made the calls, then the rest in that
+    order; each statement once. None where every call returned None (a procedure: its tests
+    would check nothing it does)."""
     unique = list({statement: (statement, where) for statement, where in reversed(tests)}.values())
     unique.reverse()  # each statement once, where the suite first made it
-    if all(outcome(test) == f"{_grammar.COMPARE} == None" for test, _ in unique):
+    if all(expectation(test) == _RETURNS_NONE for test, _ in unique):
         return []  # a procedure: what it does is not what it returns
     first: dict[str, tuple[str, str]] = {}
     for test in unique:
-        first.setdefault(outcome(test[0]), test)
+        first.setdefault(repr(expectation(test[0]) or test[0]), test)
     picked = list(first.values())[:k]
     picked += [t for t in unique if t not in picked][: k - len(picked)]
     order = {t: n for n, t in enumerate(unique)}
@@ -198,43 +200,49 @@ def chosen(tests: list[tuple[str, str]], k: int) -> list[tuple[str, str]]:
 
 def constant_passes(tests: Sequence[str]) -> bool:
     """Whether one fixed answer passes every test of ``tests``: every test raises the same
-    exceptions, or every one compares (``==``, ``is``) the same wrapped call with the same
-    value, bare truth tests agreeing with it (``assert f(x)`` and ``== True`` are one outcome,
-    ``assert not f(x)`` and ``assert f(y)`` two). A test of another form (``!=``, ``isclose``)
-    or two different wrappers count as telling answers apart."""
-    answers: set[str] = set()
-    raised: set[tuple[str, ...]] = set()
-    truths: set[bool] = set()
-    for statement in tests:
-        try:
-            test = _grammar.parse_test(statement)
-            if test.form == _grammar.RAISES:
-                raised.add(tuple(test.exceptions))
-            elif test.form == _grammar.TRUTH:
-                truths.add(test.op != "not")
-            elif test.form == _grammar.COMPARE and test.op in ("==", "is"):
-                value = _grammar.expected_value(test)
-                answers.add(repr((repr(test.steps), value)))
-                if not test.steps:
-                    truths.add(bool(value))
-            else:
-                return False
-        except (_grammar.GrammarError, ValueError, RecursionError, MemoryError):
-            return False
-    if raised:
-        return len(raised) == 1 and not answers and not truths
-    return len(answers) <= 1 and len(truths) <= 1
+    exceptions, or every one expects the same wrapped call to equal the same value, bare truth
+    tests agreeing with it (``assert f(x)`` and ``== True`` are one outcome, ``assert not
+    f(x)`` and ``assert f(y)`` two). A test of another form (``!=``, ``isclose``) or two
+    different wrappers count as telling answers apart."""
+    expected = [expectation(test) for test in tests]
+    if any(e is None for e in expected):
+        return False
+    known = [e for e in expected if e is not None]
+    kinds = {e.kind for e in known}
+    if "raises" in kinds:
+        return kinds == {"raises"} and len({e.value for e in known}) == 1
+    equals = {(e.wrappers, repr(e.value)) for e in known if e.kind == "equals"}
+    truths = {bool(e.value) for e in known if not e.wrappers}
+    return len(equals) <= 1 and len(truths) <= 1
 
 
-def outcome(statement: str) -> str:
-    """What a test expects, as text: the raised exceptions, or the comparison with what it
-    compares (``== 3`` and ``is None``: ``None`` is ``== None``'s), or the statement itself."""
+class Expected(NamedTuple):
+    """What a test expects of its call: ``raises`` (``value``: the exception names),
+    ``truth`` (``assert f(x)``: True, ``assert not f(x)``: False) or ``equals`` (``==`` and
+    ``is``, so ``is None`` is ``== None``: the value, after the ``wrappers`` around the call)."""
+
+    kind: str
+    value: object
+    wrappers: tuple = ()
+
+
+def expectation(statement: str) -> Expected | None:
+    """:class:`Expected` of a test; None for another form or a statement the grammar refuses."""
     try:
         test = _grammar.parse_test(statement)
         if test.form == _grammar.RAISES:
-            return "raises " + " ".join(test.exceptions)
-        expected = repr(_grammar.expected_value(test))
+            return Expected("raises", tuple(test.exceptions))
+        if test.form == _grammar.TRUTH:
+            return Expected("truth", test.op != "not")
+        if test.form == _grammar.COMPARE and test.op in ("==", "is"):
+            wrappers = tuple(
+                (kind, ast.dump(what) if isinstance(what, ast.AST) else what)
+                for kind, what in test.steps
+            )
+            return Expected("equals", _grammar.expected_value(test), wrappers)
     except (_grammar.GrammarError, ValueError, RecursionError, MemoryError):
-        return statement
-    op = "==" if test.op in ("is", "==") else test.op
-    return f"{test.form} {op} {expected}"
+        pass
+    return None
+
+
+_RETURNS_NONE = Expected("equals", None)

@@ -2,9 +2,9 @@
 
 Whatever the SOURCE is (a directory, a wheel, an sdist, an installed distribution), its
 ``.py`` files, and those of the pure-Python wheels of ``--wheels DIR`` (its dependencies, or
-its test suite's), are written as one zip, laid out as they import (an sdist's top folder and a
-``src/`` or ``lib/`` folder left out: :func:`.functions.module_name`'s rule), the same bytes
-for the same files (sorted names, fixed dates), into ``OUT/contexts/<name>-<version>.zip``.
+its test suite's), are written as one zip, laid out as they import
+(:func:`.functions.importable_path`), the same bytes for the same files (sorted names, fixed
+dates), into ``OUT/contexts/<name>-<version>.zip``.
 Each item's ``[context]`` table names it by that path and its sha256
 (:class:`..corpus.items.ItemContext`); it is prepared for the sandbox like any context
 (:func:`..execution.contexts.prepare`): nothing of it is imported or run on the host.
@@ -12,6 +12,7 @@ Each item's ``[context]`` table names it by that path and its sha256
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import zipfile
@@ -30,6 +31,7 @@ from ..execution.contexts import (
     prepare_data,
 )
 from ..safe_write import write_atomic
+from .functions import importable_path
 from .sources import SourceError, SourceTree, check_licence, copyright_lines, load_source
 
 CONTEXTS = "contexts"  # the folder of an items directory the context archives are in
@@ -82,17 +84,6 @@ def dependencies(requires: tuple[str, ...], wheels: list[Path]) -> tuple[tuple[s
     return tuple(found)
 
 
-def importable_name(path: str) -> str:
-    """A SOURCE file's path as it lies on ``sys.path``: an sdist's ``NAME-VERSION/`` and a
-    leading ``src/`` or ``lib/`` left out."""
-    parts = list(PurePosixPath(path).parts)
-    if len(parts) > 1 and "-" in parts[0]:
-        parts = parts[1:]
-    if len(parts) > 1 and parts[0] in ("src", "lib"):
-        parts = parts[1:]
-    return "/".join(parts)
-
-
 def context_archive(
     tree: SourceTree,
     wheels: list[Path] = (),  # type: ignore[assignment]
@@ -102,7 +93,7 @@ def context_archive(
     files: dict[str, bytes] = {}
     for path, body in sorted(tree.files.items()):
         if path.endswith(".py") or _package_data(path, tree):
-            files.setdefault(importable_name(path), body)
+            files.setdefault(importable_path(path), body)
     for wheel in wheels:
         try:
             data = wheel.read_bytes()
@@ -128,17 +119,18 @@ def zipped(files: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
+@functools.cache
 def runner_context() -> str:
     """The sha256 of the prepared archive of pytest and what it requires in this environment
     (markers evaluated, extras left out), as carving's harness imports them in the sandbox.
     The sandbox reads only the interpreter's trees and the prepared contexts, and the
     environment's site-packages may lie where it cannot (under ``/tmp``, which its scratch
-    directory covers): the runner travels like a context instead."""
+    directory covers): the runner travels like a context instead. Made once a process."""
     files: dict[str, bytes] = {}
     seen: set[str] = set()
     wanted = ["pytest"]
     while wanted:
-        name = re.sub(r"[-_.]+", "-", wanted.pop()).lower()
+        name = _normal(wanted.pop())
         if name in seen:
             continue
         seen.add(name)

@@ -82,13 +82,20 @@ def is_test_file(path: str) -> bool:
     )
 
 
-def module_name(path: str) -> str:
-    """The dotted module of a posix path (an sdist's top folder and ``src/`` left out)."""
-    parts = list(PurePosixPath(path).with_suffix("").parts)
+def importable_path(path: str) -> str:
+    """A SOURCE file's path as it lies on ``sys.path``: an sdist's ``NAME-VERSION/`` folder
+    and a leading ``src/`` or ``lib/`` left out."""
+    parts = list(PurePosixPath(path).parts)
     if len(parts) > 1 and "-" in parts[0]:  # an sdist's NAME-VERSION/ folder
         parts = parts[1:]
-    if parts and parts[0] in ("src", "lib"):
+    if len(parts) > 1 and parts[0] in ("src", "lib"):
         parts = parts[1:]
+    return "/".join(parts)
+
+
+def module_name(path: str) -> str:
+    """The dotted module of a posix path (:func:`importable_path`'s)."""
+    parts = list(PurePosixPath(importable_path(path)).with_suffix("").parts)
     if parts and parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(parts) or "__init__"

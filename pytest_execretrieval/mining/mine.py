@@ -120,9 +120,7 @@ def candidate_items(
     to ``dropped``. The query is the docstring's summary (:func:`.query.summary_query`), or
     with ``logged`` (``--queries``) the first logged query of the function (by index; a
     function it does not name is skipped). A method's tests are carved ones only (a test
-    file's assert calls a function by its name). With ``carved`` (a repository context), tests
-    that all expect one outcome (one value, or one exception) make no item: a function that
-    always gives it would pass them."""
+    file's assert calls a function by its name)."""
     items: list[MinedItem] = []
     reasons: dict[int, str] = {}
     # A test file's assert names its function by name only: in a context, where carving
@@ -163,9 +161,6 @@ def candidate_items(
         if not tests:
             reasons[index] = NO_TEST
             continue
-        if carved is not None and constant_passes(tuple(tests)):
-            reasons[index] = ONE_OUTCOME  # a function that always gives it would pass
-            continue
         items.append(MinedItem(str(index), fn, query, tuple(tests), tuple(tests.values())))
     return items, reasons
 
@@ -197,7 +192,8 @@ def without_failing_carved(
     """The items without the carved tests their canonical fails in either of two runs (a call
     that depended on what the test did before it, on the clock, ...): a carved test states
     what the suite saw, and only what the function gives on its own is a test of it. An item
-    left with tests that one fixed answer passes is none (its reason by index)."""
+    whose tests one fixed answer passes is none (its reason by index): a function that always
+    gives it would pass them."""
     carved = [i for i in items if any(p.startswith(CARVED) for p in i.provenance)]
     suites = [(i.function.code, i.function.setup, i.tests, "python", i.stem) for i in carved]
     first, second = runner.run_many(suites), runner.run_many(suites)

@@ -193,14 +193,14 @@ def notice_text(tree: SourceTree, package: WrittenContext | None = None) -> str:
             "",
             "Licence files: " + ", ".join(one_line(n) for n in sorted(tree.licence_texts)),
         ]
-    held = package.wheels if package is not None else ()
-    for wheel in held:
-        lines += [
-            "",
-            f"{package.package if package else ''} also holds the Python files of "
-            f"{one_line(wheel.name)}, licensed {one_line(wheel.licence) or 'as its files say'}:",
-            *(one_line(line) for line in wheel.copyright),
-        ]
+    if package is not None:
+        for wheel in package.wheels:
+            lines += [
+                "",
+                f"{package.package} also holds the Python files of {one_line(wheel.name)}, "
+                f"licensed {one_line(wheel.licence) or 'as its files say'}:",
+                *(one_line(line) for line in wheel.copyright),
+            ]
     return "\n".join(lines) + "\n"
 
 
