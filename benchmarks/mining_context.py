@@ -8,8 +8,13 @@ The packages' sdists come from PyPI (``pip download --no-deps --no-binary :all: 
 -d SDISTS``); ``--wheels DIR`` holds a folder per sdist (``DIR/<sdist name without .tar.gz>``)
 of the pure-Python wheels its context takes (its dependencies, its test suite's).
 
+Then the packages' ``MINED.md`` tables summed: why functions were skipped, and why those with a
+docstring got no test, by what carving saw (``--sum DIR...`` prints these two for items
+directories already mined).
+
 Usage: python benchmarks/mining_context.py SDISTS [--wheels DIR] [--out DIR] [-n 2]
        [--allow-licence EXPR]
+       python benchmarks/mining_context.py --sum DIR [DIR ...]
 """
 
 from __future__ import annotations
@@ -66,6 +71,34 @@ def facts(out: Path) -> dict:
     }
 
 
+def table_rows(text: str, heading: str) -> dict[str, int]:
+    """The first two columns of the table under ``heading`` in a ``MINED.md``."""
+    rows: dict[str, int] = {}
+    section = text.partition(f"{heading}\n")[2]
+    for line in section.splitlines()[3:]:  # a blank line, the header, its rule
+        if not line.startswith("| "):
+            break
+        cells = [c.strip() for c in line.strip("|").split(" | ")]
+        if cells[1].isdigit():
+            rows[cells[0]] = int(cells[1])
+    return rows
+
+
+def print_sums(outs: list[Path]) -> None:
+    """Why the functions of the items directories ``outs`` became no item, summed."""
+    for heading, label in (
+        ("## Functions skipped, by reason", "reason"),
+        ("### Functions with no test, by what carving saw", "no test, by what carving saw"),
+    ):
+        total: dict[str, int] = {}
+        for out in outs:
+            for key, n in table_rows((out / "MINED.md").read_text(), heading).items():
+                total[key] = total.get(key, 0) + n
+        print(f"\n| {label} | functions |\n|---|---:|")
+        for key, n in sorted(total.items(), key=lambda r: (-r[1], r[0])):
+            print(f"| {key} | {n} |")
+
+
 def mined(source: Path, out: Path, extra: list[str], jobs: int) -> tuple[dict, float, float]:
     shutil.rmtree(out, ignore_errors=True)
     mine_s, _ = run([EXECRETRIEVAL, "mine", str(source), "--out", str(out), *extra])
@@ -77,12 +110,18 @@ def mined(source: Path, out: Path, extra: list[str], jobs: int) -> tuple[dict, f
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("sdists", type=Path)
+    parser.add_argument("sdists", type=Path, nargs="?")
+    parser.add_argument("--sum", type=Path, nargs="+", help="items directories already mined")
     parser.add_argument("--wheels", type=Path)
     parser.add_argument("--out", type=Path, default=Path("/tmp/mining-context"))
     parser.add_argument("-n", type=int, default=2)
     parser.add_argument("--allow-licence", default=None)
     args = parser.parse_args()
+    if args.sum:
+        print_sums(args.sum)
+        return
+    if args.sdists is None:
+        parser.error("SDISTS or --sum DIR... is needed")
     licence = ["--allow-licence", args.allow_licence] if args.allow_licence else []
     print(
         "| package | functions and methods | items before | items after | share | median tests"
@@ -106,6 +145,7 @@ def main() -> None:
             f"| {mine_s:.0f} s | {build_s:.0f} s |",
             flush=True,
         )
+    print_sums(sorted((args.out / "after").iterdir()))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tomllib
 import zipfile
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,14 @@ from mining_fixtures import MIT_TEXT
 from pytest_execretrieval.corpus.items import load_items
 from pytest_execretrieval.execution.runner import SuiteRunner
 from pytest_execretrieval.execution.sandbox import Limits
-from pytest_execretrieval.mining.carve import carve, carved_test, chosen, constant_passes
+from pytest_execretrieval.mining.carve import (
+    Carved,
+    _missed,
+    carve,
+    carved_test,
+    chosen,
+    constant_passes,
+)
 from pytest_execretrieval.mining.context import written_context
 from pytest_execretrieval.mining.functions import MinedFunction, context_functions
 from pytest_execretrieval.mining.mine import mine
@@ -27,7 +35,9 @@ from pytest_execretrieval.mining.record import literal_text
 from pytest_execretrieval.mining.sources import SourceError, load_source
 from pytest_execretrieval.mining.writer import MinedItem
 
-CORE = '''RATE = 3
+CORE = '''import threading
+
+RATE = 3
 
 
 class Account:
@@ -42,6 +52,46 @@ class Account:
             raise ValueError("amount")
         self.balance += amount
         return self.balance
+
+    def reset(self):
+        """Set the balance to zero."""
+        self.balance = 0
+
+    def withdraw(self, amount):
+        """Take an amount from the balance and give the new balance."""
+        self.balance -= amount
+        return self.balance
+
+
+class Savings(Account):
+    """An account that pays interest."""
+
+
+class Ledger:
+    """Entries kept behind a lock."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.entries = [1]
+
+    def count(self):
+        """Give how many entries the ledger holds."""
+        return len(self.entries)
+
+
+def adder(n):
+    """Give a function that adds n to its argument."""
+    return lambda x: x + n
+
+
+def total_of(numbers):
+    """Add up the numbers an iterable gives."""
+    return sum(numbers)
+
+
+def never_used(x):
+    """Give x unchanged; no test calls it."""
+    return x
 
 
 def _scale(x):
@@ -86,12 +136,16 @@ import pytest
 
 from ctxpkg import (
     Account,
+    Ledger,
+    Savings,
+    adder,
     always_none,
     applied,
     doubled_total,
     running_totals,
     scaled_total,
     shouted,
+    total_of,
 )
 
 
@@ -137,6 +191,14 @@ def test_deposit():
     assert account.deposit(5) == 15
     with pytest.raises(ValueError):
         account.deposit(0)
+
+
+def test_what_carving_cannot_state():
+    assert Savings(10).withdraw(3) == 7
+    assert Ledger().count() == 1
+    Account(4).reset()
+    assert adder(2)(1) == 3
+    assert total_of(n for n in (1, 2)) == 3
 """
 # Each of the package's own files tries to leave a marker on the host and to reach a server
 # on 127.0.0.1 when it is imported or run.
@@ -227,6 +289,16 @@ def test_functions_and_methods_are_mined_in_context_with_carved_tests(tmp_path, 
     assert "## Repository context" in markdown
     assert "## Carved from the package's test suite" in markdown
     assert "| every test passed | 1 |" in markdown
+    # Why each function with a docstring but no test has none, as carving saw it.
+    for row in (
+        "| never called by the test suite | 1 |  |",
+        "| returns None only (a procedure) | 1 |  |",
+        "| a result the value codec does not carry | 1 | `function` 1 |",
+        "| its instance holds values the codec does not carry | 1 | `lock` 1 |",
+        "| called on instances of a subclass only | 1 |  |",
+        "| arguments that cannot be copied before the call | 1 | `generator` 1 |",
+    ):
+        assert row in markdown
 
 
 FUNCTION = MinedFunction("m", "m.py", 1, "f", "def f(x):\n    return x\n", "", "0" * 64)
@@ -241,6 +313,27 @@ def test_a_recorded_call_the_grammar_cannot_state_is_no_test():
     assert carved_test(FUNCTION, [["v", 1]], {"k": ["v", 2]}, "raises", "ValueError") == (
         "assert raises(ValueError, f, 1, k=2)"
     )
+
+
+def test_why_calls_were_not_recorded_is_read_as_untrusted_rows():
+    owners = {("m", "", "f"): FUNCTION}
+    rows = [
+        ["m", "", "f", "result: Thing\x1b[2J|x", 2],
+        ["m", "", "f", "result: Thing\x1b[2J|x", 1],  # the same cause again: added up
+        ["m", "", "f", "no such cause", 5],
+        ["m", "", "g", "result", 1],  # a function that was not a target
+        ["m", "", "f", "argument", "3"],
+        ["m", "", "f"],
+        "text",
+    ]
+    found = list(_missed(rows, owners))
+    assert found == [
+        (("m", "", "f"), "a result the value codec does not carry: Thing\\x1b[2J|x", 2),
+        (("m", "", "f"), "a result the value codec does not carry: Thing\\x1b[2J|x", 1),
+    ]
+    carved = Carved(missed={("m", "", "f"): Counter({found[0][1]: 3, "never mind": 1})})
+    assert carved.cause(("m", "", "f")) == found[0][1]
+    assert carved.cause(("m", "", "g")) == "never called by the test suite"
 
 
 def test_a_function_whose_recorded_calls_all_return_none_gets_no_carved_test():

@@ -4,15 +4,17 @@ as a snippet, ``TARGETS`` set after it; it never runs on the host).
 
 ``carve(TEST_FILE)`` wraps each target ``(module, class, name)`` wherever the package's modules
 hold it, runs the file (plugins not auto-loaded, no cache, each test under a time bound) and
-returns ``[pytest's exit status, records]``: the calls made while a test ran (the tests' own,
-and those made inside them up to ``NESTED`` recorded calls deep), per call ``[module, class,
-name, test, args, kwargs, kind, value]``, arguments copied before the call
+returns ``[pytest's exit status, records, missed]``: the calls made while a test ran (the
+tests' own, and those made inside them up to ``NESTED`` recorded calls deep), per call
+``[module, class, name, test, args, kwargs, kind, value]``, arguments copied before the call
 (each ``["v", value]``, ``["f", builtin name]`` or ``["l", a lambda's text]``);
 ``kind`` is ``value``, ``items`` (an iterator the test read to its end: what it gave) or
 ``raises`` (the exception's class name). An instance method's record gives the instance's
 attributes first (``state``), a call only where the instance is of the class itself. Only
 values the sandbox's value codec carries are kept, at most ``PER_FUNCTION`` distinct calls of a
-function and ``PER_FILE`` in all.
+function and ``PER_FILE`` in all. ``missed`` says why the other calls were not recorded:
+``[module, class, name, cause, calls]`` (:data:`MISSED_CAUSES`, a cause naming a type adds
+``: TYPE``), at most ``MISSED_PER_FUNCTION`` causes of a function.
 """
 
 TARGETS: list = []  # [module, class or "", name]: set after this text by the caller
@@ -21,6 +23,9 @@ PER_FILE = 4000
 MAX_REPR = 1500
 TEST_SECONDS = 10  # set after this text by the caller too
 NESTED = 3  # record calls made inside up to this many recorded calls
+MISSED_PER_FUNCTION = 8  # distinct causes of calls not recorded, per function
+# Why a call was not recorded (the host's MINED.md names them: carve.MISSED)
+MISSED_CAUSES = ("subclass", "instance", "argument", "result", "uncopyable", "unread", "machine")
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -45,6 +50,7 @@ def carve(test_file):
     records: list[list[Any]] = []
     seen: dict[tuple[str, str, str], set[str]] = {}
     tried: dict[tuple[str, str, str], int] = {}  # calls looked at, recorded or not
+    missed: dict[tuple[str, str, str], dict[str, int]] = {}  # why calls were not recorded
     depth = [0]
 
     def carried(value):
@@ -89,19 +95,39 @@ def carve(test_file):
             return None if text is None else ["l", text]
         return ["v", value] if carried(value) else None
 
-    def note(key, args, kwargs, kind, value):
+    def uncopyable(values):
+        for value in values:
+            try:
+                copy.deepcopy(value)
+            except Exception:  # noqa: BLE001
+                yield value
+
+    def miss(key, cause, value=None):
+        causes = missed.setdefault(key, {})
+        if value is not None:
+            cause += ": " + str(getattr(type(value), "__qualname__", "?"))[:60]
+        if cause in causes or len(causes) < MISSED_PER_FUNCTION:
+            causes[cause] = causes.get(cause, 0) + 1
+
+    def note(key, args, kwargs, kind, value, state=False):
         calls = seen.setdefault(key, set())
         if len(calls) >= PER_FUNCTION or len(records) >= PER_FILE:
             return
         if kind != "raises" and not carried(value):
-            return
+            return miss(key, "result", value)
+        if state and not carried(args[0]):
+            held = [v for v in args[0].values() if not carried(v)]
+            return miss(key, "instance", held[0] if held else None)
+        unshown = [a for a in [*args, *kwargs.values()] if shown(a) is None]
+        if unshown:
+            return miss(key, "argument", unshown[0])
         args = [shown(a) for a in args]
         kwargs = {k: shown(v) for k, v in kwargs.items()}
-        if None in args or None in kwargs.values():
-            return
         signature = repr((args, kwargs))
-        if signature in calls or any(place in signature + repr(value) for place in here):
-            return  # seen, or a path of this machine (the context, the scratch directory)
+        if any(place in signature + repr(value) for place in here):
+            return miss(key, "machine")  # a path of this machine (the context, the scratch)
+        if signature in calls:
+            return
         calls.add(signature)
         test = os.environ.get("PYTEST_CURRENT_TEST", "").rpartition(" (")[0]
         records.append([*key, test, args, kwargs, kind, value])
@@ -116,6 +142,7 @@ def carve(test_file):
             if how == "self":
                 instance = args[0] if args else None
                 if type(instance) is not owner or not hasattr(instance, "__dict__"):
+                    miss(key, "subclass")
                     return function(*args, **kwargs)
                 shown = (dict(vars(instance)), *args[1:])
             elif how == "cls":
@@ -126,12 +153,17 @@ def carve(test_file):
                 before = copy.deepcopy((tuple(shown), kwargs))
             except Exception:  # noqa: BLE001
                 before = None
+                held = list(uncopyable(shown[0].values())) if how == "self" else []
+                if held:
+                    miss(key, "instance", held[0])
+                else:
+                    miss(key, "uncopyable", next(uncopyable([*shown, *kwargs.values()]), None))
             depth[0] += 1
             try:
                 result = function(*args, **kwargs)
             except Exception as exc:
                 if before is not None:
-                    note(key, before[0], before[1], "raises", type(exc).__name__)
+                    note(key, before[0], before[1], "raises", type(exc).__name__, how == "self")
                 raise
             finally:
                 depth[0] -= 1
@@ -139,11 +171,11 @@ def carve(test_file):
                 return result
             kind = type(result)
             if hasattr(kind, "__next__") and hasattr(kind, "__iter__"):
-                return replayed(key, before, result)
+                return replayed(key, before, result, how == "self")
             try:
-                note(key, before[0], before[1], "value", copy.deepcopy(result))
+                note(key, before[0], before[1], "value", copy.deepcopy(result), how == "self")
             except Exception:  # noqa: BLE001
-                pass
+                miss(key, "result", result)
             return result
 
         recorder.__dict__["__wrapped__"] = function  # inspect.signature sees the function's
@@ -154,20 +186,28 @@ def carve(test_file):
                 pass
         return recorder
 
-    def replayed(key, before, iterator):
+    def replayed(key, before, iterator, state):
         items: list[Any] = []
-        for item in iterator:
-            try:
-                items.append(copy.deepcopy(item))
-            except Exception:  # noqa: BLE001 - not recorded; the test reads on
+        ended = False
+        try:
+            for item in iterator:
+                try:
+                    items.append(copy.deepcopy(item))
+                except Exception:  # noqa: BLE001 - not recorded; the test reads on
+                    miss(key, "result", item)
+                    ended = True
+                    yield item
+                    break
                 yield item
-                break
-            yield item
-            if len(items) > PER_FILE:
-                break
-        else:
-            note(key, before[0], before[1], "items", items)
-        yield from iterator
+                if len(items) > PER_FILE:
+                    break
+            else:
+                ended = True
+                note(key, before[0], before[1], "items", items, state)
+            yield from iterator
+        finally:
+            if not ended:
+                miss(key, "unread")
 
     top = {target[0].partition(".")[0] for target in TARGETS}
     wrapped = {}
@@ -243,4 +283,5 @@ def carve(test_file):
         "ignore",
     ]
     status = pytest.main(arguments, plugins=[Bounded()])
-    return [int(status), records]
+    causes = [[*key, cause, n] for key, found in missed.items() for cause, n in found.items()]
+    return [int(status), records, causes]

@@ -7,7 +7,8 @@ value codec carries becomes a test-grammar statement (:func:`carved_test`), prov
 ``carved TESTFILE::TESTNAME``; the grammar is not loosened, a call it cannot state is dropped.
 Per function at most ``per_function`` tests, chosen deterministically to cover distinct
 outcomes first (:func:`chosen`). A file whose suite times out, is stopped by the sandbox or
-breaks the wire records nothing and is counted by its outcome (:class:`Carved`).
+breaks the wire records nothing and is counted by its outcome (:class:`Carved`). Why a
+function got no carved test is kept too (:meth:`Carved.cause`): ``MINED.md`` counts them.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ..execution import _grammar
 from ..execution.contexts import context_setup
 from ..execution.runner import SuiteRunner
 from ..execution.sandbox import SuiteResult
+from ..sanitize import one_line
 from .context import runner_context
 from .functions import MinedFunction, is_test_file
 from .record import literal_text
@@ -42,6 +44,24 @@ PYTEST_STATUS = {
 }
 # (module, class or "", name): a function's or method's key in the recorder's answers
 Key = tuple[str, str, str]
+# Why calls of a function were not stated as tests: the recorder's causes
+# (``_carve_harness.MISSED_CAUSES``; one naming a type adds ": TYPE"), then the host's.
+MISSED = {
+    "subclass": "called on instances of a subclass only",
+    "instance": "its instance holds values the codec does not carry",
+    "argument": "an argument the test grammar cannot state",
+    "result": "a result the value codec does not carry",
+    "uncopyable": "arguments that cannot be copied before the call",
+    "unread": "an iterator the test did not read to its end",
+    "machine": "a path of this machine in the call",
+}
+NEVER_CALLED = "never called by the test suite"
+NO_LITERAL = "a value with no literal of the test grammar"
+UNNAMED_EXCEPTION = "raises an exception the test grammar does not name"
+UNSTATED = "a statement the test grammar refuses"
+NOT_REPEATED = "a different answer in the second run"
+PROCEDURE = "returns None only (a procedure)"
+FAILS_ALONE = "its carved calls give other answers run on their own"
 
 
 @dataclass
@@ -54,6 +74,18 @@ class Carved:
     files: int = 0
     stopped: Counter[str] = field(default_factory=Counter)  # outcome -> test files
     status: Counter[str] = field(default_factory=Counter)  # how pytest ended -> test files
+    missed: dict[Key, Counter[str]] = field(default_factory=dict)  # calls not stated, by cause
+
+    def cause(self, key: Key) -> str:
+        """Why the function ``key`` got no carved test: its carved tests were all dropped
+        (returning None only, or failing run on their own), or the cause of most of its calls
+        that were not stated (ties by name), or it was never called."""
+        if self.tests.get(key):
+            return PROCEDURE if not chosen(self.tests[key], 1) else FAILS_ALONE
+        missed = self.missed.get(key)
+        if not missed:
+            return NEVER_CALLED
+        return min(missed.items(), key=lambda cause: (-cause[1], cause[0]))[0]
 
 
 def test_files(names: Sequence[str]) -> list[str]:
@@ -94,37 +126,62 @@ def carve(
             carved.stopped[one.outcomes[0] if one.outcomes else "no outcome"] += 1
             continue
         carved.status[PYTEST_STATUS.get(ran[0], f"pytest exit status {ran[0]!r:.20}")] += 1
+        for key, cause, calls in _missed(ran[2], owners):
+            carved.missed.setdefault(key, Counter())[cause] += calls
         repeated = _answer(two)
-        again = (
-            {(key, test) for key, (test, _) in _keyed(repeated, owners, name)}
-            if repeated
-            else set()
-        )
-        for key, (statement, where) in _keyed(ran, owners, name):
-            if (key, statement) in again:  # the same call, the same answer, in both runs
+        again = {(key, test) for key, test, _, _ in _keyed(repeated or [0, [], []], owners, name)}
+        for key, statement, where, why in _keyed(ran, owners, name):
+            if statement is not None and (key, statement) in again:
                 carved.tests.setdefault(key, []).append((statement, where))
+            else:  # a test only where both runs made the same call with the same answer
+                carved.missed.setdefault(key, Counter())[why or NOT_REPEATED] += 1
     return carved
 
 
 def _answer(result: SuiteResult) -> list | None:
-    """The harness's ``[status, records]`` from a carving suite, or None (it gave none)."""
+    """The harness's ``[status, records, missed]`` from a carving suite, or None (it gave
+    none)."""
     answer = result.values[0] if result.values else None
     ran = answer[1] if isinstance(answer, tuple) and answer[0] == "value" else None
-    ok = isinstance(ran, list) and len(ran) == 2 and isinstance(ran[1], list)
+    ok = isinstance(ran, list) and len(ran) == 3 and all(isinstance(r, list) for r in ran[1:])
     return ran if ok else None
+
+
+def _missed(causes: list, owners: dict[Key, MinedFunction]) -> Iterator[tuple[Key, str, int]]:
+    """The recorder's ``[module, class, name, cause, calls]`` rows, the cause in words (a
+    type it names kept, on one line), for the functions of ``owners``; rows of another shape
+    (the child's answer is untrusted data) are left out."""
+    for row in causes:
+        if not (isinstance(row, list) and len(row) == 5 and isinstance(row[4], int)):
+            continue
+        key = (str(row[0]), str(row[1]), str(row[2]))
+        cause, _, named = str(row[3]).partition(": ")
+        if key in owners and cause in MISSED and row[4] > 0:
+            yield key, MISSED[cause] + (f": {one_line(named)[:60]}" if named else ""), row[4]
 
 
 def _keyed(
     ran: list, owners: dict[Key, MinedFunction], name: str
-) -> Iterator[tuple[Key, tuple[str, str]]]:
-    """Each record of a carving answer stated as a test, with its function's key."""
+) -> Iterator[tuple[Key, str | None, str, str | None]]:
+    """Each record of a carving answer stated as a test: its function's key, the statement
+    and its provenance, or None and why the grammar cannot state it."""
     for record in ran[1]:
         parsed = _record(record)
         if parsed is None or parsed[0] not in owners:
             continue
         statement = carved_test(owners[parsed[0]], *parsed[2:])
-        if statement is not None:
-            yield parsed[0], (statement, f"{CARVED} {parsed[1] or name}")
+        why = None if statement is not None else _unstated(*parsed[2:])
+        yield parsed[0], statement, f"{CARVED} {parsed[1] or name}", why
+
+
+def _unstated(args: list, kwargs: dict, kind: str, value: object) -> str:
+    """Why :func:`carved_test` could not state a recorded call."""
+    if kind == "raises":
+        return UNSTATED if value in _grammar.EXCEPTIONS else UNNAMED_EXCEPTION
+    shown = [*args, *kwargs.values()]
+    if any(_argument(a) is None for a in shown) or literal_text(value) is None:
+        return NO_LITERAL
+    return UNSTATED
 
 
 def _record(record: object) -> tuple[Key, str, list, dict, str, object] | None:

@@ -39,11 +39,10 @@ from .query import LoggedQuery, entry_parameters, read_queries, summary_query
 from .record import with_recorded
 from .sources import SourceError, SourceTree, check_licence, load_source
 from .testfiles import FileTests, test_file_tests
-from .writer import MinedItem, mined_markdown, notice_text, write_items
+from .writer import NO_TEST, MinedItem, mined_markdown, notice_text, write_items
 
 NO_DOCSTRING = "no docstring"
 CONTROL_DOCSTRING = "docstring holds control characters"
-NO_TEST = "no test"
 ONE_OUTCOME = "its tests expect one outcome only (a constant function passes them)"
 FAILS_OWN_DOCTESTS = "fails its own doctests"
 FAILS_OWN_TESTS = "fails its own tests"  # some of them from its test files

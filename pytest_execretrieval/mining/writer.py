@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .carve import Carved
     from .context import WrittenContext
 
+NO_TEST = "no test"  # a mined function's skip reason: no test from anywhere
 # Characters a TOML multi-line literal string cannot hold (control characters but tab and \n).
 _NOT_LITERAL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]|'''")
 
@@ -204,6 +205,21 @@ def notice_text(tree: SourceTree, package: WrittenContext | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def untested_table(carved: Carved, untested: list[MinedFunction]) -> list[str]:
+    """Each function's :meth:`.carve.Carved.cause`, counted; a cause that names the type of
+    a value lists the three types it names most."""
+    causes: dict[str, Counter[str]] = {}
+    for fn in untested:
+        cause, _, type_name = carved.cause((fn.module, fn.owner, fn.name)).partition(": ")
+        causes.setdefault(cause, Counter())[type_name] += 1
+    rows = ["| why | functions | types, by functions |", "|---|---:|---|"]
+    for cause, named in sorted(causes.items(), key=lambda c: (-c[1].total(), c[0])):
+        top = sorted(((n, t) for t, n in named.items() if t), key=lambda c: (-c[0], c[1]))[:3]
+        types = ", ".join(f"`{_cell(t)}` {n}" for n, t in top)
+        rows.append(f"| {_cell(cause)} | {named.total()} | {types} |")
+    return rows if causes else ["(none)"]
+
+
 def density_markdown(records: list[NearestNeighbour]) -> list[str]:
     """The near-clone density table, and the functions that have a neighbour that near."""
     shares = density_shares(records)
@@ -294,7 +310,8 @@ def mined_markdown(
     if package is not None:
         lines += ["", *context_markdown(package)]
     if carved is not None:
-        lines += ["", *carving_markdown(carved, items)]
+        untested = [fn for fn, reason in decided if reason == NO_TEST]
+        lines += ["", *carving_markdown(carved, items, untested)]
     if density:
         lines += ["", "## Near-clone density (token edit distance)", "", *density_markdown(density)]
     return "\n".join(lines) + "\n"
@@ -319,9 +336,12 @@ def context_markdown(package: WrittenContext) -> list[str]:
     return lines if package.requires else [*lines[:-2], "(no dependency declared)"]
 
 
-def carving_markdown(carved: Carved, items: list[MinedItem]) -> list[str]:
+def carving_markdown(
+    carved: Carved, items: list[MinedItem], untested: list[MinedFunction]
+) -> list[str]:
     """The carving section: the test files run and those whose suite stopped (by outcome),
-    the calls recorded, and per item its tests by provenance."""
+    the calls recorded, why the ``untested`` functions (skipped for no test) have none, and
+    per item its tests by provenance."""
     recorded = sum(len(tests) for tests in carved.tests.values())
     rows = [
         "| item | tests | doctest | test file | carved | recorded |",
@@ -346,6 +366,10 @@ def carving_markdown(carved: Carved, items: list[MinedItem]) -> list[str]:
         "Test files the sandbox stopped (no answer), by outcome:",
         "",
         *count_table(("outcome", "files"), carved.stopped),
+        "",
+        "### Functions with no test, by what carving saw",
+        "",
+        *untested_table(carved, untested),
         "",
         "### Tests per item, by provenance",
         "",
