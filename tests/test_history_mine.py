@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -79,6 +78,7 @@ def repo(tmp_path) -> Path:
     root = tmp_path / "repo"
     root.mkdir()
     git(root, "init", "-q", "-b", "main")
+    git(root, "remote", "add", "origin", "https://ci:s3cret@example.org/team/tinytools.git")
     files = {"pyproject.toml": PYPROJECT, "LICENSE": LICENCE, "tinytools/tools.py": BUGGY}
     commit(root, "Start", files | {"tinytools/__init__.py": ""})
     commit(
@@ -105,6 +105,9 @@ def _hostile(repo: Path, tmp_path: Path) -> Path:
     for key in ("core.fsmonitor", "core.pager", "diff.external", "filter.evil.smudge"):
         git(repo, "config", key, str(script))
     git(repo, "config", "core.hooksPath", str(tmp_path))
+    included = tmp_path / "included"  # a config file of the host's, read by no include
+    included.write_text('[remote "origin"]\n\turl = https://leak.example/host-file\n')
+    git(repo, "config", "include.path", str(included))
     (repo / ".git" / "info" / "attributes").write_text("*.py filter=evil diff=evil\n")
     return marker
 
@@ -129,6 +132,10 @@ def test_each_fix_becomes_an_item_with_its_real_bug_and_provenance(mined, repo):
     assert source.parent == git(repo, "rev-parse", "HEAD~4")
     assert source.author_date == "2026-01-02T03:04:05+01:00"
     assert source.files == ("tinytools/tools.py",) and source.license == "MIT"
+    # Where it came from: history, the repository by name and public address (no password).
+    assert (source.origin, source.repository) == ("history", "tinytools")
+    assert source.url == "https://example.org/team/tinytools"
+    assert "s3cret" not in (mined / "tinytools_history" / items[1].name).read_text()
     clamp = load_item(next(p for p in items if p.name.startswith("clamp")))
     assert clamp.source is not None
     assert clamp.source.fixing_tests == ("tests/test_tools.py::test_edges",)
@@ -169,18 +176,42 @@ def test_the_build_keeps_the_killed_real_bug_and_the_benchmark_reports_it(
     assert "Real bugs from history" in (tmp_path / "r" / "summary.md").read_text()
 
 
-def test_an_item_s_real_bug_needs_the_fix_s_provenance(tmp_path):
+HISTORY_SOURCE = (
+    'distribution = "t"\nversion = "1"\nfile = "t.py"\nline = 1\nsha256 = "ab"\n'
+    'license = "MIT"\nurl = ""\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("real_bug", "source", "problem"),
+    [
+        (True, None, "needs \\[source\\] origin = 'history' \\| 'dataset' \\| 'hand'"),
+        (True, 'origin = "hand"', None),
+        (True, 'origin = "dataset"', "source.distribution: missing required field"),
+        (True, 'origin = "dataset"\ndistribution = "bugsinpy"\nversion = "1"', None),
+        (True, 'origin = "history"\n' + HISTORY_SOURCE, "source.commit and source.parent"),
+        (True, HISTORY_SOURCE, "needs \\[source\\] origin"),
+        (True, HISTORY_SOURCE + 'commit = "c"\nparent = "p"', None),  # mined before origins
+        (True, 'origin = "blog"', "source.origin: must be one of history, dataset, hand"),
+        (False, 'origin = "hand"', "source.origin: says where a real_bug came from"),
+    ],
+)
+def test_an_item_s_real_bug_says_where_it_came_from(tmp_path, real_bug, source, problem):
     folder = tmp_path / "d"
     folder.mkdir()
     path = folder / "f.toml"
     path.write_text(
         'domain = "d"\nquery = "q"\nentry_point = "f"\n'
-        "canonical = 'def f():\\n    return 1\\n'\nreal_bug = 'def f():\\n    return 2\\n'\n"
-        'tests = ["assert f() == 1"]\n'
+        + 'canonical = "def f():\\n    return 1\\n"\n'
+        + ('real_bug = "def f():\\n    return 2\\n"\n' if real_bug else "")
+        + 'tests = ["assert f() == 1"]\n'
+        + (f"\n[source]\n{source}\n" if source else "")
     )
-    with pytest.raises(Exception, match="source.commit and source.parent"):
-        load_item(path)
-    assert tomllib.loads(path.read_text())["real_bug"]
+    if problem is None:
+        assert load_item(path).real_bug == ("def f():\n    return 2\n" if real_bug else "")
+    else:
+        with pytest.raises(Exception, match=problem):
+            load_item(path)
 
 
 MINED = Path(__file__).resolve().parents[1] / "mined"

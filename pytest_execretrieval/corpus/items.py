@@ -42,6 +42,9 @@ CONTEXT_OPTIONAL = {"class": str}
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _PACKAGE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*(/[A-Za-z0-9_][A-Za-z0-9_.+-]*)*")
 # The optional ``[source]`` table of a mined item (docs/mining.md): where its code came from.
+# Required of a mined function (and of a real bug from history); a real bug from a dataset
+# needs only the dataset's name and version (``distribution``, ``version``), a hand-written one
+# nothing but its origin (:data:`SOURCE_REQUIRED_BY_ORIGIN`).
 SOURCE_REQUIRED = {
     "distribution": str,
     "version": str,
@@ -63,6 +66,10 @@ SOURCE_OPTIONAL = {
     "files": list,
     "fixing_tests": list,
     "pattern": str,
+    # Where a ``real_bug`` came from (:data:`ORIGINS`); history's bugs also name the repository
+    # they were mined from (the name it is mined as; ``url`` is its address).
+    "origin": str,
+    "repository": str,
     # Every place the same code was mined from, ``FILE:LINE`` (the first is ``file``/``line``),
     # where two modules define it identically: one item (docs/mining.md).
     "locations": list,
@@ -74,7 +81,15 @@ SOURCE_OPTIONAL = {
 }
 WRONG_VALUE_FIRST = "wrong-value-first"
 WRONG_VALUE_ONLY = "wrong-value-only"  # mined in a repository context: no crash-only distractor
-SOURCE_CHOICES = {"distractors": (WRONG_VALUE_FIRST, WRONG_VALUE_ONLY)}
+SOURCE_TYPES = {**SOURCE_REQUIRED, **SOURCE_OPTIONAL}
+HISTORY, DATASET, HAND = "history", "dataset", "hand"
+ORIGINS = (HISTORY, DATASET, HAND)
+SOURCE_CHOICES = {"distractors": (WRONG_VALUE_FIRST, WRONG_VALUE_ONLY), "origin": ORIGINS}
+SOURCE_REQUIRED_BY_ORIGIN: dict[str, tuple[str, ...]] = {
+    HISTORY: (*SOURCE_REQUIRED, "commit", "parent"),
+    DATASET: ("distribution", "version"),
+    HAND: (),
+}
 _SOURCE_LISTS = ("tests", "files", "fixing_tests", "locations")
 DOMAINS = (
     "strings",
@@ -95,13 +110,13 @@ class ItemSource:
     """An item's provenance (its ``[source]`` table); ``tests`` names where each test came
     from (``doctest FILE:LINE``, ``test FILE:LINE``, ``recorded``), in the item's test order."""
 
-    distribution: str
-    version: str
-    file: str
-    line: int
-    sha256: str
-    license: str
-    url: str
+    distribution: str = ""
+    version: str = ""
+    file: str = ""
+    line: int = 0
+    sha256: str = ""
+    license: str = ""
+    url: str = ""
     tests: tuple[str, ...] = ()
     commit: str = ""
     parent: str = ""
@@ -110,6 +125,8 @@ class ItemSource:
     files: tuple[str, ...] = ()
     fixing_tests: tuple[str, ...] = ()
     pattern: str = ""
+    origin: str = ""
+    repository: str = ""
     locations: tuple[str, ...] = ()
     distractors: str = ""
 
@@ -360,7 +377,14 @@ def table_problems(
 def source_problems(table: dict, tests: object) -> list[tuple[str, str]]:
     """``(field, reason)`` for a ``[source]`` table: unknown or missing keys, a wrong type,
     a ``tests`` list that is not one string per test of the item."""
-    found = table_problems("source", table, SOURCE_REQUIRED, SOURCE_OPTIONAL)
+    origin = table.get("origin")
+    required = (
+        {k: SOURCE_TYPES[k] for k in SOURCE_REQUIRED_BY_ORIGIN[origin]}
+        if origin in SOURCE_REQUIRED_BY_ORIGIN
+        else SOURCE_REQUIRED
+    )
+    optional = {k: v for k, v in SOURCE_TYPES.items() if k not in required}
+    found = table_problems("source", table, required, optional)
     for key, choices in SOURCE_CHOICES.items():
         if isinstance(table.get(key), str) and table[key] not in choices:
             found.append((f"source.{key}", "must be one of " + ", ".join(choices)))
@@ -405,13 +429,21 @@ def context_problems(table: dict, data: dict) -> list[tuple[str, str]]:
 
 
 def real_bug_problems(data: dict) -> list[tuple[str, str]]:
-    """A ``real_bug`` needs the fix's provenance (``source.commit`` and ``source.parent``) and
-    must differ from the canonical."""
-    if "real_bug" not in data:
-        return []
+    """A ``real_bug`` needs its origin (``source.origin``; a table with the fix's commit and
+    parent and no origin is from history, as mined before origins) and must differ from the
+    canonical; ``source.origin`` describes a real bug, so an item without one has none."""
     source = data.get("source")
-    if not (isinstance(source, dict) and source.get("commit") and source.get("parent")):
-        return [("real_bug", "needs the fix's provenance: source.commit and source.parent")]
+    source = source if isinstance(source, dict) else {}
+    origin = source.get("origin")
+    if "real_bug" not in data:
+        unused = [("source.origin", "says where a real_bug came from: the item has none")]
+        return unused if origin else []
+    if origin is None and source.get("commit"):
+        origin = HISTORY
+    if origin is None:
+        return [("real_bug", "needs [source] origin = " + " | ".join(map(repr, ORIGINS)))]
+    if origin == HISTORY and not (source.get("commit") and source.get("parent")):
+        return [("real_bug", "from history needs the fix's source.commit and source.parent")]
     if data["real_bug"] == data.get("canonical"):
         return [("real_bug", "is the canonical itself")]
     return []

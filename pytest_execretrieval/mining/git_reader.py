@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import selectors
 import shutil
 import signal
@@ -52,6 +53,7 @@ import stat
 import subprocess
 import tempfile
 import time
+import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -224,6 +226,15 @@ class GitReader:
             _, _, old, new, status = meta[1:].decode("ascii", "replace").split(" ")
             out.append(Change(path.decode("utf-8", "surrogateescape"), status[:1], old, new))
         return out
+
+    def remote_url(self) -> str:
+        """The public address of the remote ``origin`` its config names (no include read):
+        :func:`public_url`; "" for none."""
+        try:
+            out = self._run(["config", "--no-includes", "--get", "remote.origin.url"])
+        except GitError:  # no such key: git config exits 1
+            return ""
+        return public_url(out.decode("utf-8", "replace"))
 
     def tree(self, commit: str) -> list[TreeEntry]:
         """Every path of ``commit``'s tree (``ls-tree -r -l``: mode, type, blob id, size)."""
@@ -457,6 +468,29 @@ def _author_date(line: bytes) -> str:
         return dt.datetime.fromtimestamp(epoch, dt.timezone(delta)).isoformat()
     except (IndexError, ValueError, OverflowError, OSError):
         return ""
+
+
+_SCP_LIKE = re.compile(r"(?:[\w.-]+@)?([\w-]+(?:\.[\w-]+)+):(?!//)([\w./~-]+)")
+
+
+def public_url(url: str) -> str:
+    """A git remote's URL as a public https address: host and path only (no user, password,
+    port or query: a token in a remote URL is never written out), ``.git`` dropped; an
+    ``scp``-like ``git@host:owner/repo`` as ``https://host/owner/repo``; "" for a local path or
+    any other form."""
+    url = url.strip()
+    found = _SCP_LIKE.fullmatch(url)
+    if found:
+        host, path = found.group(1), "/" + found.group(2)
+    else:
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("https", "http", "git", "ssh") or not parts.hostname:
+            return ""
+        host, path = parts.hostname, parts.path
+    path = path.rstrip("/").removesuffix(".git")
+    if not re.fullmatch(r"(/[\w.~-]+)+", path) or ".." in path.split("/"):
+        return ""
+    return f"https://{host}{path}"
 
 
 def blob_text(reader: GitReader, blob: str) -> str | None:

@@ -29,7 +29,7 @@ import difflib
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..corpus.real_bugs import OTHER
@@ -63,6 +63,7 @@ class FixPair:
     tests: tuple[str, ...] = ()  # test files the commit changed
     added_tests: tuple[str, ...] = ()  # "FILE::test_name" of test functions it added
     module_before: str = ""  # the whole pre-fix module
+    repository: str = ""  # the repository's name (:func:`repository_name`)
 
 
 @dataclass
@@ -79,16 +80,24 @@ def scan_history(
     oldest first, at most ``limit`` of them; every other commit counted by its reason."""
     scan = HistoryScan()
     with GitReader(repo, git) as reader:
+        name = repository_name(reader)
         for commit in reader.commits(since):
             scan.commits += 1
             if limit is not None and len(scan.pairs) >= limit:
                 scan.skipped["past --limit"] += 1
                 continue
             try:
-                scan.pairs.append(_fix_pair(reader, commit))
+                scan.pairs.append(replace(_fix_pair(reader, commit), repository=name))
             except Skip as why:
                 scan.skipped[str(why)] += 1
     return scan
+
+
+def repository_name(reader: GitReader) -> str:
+    """The name a repository is mined as: its remote's (``owner/name`` -> ``name``), else its
+    directory's."""
+    url = reader.remote_url()
+    return url.rpartition("/")[2] if url else reader.repo.resolve().name
 
 
 class Skip(Exception):

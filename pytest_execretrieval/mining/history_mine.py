@@ -25,7 +25,7 @@ from ..safe_write import write_atomic
 from ..sanitize import one_line
 from .functions import MinedFunction, mined_functions
 from .git_reader import GitError, GitReader
-from .history import FixPair, HistoryScan, scan_history
+from .history import FixPair, HistoryScan, repository_name, scan_history
 from .mine import (
     MiningError,
     candidate_items,
@@ -84,7 +84,8 @@ def mine_history(
     try:
         scan = scan_history(Path(repo), since, limit, git)
         with GitReader(Path(repo), git) as reader:
-            head = commit_tree(reader, "HEAD", Path(repo).resolve().name)
+            head = commit_tree(reader, "HEAD", repository_name(reader))
+            head = replace(head, url=reader.remote_url() or head.url)
             check_licence(head, allow_licence)
             domain = checked_domain(domain or default_domain(head.distribution) + "_history")
             dropped: Counter[str] = Counter()

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..corpus.items import WRONG_VALUE_FIRST, WRONG_VALUE_ONLY
+from ..corpus.items import HISTORY, WRONG_VALUE_FIRST, WRONG_VALUE_ONLY
 from ..safe_write import write_atomic
 from ..sanitize import one_line
 from .density import MAX_EDITS, NearestNeighbour, density_shares
@@ -129,6 +129,8 @@ def item_text(
 def _fix_source(fix: FixPair) -> dict[str, str]:
     """A real bug's provenance in the ``[source]`` table."""
     return {
+        "origin": toml_string(HISTORY),
+        "repository": toml_string(one_line(fix.repository)),
         "commit": toml_string(fix.commit),
         "parent": toml_string(fix.parent),
         "subject": toml_string(one_line(fix.subject)),  # a commit message is untrusted text
