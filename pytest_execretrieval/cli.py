@@ -876,8 +876,10 @@ def cmd_mine(args: argparse.Namespace) -> int:
         return _usage("mine", "--history and --humaneval are two kinds of SOURCE: choose one")
     if args.history and not Path(args.source).is_dir():
         return _usage("mine", f"--history needs a git repository directory, not {args.source!r}")
-    if args.context and (args.history or args.humaneval):
-        return _usage("mine", "--context mines a package: not with --history or --humaneval")
+    if args.context and args.humaneval:
+        return _usage("mine", "--context mines a package or a repository: not with --humaneval")
+    if args.repo_url is not None and not args.history:
+        return _usage("mine", "--repo-url names the repository of --history")
     if args.jobs < 1:
         return _usage("mine", "-n must be at least 1")
     if args.wheels is not None and not (args.context and args.wheels.is_dir()):
@@ -903,7 +905,16 @@ def cmd_mine(args: argparse.Namespace) -> int:
     mined: Mined | MinedHistory
     try:
         if args.history:  # the repository's single-statement fixes as real-bug items
-            mined = mine_history(Path(args.source), Path(args.out), since=args.since, **common)
+            mined = mine_history(
+                Path(args.source),
+                Path(args.out),
+                since=args.since,
+                url=args.repo_url,
+                context=args.context,
+                jobs=args.jobs,
+                wheels=args.wheels,
+                **common,
+            )
         elif args.humaneval:  # the dataset's tasks, one item each
             mined = mine_humaneval(args.source, Path(args.out), **common)
         else:
@@ -1146,6 +1157,12 @@ def parser() -> argparse.ArgumentParser:
         "--since", metavar="REV", help="with --history: only the commits after REV (exclusive)"
     )
     m.add_argument(
+        "--repo-url",
+        metavar="URL",
+        help="with --history: the repository's public address (its name: the last part), "
+        "where its remote 'origin' names none",
+    )
+    m.add_argument(
         "--queries",
         type=Path,
         metavar="FILE",
@@ -1157,7 +1174,7 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="every public function and method in its repository context (the package, "
         "imported in the sandbox, the function replaced), tests carved from the package's own "
-        "test suite run in the sandbox",
+        "test suite run in the sandbox; with --history, each fix in its fix commit's tree",
     )
     m.add_argument(
         "--wheels",

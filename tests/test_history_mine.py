@@ -18,6 +18,7 @@ from pytest_execretrieval.corpus.build import engine
 from pytest_execretrieval.corpus.items import load_item, load_items
 from pytest_execretrieval.corpus.store import read_corpus, stale_reasons
 from pytest_execretrieval.corpus.variants import DEFAULT_VARIANT
+from pytest_execretrieval.mining.history_mine import SAME_ANSWERS, SAME_CODE
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="no git on this machine")
 
@@ -58,9 +59,12 @@ def total(values):
     """
     return sum(values)
 '''
-# Before the fixes: clamp's `<` is equivalent at the edge (x == lo returns x == lo), so its
-# real bug survives the fix's tests; last_index's is off by one, and the tests kill it.
-BUGGY = MODULE.replace("x <= lo", "x < lo").replace("len(values) - 1", "len(values)")
+# Before the fixes: clamp is wrong only at x == 10, which no test calls, so its real bug
+# survives the fix's tests, but a call drawn near theirs (clamp(9, 0, 3)'s x + 1) shows it is a
+# bug; last_index's is off by one, and the tests kill it.
+BUGGY = MODULE.replace("if x <= lo:", "if x <= lo or x == 10:").replace(
+    "len(values) - 1", "len(values)"
+)
 TESTS = """import tinytools.tools as t
 from tinytools.tools import clamp
 
@@ -139,7 +143,8 @@ def test_each_fix_becomes_an_item_with_its_real_bug_and_provenance(mined, repo):
     clamp = load_item(next(p for p in items if p.name.startswith("clamp")))
     assert clamp.source is not None
     assert clamp.source.fixing_tests == ("tests/test_tools.py::test_edges",)
-    assert clamp.source.pattern == "off_by_one_boundary"
+    assert clamp.source.pattern == "other"
+    assert clamp.real_bug.startswith("def clamp(x, lo, hi):")
     # the test file's asserts at the fix commit: a name assigned once, a module alias
     assert {"assert clamp(1, 1, 3) == 1", "assert clamp(9, 0, 3) == 3"} <= set(clamp.tests)
     assert "test tests/test_tools.py:7" in clamp.source.tests
@@ -235,15 +240,119 @@ def test_the_committed_real_bug_corpus_holds_its_fixes_provenance():
     assert all(i.source and i.source.distribution in notice for i in items)
 
 
+def test_a_fix_that_changes_no_behaviour_gives_no_real_bug(tmp_path):
+    """A renamed local variable is the same syntax tree; an edge case that returns the same
+    value either way gives the fix's answers on every call: neither is a real bug."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    renamed = MODULE.replace("return sum(values)", "return sum(v for v in values)")
+    commit(repo, "Start", {"pyproject.toml": PYPROJECT, "LICENSE": LICENCE, "t/tools.py": renamed})
+    commit(repo, "Fix total's name", {"t/tools.py": renamed.replace("v for v", "w for w")})
+    equivalent = MODULE.replace("x <= lo", "x < lo")  # x == lo returns x, which is lo
+    commit(repo, "Fix clamp", {"t/tools.py": equivalent})
+    commit(repo, "Fix clamp at the edge", {"t/tools.py": MODULE})
+    out = tmp_path / "mined"
+    assert cli.main(["mine", str(repo), "--history", "--out", str(out)]) == 0
+    assert list((out / "tinytools_history").glob("*.toml")) == []
+    text = (out / "MINED.md").read_text()
+    assert f"| {SAME_CODE} | 1 |" in text and f"| {SAME_ANSWERS} | 1 |" in text
+
+
 def test_a_function_fixed_twice_is_one_item_at_its_latest_fix(repo, tmp_path):
     moved = (repo / "tinytools" / "moved.py").read_text()
-    later = moved.replace("        return hi\n", "        return int(hi)\n")
-    last = commit(repo, "Fix clamp's type at the high edge", {"tinytools/moved.py": later})
+    # An empty list's last index: None (the earlier version's -1 a call drawn near [4] shows).
+    later = moved.replace("return len(values) - 1", "return len(values) - 1 if values else None")
+    last = commit(repo, "Fix last_index of an empty list", {"tinytools/moved.py": later})
     out = tmp_path / "twice"
     assert cli.main(["mine", str(repo), "--history", "--out", str(out)]) == 0
-    clamps = [load_item(p) for p in (out / "tinytools_history").glob("clamp_*.toml")]
-    assert [c.source.commit for c in clamps if c.source] == [last]
+    found = [load_item(p) for p in (out / "tinytools_history").glob("last_index_*.toml")]
+    assert [c.source.commit for c in found if c.source] == [last]
     assert (
         "| the function is fixed again later (its latest fix is the item) | 1 |"
         in (out / "MINED.md").read_text()
     )
+
+
+CONTEXT_CORE = '''RATE = 3
+
+
+def _scale(x):
+    return x * RATE
+
+
+def scaled_total(values):
+    """Sum the values, each scaled by the package's rate."""
+    return sum(_scale(v) for v in values[1:])
+
+
+class Account:
+    """A bank account."""
+
+    def __init__(self, balance):
+        self.balance = balance
+
+    def deposit(self, amount):
+        """Add a positive amount to the balance and give the new balance."""
+        if amount < 0:
+            raise ValueError("amount")
+        self.balance += amount
+        return self.balance
+'''
+CONTEXT_TESTS = """import pytest
+
+from ctx.core import Account, scaled_total
+
+
+def test_scaled():
+    assert scaled_total([1, 2]) == 9
+    assert scaled_total([]) == 0
+
+
+def test_deposit():
+    assert Account(10).deposit(5) == 15
+    with pytest.raises(ValueError):
+        Account(10).deposit(0)
+"""
+
+
+def test_fixes_of_functions_using_their_module_and_of_methods_are_mined_in_context(tmp_path):
+    """In its fix commit's context, a method is an item too (without, only the function whose
+    helpers travel with it); the tests are carved from the test files at the fix commit, the
+    real bug runs in the same context and the carved calls kill it."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    pyproject = PYPROJECT.replace("tinytools", "ctx")
+    files = {"pyproject.toml": pyproject, "LICENSE": LICENCE, "ctx/__init__.py": ""}
+    commit(repo, "Start", files | {"ctx/core.py": CONTEXT_CORE})
+    fixed = CONTEXT_CORE.replace("values[1:]", "values")
+    first = commit(
+        repo, "Fix scaled_total", {"ctx/core.py": fixed, "tests/test_core.py": CONTEXT_TESTS}
+    )
+    second = commit(repo, "Fix deposit of zero", {"ctx/core.py": fixed.replace("< 0", "<= 0")})
+    plain = tmp_path / "plain"
+    assert cli.main(["mine", str(repo), "--history", "--out", str(plain)]) == 0
+    assert [p.name[:12] for p in (plain / "ctx_history").glob("*.toml")] == ["scaled_total"]
+    out = tmp_path / "mined"
+    args = ["mine", str(repo), "--history", "--context", "--repo-url", "https://example.org/a/ctx"]
+    assert cli.main([*args, "--out", str(out)]) == 0
+    items = {p.stem.rsplit("_", 1)[0]: load_item(p) for p in (out / "ctx_history").glob("*.toml")}
+    assert set(items) == {"scaled_total", "account_deposit"}
+    total, deposit = items["scaled_total"], items["account_deposit"]
+    assert "values[1:]" in total.real_bug and total.canonical.startswith("def scaled_total")
+    assert "assert scaled_total([1, 2]) == 9" in total.tests
+    assert "assert raises(ValueError, deposit, {'balance': 10}, 0)" in deposit.tests
+    assert deposit.real_bug.startswith("def deposit(self, amount):\n    if amount < 0:")
+    for item, commit_id in ((total, first), (deposit, second)):
+        assert item.context is not None and item.source is not None
+        assert item.context.package == f"contexts/ctx-{commit_id[:12]}.zip"
+        assert item.source.repository == "ctx" and item.source.commit == commit_id
+    assert sorted(p.name for p in (out / "contexts").iterdir()) == sorted(
+        f"ctx-{c[:12]}.zip" for c in (first, second)
+    )
+    assert "real bugs the fix's tests kill: 2; surviving: 0" in (out / "MINED.md").read_text()
+    cache = str(tmp_path / "cache")
+    assert cli.main(["build", str(out), "-j", "1", "--cache-dir", cache]) == 0
+    kinds = [s.kind for s in read_corpus(out).snippets]
+    assert kinds.count("real_bug") == 2

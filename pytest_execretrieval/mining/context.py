@@ -173,13 +173,16 @@ def written_context(
     out: Path,
     wheelhouse: Path | None = None,
     allow_licence: str | None = None,
+    name: str = "",
 ) -> WrittenContext:
     """The context archive of ``tree`` (with the pure-Python wheels of ``wheelhouse``, each of
-    a licence mining takes) written into the items directory ``out`` and prepared."""
+    a licence mining takes) written into the items directory ``out`` and prepared; its file is
+    ``contexts/<name>.zip`` (default: the distribution and its version)."""
     wheels = pure_wheels(wheelhouse)
     held = tuple(held_wheel(wheel, allow_licence) for wheel in wheels)
     data, files = context_archive(tree, wheels)
-    stem = re.sub(r"[^A-Za-z0-9_.+-]", "_", f"{tree.distribution}-{tree.version}") or "package"
+    name = name or f"{tree.distribution}-{tree.version}"
+    stem = re.sub(r"[^A-Za-z0-9_.+-]", "_", name) or "package"
     package = f"{CONTEXTS}/{stem}.zip"
     path = write_atomic(Path(out) / package, data, root=Path(out))
     sha256 = hashlib.sha256(data).hexdigest()

@@ -54,7 +54,7 @@ class FixPair:
     author_date: str
     subject: str
     file: str
-    name: str  # the function's name
+    name: str  # the function's name (a method's, with ``owner`` its class)
     line: int  # the fixed function's first line in the post-fix file
     bug: str  # the function's source before the commit
     fix: str  # and after it
@@ -64,6 +64,7 @@ class FixPair:
     added_tests: tuple[str, ...] = ()  # "FILE::test_name" of test functions it added
     module_before: str = ""  # the whole pre-fix module
     repository: str = ""  # the repository's name (:func:`repository_name`)
+    owner: str = ""  # a method's class (a top-level class of the module), "" for a function
 
 
 @dataclass
@@ -74,20 +75,27 @@ class HistoryScan:
 
 
 def scan_history(
-    repo: Path, since: str | None = None, limit: int | None = None, git: str = "git"
+    repo: Path,
+    since: str | None = None,
+    limit: int | None = None,
+    git: str = "git",
+    methods: bool = False,
+    repository: str = "",
 ) -> HistoryScan:
     """The single-statement fixes of ``repo``'s history from ``since`` (exclusive) to HEAD,
-    oldest first, at most ``limit`` of them; every other commit counted by its reason."""
+    oldest first, at most ``limit`` of them; every other commit counted by its reason. With
+    ``methods``, a fix of a method of a top-level class is one too (mined in its context).
+    Each pair names the repository ``repository`` (default: :func:`repository_name`)."""
     scan = HistoryScan()
     with GitReader(repo, git) as reader:
-        name = repository_name(reader)
+        name = repository or repository_name(reader)
         for commit in reader.commits(since):
             scan.commits += 1
             if limit is not None and len(scan.pairs) >= limit:
                 scan.skipped["past --limit"] += 1
                 continue
             try:
-                scan.pairs.append(replace(_fix_pair(reader, commit), repository=name))
+                scan.pairs.append(replace(_fix_pair(reader, commit, methods), repository=name))
             except Skip as why:
                 scan.skipped[str(why)] += 1
     return scan
@@ -104,7 +112,7 @@ class Skip(Exception):
     """A commit that is not a single-statement fix; the message is the reason."""
 
 
-def _fix_pair(reader: GitReader, commit: Commit) -> FixPair:
+def _fix_pair(reader: GitReader, commit: Commit, methods: bool = False) -> FixPair:
     if len(commit.parents) != 1:
         raise Skip("merge commit" if commit.parents else "root commit")
     if not FIX_WORDS.search(commit.subject):
@@ -125,7 +133,7 @@ def _fix_pair(reader: GitReader, commit: Commit) -> FixPair:
         if _hunks(before, after) != 1:
             raise Skip("more than one diff hunk")
         try:
-            name, bug, fix, line = _changed_function(before, after)
+            owner, name, bug, fix, line = _changed_function(before, after, methods)
         except RecursionError:  # ast.dump of a deeply nested expression, anywhere in the module
             raise Skip("a version nests too deeply to compare") from None
         added = _added_tests(reader, tests)  # read only for a commit that is a fix pair
@@ -146,6 +154,7 @@ def _fix_pair(reader: GitReader, commit: Commit) -> FixPair:
         tuple(sorted(t.path for t in tests)),
         added,
         before,
+        owner=owner,
     )
 
 
@@ -216,20 +225,23 @@ def _functions(module: ast.Module) -> dict[str, ast.FunctionDef]:
     return {n.name: n for n in module.body if isinstance(n, ast.FunctionDef)}
 
 
-def _changed_function(before: str, after: str) -> tuple[str, str, str, int]:
-    """The one module-level function whose single statement the change edits: its name, its
-    source before and after, its first line after (decorators included)."""
+def _changed_function(
+    before: str, after: str, methods: bool = False
+) -> tuple[str, str, str, str, int]:
+    """The one module-level function (with ``methods``, or method of a top-level class) whose
+    single statement the change edits: its class ("" for a function), its name, its source
+    before and after, its first line after (decorators included)."""
     old, new = _parse(before), _parse(after)
-    if len(old.body) != len(new.body):
-        raise Skip("module-level statements added or removed")
-    differing = [(a, b) for a, b in zip(old.body, new.body) if ast.dump(a) != ast.dump(b)]
-    if not differing:
-        raise Skip("no change to the syntax (comments or layout only)")
-    if len(differing) > 1:
-        raise Skip("more than one module-level statement changed")
-    ((a, b),) = differing
+    a, b = _one_changed(old.body, new.body, "module-level statement")
+    owner = ""
+    if methods and isinstance(a, ast.ClassDef) and isinstance(b, ast.ClassDef):
+        if a.name != b.name or ast.dump(_header(a)) != ast.dump(_header(b)):
+            raise Skip("class header changed")
+        owner = b.name
+        a, b = _one_changed(a.body, b.body, "class-level statement")
     if not (isinstance(a, ast.FunctionDef) and isinstance(b, ast.FunctionDef)):
-        raise Skip("change outside a module-level function")
+        where = "a module-level function or a method" if methods else "a module-level function"
+        raise Skip(f"change outside {where}")
     if a.name != b.name:
         raise Skip("function renamed")
     changed = _statement_changes(_without_docstring(a), _without_docstring(b))
@@ -238,14 +250,78 @@ def _changed_function(before: str, after: str) -> tuple[str, str, str, int]:
     if changed != 1:
         raise Skip("more than one statement of the function changed")
     first = min([b.lineno, *(d.lineno for d in b.decorator_list)])
-    return b.name, _source(before, a), _source(after, b), first
+    return owner, b.name, _source(before, a), _source(after, b), first
+
+
+def same_syntax(a: str, b: str) -> bool:
+    """Whether two versions of a function are one syntax tree, its docstring, comments, layout
+    and the names of its local variables aside (each renamed by its first binding's order)."""
+    try:
+        first, second = _normalised(a), _normalised(b)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return a == b
+    return first == second
+
+
+def _normalised(code: str) -> str:
+    module = ast.parse(code)
+    for node in ast.walk(module):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and ast.get_docstring(node):
+            node.body = node.body[1:] or [ast.Pass()]
+    functions = [n for n in module.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    if functions:
+        _rename_locals(functions[-1])
+    return ast.dump(module)
+
+
+def _rename_locals(func: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+    """Rename the variables ``func`` binds (not its parameters, nor names it declares global
+    or nonlocal) to ``_v0``, ``_v1``, ... in the order of their first binding."""
+    declared = {
+        name
+        for node in ast.walk(func)
+        if isinstance(node, ast.Global | ast.Nonlocal)
+        for name in node.names
+    }
+    parameters = {a.arg for a in ast.walk(func.args) if isinstance(a, ast.arg)}
+    bound: dict[str, str] = {}
+    for node in ast.walk(func):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            if node.id not in declared | parameters:
+                bound.setdefault(node.id, f"_v{len(bound)}")
+    for node in ast.walk(func):
+        if isinstance(node, ast.Name) and node.id in bound:
+            node.id = bound[node.id]
+
+
+def _one_changed(old: list[ast.stmt], new: list[ast.stmt], what: str) -> tuple[ast.AST, ast.AST]:
+    """The one statement of a body that differs between its versions (none added or removed)."""
+    if len(old) != len(new):
+        raise Skip(f"{what}s added or removed")
+    differing = [(a, b) for a, b in zip(old, new) if ast.dump(a) != ast.dump(b)]
+    if not differing:
+        raise Skip("no change to the syntax (comments or layout only)")
+    if len(differing) > 1:
+        raise Skip(f"more than one {what} changed")
+    return differing[0]
+
+
+def _header(node: ast.ClassDef) -> ast.ClassDef:
+    shallow = copy.copy(node)
+    shallow.body = []
+    return shallow
 
 
 def _source(text: str, node: ast.FunctionDef) -> str:
+    """The function's lines (decorators included), a method's dedented by its indentation."""
     lines = text.splitlines(keepends=True)
     first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
     assert node.end_lineno is not None
-    return "".join(lines[first - 1 : node.end_lineno])
+    margin = " " * node.col_offset
+    return "".join(
+        line[len(margin) :] if line.startswith(margin) else line
+        for line in lines[first - 1 : node.end_lineno]
+    )
 
 
 def _without_docstring(func: ast.FunctionDef) -> ast.FunctionDef:

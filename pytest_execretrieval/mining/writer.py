@@ -48,6 +48,7 @@ class MinedItem:
     version: str | None = None  # the version the fix commit declares (else the tree's)
     # Every FILE:LINE the same code was mined from, where several modules define it (one item)
     locations: tuple[str, ...] = ()
+    context: WrittenContext | None = None  # its own context (a fix commit's), else the SOURCE's
 
 
 def toml_string(text: str) -> str:
@@ -92,6 +93,7 @@ def item_text(
     SOURCE's metadata on one line, control characters escaped) and, mined in a repository
     context, the ``[context]`` table (the archive ``package``, the module, a method's class)."""
     fn = item.function
+    package = item.context or package
     version = tree.version if item.version is None else item.version
     source = {
         "distribution": toml_string(one_line(tree.distribution)),
