@@ -3,10 +3,15 @@
 Ranks a synthetic pool (random unit vectors, 384 dims) for 1,000 queries at 10k, 100k and 1M
 snippets, each size in a fresh process, reporting wall time and peak RSS.
 
-With ``--precision`` (issue 44 part 1) each size instead times, in the same process and over the
-same blocks, the physical limit (a bare float32 ``queries @ block.T`` with ``argpartition`` on
-vectors normalised beforehand), ``rank_dense`` (float32 blocks, undecided documents re-scored in
-float64) and the float64 reference path, and checks that the two rankings are identical.
+With ``--precision`` (issue 44 part 1, issue 59 part 3) each size instead times, in one process
+and over the same blocks, the physical limit (the bare float32 path: vectors normalised
+beforehand, each block's ``queries @ block.T`` into a reused buffer, its top k by
+``argpartition``, merged into a running top k) and ``rank_dense`` (float32 blocks, undecided
+documents re-scored in float64; it also normalises, and finds each query's target rank and tie
+counts) ALTERNATELY: bare, rank_dense, bare, rank_dense, ... ``--repeats`` times each, so that a
+change of the shared machine's speed hits both sides of a pair. Reported: each side's median and
+the median of the per-pair ratios. The float64 reference path runs once, before the
+alternation; every ``rank_dense`` result is checked identical to it.
 
 With ``--near-clones`` (issue 44 part 4) each size is a pool with a near-clone structure, written
 to a memory-mapped ``.npy`` file under ``--dir``: one group per query (its canonical and
@@ -21,7 +26,8 @@ queries whose canonical is among the candidates), the recall of the exact top 10
 whose canonical the exact ranking had in its top 10 and the index dropped, and the rank-1 snippet
 kept or turned into one of the query's own mutants.
 
-Usage: python benchmarks/scale.py [--sizes 10000,100000,1000000] [--queries 1000] [--precision]
+Usage: python benchmarks/scale.py [--sizes 10000,100000,1000000] [--queries 1000]
+       python benchmarks/scale.py --precision [--sizes 100000,1000000] [--repeats 5]
        python benchmarks/scale.py --near-clones --sizes 5000000,20000000 [--factory IVF1024,PQ48]
            [--nprobe 16,64] [--query-spread 1.5] [--no-exact-above N] [--dir DIR]
 """
@@ -30,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -72,45 +79,78 @@ K = 10
 DECIDED = ("indices", "scores", "target_rank", "target_score", "target_above", "target_ties")
 
 
-def bare_float32(q: np.ndarray, docs: np.ndarray) -> None:
-    """The physical limit: each block's float32 scores and an unordered top k, nothing else."""
+def bare_float32(q: np.ndarray, docs: np.ndarray, buffer: np.ndarray) -> np.ndarray:
+    """The physical limit: each block's float32 scores (into ``buffer``, reused as ``rank_dense``
+    reuses its own) and their unordered top k by ``argpartition``, merged into a running top k;
+    returns its pool positions."""
+    n = len(q)
+    best_idx, best = np.zeros((n, 0), np.int64), np.zeros((n, 0), np.float32)
     for start in range(0, len(docs), CHUNK):
-        np.argpartition(q @ docs[start : start + CHUNK].T, -K, axis=1)[:, -K:]
+        part = docs[start : start + CHUNK]
+        block = np.matmul(q, part.T, out=buffer[: n * len(part)].reshape(n, len(part)))
+        top = np.argpartition(block, -min(K, len(part)), axis=1)[:, -K:]
+        idx = np.concatenate([best_idx, top + start], axis=1)
+        score = np.concatenate([best, np.take_along_axis(block, top, axis=1)], axis=1)
+        keep = np.argpartition(score, -min(K, score.shape[1]), axis=1)[:, -K:]
+        best_idx, best = np.take_along_axis(idx, keep, 1), np.take_along_axis(score, keep, 1)
+    return best_idx
 
 
-def precision_paths(n: int, queries: int) -> dict:
+def precision_paths(n: int, queries: int, repeats: int) -> dict:
+    """One size of ``--precision`` (module docstring), in this process."""
     from pytest_execretrieval.ranking.retrieval import _rank_dense_float64, normalize, rank_dense
 
     q, docs = synthetic(n, queries)
     targets = [0] * queries  # a document in the bulk of the scores: the widest band to decide
-    unit_q, unit_docs = normalize(q), normalize(docs)
-    start = time.perf_counter()
-    bare_float32(unit_q, unit_docs)
-    bare = time.perf_counter() - start
-    del unit_q, unit_docs
-    start = time.perf_counter()
-    fast = rank_dense(q, docs, targets, k=K, chunk=CHUNK)
-    mixed = time.perf_counter() - start
+    fields = (*DECIDED, "tail_ties", "watched")
     start = time.perf_counter()
     reference = _rank_dense_float64(q, docs, targets, k=K, chunk=CHUNK)
     float64 = time.perf_counter() - start
-    fields = (*DECIDED, "tail_ties")
-    same = all(np.array_equal(getattr(fast, f), getattr(reference, f)) for f in fields)
-    return {"n": n, "bare": bare, "float32": mixed, "float64": float64, "identical": same}
+    unit_q, unit_docs = normalize(q), normalize(docs)
+    buffer = np.empty(queries * min(CHUNK, n), np.float32)
+    bare, ranked, identical = [], [], True
+    for _ in range(repeats):
+        start = time.perf_counter()
+        bare_float32(unit_q, unit_docs, buffer)
+        bare.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        fast = rank_dense(q, docs, targets, k=K, chunk=CHUNK)
+        ranked.append(time.perf_counter() - start)
+        identical &= all(np.array_equal(getattr(fast, f), getattr(reference, f)) for f in fields)
+    ratios = [r / b for b, r in zip(bare, ranked)]
+    return {
+        "n": n,
+        "queries": queries,
+        "bare_s": bare,
+        "rank_dense_s": ranked,
+        "ratios": ratios,
+        "bare_median": float(np.median(bare)),
+        "rank_dense_median": float(np.median(ranked)),
+        "ratio_median": float(np.median(ratios)),
+        "float64_s": float64,
+        "identical": bool(identical),
+        "load_after": os.getloadavg(),
+    }
 
 
-def print_precision(sizes: list[int], queries: int) -> None:
+def print_precision(sizes: list[int], queries: int, repeats: int) -> None:
+    print(f"alternating bare float32 and rank_dense, {repeats} times each, one process per size")
     print(
         f"{'snippets':>10} {'queries':>8} {'bare f32 s':>11} {'rank_dense s':>13} "
-        f"{'float64 s':>10} {'vs bare':>8} {'f64/new':>8} {'identical':>10}"
+        f"{'ratio':>7} {'ratios (min-max)':>17} {'float64 s':>10} {'identical':>10}"
     )
     for n in sizes:
-        r = in_fresh_process(["--precision-one", str(n), "--queries", str(queries)])
+        r = in_fresh_process(
+            ["--precision-one", str(n), "--queries", str(queries), "--repeats", str(repeats)]
+        )
+        spread = f"{min(r['ratios']):.2f}-{max(r['ratios']):.2f}"
         print(
-            f"{n:>10} {queries:>8} {r['bare']:>11.1f} {r['float32']:>13.1f} {r['float64']:>10.1f} "
-            f"{r['float32'] / r['bare']:>7.2f}x {r['float64'] / r['float32']:>7.2f}x "
+            f"{n:>10} {queries:>8} {r['bare_median']:>11.2f} {r['rank_dense_median']:>13.2f} "
+            f"{r['ratio_median']:>6.2f}x {spread:>17} {r['float64_s']:>10.1f} "
             f"{str(r['identical']):>10}"
         )
+        print(json.dumps(r), file=sys.stderr)
+    print("seconds: medians; ratio: median of the per-pair ratios rank_dense / bare")
     print("target: rank_dense within 1.3x of the bare float32 path, rankings identical")
 
 
@@ -146,7 +186,8 @@ def near_clone_pool(
     for chunk, start in enumerate(range(queries * group, n, GEN_CHUNK)):
         stop = min(n, start + GEN_CHUNK)
         part = np.random.default_rng([seed, 1, chunk])
-        pool[start:stop] = _noisy(part, centres[part.integers(0, TOPICS, stop - start)], TOPIC_SPREAD)
+        around = centres[part.integers(0, TOPICS, stop - start)]
+        pool[start:stop] = _noisy(part, around, TOPIC_SPREAD)
     pool.flush()
     del pool
     asked = _noisy(rng, canonicals, query_spread)
@@ -277,13 +318,15 @@ def print_near_clones(args: argparse.Namespace) -> None:
               f"query spread {r['query_spread']}: generated in {r['generate_s']:.0f} s; peak RSS "
               f"{r['peak_rss_gib']:.2f} GiB (mapped pages included); peak anonymous GiB: {anon}")
         if exact:
-            print(f"  exact: {exact['seconds']:.0f} s; canonical first {exact['canonical_first']:.3f},"
+            print(f"  exact: {exact['seconds']:.0f} s; canonical first "
+                  f"{exact['canonical_first']:.3f},"
                   f" in the top 10 {exact['canonical_top10']:.3f}; own mutant first "
                   f"{exact['mutant_first']:.3f}")
         print(f"  {r['index']['factory']}: built in {r['index']['build_s']:.0f} s")
         for run in r["runs"]:
             line = (f"    nprobe={run['nprobe']}: search {run['search_s']:.1f} s, re-score "
-                    f"{run['rescore_s']:.1f} s; canonical among the {r['index']['candidates']} candidates "
+                    f"{run['rescore_s']:.1f} s; canonical among the "
+                    f"{r['index']['candidates']} candidates "
                     f"{run['canonical_recall']:.3f}; canonical first {run['canonical_first']:.3f};"
                     f" own mutant first {run['mutant_first']:.3f}")
             if "dropped" in run:
@@ -305,6 +348,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--precision", action="store_true", help="float32 vs float64 vs bare")
+    parser.add_argument("--repeats", type=int, default=5,
+                        help="bare and rank_dense runs each, alternating (precision)")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--precision-one", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--near-clones", action="store_true", help="pools of near clones")
@@ -330,10 +375,10 @@ def main() -> None:
         print(json.dumps(one_size(args.one, args.queries)))
         return
     if args.precision_one:
-        print(json.dumps(precision_paths(args.precision_one, args.queries)))
+        print(json.dumps(precision_paths(args.precision_one, args.queries, args.repeats)))
         return
     if args.precision:
-        print_precision(list(map(int, args.sizes.split(","))), args.queries)
+        print_precision(list(map(int, args.sizes.split(","))), args.queries, args.repeats)
         return
     print(f"{'snippets':>10} {'queries':>8} {'time s':>8} {'peak RSS GiB':>13} {'inputs GiB':>11}")
     for n in map(int, args.sizes.split(",")):

@@ -15,6 +15,7 @@ from pytest_execretrieval.ranking.retrieval import (
     _rank_dense_float32,
     _rank_dense_float64,
     float32_margin,
+    kth_largest,
     normalize,
     rank_dense,
 )
@@ -51,6 +52,11 @@ def planted_pool(seed: int, n_docs: int, n_queries: int, dim: int, kind: str):
         queries = rng.integers(-2, 3, size=(n_queries, dim)).astype(np.float64)
     docs[np.linalg.norm(docs, axis=1) == 0, 0] = 1
     queries[np.linalg.norm(queries, axis=1) == 0, 0] = 1
+    if kind == "zeros and scales":  # zero vectors score 0; norms far from 1 on both sides
+        docs *= 10.0 ** rng.uniform(-3, 3, size=(n_docs, 1))
+        queries *= 10.0 ** rng.uniform(-3, 3, size=(n_queries, 1))
+        docs[rng.random(n_docs) < 0.2] = 0
+        queries[rng.random(n_queries) < 0.2] = 0
     if kind == "boundaries" and dim >= 2:
         for slot in rng.choice(n_docs, size=min(n_docs, 3 * n_queries), replace=False):
             docs[slot] = at_cosine(queries[rng.integers(n_queries)], near_midpoint(rng), rng)
@@ -96,24 +102,67 @@ def decisions(ranking: Ranking) -> dict[str, list]:
     n_docs=st.integers(1, 80),
     n_queries=st.integers(1, 6),
     dim=st.sampled_from([1, 2, 3, 5, 16, 61]),
-    kind=st.sampled_from(["random", "integer ties", "boundaries", "all-equal"]),
+    kind=st.sampled_from(["random", "integer ties", "boundaries", "all-equal", "zeros and scales"]),
     k=st.integers(1, 12),
     chunk=st.integers(1, 90),
     max_candidates=st.sampled_from([None, 0, 1, 2, 5]),
+    steps=st.sampled_from([None, (1, 1, 1), (2, 3, 5), (7, 5, 3)]),
 )
 def test_float32_path_decides_like_float64_and_brute_force(
-    seed, n_docs, n_queries, dim, kind, k, chunk, max_candidates
+    seed, n_docs, n_queries, dim, kind, k, chunk, max_candidates, steps
 ):
     queries, docs = planted_pool(seed, n_docs, n_queries, dim, kind)
     rng = np.random.default_rng(seed + 1)
     targets = rng.integers(0, n_docs, size=n_queries)
     watch = [list(rng.integers(0, n_docs, size=3)) for _ in range(n_queries)]
-    fast = _rank_dense_float32(queries, docs, targets, k, chunk, watch, max_candidates)
+    # steps: the sample of a crowded row's k-th score, the rows normalised and the pairs
+    # re-scored at a time, small enough that every path through them runs on these small pools
+    names = ("SAMPLE_COLUMNS", "NORMALISE_ROWS", "PAIRS_PER_STEP")
+    kept = [getattr(retrieval, name) for name in names]
+    try:
+        for name, value in zip(names, steps or kept):
+            setattr(retrieval, name, value)
+        fast = _rank_dense_float32(queries, docs, targets, k, chunk, watch, max_candidates)
+    finally:
+        for name, value in zip(names, kept):
+            setattr(retrieval, name, value)
     reference = _rank_dense_float64(queries, docs, targets, k, chunk, watch)
     assert decisions(fast) == decisions(reference)
     assert fast.target_score.tolist() == reference.target_score.tolist()
     assert fast.watched == reference.watched
     assert decisions(fast) == brute_force(queries, docs, targets, k)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
+    n_rows=st.integers(1, 6),
+    width=st.integers(2, 300),
+    k=st.integers(1, 40),
+    sample=st.integers(1, 300),
+    cap=st.integers(0, 300),
+    levels=st.sampled_from([None, 1, 3, 50]),
+    some_rows=st.booleans(),
+)
+def test_kth_largest_is_the_whole_rows_partition(
+    seed, n_rows, width, k, sample, cap, levels, some_rows
+):
+    rng = np.random.default_rng(seed)
+    k = min(k, width - 1)
+    block = rng.standard_normal((n_rows, width)).astype(np.float32)
+    if levels:  # ties: few distinct scores
+        block = rng.integers(0, levels, size=(n_rows, width)).astype(np.float32)
+    rows = np.arange(n_rows)
+    if some_rows:
+        rows = np.flatnonzero(rng.random(n_rows) < 0.5)
+    kept = retrieval.SAMPLE_COLUMNS
+    try:
+        retrieval.SAMPLE_COLUMNS = sample
+        found = kth_largest(block, rows, k, cap)
+    finally:
+        retrieval.SAMPLE_COLUMNS = kept
+    expected = np.partition(block[rows], width - k, axis=1)[:, width - k]
+    assert found.tolist() == expected.tolist()
 
 
 def test_the_planted_boundaries_break_a_plain_float32_ranking():

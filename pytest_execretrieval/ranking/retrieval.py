@@ -43,8 +43,15 @@ DECIMALS = 6
 # small blocks always allow MIN_CANDIDATES.
 CANDIDATE_SHARE = 1 / 32
 MIN_CANDIDATES = 64
-# (query, document) pairs re-scored in float64 per step: bounds the gathered vectors' memory.
-PAIRS_PER_STEP = 8192
+# (query, document) pairs re-scored in float64 per step: bounds the gathered vectors' memory
+# (and keeps them in cache).
+PAIRS_PER_STEP = 1024
+# Rows normalised in float64 per step by :func:`unit_rows`, so that the float64 copies stay in
+# cache instead of a whole block's going through memory.
+NORMALISE_ROWS = 256
+# A crowded row's k-th float32 score is first bounded from below by the k-th of its first
+# SAMPLE_COLUMNS columns (:func:`kth_largest`).
+SAMPLE_COLUMNS = 4096
 
 
 @dataclass(frozen=True)
@@ -75,6 +82,32 @@ def normalize(vectors: np.ndarray, dtype: type = np.float32) -> np.ndarray:
     vectors = np.asarray(vectors, dtype=dtype)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return (vectors / np.where(norms == 0, 1, norms)).astype(dtype, copy=False)
+
+
+def unit_rows(vectors: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``normalize(vectors, np.float64).astype(np.float32)`` into ``out``, the same values (each
+    row is normalised on its own), :data:`NORMALISE_ROWS` rows at a time."""
+    for start in range(0, len(vectors), NORMALISE_ROWS):
+        out[start : start + NORMALISE_ROWS] = normalize(
+            vectors[start : start + NORMALISE_ROWS], np.float64
+        )
+    return out
+
+
+def unit_rows64(vectors: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """``normalize(vectors[positions], np.float64)``, the same values, :data:`NORMALISE_ROWS` rows
+    at a time."""
+    out = np.empty((len(positions), vectors.shape[1]), dtype=np.float64)
+    for start in range(0, len(positions), NORMALISE_ROWS):
+        out[start : start + NORMALISE_ROWS] = normalize(
+            vectors[positions[start : start + NORMALISE_ROWS]], np.float64
+        )
+    return out
+
+
+def row_counts(mask: np.ndarray) -> np.ndarray:
+    """The True entries of each row of a 2-d boolean array (``count_nonzero(axis=1)``, faster)."""
+    return mask.view(np.uint8).sum(axis=1, dtype=np.int32).astype(np.int64)
 
 
 def merge(
@@ -205,7 +238,8 @@ def last_listed(scores: np.ndarray) -> np.ndarray:
 def float32_margin(dim: int) -> float:
     """A bound on |float32 score - float64 path's score| for vectors of ``dim`` dimensions.
 
-    Both paths normalise in float64; the float32 path casts the unit vectors to float32, so each
+    Both paths normalise in float64, each row on its own (:func:`unit_rows` gives the same values
+    in pieces); the float32 path casts the unit vectors to float32, so each
     component carries a relative error c <= u32 + (dim + 4) * u64 (the cast plus float64's
     normalisation). The exact dot of the cast vectors then differs from the exact cosine by at
     most (2c + c^2) * sum|q_i x_i| <= 2c + c^2 (Cauchy-Schwarz on unit vectors), and sgemm's sum of
@@ -253,7 +287,7 @@ def pool_scores(
     inside = (positions >= 0) & (positions < len(documents))
     scores = np.full(len(positions), np.nan, dtype=np.float32)
     wanted, where = np.unique(positions[inside], return_inverse=True)
-    d64 = normalize(documents[wanted], np.float64)
+    d64 = unit_rows64(documents, wanted)
     scores[inside] = exact_scores(q64, d64, rows[inside], where.reshape(-1))
     return scores
 
@@ -278,54 +312,96 @@ class Candidates:
 
 def listing_floor(
     block32: np.ndarray, listed_last: np.ndarray, full: bool, k: int, margin: float, cap: int
-) -> np.ndarray:
+) -> tuple[np.ndarray, np.ndarray]:
     """Per row, a float32 score below which no document of this block can be listed or tie with
-    the final last listed score.
+    the final last listed score, and the mask of the block's scores at or above it.
 
     Such a document's score is at least the running last listed score (if the list is full) and
     at least the block's own k-th score, which is at least the block's k-th float32 score minus
-    the margin. The partition for the second bound runs only on rows the first leaves crowded.
+    the margin. The k-th float32 score (:func:`kth_largest`) is found only for the rows the first
+    bound leaves crowded (every row of the first block).
     """
     n, width = block32.shape
     floor = np.full(n, -np.inf, dtype=np.float32)
     if full:
         floor = _below(listed_last.astype(np.float64) - margin)
+    listed = block32 >= floor[:, None]
     if width <= k:
-        return floor
-    crowded = np.flatnonzero(np.count_nonzero(block32 >= floor[:, None], axis=1) > cap)
+        return floor, listed
+    crowded = np.flatnonzero(row_counts(listed) > cap)
     if len(crowded):
-        kth = np.partition(block32[crowded], width - k, axis=1)[:, width - k]
+        kth = kth_largest(block32, crowded, k, cap)
         floor[crowded] = np.maximum(floor[crowded], _below(kth.astype(np.float64) - 2 * margin))
-    return floor
+        if len(crowded) == n:
+            np.greater_equal(block32, floor[:, None], out=listed)
+        else:
+            listed[crowded] = block32[crowded] >= floor[crowded, None]
+    return floor, listed
+
+
+def kth_largest(block32: np.ndarray, rows: np.ndarray, k: int, cap: int) -> np.ndarray:
+    """The k-th largest score of each of ``rows`` (ascending, ``k`` < the block's width), as
+    ``np.partition`` of the whole row finds it, without partitioning whole rows.
+
+    The k-th largest of a row's first :data:`SAMPLE_COLUMNS` scores is at most the row's k-th
+    largest, so the row's k largest scores are among those at least that good; these (a few times
+    ``k`` for scores in no particular order) are sorted per row. A row with more than ``cap`` of
+    them (many ties) is partitioned whole."""
+    n, width = block32.shape
+    every = len(rows) == n
+    sample = max(k, min(width, SAMPLE_COLUMNS))
+    head = block32[:, :sample] if every else block32[rows, :sample]
+    lower = np.partition(head, sample - k, axis=1)[:, sample - k]
+    whole = block32 if every else block32[rows]
+    good = whole >= lower[:, None]
+    many = row_counts(good) > cap
+    kth = np.empty(len(rows), dtype=np.float32)
+    if many.any():
+        crowded = np.flatnonzero(many)
+        kth[crowded] = np.partition(whole[crowded], width - k, axis=1)[:, width - k]
+        good[crowded] = False
+    flat = np.flatnonzero(good)
+    at, scores = flat // width, whole.reshape(-1)[flat]
+    order = np.lexsort((-scores, at))  # by row, best first
+    starts = np.searchsorted(at[order], np.flatnonzero(~many))
+    kth[~many] = scores[order][starts + k - 1]
+    return kth
 
 
 def candidates(
     block32: np.ndarray,
     q64: np.ndarray,
-    d64: np.ndarray,
-    floor: np.ndarray,
+    part: np.ndarray,
+    listed: np.ndarray,
     target_score: np.ndarray,
     margin: float,
     cap: int,
 ) -> Candidates:
-    """The documents of this block whose float32 score cannot decide the ranking: at or above
-    ``floor``, or within ``margin`` of the row's target score, re-scored in float64."""
+    """The documents of this block (``part``, as given) whose float32 score cannot decide the
+    ranking: at or above the row's listing floor (``listed``, the mask :func:`listing_floor`
+    gives; this reuses it), or within ``margin`` of the row's target score, re-scored in float64
+    (:func:`pool_scores`; a row with over ``cap`` of them, in full)."""
+    width = block32.shape[1]
     target = target_score.astype(np.float64)
     above_target = block32 > _above(target + margin)[:, None]
     near_target = block32 >= _below(target - margin)[:, None]
-    near_target &= ~above_target
-    wanted = near_target | (block32 >= floor[:, None])
-    dense_rows = np.flatnonzero(np.count_nonzero(wanted, axis=1) > cap)
+    near_target ^= above_target  # the upper bound is above the lower, so this removes them
+    wanted = np.logical_or(listed, near_target, out=listed)
+    dense_rows = np.flatnonzero(row_counts(wanted) > cap)
     wanted[dense_rows] = False
-    rows, cols = np.nonzero(wanted)
-    sure_above = np.count_nonzero(above_target, axis=1)
+    flat = np.flatnonzero(wanted)
+    rows, cols = flat // width, flat % width
+    sure_above = row_counts(above_target)
     sure_above[dense_rows] = 0
-    dense = np.round(q64[dense_rows] @ d64.T, DECIMALS).astype(np.float32)
+    dense = np.zeros((0, width), dtype=np.float32)
+    if len(dense_rows):
+        d64 = normalize(part, np.float64)
+        dense = np.round(q64[dense_rows] @ d64.T, DECIMALS).astype(np.float32)
     return Candidates(
         rows,
         cols,
-        exact_scores(q64, d64, rows, cols),
-        near_target[rows, cols],
+        pool_scores(q64, part, rows, cols),
+        near_target.reshape(-1)[flat],
         sure_above,
         dense_rows,
         dense,
@@ -428,7 +504,16 @@ def rank_dense(
     watch: Sequence[Sequence[int]] | None = None,
 ) -> Ranking:
     """Rank the pool for each query, exactly as :func:`_rank_dense_float64` does, in one pass of
-    float32 blocks (see :func:`float32_margin`)."""
+    float32 blocks (see :func:`float32_margin`).
+
+    Beyond a bare float32 top k (``queries @ block.T`` and a partition, on vectors normalised
+    beforehand) it normalises each block (in float64, then cast), decides in float64 every
+    document whose float32 score lies within the margin of a decision (the running k-th score or
+    the target's score), and counts per query the documents above and tied with its target (its
+    rank and tie group) and tied with the last listed score, which the tie-aware metrics need.
+    Per block, after the matmul, that is a few comparison passes over the float32 scores and the
+    float64 re-scoring of a few dozen documents per query; no block is partitioned whole except
+    rows crowded by ties (:func:`kth_largest`)."""
     return _rank_dense_float32(queries, documents, targets, k, chunk, watch)
 
 
@@ -455,16 +540,21 @@ def _rank_dense_float32(
     margin = float32_margin(q64.shape[1])
     listing = Listing(n, k)
     total = np.zeros((n, 4), dtype=np.int64)
+    most = min(chunk, len(documents))  # the buffers below are reused by every block
+    units = np.empty((most, q64.shape[1]), dtype=np.float32)
+    products = np.empty(n * most, dtype=np.float32)
     for offset in range(0, len(documents), chunk):
-        d64 = normalize(documents[offset : offset + chunk], np.float64)
-        block32 = q32 @ d64.astype(np.float32).T
+        part = documents[offset : offset + chunk]
+        width = len(part)
+        d32 = unit_rows(part, units[:width])
+        block32 = np.matmul(q32, d32.T, out=products[: n * width].reshape(n, width))
         cap = max_candidates
         if cap is None:
-            cap = max(MIN_CANDIDATES, int(len(d64) * CANDIDATE_SHARE))
-        floor = listing_floor(block32, listing.last(), listing.full, k, margin, cap)
-        found = candidates(block32, q64, d64, floor, target_score, margin, cap)
+            cap = max(MIN_CANDIDATES, int(width * CANDIDATE_SHARE))
+        _, listed = listing_floor(block32, listing.last(), listing.full, k, margin, cap)
+        found = candidates(block32, q64, part, listed, target_score, margin, cap)
         block_counts = partial(candidate_counts, found, offset, target_pos, target_score)
-        total += listing.add(*candidate_top(found, n, k, offset), len(d64), block_counts)
+        total += listing.add(*candidate_top(found, n, k, offset), width, block_counts)
     idx, scores = listing.result()
     return Ranking(
         idx,
