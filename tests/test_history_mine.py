@@ -18,7 +18,12 @@ from pytest_execretrieval.corpus.build import engine
 from pytest_execretrieval.corpus.items import load_item, load_items
 from pytest_execretrieval.corpus.store import read_corpus, stale_reasons
 from pytest_execretrieval.corpus.variants import DEFAULT_VARIANT
-from pytest_execretrieval.mining.history_mine import SAME_ANSWERS, SAME_CODE
+from pytest_execretrieval.mining.history_mine import (
+    LATER_FIX,
+    NOT_BY_TEST,
+    SAME_ANSWERS,
+    SAME_CODE,
+)
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="no git on this machine")
 
@@ -330,7 +335,24 @@ def test_fixes_of_functions_using_their_module_and_of_methods_are_mined_in_conte
     first = commit(
         repo, "Fix scaled_total", {"ctx/core.py": fixed, "tests/test_core.py": CONTEXT_TESTS}
     )
-    second = commit(repo, "Fix deposit of zero", {"ctx/core.py": fixed.replace("< 0", "<= 0")})
+    zero = fixed.replace("< 0", "<= 0")
+    commit(repo, "Fix deposit of zero", {"ctx/core.py": zero})
+    # Two commits whose subjects name no fix: one adds a test its pre-fix version fails (a
+    # fix by its test, two statements added), one a test its pre-fix version passes (none).
+    typed = zero.replace(
+        "        if amount <= 0:",
+        "        if not isinstance(amount, int):\n            raise TypeError(amount)\n"
+        "        if amount <= 0:",
+    )
+    type_test = "\n\ndef test_type():\n    with pytest.raises(TypeError):\n"
+    type_test += "        Account(1).deposit(1.5)\n"
+    tests = CONTEXT_TESTS + type_test
+    second = commit(
+        repo, "Refuse amounts of other types", {"ctx/core.py": typed, "tests/test_core.py": tests}
+    )
+    faster = typed.replace("sum(_scale(v) for v in values)", "RATE * sum(values)")
+    more = tests + "\n\ndef test_more():\n    assert scaled_total([3]) == 9\n"
+    commit(repo, "Speed up scaled_total", {"ctx/core.py": faster, "tests/test_core.py": more})
     plain = tmp_path / "plain"
     assert cli.main(["mine", str(repo), "--history", "--out", str(plain)]) == 0
     assert [p.name[:12] for p in (plain / "ctx_history").glob("*.toml")] == ["scaled_total"]
@@ -342,8 +364,11 @@ def test_fixes_of_functions_using_their_module_and_of_methods_are_mined_in_conte
     total, deposit = items["scaled_total"], items["account_deposit"]
     assert "values[1:]" in total.real_bug and total.canonical.startswith("def scaled_total")
     assert "assert scaled_total([1, 2]) == 9" in total.tests
-    assert "assert raises(ValueError, deposit, {'balance': 10}, 0)" in deposit.tests
-    assert deposit.real_bug.startswith("def deposit(self, amount):\n    if amount < 0:")
+    assert "assert raises(TypeError, deposit, {'balance': 1}, 1.5)" in deposit.tests
+    assert deposit.real_bug.startswith("def deposit(self, amount):\n    if amount <= 0:")
+    assert deposit.source is not None and total.source is not None
+    assert (deposit.source.admitted, deposit.source.statements) == (("test",), 2)  # if, raise
+    assert (total.source.admitted, total.source.statements) == (("subject",), 1)
     for item, commit_id in ((total, first), (deposit, second)):
         assert item.context is not None and item.source is not None
         assert item.context.package == f"contexts/ctx-{commit_id[:12]}.zip"
@@ -351,7 +376,9 @@ def test_fixes_of_functions_using_their_module_and_of_methods_are_mined_in_conte
     assert sorted(p.name for p in (out / "contexts").iterdir()) == sorted(
         f"ctx-{c[:12]}.zip" for c in (first, second)
     )
-    assert "real bugs the fix's tests kill: 2; surviving: 0" in (out / "MINED.md").read_text()
+    text = (out / "MINED.md").read_text()
+    assert "real bugs the fix's tests kill: 2; surviving: 0" in text
+    assert f"| {NOT_BY_TEST} | 1 |" in text and f"| {LATER_FIX} | 1 |" in text
     cache = str(tmp_path / "cache")
     assert cli.main(["build", str(out), "-j", "1", "--cache-dir", cache]) == 0
     kinds = [s.kind for s in read_corpus(out).snippets]

@@ -70,6 +70,10 @@ SOURCE_OPTIONAL = {
     # they were mined from (the name it is mined as; ``url`` is its address).
     "origin": str,
     "repository": str,
+    # What made history's commit a fix (:data:`ADMISSIONS`: its subject names one, a test it
+    # added or changed fails on the pre-fix version) and how many statements it changed.
+    "admitted": list,
+    "statements": int,
     # Every place the same code was mined from, ``FILE:LINE`` (the first is ``file``/``line``),
     # where two modules define it identically: one item (docs/mining.md).
     "locations": list,
@@ -83,6 +87,8 @@ WRONG_VALUE_FIRST = "wrong-value-first"
 WRONG_VALUE_ONLY = "wrong-value-only"  # mined in a repository context: no crash-only distractor
 SOURCE_TYPES = {**SOURCE_REQUIRED, **SOURCE_OPTIONAL}
 HISTORY, DATASET, HAND = "history", "dataset", "hand"
+SUBJECT, TEST = "subject", "test"
+ADMISSIONS = (SUBJECT, TEST)
 ORIGINS = (HISTORY, DATASET, HAND)
 SOURCE_CHOICES = {"distractors": (WRONG_VALUE_FIRST, WRONG_VALUE_ONLY), "origin": ORIGINS}
 SOURCE_REQUIRED_BY_ORIGIN: dict[str, tuple[str, ...]] = {
@@ -90,7 +96,7 @@ SOURCE_REQUIRED_BY_ORIGIN: dict[str, tuple[str, ...]] = {
     DATASET: ("distribution", "version"),
     HAND: (),
 }
-_SOURCE_LISTS = ("tests", "files", "fixing_tests", "locations")
+_SOURCE_LISTS = ("tests", "files", "fixing_tests", "locations", "admitted")
 DOMAINS = (
     "strings",
     "parsing_validation",
@@ -127,6 +133,8 @@ class ItemSource:
     pattern: str = ""
     origin: str = ""
     repository: str = ""
+    admitted: tuple[str, ...] = ()
+    statements: int = 0
     locations: tuple[str, ...] = ()
     distractors: str = ""
 
@@ -394,6 +402,9 @@ def source_problems(table: dict, tests: object) -> list[tuple[str, str]]:
             not isinstance(v, str) or has_unsafe(v) for v in values
         ):
             found.append((f"source.{key}", "must hold strings without control characters"))
+    admitted = table.get("admitted")
+    if isinstance(admitted, list) and not set(map(str, admitted)) <= set(ADMISSIONS):
+        found.append(("source.admitted", "must hold only " + ", ".join(ADMISSIONS)))
     provenance = table.get("tests")
     if isinstance(provenance, list) and all(isinstance(p, str) for p in provenance):
         if isinstance(tests, list) and len(provenance) != len(tests):

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..corpus.items import SUBJECT, TEST
 from ..corpus.real_bugs import OTHER
 from ..mutation.families import ALL_OPERATORS
 from ..mutation.operators import apply_edits, generate_edits
@@ -42,6 +43,7 @@ TEST_PATH = re.compile(
     r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_tests?\.py$|(^|/)conftest\.py$"
 )
 MAX_STATEMENTS = 400  # statements of one function compared; a larger one is skipped
+MAX_FIX_STATEMENTS = 8  # statements one fix may change (wide scans; a single one otherwise)
 MAX_DIFF_WORK = 10_000_000  # steps of the line matcher for one diff (about 2 s at most)
 
 
@@ -65,6 +67,15 @@ class FixPair:
     module_before: str = ""  # the whole pre-fix module
     repository: str = ""  # the repository's name (:func:`repository_name`)
     owner: str = ""  # a method's class (a top-level class of the module), "" for a function
+    statements: int = 1  # statements of the function the fix changes
+    by_subject: bool = True  # its subject names a fix (else it is one only if its tests say so)
+    by_test: bool = False  # a test it added or changed fails on the pre-fix version (in context)
+    changed_tests: tuple[str, ...] = ()  # "FILE::name" of test functions it added or changed
+
+    @property
+    def admitted(self) -> tuple[str, ...]:
+        """What made the commit a fix: its subject, a test (:data:`..corpus.items.ADMISSIONS`)."""
+        return tuple(c for c, ok in ((SUBJECT, self.by_subject), (TEST, self.by_test)) if ok)
 
 
 @dataclass
@@ -72,6 +83,14 @@ class HistoryScan:
     pairs: list[FixPair] = field(default_factory=list)
     commits: int = 0
     skipped: Counter = field(default_factory=Counter)  # reason -> commits
+    wide: bool = False  # a wide scan's pairs (:func:`scan_history`)
+
+    @property
+    def kind(self) -> str:
+        """What its pairs are, in words."""
+        if self.wide:
+            return f"fixes of one function or method (up to {MAX_FIX_STATEMENTS} statements)"
+        return "single-statement fixes"
 
 
 def scan_history(
@@ -79,14 +98,17 @@ def scan_history(
     since: str | None = None,
     limit: int | None = None,
     git: str = "git",
-    methods: bool = False,
+    wide: bool = False,
     repository: str = "",
 ) -> HistoryScan:
     """The single-statement fixes of ``repo``'s history from ``since`` (exclusive) to HEAD,
-    oldest first, at most ``limit`` of them; every other commit counted by its reason. With
-    ``methods``, a fix of a method of a top-level class is one too (mined in its context).
-    Each pair names the repository ``repository`` (default: :func:`repository_name`)."""
-    scan = HistoryScan()
+    oldest first, at most ``limit`` of them; every other commit counted by its reason. A
+    ``wide`` scan (for mining in context) takes more: a fix of a method of a top-level class,
+    a fix of up to :data:`MAX_FIX_STATEMENTS` statements of one function in any number of diff
+    hunks, and a commit whose subject names no fix but that changes a test too (a fix if the
+    test says so: :attr:`FixPair.by_subject` False). Each pair names the repository
+    ``repository`` (default: :func:`repository_name`)."""
+    scan = HistoryScan(wide=wide)
     with GitReader(repo, git) as reader:
         name = repository or repository_name(reader)
         for commit in reader.commits(since):
@@ -95,7 +117,7 @@ def scan_history(
                 scan.skipped["past --limit"] += 1
                 continue
             try:
-                scan.pairs.append(replace(_fix_pair(reader, commit, methods), repository=name))
+                scan.pairs.append(replace(_fix_pair(reader, commit, wide), repository=name))
             except Skip as why:
                 scan.skipped[str(why)] += 1
     return scan
@@ -112,14 +134,17 @@ class Skip(Exception):
     """A commit that is not a single-statement fix; the message is the reason."""
 
 
-def _fix_pair(reader: GitReader, commit: Commit, methods: bool = False) -> FixPair:
+def _fix_pair(reader: GitReader, commit: Commit, wide: bool = False) -> FixPair:
     if len(commit.parents) != 1:
         raise Skip("merge commit" if commit.parents else "root commit")
-    if not FIX_WORDS.search(commit.subject):
+    by_subject = bool(FIX_WORDS.search(commit.subject))
+    if not (by_subject or wide):
         raise Skip("subject names no fix")
     changes = reader.changes(commit)
     code = [c for c in changes if c.path.endswith(".py") and not TEST_PATH.search(c.path)]
     tests = [c for c in changes if c.path.endswith(".py") and TEST_PATH.search(c.path)]
+    if not (by_subject or tests):
+        raise Skip("subject names no fix, and no test changed")
     if not code:
         raise Skip("no change to non-test Python code")
     if len(code) > 1:
@@ -130,13 +155,13 @@ def _fix_pair(reader: GitReader, commit: Commit, methods: bool = False) -> FixPa
     try:
         before, after = blob_text(reader, change.old), blob_text(reader, change.new)
         assert before is not None and after is not None  # an M change has both blobs
-        if _hunks(before, after) != 1:
+        if not wide and _hunks(before, after) != 1:
             raise Skip("more than one diff hunk")
         try:
-            owner, name, bug, fix, line = _changed_function(before, after, methods)
+            owner, name, bug, fix, line, changed = _changed_function(before, after, wide)
         except RecursionError:  # ast.dump of a deeply nested expression, anywhere in the module
             raise Skip("a version nests too deeply to compare") from None
-        added = _added_tests(reader, tests)  # read only for a commit that is a fix pair
+        added, touched = _added_tests(reader, tests)  # read only for a commit that is a fix pair
     except Unreadable as why:
         raise Skip(str(why)) from None
     return FixPair(
@@ -155,6 +180,9 @@ def _fix_pair(reader: GitReader, commit: Commit, methods: bool = False) -> FixPa
         added,
         before,
         owner=owner,
+        statements=changed,
+        by_subject=by_subject,
+        changed_tests=touched,
     )
 
 
@@ -226,31 +254,34 @@ def _functions(module: ast.Module) -> dict[str, ast.FunctionDef]:
 
 
 def _changed_function(
-    before: str, after: str, methods: bool = False
-) -> tuple[str, str, str, str, int]:
-    """The one module-level function (with ``methods``, or method of a top-level class) whose
-    single statement the change edits: its class ("" for a function), its name, its source
-    before and after, its first line after (decorators included)."""
+    before: str, after: str, wide: bool = False
+) -> tuple[str, str, str, str, int, int]:
+    """The one module-level function (``wide``: or method of a top-level class) whose single
+    statement (``wide``: up to :data:`MAX_FIX_STATEMENTS`) the change edits: its class ("" for
+    a function), its name, its source before and after, its first line after (decorators
+    included), the statements changed."""
     old, new = _parse(before), _parse(after)
     a, b = _one_changed(old.body, new.body, "module-level statement")
     owner = ""
-    if methods and isinstance(a, ast.ClassDef) and isinstance(b, ast.ClassDef):
+    if wide and isinstance(a, ast.ClassDef) and isinstance(b, ast.ClassDef):
         if a.name != b.name or ast.dump(_header(a)) != ast.dump(_header(b)):
             raise Skip("class header changed")
         owner = b.name
         a, b = _one_changed(a.body, b.body, "class-level statement")
     if not (isinstance(a, ast.FunctionDef) and isinstance(b, ast.FunctionDef)):
-        where = "a module-level function or a method" if methods else "a module-level function"
+        where = "a module-level function or a method" if wide else "a module-level function"
         raise Skip(f"change outside {where}")
     if a.name != b.name:
         raise Skip("function renamed")
-    changed = _statement_changes(_without_docstring(a), _without_docstring(b))
+    changed, aligned = _statement_changes(_without_docstring(a), _without_docstring(b))
     if changed == 0:
         raise Skip("docstring only")
-    if changed != 1:
+    if not wide and not (changed == 1 and aligned):
         raise Skip("more than one statement of the function changed")
+    if changed > MAX_FIX_STATEMENTS:
+        raise Skip(f"more than {MAX_FIX_STATEMENTS} statements of the function changed")
     first = min([b.lineno, *(d.lineno for d in b.decorator_list)])
-    return owner, b.name, _source(before, a), _source(after, b), first
+    return owner, b.name, _source(before, a), _source(after, b), first, changed
 
 
 def same_syntax(a: str, b: str) -> bool:
@@ -366,12 +397,14 @@ def _statements(func: ast.FunctionDef) -> list[str]:
     return out
 
 
-def _statement_changes(a: ast.FunctionDef, b: ast.FunctionDef) -> int:
-    """How many statements differ (a differing count of statements counts as two or more)."""
+def _statement_changes(a: ast.FunctionDef, b: ast.FunctionDef) -> tuple[int, bool]:
+    """How many statements the change edits, adds or removes (the larger side of each differing
+    run of the two versions' statements), and whether both versions have as many."""
     old, new = _statements(a), _statements(b)
-    if len(old) != len(new):
-        return 2
-    return sum(x != y for x, y in zip(old, new))
+    if len(old) == len(new):
+        return sum(x != y for x, y in zip(old, new)), True
+    runs = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+    return sum(max(i2 - i1, j2 - j1) for op, i1, i2, j1, j2 in runs if op != "equal"), False
 
 
 def pattern(fix: str, bug: str) -> str:
@@ -391,26 +424,31 @@ def pattern(fix: str, bug: str) -> str:
     return OTHER
 
 
-def _added_tests(reader: GitReader, tests: Sequence[Change]) -> tuple[str, ...]:
-    """``FILE::name`` of every test function the commit's test-file changes add."""
-    added = []
+def _added_tests(
+    reader: GitReader, tests: Sequence[Change]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``FILE::name`` of every test function the commit's test-file changes add, and of every
+    one they add or change."""
+    added, touched = [], []
     for change in tests:
         before = blob_text(reader, change.old) or ""
         after = blob_text(reader, change.new) or ""
         try:
-            old, new = _test_names(before), _test_names(after)
+            old, new = _test_functions(before), _test_functions(after)
         except Skip:
             continue
-        added += [f"{change.path}::{name}" for name in sorted(new - old)]
-    return tuple(added)
+        added += [f"{change.path}::{name}" for name in sorted(set(new) - set(old))]
+        touched += [f"{change.path}::{n}" for n in sorted(new) if old.get(n) != new[n]]
+    return tuple(added), tuple(touched)
 
 
-def _test_names(text: str) -> set[str]:
-    """Test functions and methods (``test*``) a test module defines."""
-    names = set()
+def _test_functions(text: str) -> dict[str, str]:
+    """Test functions and methods (``test*``) a test module defines, each with its syntax (a
+    name defined twice: the last)."""
+    found = {}
     for node in ast.walk(_parse(text)) if text else ():
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith(
             "test"
         ):
-            names.add(node.name)
-    return names
+            found[node.name] = ast.dump(node)
+    return found

@@ -36,7 +36,7 @@ from ..execution import _grammar
 from ..execution.runner import SuiteRunner
 from ..safe_write import write_atomic
 from ..sanitize import one_line
-from .carve import carve, test_files
+from .carve import CARVED, carve, test_files
 from .context import CONTEXTS, WrittenContext, written_context
 from .functions import MinedFunction, context_functions, importable_path, mined_functions
 from .git_reader import GitError, GitReader, public_url
@@ -63,6 +63,7 @@ NO_CHANGE = "no behavioural change"  # + how it was seen
 SAME_CODE = f"{NO_CHANGE}: the same syntax tree (docstring, comments, local names aside)"
 SAME_ANSWERS = f"{NO_CHANGE}: the fix's answers on every call of its tests and near them"
 MAX_FIX_TEST_FILES = 12  # test files carved for one fix: those it changed, then those naming it
+NOT_BY_TEST = "subject names no fix, and no test the commit added or changed fails on the bug"
 LATER_FIX = "the function is fixed again later (its latest fix is the item)"
 
 
@@ -81,7 +82,7 @@ class MinedHistory:
     def summary(self) -> str:
         return (
             f"{self.head.distribution}: {self.scan.commits} commits, {len(self.scan.pairs)} "
-            f"single-statement fixes, {len(self.items)} items mined into {self.domain}/ "
+            f"{self.scan.kind}, {len(self.items)} items mined into {self.domain}/ "
             f"({len(self.items) - len(self.bug_passes)} real bugs killed by the fix's tests, "
             f"{len(self.bug_passes)} surviving)"
         )
@@ -226,8 +227,36 @@ def _in_context(
             if not items:
                 dropped[{**reasons, **weak}[0]] += 1
                 continue
-            candidates.append(replace(_as_fix(items[0], pair, bug, tree), context=package))
+            by_test = _killed_by_its_tests(items[0], bug, pair, runner)
+            if not (pair.by_subject or by_test):
+                dropped[NOT_BY_TEST] += 1
+                continue
+            admitted = replace(pair, by_test=by_test)
+            candidates.append(replace(_as_fix(items[0], admitted, bug, tree), context=package))
     return candidates
+
+
+def _killed_by_its_tests(
+    item: MinedItem, bug: MinedFunction, pair: FixPair, runner: SuiteRunner
+) -> bool:
+    """Whether a call carved from a test function the fix commit added or changed fails on the
+    pre-fix version (run in the fix's context, the rest of the module the fix's: the commit
+    changed nothing else, so it is the test failing on the parent)."""
+    changed = {_test_key(t) for t in pair.changed_tests}
+    own = [n for n, where in enumerate(item.provenance) if _test_key(where) in changed]
+    if not own:
+        return False
+    tests = [item.tests[n] for n in own]
+    (result,) = runner.run_many([(bug.code, bug.setup, tests, "python", item.stem)])
+    return any(outcome != "pass" for outcome in result.outcomes)
+
+
+def _test_key(where: str) -> tuple[str, str]:
+    """A test function as (file as it imports, its name): from ``FILE::name`` or a carved
+    test's provenance ``carved FILE::[Class::]name[params]``."""
+    test = where.removeprefix(f"{CARVED} ")
+    path, _, name = test.partition("::")
+    return importable_path(path), name.rpartition("::")[2].partition("[")[0]
 
 
 def _fix_test_files(package: WrittenContext, pair: FixPair, fix: MinedFunction) -> list[str]:
@@ -291,14 +320,17 @@ def history_markdown(result: MinedHistory) -> str:
     fix pairs not kept and why, and per item its commit, pattern and whether the bug survives."""
     scan, head = result.scan, result.head
     found = Counter(p.pattern for p in scan.pairs)
-    patterns = Counter(i.fix.pattern for i in result.items if i.fix)
+    fixes = [i.fix for i in result.items if i.fix]
+    patterns = Counter(f.pattern for f in fixes)
+    admitted = Counter(" and ".join(f.admitted) for f in fixes)
+    statements = Counter("one" if f.statements == 1 else "more than one" for f in fixes)
     lines = [
         f"# Mined from history: {head.distribution}",
         "",
         f"- licence (at HEAD): {head.license_expression or 'unknown'}",
         f"- project URL: {head.url or 'unknown'}",
         f"- domain: `{result.domain}`",
-        f"- commits scanned: {scan.commits}; single-statement fixes: {len(scan.pairs)}; "
+        f"- commits scanned: {scan.commits}; {scan.kind}: {len(scan.pairs)}; "
         f"items written: {len(result.items)}; real bugs the fix's tests kill: "
         f"{len(result.items) - len(result.bug_passes)}; surviving: {len(result.bug_passes)}",
         *(
@@ -307,7 +339,7 @@ def history_markdown(result: MinedHistory) -> str:
             else []
         ),
         "",
-        "## Commits that are not single-statement fixes, by reason",
+        f"## Commits that are not {scan.kind}, by reason",
         "",
         *count_table(("reason", "commits"), scan.skipped),
         "",
@@ -317,7 +349,7 @@ def history_markdown(result: MinedHistory) -> str:
         "",
         "## Patterns (the operator class whose edit of the fix writes the bug, else other)",
         "",
-        "Of every single-statement fix found:",
+        f"Of all {scan.kind} found:",
         "",
         *count_table(("pattern", "fixes"), found),
         "",
@@ -325,10 +357,16 @@ def history_markdown(result: MinedHistory) -> str:
         "",
         *count_table(("pattern", "fixes"), patterns),
         "",
+        "## What made the fixes kept fixes, and the statements they changed",
+        "",
+        *count_table(("admitted by", "fixes"), admitted),
+        "",
+        *count_table(("statements changed", "fixes"), statements),
+        "",
         "## Items",
         "",
-        "| item | commit | pattern | the pre-fix version | subject |",
-        "|---|---|---|---|---|",
+        "| item | commit | pattern | statements | admitted by | the pre-fix version | subject |",
+        "|---|---|---|---:|---|---|---|",
     ]
     for item in result.items:
         fix = item.fix
@@ -336,6 +374,7 @@ def history_markdown(result: MinedHistory) -> str:
         verdict = "passes (survivor)" if item.stem in result.bug_passes else "killed"
         subject = one_line(fix.subject).replace("|", "\\|")
         lines.append(
-            f"| `{item.stem}` | `{fix.commit[:12]}` | {fix.pattern} | {verdict} | {subject} |"
+            f"| `{item.stem}` | `{fix.commit[:12]}` | {fix.pattern} | {fix.statements} "
+            f"| {' and '.join(fix.admitted)} | {verdict} | {subject} |"
         )
     return "\n".join(lines) + "\n"

@@ -140,6 +140,8 @@ def _fix_source(fix: FixPair) -> dict[str, str]:
         "files": _array(tuple(sorted({fix.file, *fix.tests}))),
         "fixing_tests": _array(fix.added_tests),
         "pattern": toml_string(fix.pattern),
+        "admitted": _array(fix.admitted),
+        "statements": str(fix.statements),
     }
 
 
