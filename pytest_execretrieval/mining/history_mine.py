@@ -136,7 +136,7 @@ def mine_history(
             same = _same_answers([i for i in items if i.stem in passing], run)
     except GitError as exc:
         raise MiningError(one_line(str(exc))) from None
-    dropped[SAME_ANSWERS] += len(same)
+    dropped.update({SAME_ANSWERS: len(same)} if same else {})
     items = [i for i in items if i.stem not in same]
     passing = tuple(stem for stem in passing if stem not in same)
     contexts = {i.context.package for i in items if i.context}
