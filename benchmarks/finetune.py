@@ -42,6 +42,7 @@ from pytest_execretrieval.embedders import EmbedderOptions, get_embedder
 from pytest_execretrieval.embedders.cache import stderr_progress
 from pytest_execretrieval.execution.runner import SuiteRunner
 from pytest_execretrieval.execution.sandbox import isolation_in_force
+from pytest_execretrieval.model_card import CARD
 from pytest_execretrieval.ranking.benchmark import BenchmarkRun, run_benchmark
 from pytest_execretrieval.ranking.neutral import neutral_view
 from pytest_execretrieval.ranking.rerank import RerankerContext, get_reranker
@@ -53,7 +54,6 @@ from pytest_execretrieval.scoring.compare import paired_comparison
 from pytest_execretrieval.scoring.gate import gate_decision
 from pytest_execretrieval.scoring.lift import lift
 from pytest_execretrieval.scoring.stats import mcnemar_exact
-from pytest_execretrieval.training.card import CARD
 from pytest_execretrieval.training.split import domain_folds
 from pytest_execretrieval.training.train import TrainConfig, train_split
 

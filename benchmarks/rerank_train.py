@@ -41,12 +41,12 @@ from pytest_execretrieval.corpus.store import (
 )
 from pytest_execretrieval.embedders import EmbedderOptions, get_embedder
 from pytest_execretrieval.execution.runner import SuiteRunner
+from pytest_execretrieval.model_card import CARD
 from pytest_execretrieval.ranking.benchmark import BenchmarkRun, run_benchmark
 from pytest_execretrieval.ranking.rerank import RerankerContext, get_reranker
 from pytest_execretrieval.ranking.rerank.pipeline import rerank_run
 from pytest_execretrieval.reporting.report import write_json
 from pytest_execretrieval.scoring.compare import paired_comparison
-from pytest_execretrieval.training.card import CARD
 from pytest_execretrieval.training.split import domain_folds
 from pytest_execretrieval.training.train import TrainConfig, train_split
 

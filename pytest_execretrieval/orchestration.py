@@ -271,7 +271,7 @@ def refuse_training_items(
     """:class:`SetupError` when a fine-tuned model (an embedder, or a reranker given with
     ``flag`` ``--execretrieval-rerank``) would be scored on items it was trained on (its
     card's split, recorded in its invocation): a score on seen items is no measurement."""
-    from .training.card import trained_on
+    from .model_card import trained_on
 
     for name, model in models.items():
         try:

@@ -10,8 +10,8 @@ from plugin_runs import bench
 
 from pytest_execretrieval import bounded_json
 from pytest_execretrieval.bounded_json import JSONBoundError, parse_json, read_json
+from pytest_execretrieval.model_card import CARD, CardError, read_card
 from pytest_execretrieval.scoring.compare import ReportError, load_report
-from pytest_execretrieval.training.card import CARD, CardError, read_card
 
 DEEP = "[" * 100_000 + "]" * 100_000
 

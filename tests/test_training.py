@@ -16,8 +16,8 @@ from pytest_execretrieval.corpus.items import load_items
 from pytest_execretrieval.corpus.store import corpus_sha256, read_corpus
 from pytest_execretrieval.embedders import EmbedderError, EmbedderOptions, get_embedder
 from pytest_execretrieval.execution.runner import SuiteRunner
+from pytest_execretrieval.model_card import CARD, REQUIRED, read_card
 from pytest_execretrieval.ranking.benchmark import run_benchmark
-from pytest_execretrieval.training.card import CARD, REQUIRED, read_card
 from pytest_execretrieval.training.split import item_list_split
 from pytest_execretrieval.training.train import TrainConfig, TrainingError, train_split
 

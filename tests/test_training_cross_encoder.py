@@ -15,9 +15,9 @@ from plugin_runs import bench
 from pytest_execretrieval.cli import main
 from pytest_execretrieval.corpus.items import load_items
 from pytest_execretrieval.corpus.store import read_corpus
+from pytest_execretrieval.model_card import read_card
 from pytest_execretrieval.orchestration import SetupError, refuse_training_items
 from pytest_execretrieval.ranking.rerank import get_reranker
-from pytest_execretrieval.training.card import read_card
 from pytest_execretrieval.training.cross_encoder import columns
 from pytest_execretrieval.training.examples import families
 from pytest_execretrieval.training.train import TrainConfig, TrainingError

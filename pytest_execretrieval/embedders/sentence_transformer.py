@@ -120,7 +120,7 @@ class SentenceTransformerEmbedder(EmbedderBase):
     def _training(self) -> dict:
         """A model fine-tuned by ``execretrieval train``: its split, corpus, loss and base model
         (the ``training`` field; nothing for any other model)."""
-        from ..training.card import CardError, invocation_record
+        from ..model_card import CardError, invocation_record
 
         try:
             return invocation_record(self.model_dir)

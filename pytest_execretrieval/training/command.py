@@ -14,8 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..model_card import USAGE
 from ..ranking.rerank.views import VIEWS
-from .card import USAGE
 from .split import SplitError, make_splits
 from .train import LOSSES, OBJECTIVES, TrainConfig, TrainingError, train_split
 

@@ -20,8 +20,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..model_card import TRAINING_PACKAGES, write_card
 from ..ranking.rerank.views import VIEWS
-from .card import TRAINING_PACKAGES, write_card
 from .split import Split
 
 LOSSES = {

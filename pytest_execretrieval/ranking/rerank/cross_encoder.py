@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ...embedders import package_versions
+from ...model_card import CardError, invocation_record, read_card
 from ...model_dir import CROSS_ENCODER, ModelDirError, check_model_dir, load_kwargs
-from ...training.card import CardError, invocation_record, read_card
 from .base import Reranked, RerankerContext, RerankerError, RerankQuery
 from .views import VIEWS, render
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..bounded_json import JSONBoundError, read_json
+from .bounded_json import JSONBoundError, read_json
 
 CARD = "execretrieval-training.json"
 TRAINING_PACKAGES = ("sentence-transformers", "torch", "transformers", "datasets", "accelerate")
