@@ -472,10 +472,10 @@ def cmd_embed(args: argparse.Namespace) -> int:
         EmbedderOptions,
         ServiceError,
         get_embedder,
+        guard_cost,
         require_dense,
     )
     from .embedders.cache import EmbeddingCache, encode_cached, stderr_progress
-    from .embedders.hosted import cost_guard
     from .embedders.npz import write_npz
     from .orchestration import EXIT_SERVICE
     from .ranking.benchmark import document_text
@@ -495,7 +495,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
         invocation = embedder.invocation()
         cache = EmbeddingCache(Path(args.cache_dir), invocation)
         pool = sorted(corpus.snippets, key=lambda s: s.snippet_id)
-        cost_guard(
+        guard_cost(
             embedder,
             [
                 ("document", [document_text(s) for s in pool], [s.snippet_id for s in pool]),

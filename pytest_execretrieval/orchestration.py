@@ -39,9 +39,15 @@ from .corpus.store import (
     read_corpus,
     stale_reasons,
 )
-from .embedders import Embedder, EmbedderError, EmbedderOptions, ServiceError, get_embedder
+from .embedders import (
+    Embedder,
+    EmbedderError,
+    EmbedderOptions,
+    ServiceError,
+    get_embedder,
+    usage_fields,
+)
 from .embedders.cache import stderr_progress
-from .embedders.hosted import report_fields as hosted_report_fields
 from .execution.contexts import ContextError
 from .execution.runner import SuiteRunner
 from .execution.sandbox import isolation_in_force
@@ -372,7 +378,7 @@ def rank(
             finally:
                 embedder.close()
             ranked.encode_s += runs[name].encode_s
-            ranked.usage[name] = hosted_report_fields(embedder)
+            ranked.usage[name] = usage_fields(embedder)
         snippets = {s.snippet_id: s for s in loaded.pool.snippets}
         for pipeline, (first, reranker) in pipelines.items():
             done = rerank_run(

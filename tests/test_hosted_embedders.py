@@ -23,7 +23,13 @@ import pytest
 from fake_providers import KEY, FakeProvider, fake_vector
 
 from pytest_execretrieval import cli
-from pytest_execretrieval.embedders import EmbedderError, EmbedderOptions, get_embedder, usability
+from pytest_execretrieval.embedders import (
+    EmbedderError,
+    EmbedderOptions,
+    get_embedder,
+    guard_cost,
+    usability,
+)
 from pytest_execretrieval.embedders.cache import EmbeddingCache, encode_cached
 from pytest_execretrieval.embedders.hosted import (
     BYTES,
@@ -825,7 +831,7 @@ def test_the_identifier_free_view_keeps_the_cost_guard(fake):
     texts = [f"def f{i}(x):\n    return x + {i}\n" for i in range(5)]
     work = [("document", texts, [f"s{i}" for i in range(5)])]
     strict = make("openai-3-small", batch_size=8, dimensions=16, max_tokens=1)
-    message = raised(lambda: cost_guard(NeutralDense(strict, {}), work, None, io.StringIO()))
+    message = raised(lambda: guard_cost(NeutralDense(strict, {}), work, None))
     assert "--execretrieval-max-tokens" in message and server.seen == []
 
 

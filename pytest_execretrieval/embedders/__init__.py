@@ -100,6 +100,36 @@ class LexicalScorer(EmbedderCommon, Protocol):
 # An embedder is either; annotations use this name, :func:`contract` tells which one.
 Embedder = DenseEncoder | LexicalScorer
 CONTRACTS: tuple[type, ...] = (DenseEncoder, LexicalScorer)
+# What an embedder will send in a run: (role, texts, ids) per batch of work.
+Work = list[tuple[str, list[str], list[str]]]
+
+
+@runtime_checkable
+class Metered(Protocol):
+    """A capability beside the contracts: an embedder whose runs are paid per token (the hosted
+    APIs), or a view of one. Before a run it says what the run will send and refuses one over
+    its budget; after, it gives what was sent for the report. Callers go through
+    :func:`guard_cost` and :func:`usage_fields`, which ask nothing of other embedders."""
+
+    def guard_cost(self, work: Work, cache: object) -> None:
+        """Print what ``work`` will send (after ``cache``), raise :class:`EmbedderError` when
+        it is over the embedder's budget: before anything is sent."""
+        ...
+
+    def usage_fields(self) -> dict:
+        """The report fields of the run's usage (requests, tokens, texts cut)."""
+        ...
+
+
+def guard_cost(embedder: object, work: Work, cache: object) -> None:
+    """:meth:`Metered.guard_cost` of a metered embedder; nothing for another."""
+    if isinstance(embedder, Metered):
+        embedder.guard_cost(work, cache)
+
+
+def usage_fields(embedder: object) -> dict:
+    """:meth:`Metered.usage_fields` of a metered embedder; ``{}`` for another."""
+    return embedder.usage_fields() if isinstance(embedder, Metered) else {}
 
 
 class EmbedderBase:

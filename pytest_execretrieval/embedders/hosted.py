@@ -594,6 +594,14 @@ class HostedEmbedder(EmbedderBase):
             self._transport.close()
             self._transport = None
 
+    def guard_cost(self, work: Work, cache: object) -> None:
+        """:class:`..Metered`: :func:`cost_guard`."""
+        cost_guard(self, work, cache if isinstance(cache, EmbeddingCache) else None)
+
+    def usage_fields(self) -> dict:
+        """:class:`..Metered`: :func:`report_fields`."""
+        return report_fields(self)
+
 
 class GeminiEmbedder(HostedEmbedder):
     """``models/{model}:batchEmbedContents`` with the key in ``x-goog-api-key``."""
@@ -723,7 +731,6 @@ def cost_guard(
     requests, estimated tokens, after the cache) and the texts cut to the input limit, and
     raise :class:`EmbedderError` when the estimate is above the embedder's ``max_tokens``
     (``--execretrieval-max-tokens``). Other embedders: nothing, ``None``."""
-    embedder = getattr(embedder, "inner", embedder)  # a view (ranking.neutral) wraps it
     if not isinstance(embedder, HostedEmbedder):
         return None
     plan = plan_run(embedder, work, cache)
@@ -750,7 +757,6 @@ def report_fields(embedder: Embedder) -> dict:
     estimate before the run, else what was sent), ``truncated`` (ids of texts cut to the input
     limit) and ``usage`` (planned requests, texts and estimated tokens actually sent, tokens the
     provider reported, the budget)."""
-    embedder = getattr(embedder, "inner", embedder)  # a view (ranking.neutral) wraps it
     if not isinstance(embedder, HostedEmbedder):
         return {}
     usage, plan = embedder.usage, embedder.plan

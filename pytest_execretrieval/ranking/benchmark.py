@@ -24,12 +24,12 @@ from typing import cast
 
 import numpy as np
 
+from .. import embedders
 from ..corpus.background import as_entry_point, describe, is_background
 from ..corpus.items import BenchmarkItem
 from ..corpus.store import DISTRACTOR_KINDS, Corpus, Snippet
 from ..embedders import DenseEncoder, Embedder, contract
 from ..embedders.cache import EmbeddingCache, Progress, encode_cached, text_key
-from ..embedders.hosted import cost_guard
 from ..execution.runner import SuiteRunner
 from ..execution.sandbox import SuiteResult
 from ..languages import DEFAULT, Language, language
@@ -145,8 +145,8 @@ def guard_cost(
 ) -> None:
     """Hosted embedders, before anything is sent: print what the run will send (after the
     cache) and refuse a run over the ``--execretrieval-max-tokens`` budget
-    (:func:`..embedders.hosted.cost_guard`); other embedders: nothing."""
-    cost_guard(
+    (:class:`..embedders.Metered`); other embedders: nothing."""
+    embedders.guard_cost(
         embedder,
         [
             ("document", [document_text(s) for s in pool], [s.snippet_id for s in pool]),

@@ -32,6 +32,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from ..embedders import Work, guard_cost, usage_fields
+
 IDENTIFIER_VIEWS = ("original", "neutral")
 ENTRY = "f"
 
@@ -244,7 +246,6 @@ class _Neutral:
     """What both wrappers share: the wrapped embedder and each snippet's entry point."""
 
     def __init__(self, inner, entry_points: Mapping[str, str | None]):
-        # ``inner`` by that name: the hosted cost guard and report fields look through a view
         self.inner = inner
         self.name = inner.name
         self._entry_points = dict(entry_points)  # snippet id -> its query's entry point
@@ -257,6 +258,13 @@ class _Neutral:
 
     def close(self) -> None:
         self.inner.close()
+
+    def guard_cost(self, work: Work, cache: object) -> None:
+        """A view of a metered embedder is metered (:class:`..embedders.Metered`)."""
+        guard_cost(self.inner, work, cache)
+
+    def usage_fields(self) -> dict:
+        return usage_fields(self.inner)
 
     def rename(self, texts: Sequence[str], ids: Sequence[str]) -> list[str]:
         return [neutral_names(t, self._entry_points.get(i)) for t, i in zip(texts, ids)]
