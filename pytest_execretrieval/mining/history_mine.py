@@ -25,6 +25,7 @@ bug: counted, never a ``real_bug``.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -43,6 +44,7 @@ from .git_reader import GitError, GitReader, public_url
 from .history import FixPair, HistoryScan, repository_name, same_syntax, scan_history
 from .mine import (
     CARVE_LIMITS,
+    NO_DOCSTRING,
     MiningError,
     candidate_items,
     check_out,
@@ -209,6 +211,9 @@ def _in_context(
     candidates: list[MinedItem] = []
     with SuiteRunner(CARVE_LIMITS, jobs=runner.jobs, isolation=runner.isolation) as carving:
         for pair in pairs:
+            if not _documented(pair.fix):  # no query: no archive to write, nothing to carve
+                dropped[NO_DOCSTRING] += 1
+                continue
             tree = commit_tree(reader, pair.commit, pair.repository)
             package = written_context(
                 tree, out, wheels, allow_licence, f"{pair.repository}-{pair.commit[:12]}"
@@ -257,6 +262,17 @@ def _test_key(where: str) -> tuple[str, str]:
     test = where.removeprefix(f"{CARVED} ")
     path, _, name = test.partition("::")
     return importable_path(path), name.rpartition("::")[2].partition("[")[0]
+
+
+def _documented(source: str) -> bool:
+    """Whether a function's source has a docstring (its query)."""
+    try:
+        node = ast.parse(source).body[0]
+    except (SyntaxError, ValueError, RecursionError, MemoryError, IndexError):
+        return False
+    return isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and bool(
+        (ast.get_docstring(node) or "").strip()
+    )
 
 
 def _fix_test_files(package: WrittenContext, pair: FixPair, fix: MinedFunction) -> list[str]:
