@@ -277,12 +277,14 @@ def _documented(source: str) -> bool:
 
 def _fix_test_files(package: WrittenContext, pair: FixPair, fix: MinedFunction) -> list[str]:
     """The test files carving runs for a fix: those the fix commit changed, then those that
-    name the function, in name order; at most :data:`MAX_FIX_TEST_FILES`."""
+    name the function, in name order (where none does, every test file: a test may reach it
+    through another function); at most :data:`MAX_FIX_TEST_FILES`."""
     files = test_files(list(package.files))
     changed = {importable_path(path) for path in pair.tests}
     word = re.compile(rf"\b{re.escape(fix.name)}\b".encode())
     naming = [f for f in files if f not in changed and word.search(package.files[f])]
-    return ([f for f in files if f in changed] + naming)[:MAX_FIX_TEST_FILES]
+    chosen = [f for f in files if f in changed] + naming
+    return (chosen or files)[:MAX_FIX_TEST_FILES]
 
 
 def _latest_per_function(items: list[MinedItem], dropped: Counter[str]) -> list[MinedItem]:
