@@ -119,10 +119,10 @@ def mine_history(
         with GitReader(Path(repo), git) as reader, owned_runner(runner, jobs) as run:
             address = address or reader.remote_url()
             name = address.rpartition("/")[2] if address else repository_name(reader)
-            scan = scan_history(Path(repo), since, limit, git, context, name)
             head = commit_tree(reader, "HEAD", name)
             head = replace(head, url=address or head.url)
-            check_licence(head, allow_licence)
+            check_licence(head, allow_licence)  # before the scan: a refusal costs nothing
+            scan = scan_history(Path(repo), since, limit, git, context, name)
             domain = checked_domain(domain or default_domain(head.distribution) + "_history")
             if context:
                 mined = _in_context(reader, scan.pairs, out, run, dropped, wheels, allow_licence)
