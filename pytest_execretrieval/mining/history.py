@@ -43,6 +43,7 @@ TEST_PATH = re.compile(
     r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_tests?\.py$|(^|/)conftest\.py$"
 )
 MAX_STATEMENTS = 400  # statements of one function compared; a larger one is skipped
+MAX_PATTERN_EDITS = 500  # edits of a fix tried to name its pattern
 MAX_FIX_STATEMENTS = 8  # statements one fix may change (wide scans; a single one otherwise)
 MAX_DIFF_WORK = 10_000_000  # steps of the line matcher for one diff (about 2 s at most)
 
@@ -409,19 +410,37 @@ def _statement_changes(a: ast.FunctionDef, b: ast.FunctionDef) -> tuple[int, boo
 
 def pattern(fix: str, bug: str) -> str:
     """The first operator class (core, then families) one of whose edits of ``fix`` gives
-    exactly ``bug``'s syntax tree; :data:`OTHER` when none does."""
+    exactly ``bug``'s syntax tree; :data:`OTHER` when none does. Only the edits that reach the
+    span where the two texts differ are tried (one elsewhere leaves that difference), at most
+    :data:`MAX_PATTERN_EDITS` of them: a fix of a 500-line function has thousands of edits,
+    each a parse."""
     try:
         target = ast.dump(ast.parse(bug))
         edits = generate_edits(fix, ALL_OPERATORS)
     except (SyntaxError, ValueError, RecursionError):
         return OTHER
-    for edit in edits:
+    first, last = _differing_span(fix, bug)
+    edits = [e for e in edits if e.start <= last and e.end >= first]
+    for edit in edits[:MAX_PATTERN_EDITS]:
         try:
             if ast.dump(ast.parse(apply_edits(fix, [edit]))) == target:
                 return edit.operator
         except (SyntaxError, ValueError, RecursionError):
             continue
     return OTHER
+
+
+def _differing_span(a: str, b: str) -> tuple[int, int]:
+    """Where ``a`` differs from ``b``: from the first differing character of ``a`` to the end
+    of its part before their common suffix."""
+    first = 0
+    most = min(len(a), len(b))
+    while first < most and a[first] == b[first]:
+        first += 1
+    suffix = 0
+    while suffix < most - first and a[-1 - suffix] == b[-1 - suffix]:
+        suffix += 1
+    return first, len(a) - suffix
 
 
 def _added_tests(
