@@ -105,7 +105,8 @@ def mine_history(
     jobs: int = 1,
     wheels: Path | None = None,
 ) -> MinedHistory:
-    """Mine the single-statement fixes of ``repo``'s history into the items directory ``out``;
+    """Mine the fixes of ``repo``'s history (single-statement ones; with ``context``, those of a
+    wide scan: :func:`.history.scan_history`) into the items directory ``out``;
     raises :class:`.mine.MiningError` (a usage error) for a repository or ``out`` it cannot use.
     ``url``: the repository's public address where its remote names none (``--repo-url``);
     ``context``, ``jobs``, ``wheels``: each fix in its repository context (``--context``)."""
