@@ -92,7 +92,7 @@ ADMISSIONS = (SUBJECT, TEST)
 ORIGINS = (HISTORY, DATASET, HAND)
 SOURCE_CHOICES = {"distractors": (WRONG_VALUE_FIRST, WRONG_VALUE_ONLY), "origin": ORIGINS}
 SOURCE_REQUIRED_BY_ORIGIN: dict[str, tuple[str, ...]] = {
-    HISTORY: (*SOURCE_REQUIRED, "commit", "parent"),
+    HISTORY: tuple(SOURCE_REQUIRED),  # and the fix's commit and parent: real_bug_problems
     DATASET: ("distribution", "version"),
     HAND: (),
 }

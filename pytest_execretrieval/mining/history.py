@@ -124,10 +124,10 @@ def scan_history(
     return scan
 
 
-def repository_name(reader: GitReader) -> str:
-    """The name a repository is mined as: its remote's (``owner/name`` -> ``name``), else its
-    directory's."""
-    url = reader.remote_url()
+def repository_name(reader: GitReader, url: str | None = None) -> str:
+    """The name a repository is mined as: that of its address ``url`` (``owner/name`` ->
+    ``name``; default: its remote's), else its directory's."""
+    url = reader.remote_url() if url is None else url
     return url.rpartition("/")[2] if url else reader.repo.resolve().name
 
 

@@ -119,7 +119,7 @@ def mine_history(
     try:
         with GitReader(Path(repo), git) as reader, owned_runner(runner, jobs) as run:
             address = address or reader.remote_url()
-            name = address.rpartition("/")[2] if address else repository_name(reader)
+            name = repository_name(reader, address)
             head = commit_tree(reader, "HEAD", name)
             head = replace(head, url=address or head.url)
             check_licence(head, allow_licence)  # before the scan: a refusal costs nothing
