@@ -379,3 +379,71 @@ def test_the_evidence_report_names_each_differing_alternative_with_its_witness()
         "  differs: strings/apart alternative aaaaaaaa on 3/50 drawn inputs, e.g. on the "
         "arguments ('x\\x1b[31m', 2)"
     ]
+
+
+# A fix that returns at once, or one that sleeps past a tenth of the limit; its real bug loops
+# on negative inputs. The sleep is 0.6 s of a 2 s limit (the quick share is 0.2 s): both far
+# from the boundary on a loaded machine.
+HANG_ITEM = """domain = "d"
+query = "The absolute value of an integer."
+entry_point = "magnitude"
+canonical = '''
+def magnitude(n):
+    {pause}
+    return -n if n < 0 else n
+'''
+real_bug = '''
+def magnitude(n):
+    {pause}
+    while n < 0:
+        pass
+    return n
+'''
+tests = [
+  "assert magnitude(3) == 3",
+  "assert magnitude(0) == 0",
+  "assert magnitude(-4) == 4",
+]
+
+[source]
+origin = "hand"
+"""
+
+
+@pytest.mark.parametrize(
+    ("pause", "kept"),
+    [("pass", True), ("__import__('time').sleep(0.6)", False)],
+    ids=["quick-fix", "slow-fix"],
+)
+def test_a_real_bug_that_hangs_is_killed_only_beside_a_quick_fix(tmp_path, pause, kept):
+    folder = tmp_path / "items" / "d"
+    folder.mkdir(parents=True)
+    (folder / "magnitude.toml").write_text(HANG_ITEM.format(pause=pause))
+    loaded, problems = load_items(tmp_path / "items")
+    assert not problems
+    with (
+        SuiteRunner(Limits(timeout_s=2.0)) as runner,
+        SuiteRunner(Limits(timeout_s=1.0)) as mutant_runner,
+    ):
+        result = build(loaded, runner, mutant_runner)
+    real = [s for s in result.corpus.snippets if s.kind == "real_bug"]
+    if kept:
+        (bug,) = real
+        assert bug.kill == "timeout" and bug.outcomes[2] == "timeout"
+        assert not result.unusable
+    else:
+        assert real == []
+        (line,) = result.unusable
+        assert "ran out of time, and its fix does not pass within a tenth" in line
+
+
+def test_a_hang_kill_survives_the_incremental_check(tmp_path, capsys):
+    """The committed record of a real bug killed by its hang is reusable: ``build --check``
+    (the default 5 s limit) finds the corpus up to date."""
+    folder = tmp_path / "items" / "d"
+    folder.mkdir(parents=True)
+    (folder / "magnitude.toml").write_text(HANG_ITEM.format(pause="pass"))
+    cache = str(tmp_path / "cache")
+    assert cli.main(["build", str(tmp_path / "items"), "-j", "1", "--cache-dir", cache]) == 0
+    assert "real bugs: 1/1 killed" in capsys.readouterr().out
+    assert cli.main(["build", str(tmp_path / "items"), "--check", "--cache-dir", cache]) == 0

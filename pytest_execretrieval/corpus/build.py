@@ -26,7 +26,7 @@ from ..records import ALTERNATIVE, CANONICAL, DISTRACTOR
 from ..sanitize import escape
 from .incremental import ItemRecord, Reusable, choosable, recorded_killed
 from .items import WRONG_VALUE_FIRST, WRONG_VALUE_ONLY, BenchmarkItem
-from .real_bugs import SURVIVOR_OPERATOR, judged
+from .real_bugs import QUICK_FIX_RUNS, SURVIVOR_OPERATOR, judged, quick_limits
 from .store import Corpus, Snippet, make_snippet, unified_diff
 from .twins import input_types
 from .variants import DEFAULT_VARIANT, Candidates, CorpusVariant, VariantUnavailable
@@ -557,7 +557,7 @@ def execute(
     for done, item in enumerate(items, 1):
         own = [next(original_results) for _ in _originals(item)]
         run = classify(item, candidates[item.id], own[: 1 + len(item.alternatives)], mutant_results)
-        runs[item.id] = with_real_bug(item, run, own[-1]) if item.real_bug else run
+        runs[item.id] = with_real_bug(item, run, own[-1], runner) if item.real_bug else run
         phases.tick(done)
     return runs
 
@@ -567,15 +567,30 @@ def _originals(item: BenchmarkItem) -> tuple[str, ...]:
     return (item.canonical, *item.alternatives, *((item.real_bug,) if item.real_bug else ()))
 
 
-def with_real_bug(item: BenchmarkItem, run: ItemRun, result: SuiteResult) -> ItemRun:
-    """``run`` with the item's real bug judged by its ``result`` (:func:`.real_bugs.judged`)."""
-    snippet, survivor, unusable = judged(item, result)
+def with_real_bug(
+    item: BenchmarkItem, run: ItemRun, result: SuiteResult, runner: SuiteRunner
+) -> ItemRun:
+    """``run`` with the item's real bug judged by its ``result`` (:func:`.real_bugs.judged`);
+    a real bug that ran out of time is judged beside :func:`quick_fix`."""
+    quick = kill_kind(result) == "timeout" and quick_fix(item, runner)
+    snippet, survivor, unusable = judged(item, result, quick)
     return replace(
         run,
         survivors=run.survivors + ([survivor] if survivor else []),
         unusable=run.unusable + ([unusable] if unusable else []),
         real_bug=snippet,
     )
+
+
+def quick_fix(item: BenchmarkItem, runner: SuiteRunner) -> bool:
+    """Whether the item's canonical (the fix) passes every test within
+    :func:`.real_bugs.quick_limits` of ``runner``'s limits on each of
+    :data:`.real_bugs.QUICK_FIX_RUNS` runs: uncached, so each run runs."""
+    limits = quick_limits(runner.limits)
+    with SuiteRunner(limits, jobs=1, isolation=runner.isolation) as quick:
+        return all(
+            quick.run_many([_suite(item, item.canonical)])[0].passed for _ in range(QUICK_FIX_RUNS)
+        )
 
 
 def classify(

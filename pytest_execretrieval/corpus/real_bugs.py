@@ -4,8 +4,11 @@ history (the item's ``real_bug``; ``execretrieval mine REPO --history``, docs/re
 It runs under the full limits beside the item's canonical and alternatives. Killed by a test (a
 wrong output or an exception) it joins the pool as a snippet of kind ``real_bug``, its operator
 the fix's TSSB-3M pattern (``source.pattern``). Passing every test it is a survivor, its
-differential evidence drawn as a mutant's. A suite that ran out of time or proved nothing makes
-it neither, and the build says so.
+differential evidence drawn as a mutant's. A hang is a failure when the fix is quick: a suite
+that ran out of time kills the real bug (kill "timeout") when its fix passes every test within a
+tenth of the limit on two runs (:data:`QUICK_FIX_SHARE`), since a bug and a fix that both run
+near the limit tell nothing. A suite that proved nothing, or ran out of time beside a fix that
+is not quick, makes it neither, and the build says so.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..execution.sandbox import SuiteResult
+from ..execution.sandbox import Limits, SuiteResult
 from ..mutation.operators import Edit, Mutant, build_mutant, split_lines
 from ..mutation.select import UNUSABLE, kill_kind
 from ..records import REAL_BUG
@@ -25,6 +28,13 @@ from .store import Snippet, make_snippet
 # choice; the killed real bug's snippet is of kind REAL_BUG, its operator the fix's pattern.
 SURVIVOR_OPERATOR = "real_bug"
 OTHER = "other"  # the pattern of a fix no operator class writes
+QUICK_FIX_SHARE = 0.1  # a quick fix passes within this share of the limit (on two runs)
+QUICK_FIX_RUNS = 2
+
+
+def quick_limits(limits: Limits) -> Limits:
+    """The limits a fix passes within to be quick: a tenth of the time, the rest as given."""
+    return replace(limits, timeout_s=limits.timeout_s * QUICK_FIX_SHARE)
 
 
 def pattern(item: BenchmarkItem) -> str:
@@ -41,15 +51,24 @@ def as_mutant(item: BenchmarkItem) -> Mutant:
     return replace(whole, line=first)
 
 
-def judged(item: BenchmarkItem, result: SuiteResult) -> tuple[Snippet | None, Mutant | None, str]:
+def judged(
+    item: BenchmarkItem, result: SuiteResult, quick_fix: bool = False
+) -> tuple[Snippet | None, Mutant | None, str]:
     """``(snippet, survivor, unusable)``: the pool snippet of a killed real bug, the real bug as
-    a survivor when it passes, else the line saying why it is neither."""
+    a survivor when it passes, else the line saying why it is neither. ``quick_fix``: whether
+    the fix passes within :func:`quick_limits` on every one of :data:`QUICK_FIX_RUNS` runs
+    (asked only of a real bug that ran out of time), which makes its timeout a kill."""
     kill = kill_kind(result)
     bug = as_mutant(item)
     if kill is None:
         return None, bug, ""
-    if kill in (UNUSABLE, "timeout"):
-        why = "its suite proved nothing, twice" if kill == UNUSABLE else "it ran out of time"
+    if kill == UNUSABLE or (kill == "timeout" and not quick_fix):
+        why = (
+            "its suite proved nothing, twice"
+            if kill == UNUSABLE
+            else "it ran out of time, and its fix does not pass within a tenth of the limit "
+            f"on {QUICK_FIX_RUNS} runs"
+        )
         return None, None, f"{item.path}: real_bug is unusable: {why} ({result.detail})"
     snippet = make_snippet(
         item,
