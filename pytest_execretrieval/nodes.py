@@ -34,6 +34,21 @@ if TYPE_CHECKING:
 SESSION_PLUGIN = "execretrieval-session"
 
 
+def keep_item_ids(config: pytest.Config) -> bool:
+    """Show item ids as they are (``<domain>/<stem>[pipeline]``, relative to their items
+    directory), not re-based on the invocation directory (``../numbers/x[bm25]``).
+
+    pytest has no hook for this: its terminal reporter passes every id through
+    ``Config.cwd_relative_nodeid``, so this is the project's one adaptation of a pytest
+    internal, replaced on this ``config`` only. Tested on every pytest version the project
+    supports (``tests/test_plugin_benchmark.py``; ``tox -e pytest8`` runs it on the oldest).
+    False, and ids re-based as pytest does, where a pytest lacks the method."""
+    if not callable(getattr(config, "cwd_relative_nodeid", None)):
+        return False
+    config.cwd_relative_nodeid = lambda nodeid: nodeid  # type: ignore[method-assign]
+    return True
+
+
 def session_of(node: pytest.Item | pytest.Collector) -> Session:
     """The benchmark or verification session this node belongs to."""
     return cast("Session", node.config.pluginmanager.get_plugin(SESSION_PLUGIN))

@@ -40,7 +40,15 @@ from .corpus.store import (
 )
 from .corpus.verify import distractors_by_query, item_cases
 from .execution.runner import SuiteRunner
-from .nodes import ItemFile, ItemsDir, QueryItem, RankOneFailure, VerifyItem, failure_message
+from .nodes import (
+    ItemFile,
+    ItemsDir,
+    QueryItem,
+    RankOneFailure,
+    VerifyItem,
+    failure_message,
+    keep_item_ids,
+)
 from .orchestration import (
     EXIT_SERVICE,
     Handoff,
@@ -115,9 +123,7 @@ class Session:
         inside = [a for a in config.args if self.inside(Path(a).resolve())]
         config.args[:] = inside or [str(where) for where in self.items_dirs]
         config.option.continue_on_collection_errors = True
-        # Item ids are `<domain>/<stem>...`, relative to the items directory: pytest must not
-        # re-base them on the invocation directory (`../numbers/x[bm25]` for items elsewhere).
-        config.cwd_relative_nodeid = lambda nodeid: nodeid  # type: ignore[method-assign]
+        keep_item_ids(config)
         domains = {p.name for where in self.items_dirs for p in where.iterdir() if p.is_dir()}
         for domain in sorted(domains):
             if domain not in self.pools:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import shutil
 import subprocess
 import sys
+import types
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from plugin_runs import bench, without_timing
 from pytest_execretrieval.corpus.items import load_items
 from pytest_execretrieval.corpus.store import read_corpus
 from pytest_execretrieval.embedders.npz import write_npz
+from pytest_execretrieval.nodes import keep_item_ids
 
 
 def test_one_item_per_query_with_readable_failures(pytester, items):
@@ -408,6 +411,16 @@ def test_collect_only_is_cheap_and_exits_0(pytester, items):
     assert result.ret == 0, result.stdout.str() + result.stderr.str()
     assert "strings/count_vowels[minilm]" in result.stdout.str()
     assert not (pytester.path / "cache").exists()  # nothing was encoded or executed
+
+
+def test_the_one_adapted_pytest_internal_is_there_and_keeps_ids(pytestconfig):
+    """``nodes.keep_item_ids`` replaces ``Config.cwd_relative_nodeid`` on this pytest (the
+    behaviour is the next test's); a pytest without it leaves ids to pytest."""
+    config = copy.copy(pytestconfig)
+    assert keep_item_ids(config)
+    assert config.cwd_relative_nodeid("numbers/x[bm25]") == "numbers/x[bm25]"
+    assert pytestconfig.cwd_relative_nodeid is not config.cwd_relative_nodeid
+    assert not keep_item_ids(types.SimpleNamespace())
 
 
 def test_items_outside_the_rootdir_keep_their_ids_and_markers(pytester, items):
