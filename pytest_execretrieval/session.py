@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from .corpus.bounds import conftests_above, foreign_files
+from .bounds import conftests_above, foreign_files
 from .corpus.item_cache import ItemCache
 from .corpus.items import BenchmarkItem
 from .corpus.pools import POOL_LANGUAGES, Pool, combined_pools, duplicate_items

@@ -162,7 +162,7 @@ def test_any_generated_item_round_trips(tmp_path_factory, name, query, value, wi
     assert item.alternatives == tuple(data.get("alternatives", ()))
 
 
-# --- JavaScript items: the gate of corpus/js_gate.py ----------------------------------------
+# --- JavaScript items: the gate of languages/javascript/gate.py ---------------------------
 
 JS_GOOD = {
     "domain": "strings",

@@ -28,12 +28,13 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from .. import bounds
 from ..bounded_json import parse_json
 from ..execution import _grammar
 from ..execution.contexts import ContextError
-from ..mutation import js_syntax
+from ..languages import LANGUAGES
 from ..signed_files import SignedFiles
-from . import bounds, items, js_gate
+from . import items
 from .items import BenchmarkItem, ItemContext, ItemSource, prepared
 
 _MAX_BYTES = 64 * 1024 * 1024  # an entry for many thousands of items
@@ -57,11 +58,13 @@ _FIELDS = (
 @functools.lru_cache(maxsize=1)
 def validator_fingerprint() -> str:
     """What an item's validation depends on besides its file: the validating modules' code,
-    the Python version and the JavaScript grammar's versions."""
+    the Python version and each language's gates (:meth:`..languages.Language.gate_inputs`)."""
     digest = hashlib.sha256(sys.version.encode())
-    for module in (items, bounds, _grammar, js_gate, js_syntax):
+    for module in (items, bounds, _grammar):
         digest.update(Path(str(module.__file__)).read_bytes())
-    digest.update(json.dumps(js_syntax.grammar_versions(), sort_keys=True).encode())
+    for name in sorted(LANGUAGES):
+        for part in LANGUAGES[name].gate_inputs():
+            digest.update(part)
     return digest.hexdigest()
 
 

@@ -6,27 +6,22 @@ directory reports all bad files in one pass instead of stopping at the first. Ea
 a statement of the closed test grammar (:mod:`pytest_execretrieval.execution._grammar`) calling
 the entry point; ``setup`` may only import standard-library modules, and never the entry point's
 name: only the snippet may define that. The code gates dispatch on the item's ``language``:
-JavaScript's are :mod:`.js_gate`'s (no ``setup`` at all).
+each language's (:meth:`..languages.Language.code_problems`; JavaScript allows no ``setup``).
 """
 
 from __future__ import annotations
 
-import ast
 import re
-import sys
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..bounds import BoundError, field_problems, name_problems, read_item_text
 from ..execution import _grammar
-from ..execution.contexts import ContextError, context_fields, context_setup, prepare
+from ..execution.contexts import ContextError, context_setup, prepare
 from ..languages import DEFAULT, Language, UnknownLanguage, language
-from ..languages.javascript import JAVASCRIPT
-from ..languages.python import defined_functions
 from ..sanitize import escape, has_unsafe, one_line
-from . import js_gate
-from .bounds import BoundError, ast_depth_problem, field_problems, name_problems, read_item_text
 
 REQUIRED = {"domain": str, "query": str, "entry_point": str, "canonical": str, "tests": list}
 OPTIONAL = {
@@ -241,7 +236,7 @@ def load_item(path: Path) -> BenchmarkItem:
 
     for field, reason in name_problems(path):
         problem(field, reason)
-    try:  # bounded first (corpus/bounds.py): tomllib recurses
+    try:  # bounded first (bounds.py): tomllib recurses
         data = tomllib.loads(read_item_text(path))
     except BoundError as exc:
         raise ItemError([*problems, ItemProblem(path, "<file>", str(exc))]) from None
@@ -434,7 +429,8 @@ def context_problems(table: dict, data: dict) -> list[tuple[str, str]]:
             found.append((f"context.{key}", f"must be {what}"))
     if data.get("setup"):
         found.append(("setup", "a context item has no setup (its module is imported)"))
-    if data.get("language", DEFAULT) != DEFAULT:
+    gates = _known(data.get("language", DEFAULT))
+    if gates and not gates.packages:
         found.append(("context", "a context is a Python package: Python items only"))
     return found
 
@@ -470,71 +466,26 @@ def language_problems(path: Path, name: str) -> list[ItemProblem]:
 
 
 def code_problems(
-    code: str, entry_point: str | None, language: str = DEFAULT, stdlib_only: bool = True
+    code: str, entry_point: str | None, lang: str = DEFAULT, stdlib_only: bool = True
 ) -> list[str]:
-    """Gate for code in ``language``: JavaScript's is :func:`.js_gate.code_problems`; every
-    other language's is Python's AST gate: it parses, imports only the standard library (but
-    with ``stdlib_only`` False: a context item's function imports what its package does) and,
-    when ``entry_point`` is given, defines that function at module level."""
-    if language == JAVASCRIPT.name:
-        return js_gate.code_problems(code, entry_point)
-    try:
-        tree = ast.parse(code)
-    except SyntaxError as exc:
-        return [f"does not parse: {exc.msg} (line {exc.lineno})"]
-    except (RecursionError, MemoryError):  # nesting deeper than the parser's own stack
-        return ["nests too deeply to parse"]
-    deep = ast_depth_problem(tree)
-    if deep:
-        return [deep]
-    imported = imports(tree) if stdlib_only and "import" in code else []  # none without it
-    reasons = [
-        f"imports {name!r}, which is not in the standard library"
-        for name in imported
-        if name not in sys.stdlib_module_names and name != "__future__"
-    ]
-    if entry_point is not None and entry_point not in defined_functions(tree):
-        reasons.append(f"does not define function {entry_point!r} at module level")
-    return reasons
+    """Gate for code in the language ``lang`` (:meth:`..languages.Language.code_problems`;
+    none for an unknown language, a problem of its own)."""
+    gates = _known(lang)
+    return gates.code_problems(code, entry_point, stdlib_only) if gates else []
 
 
-def setup_problems(setup: str, entry_point: str, language: str = DEFAULT) -> list[str]:
-    """Gate for ``setup``: empty for JavaScript (:func:`.js_gate.setup_problems`); otherwise
-    import statements of standard-library modules only (no ``*``), none binding
-    ``entry_point`` (a setup name never stands in for the snippet's definition)."""
-    if language == JAVASCRIPT.name:
-        return js_gate.setup_problems(setup)
-    if context_fields(setup) is not None:
-        return ["begins with the context directive, which only a [context] table writes"]
+def setup_problems(setup: str, entry_point: str, lang: str = DEFAULT) -> list[str]:
+    """Gate for ``setup`` in the language ``lang`` (its ``setup_problems``)."""
+    gates = _known(lang)
+    return gates.setup_problems(setup, entry_point) if gates else []
+
+
+def _known(lang: object) -> Language | None:
+    """The language ``lang`` names; None for an unknown one (its own item problem)."""
     try:
-        tree = ast.parse(setup)
-    except SyntaxError as exc:
-        return [f"does not parse: {exc.msg} (line {exc.lineno})"]
-    reasons = []
-    for node in tree.body:
-        if not isinstance(node, ast.Import | ast.ImportFrom):
-            reasons.append(
-                f"line {node.lineno}: only import statements are allowed in setup, "
-                f"found {type(node).__name__.lower()}"
-            )
-            continue
-        if isinstance(node, ast.ImportFrom) and (node.level or not node.module):
-            reasons.append(f"line {node.lineno}: a relative import is not allowed in setup")
-            continue
-        bound = [(a.asname or a.name).partition(".")[0] for a in node.names]
-        if "*" in bound:
-            reasons.append(f"line {node.lineno}: 'import *' is not allowed in setup")
-        if entry_point in bound:
-            reasons.append(
-                f"line {node.lineno}: binds the entry point {entry_point!r}; only the "
-                "snippet may define it"
-            )
-    reasons += [
-        f"imports {name!r}, which is not in the standard library"
-        for name in imports(tree)
-        if name not in sys.stdlib_module_names
-    ]
-    return reasons
+        return language(str(lang))
+    except UnknownLanguage:
+        return None
 
 
 def grammar_problem(test: str, entry_point: str, lang: str = DEFAULT) -> str | None:
@@ -559,18 +510,5 @@ def grammar_problem(test: str, entry_point: str, lang: str = DEFAULT) -> str | N
 
 
 def _exceptions(lang: str) -> frozenset[str]:
-    try:
-        return language(lang).exceptions
-    except UnknownLanguage:  # already an item problem of its own
-        return _grammar.EXCEPTIONS
-
-
-def imports(tree: ast.AST) -> list[str]:
-    """Top-level module names imported anywhere in ``tree``."""
-    names = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names += [alias.name.partition(".")[0] for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.append(node.module.partition(".")[0])
-    return names
+    gates = _known(lang)  # an unknown language is already an item problem of its own
+    return gates.exceptions if gates else _grammar.EXCEPTIONS

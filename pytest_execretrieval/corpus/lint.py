@@ -24,22 +24,18 @@ from __future__ import annotations
 
 import ast
 import functools
-import io
 import re
-import tokenize
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..bounds import foreign_files
 from ..execution import _grammar
-from ..languages import DEFAULT
-from ..mutation import js_syntax
 from ..mutation.equivalence import annotations as entry_annotations
 from ..mutation.equivalence import entry_point_def, named_exceptions, supported
 from ..mutation.select import MAX_DISTRACTORS
 from ..sanitize import one_line
-from .bounds import foreign_files
 from .items import BenchmarkItem, item_id, load_items
 from .pools import language_pools
 from .store import (
@@ -381,29 +377,9 @@ def codes(item: BenchmarkItem) -> list[tuple[str, str]]:
 
 def plain_code(item: BenchmarkItem) -> list[str]:
     """No docstring, comment or ``assert`` in the canonical or an alternative: a docstring
-    leaks the query into the snippet and into every mutant alike."""
-    failures = []
-    for label, code in codes(item):
-        if item.language != DEFAULT:  # JavaScript: comments (its gate refuses the rest)
-            tree = js_syntax.parse(code)
-            comments = [n for n in js_syntax.walk(tree.root_node) if n.type == "comment"]
-            if comments:
-                failures.append(f"{label}: comment on line {comments[0].start_point[0] + 1}")
-            continue
-        tree = _tree(code)
-        if any(
-            isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module))
-            and ast.get_docstring(n)
-            for n in ast.walk(tree)
-        ):
-            failures.append(f"{label}: docstring")
-        if any(isinstance(n, ast.Assert) for n in ast.walk(tree)):
-            failures.append(f"{label}: assert statement")
-        tokens = tokenize.generate_tokens(io.StringIO(code).readline)
-        comment = next((t for t in tokens if t.type == tokenize.COMMENT), None)
-        if comment is not None:
-            failures.append(f"{label}: comment on line {comment.start[0]}")
-    return failures
+    leaks the query into the snippet and into every mutant alike (what counts is the item's
+    language's :meth:`~..languages.Language.leaks`)."""
+    return [f"{label}: {leak}" for label, code in codes(item) for leak in item.lang.leaks(code)]
 
 
 def typed_entry_point(item: BenchmarkItem) -> list[str]:
@@ -545,7 +521,7 @@ def lint_items(items: Sequence[BenchmarkItem], prefix: str = "") -> list[Finding
     findings = []
     for item in items:
         for check in ITEM_CHECKS:
-            if check.python_only and item.language != DEFAULT:
+            if check.python_only and not item.lang.python_syntax:
                 continue
             try:
                 messages = check.run(item)
@@ -654,7 +630,7 @@ def corpus_findings(
         for iid, n in short_of_distractors([i.id for i in items], distractor_counts(corpus)).items()
     ]
     for item in items:
-        if item.alternatives and item.language == DEFAULT and not typed_entry_point(item):
+        if item.alternatives and item.lang.python_syntax and not typed_entry_point(item):
             findings += [
                 Finding(prefix + item.id, "alternative-evidence", WARNING, m)
                 for m in missing_evidence(item, corpus)

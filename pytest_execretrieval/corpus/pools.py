@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..languages import POOL_LANGUAGES
 from .items import item_id, item_paths
 from .store import DEFAULT_VARIANT, CorpusVariant
 
@@ -42,9 +43,6 @@ __all__ = [
     "duplicate_items",
     "language_pools",
 ]
-
-# The languages whose pool may sit in a folder of that name inside an items directory.
-POOL_LANGUAGES = ("javascript",)
 
 
 @dataclass(frozen=True)

@@ -13,21 +13,21 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+from ..bounds import read_item_text
+from ..languages import POOL_LANGUAGES
 from ..mutation.equivalence import Inputs
 from ..mutation.js_evidence import Twin, signature_key
-from .bounds import read_item_text
 from .items import BenchmarkItem, item_id, item_paths
 
 __all__ = ["input_key", "input_keys", "input_types", "twin_path", "twin_source"]
 
-POOL = "javascript"  # the folder of the JavaScript pool inside an items directory
-
 
 def twin_path(path: Path) -> Path | None:
-    """The Python twin's file of the JavaScript item file ``path``, if there is one."""
+    """The Python twin's file of the item file ``path`` of a language pool's folder
+    (:data:`..languages.POOL_LANGUAGES`), if there is one."""
     path = Path(path)
     pool = path.parent.parent
-    if pool.name != POOL:
+    if pool.name not in POOL_LANGUAGES:
         return None
     twin = pool.parent / path.parent.name / path.name
     return twin if twin.is_file() else None

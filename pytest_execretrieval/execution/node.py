@@ -101,6 +101,7 @@ class NodeSandbox(Sandbox):
     """
 
     language = "javascript"
+    runner_version = NODE_RUNNER_VERSION
 
     def __init__(
         self,

@@ -28,7 +28,7 @@ from pathlib import Path
 from ..bounded_json import parse_json
 from ..signed_files import KEY_ENV, KEY_FILE_ENV, SignedFiles, discard, user_key_dir
 from . import _grammar
-from .sandbox import RUNNER_VERSION, Limits, Sandbox, SuiteResult
+from .sandbox import RUNNER_VERSION, SANDBOXES, Limits, Sandbox, SuiteResult
 
 __all__ = ["KEY_ENV", "KEY_FILE_ENV", "OutcomeCache", "cached_run", "foreign_line", "user_key_dir"]
 
@@ -67,7 +67,7 @@ class OutcomeCache(SignedFiles):
         limits_token = json.dumps(asdict(limits or Limits()), sort_keys=True)
         parts = [_sha256(_encode(code)), _sha256(suite), RUNNER_VERSION, limits_token]
         parts.append(f"calls:{_grammar.CALL_KINDS_VERSION}")
-        if language != "python":
+        if language != Sandbox.language:
             parts.append(f"{language}:{_runner_version(language)}")
         return _sha256("\n".join(parts).encode("utf-8"))
 
@@ -120,11 +120,10 @@ def foreign_line(count: int) -> str | None:
 
 
 def _runner_version(language: str) -> str:
-    if language == "javascript":
-        from .node import NODE_RUNNER_VERSION
-
-        return NODE_RUNNER_VERSION
-    raise ValueError(f"no runner for language {language!r}")
+    try:
+        return SANDBOXES[language].runner_version
+    except KeyError:
+        raise ValueError(f"no runner for language {language!r}") from None
 
 
 def cached_run(
@@ -142,7 +141,7 @@ def cached_run(
     retried once; one that recurs is returned, unusable, and never cached (it says nothing
     about the snippet: the next run tries again)."""
     tests = tuple(tests)
-    language = getattr(sandbox, "language", "python")  # a duck-typed sandbox runs Python
+    language = getattr(sandbox, "language", Sandbox.language)  # a duck-typed one: the default
     hit = cache.get(code, setup, tests, sandbox.limits, language) if cache is not None else None
     if hit is not None:
         return hit

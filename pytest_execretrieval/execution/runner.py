@@ -23,9 +23,8 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .node import NodeSandbox
 from .outcome_cache import OutcomeCache, cached_run
-from .sandbox import Limits, Sandbox, SuiteResult
+from .sandbox import SANDBOXES, Limits, Sandbox, SuiteResult
 
 # (code, setup, tests), (code, setup, tests, language) or (code, setup, tests, language, group):
 # group is the item the code belongs to (Sandbox.run), None where the caller does not say.
@@ -34,15 +33,22 @@ Suite = (
     | tuple[str, str, Sequence[str], str]
     | tuple[str, str, Sequence[str], str, str | None]
 )
-LANGUAGES = ("python", "javascript")  # the languages a suite may be in
+
+
+OWN_LANGUAGE = Sandbox.language  # the language of this layer's own sandbox
 
 
 def sandbox_class(language: str) -> type[Sandbox]:
-    """The sandbox that runs ``language``'s suites: the Python sandbox, or the Node runner for
-    JavaScript (looked up when called: tests replace this module's ``Sandbox``)."""
-    if language not in LANGUAGES:
-        raise ValueError(f"no runner for language {language!r} (known: {', '.join(LANGUAGES)})")
-    return Sandbox if language == "python" else NodeSandbox
+    """The sandbox that runs ``language``'s suites: this module's ``Sandbox`` for its own
+    language (looked up when called: tests replace it), else the one the language registered
+    (:func:`.sandbox.register_sandbox`)."""
+    if language == OWN_LANGUAGE:
+        return Sandbox
+    try:
+        return SANDBOXES[language]
+    except KeyError:
+        known = ", ".join([OWN_LANGUAGE, *sorted(SANDBOXES)])
+        raise ValueError(f"no runner for language {language!r} (known: {known})") from None
 
 
 def limits_key(limits: Limits) -> str:

@@ -325,6 +325,8 @@ class Sandbox:
     """
 
     language = "python"  # the snippets' language (the outcome cache keys on it)
+    # What another language's runner adds to its suites' outcome-cache key ("" for this one).
+    runner_version = ""
 
     def __init__(
         self, limits: Limits = Limits(), *, isolation: str = "best", _guard: bool = True
@@ -694,6 +696,17 @@ def _to_result(reply: dict[str, Any], n_tests: int) -> SuiteResult:
 
 _SHARED: dict[tuple[Limits, int], Sandbox] = {}
 _SHARED_LOCK = threading.Lock()
+
+
+# The sandboxes of the other languages, by language: each registers its own from above
+# (``languages/<name>/``, :func:`register_sandbox`); this layer names no language.
+SANDBOXES: dict[str, type[Sandbox]] = {}
+
+
+def register_sandbox(sandbox: type[Sandbox]) -> None:
+    """Make ``sandbox`` the runner of its ``language``'s suites (a language's own module calls
+    this when it is imported)."""
+    SANDBOXES[sandbox.language] = sandbox
 
 
 def run_suite(

@@ -13,18 +13,19 @@ depends on the code's language:
   selects an item's distractors;
 - ``input_types(code, entry_point, twin)`` and ``realm``: the differential evidence's drawn
   inputs' types (Python's annotations, JavaScript's from the Python twin) and how its probes
-  are written and compared.
+  are written and compared;
+- ``code_problems``, ``setup_problems`` and ``gate_inputs``: the item gates for its code (each
+  language's ``gate.py``) and what they depend on; ``leaks`` and ``python_syntax``: what lint
+  reads of it; ``packages``: whether context items and background functions are in it.
 
-The implementations: :data:`~.python.PYTHON` (``python.py``: the standard library's ``ast``)
-and :data:`~.javascript.JAVASCRIPT` (``javascript.py``: ES2020 through tree-sitter, the
-``javascript`` extra, imported at the first parse, so Python items never need it).
+The implementations: :data:`~.python.PYTHON` (``python/``: the standard library's ``ast``)
+and :data:`~.javascript.JAVASCRIPT` (``javascript/``: ES2020 through tree-sitter, the
+``javascript`` extra, imported at the first parse, so Python items never need it; importing it
+registers its Node runner with ``execution``, which names no language).
 
-Adding a language: one module ``languages/<name>.py`` with a class satisfying the protocol,
-one line in :data:`LANGUAGES`, and the items that use it (``language = "<name>"``). Outside
-the protocol, per language: the item gate for code (``corpus.items.code_problems`` dispatches
-on the item's language: Python's parses and allows standard-library imports, JavaScript's
-parses and refuses modules and the host's objects, see ``corpus/js_gate.py``) and the runner
-that executes suites (``execution/``).
+Adding a language: one folder ``languages/<name>/`` with a class satisfying the protocol, one
+line in :data:`LANGUAGES`, and the items that use it (``language = "<name>"``). No module
+outside this package compares a language's name (``tests/test_language_seam.py``).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from ..mutation.operators import Mutant
 from .javascript import JAVASCRIPT
 from .python import PYTHON
 
-__all__ = ["DEFAULT", "LANGUAGES", "Language", "UnknownLanguage", "language"]
+__all__ = ["DEFAULT", "LANGUAGES", "POOL_LANGUAGES", "Language", "UnknownLanguage", "language"]
 
 
 class Language(Protocol):
@@ -50,6 +51,33 @@ class Language(Protocol):
     # How the differential evidence's probes are written, run and compared in this language
     # (:mod:`..mutation.equivalence`).
     realm: Realm
+    # Whether code in it comes in the packages the miner reads: an item with a ``[context]``
+    # table and the background functions a pool may hold are in such a language.
+    packages: bool
+    # Whether its code is Python's syntax (the lint checks that read Python's ``ast`` apply).
+    python_syntax: bool
+
+    def code_problems(
+        self, code: str, entry_point: str | None, stdlib_only: bool = True
+    ) -> list[str]:
+        """The item gate for a canonical or an alternative: why ``code`` may not be one (it
+        must parse within the bounds and, when ``entry_point`` is given, define it;
+        ``stdlib_only`` False: a context item's function imports what its package does)."""
+        ...
+
+    def setup_problems(self, setup: str, entry_point: str) -> list[str]:
+        """The item gate for an item's ``setup``: why it may not be one."""
+        ...
+
+    def gate_inputs(self) -> list[bytes]:
+        """What its gates' answers depend on (their modules' code, its parser's versions): a
+        change to any makes validated items be validated again."""
+        ...
+
+    def leaks(self, code: str) -> list[str]:
+        """What in ``code`` (which passed :meth:`code_problems`) would carry the query into it
+        and every mutant alike: a docstring, a comment, an ``assert``; lint messages."""
+        ...
 
     def defined_names(self, code: str) -> frozenset[str]:
         """The functions ``code`` defines at module level (none if it does not parse)."""
@@ -79,6 +107,9 @@ class Language(Protocol):
 # The registry: a language's name (an item's ``language`` field) -> its implementation.
 LANGUAGES: dict[str, Language] = {PYTHON.name: PYTHON, JAVASCRIPT.name: JAVASCRIPT}
 DEFAULT = PYTHON.name  # an item without a ``language`` field
+# The languages whose items form a pool of their own, in a folder of the language's name inside
+# an items directory (``javascript/``); the default language's items are the directory's own.
+POOL_LANGUAGES = tuple(sorted(set(LANGUAGES) - {DEFAULT}))
 
 
 class UnknownLanguage(ValueError):

@@ -16,7 +16,7 @@ import doctest
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..corpus.bounds import parse_problem
+from ..bounds import parse_problem
 from ..corpus.items import grammar_problem
 from ..execution import _grammar
 from ..sanitize import has_unsafe

@@ -1,7 +1,7 @@
 """The candidate functions of a :class:`.sources.SourceTree`: public module-level functions
 that are self-contained, each with the helpers, constants and imports it needs.
 
-Every module is parsed with :mod:`ast` within the item bounds (``corpus/bounds.py``); nothing is
+Every module is parsed with :mod:`ast` within the item bounds (``bounds.py``); nothing is
 imported or run. A function is a candidate when it is a public (no leading ``_``), undecorated,
 non-async module-level ``def`` (a ``@typing.overload`` stub is no function at all: only its
 implementation counts) and every name it loads resolves to a builtin, a parameter or
@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
-from ..corpus.bounds import MAX_CODE_CHARS, ast_depth_problem, code_size_problem
+from ..bounds import MAX_CODE_CHARS, ast_depth_problem, code_size_problem
 from ..execution import _grammar
 from ..execution.contexts import context_setup
 from .sources import SourceTree

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
-from ..corpus.bounds import NAME
+from ..bounds import NAME
 from ..execution.runner import SuiteRunner
 from ..execution.sandbox import Limits
 from ..safe_write import write_atomic

@@ -262,7 +262,7 @@ def index_pool(items: Sequence[BenchmarkItem], corpus: Corpus) -> PoolIndex:
                 if names.get(pool[i].query_id, DEFAULT) == item.language
                 and (pool[i].kind == CANONICAL or pool[i].query_id != item.id)
             }
-            | set(background if item.language == DEFAULT else ())
+            | set(background if item.lang.packages else ())
         )
         for item in ordered
     )
@@ -287,8 +287,8 @@ def pair_outcomes(item: BenchmarkItem, snippet: Snippet) -> Outcomes | None:
     if snippet.query_id == item.id:
         return snippet.outcomes
     if is_background(snippet):
-        python = item.language == DEFAULT  # background functions are Python
-        return None if python else (item.lang.missing_entry_point,) * len(item.tests)
+        # background functions are in the language of the packages the miner reads
+        return None if item.lang.packages else (item.lang.missing_entry_point,) * len(item.tests)
     if not item.lang.defines(snippet.code, item.entry_point):
         return (item.lang.missing_entry_point,) * len(item.tests)
     return None

@@ -14,8 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from ..corpus.items import BenchmarkItem
 from ..execution.runner import SuiteRunner
-from ..execution.sandbox import Limits, SandboxError, SuiteResult, run_suite
-from ..languages import DEFAULT
+from ..execution.sandbox import Limits, SandboxError, SuiteResult
 from ..records import QueryResult
 
 __all__ = ["RERUN_LIMITS", "SuiteRun", "rank1_returned"]
@@ -25,12 +24,10 @@ SuiteRun = Callable[[str, str, Sequence[str], str], SuiteResult]
 # The re-run for the values: a snippet that timed out before times out again, sooner; a test
 # whose outcome differs under these limits shows no value.
 RERUN_LIMITS = Limits(timeout_s=2.0)
-_RUNNERS: dict[int, SuiteRunner] = {}  # other languages' re-runs: one runner per process
+_RUNNERS: dict[int, SuiteRunner] = {}  # the re-runs: one runner per process
 
 
 def _rerun(code: str, setup: str, tests: Sequence[str], language: str) -> SuiteResult:
-    if language == DEFAULT:
-        return run_suite(code, setup, tests, RERUN_LIMITS)
     runner = _RUNNERS.setdefault(os.getpid(), SuiteRunner(RERUN_LIMITS))
     return runner.run(code, setup, tests, language)
 

@@ -4,13 +4,18 @@
 from __future__ import annotations
 
 import functools
+import json
+from pathlib import Path
 
-from ..execution import _grammar
-from ..mutation import js_syntax
-from ..mutation.equivalence import Inputs
-from ..mutation.javascript import generate_js_mutants
-from ..mutation.js_evidence import JS_EVIDENCE_VERSION, JS_REALM, Twin, twin_inputs
-from ..mutation.operators import Mutant
+from ...execution import _grammar
+from ...execution.node import NODE_RUNNER_VERSION, NodeSandbox
+from ...execution.sandbox import register_sandbox
+from ...mutation import js_syntax
+from ...mutation.equivalence import Inputs
+from ...mutation.javascript import generate_js_mutants
+from ...mutation.js_evidence import JS_EVIDENCE_VERSION, JS_REALM, Twin, twin_inputs
+from ...mutation.operators import Mutant
+from . import gate
 
 __all__ = ["JAVASCRIPT", "JavaScript"]
 
@@ -33,6 +38,25 @@ class JavaScript:
     missing_entry_point = "error:ReferenceError"
     exceptions = _grammar.JS_EXCEPTIONS  # Error and its standard subclasses
     realm = JS_REALM
+    packages = False
+    python_syntax = False
+
+    def code_problems(
+        self, code: str, entry_point: str | None, stdlib_only: bool = True
+    ) -> list[str]:
+        return gate.code_problems(code, entry_point)  # no imports at all: nothing to allow
+
+    def setup_problems(self, setup: str, entry_point: str) -> list[str]:
+        return gate.setup_problems(setup)
+
+    def gate_inputs(self) -> list[bytes]:
+        versions = json.dumps(js_syntax.grammar_versions(), sort_keys=True).encode()
+        return [Path(str(m.__file__)).read_bytes() for m in (gate, js_syntax)] + [versions]
+
+    def leaks(self, code: str) -> list[str]:
+        tree = js_syntax.parse(code)  # its gate refuses the rest: only comments can leak
+        comments = [n for n in js_syntax.walk(tree.root_node) if n.type == "comment"]
+        return [f"comment on line {comments[0].start_point[0] + 1}"] if comments else []
 
     def input_types(self, code: str, entry_point: str, twin: Twin | str) -> Inputs:
         return twin_inputs(code, entry_point, twin)  # no types in the source: the twin's
@@ -47,8 +71,7 @@ class JavaScript:
         return generate_js_mutants(code, entry_point)
 
     def versions(self) -> dict[str, str]:
-        from ..execution.node import NODE_RUNNER_VERSION
-        from ..mutation.fingerprint import js_mutation_version
+        from ...mutation.fingerprint import js_mutation_version
 
         return {
             "runner": NODE_RUNNER_VERSION,
@@ -58,3 +81,4 @@ class JavaScript:
 
 
 JAVASCRIPT = JavaScript()
+register_sandbox(NodeSandbox)  # its suites run in the Node runner

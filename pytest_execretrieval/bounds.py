@@ -20,7 +20,7 @@ largest figure in brackets):
 ``MAX_AST_DEPTH``       100         depth of the parsed tree, measured iteratively, before any
                                     recursive walk (``ast.dump``, the mutation engine, the test
                                     grammar) [16]
-``MAX_JS_TREE_DEPTH``   200         depth of a JavaScript tree-sitter parse (``js_gate.py``):
+``MAX_JS_TREE_DEPTH``   200         depth of a JavaScript tree-sitter parse (JavaScript's gate):
                                     its trees spend a level on each block, statement and
                                     parenthesis, about twice Python's for the same code [24]
 =====================  ==========  =============================================================
@@ -38,7 +38,7 @@ import re
 import stat
 from pathlib import Path
 
-from ..sanitize import has_unsafe, one_line
+from .sanitize import has_unsafe, one_line
 
 MAX_ITEM_BYTES = 256 * 1024
 MAX_TOML_DEPTH = 32

@@ -16,8 +16,8 @@ A JavaScript item has no ``setup``: the snippet brings everything it uses.
 
 from __future__ import annotations
 
-from ..mutation import js_syntax
-from .bounds import MAX_JS_TREE_DEPTH
+from ...bounds import MAX_JS_TREE_DEPTH
+from ...mutation import js_syntax
 
 __all__ = ["FORBIDDEN_NAMES", "code_problems", "setup_problems"]
 
