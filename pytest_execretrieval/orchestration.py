@@ -52,10 +52,10 @@ from .execution.contexts import ContextError
 from .execution.runner import SuiteRunner
 from .execution.sandbox import isolation_in_force
 from .ranking.benchmark import BenchmarkRun, run_benchmark, uncached_texts
-from .ranking.index import IndexSpec, IndexSpecError
-from .ranking.indexed import index_run
+from .ranking.index import IndexSpecError
+from .ranking.pipelines import SECTIONS, Pipeline, PoolInput, run_pipeline, schedule
+from .ranking.quantize import QuantizeError
 from .ranking.rerank import Reranker, RerankerContext, RerankerError, get_reranker
-from .ranking.rerank.pipeline import rerank_run
 from .reporting.report import build_report
 from .scoring.lift import lift
 from .settings import GateSettings
@@ -309,6 +309,56 @@ def refuse_lexical_indexes(embedders: Mapping[str, Embedder]) -> None:
             )
 
 
+def vector_embedders(embedders: Mapping[str, Embedder], quantize: bool) -> list[str]:
+    """The embedders with vectors to store quantised (every dense encoder); with
+    ``--execretrieval-quantize`` or ``--execretrieval-dims`` (``quantize``) and none, a
+    :class:`SetupError`: a lexical scorer has no vectors."""
+    from .embedders import DenseEncoder, contract
+
+    dense = [name for name, e in embedders.items() if contract(e) is DenseEncoder]
+    if quantize and not dense:
+        raise SetupError(
+            f"--execretrieval-quantize/--execretrieval-dims: --embedder {', '.join(embedders)} "
+            "is a lexical scorer, with no vectors to quantise; add a dense embedder or run "
+            "without these options"
+        )
+    return dense
+
+
+def open_served(embedders: Mapping[str, Embedder], backends: Sequence[str]) -> dict[str, Embedder]:
+    """Every local sentence-transformers embedder served by each backend (by pipeline name),
+    each checked usable before any work; with backends and no such embedder, or a backend that
+    cannot serve one, a :class:`SetupError` naming it."""
+    if not backends:
+        return {}
+    from .embedders.backends import served
+    from .embedders.sentence_transformer import SentenceTransformerEmbedder
+    from .ranking.pipelines import backend_name
+
+    local = {n: e for n, e in embedders.items() if isinstance(e, SentenceTransformerEmbedder)}
+    if not local:
+        raise SetupError(
+            f"--execretrieval-backend: no --embedder is a local sentence-transformers model "
+            f"({', '.join(embedders)}); a runtime backend serves those only"
+        )
+    out: dict[str, Embedder] = {}
+    try:
+        for name, embedder in local.items():
+            for backend in backends:
+                try:
+                    out[backend_name(name, backend)] = served(embedder, backend)
+                    out[backend_name(name, backend)].check_usable()
+                except EmbedderError as exc:
+                    raise SetupError(
+                        f"--execretrieval-backend {backend}: --embedder {name}: {exc}"
+                    ) from None
+    except SetupError:
+        for opened in out.values():
+            opened.close()
+        raise
+    return out
+
+
 def identifier_view(
     embedders: Mapping[str, Embedder], loaded: Loaded, view: str
 ) -> dict[str, Embedder]:
@@ -351,59 +401,104 @@ def rank(
     loaded: Loaded,
     embedders: Mapping[str, Embedder],
     rerankers: Mapping[str, Reranker],
-    pipelines: Mapping[str, tuple[str, str]],
+    pipelines: Sequence[Pipeline],
     rerank_k: int,
     runner: SuiteRunner,
     cache_dir: Path,
     code_similarity: bool,
     runs: MutableMapping[str, BenchmarkRun],
-    indexes: Mapping[str, tuple[str, IndexSpec]] | None = None,
+    served: Mapping[str, Embedder] | None = None,
 ) -> Ranked:
-    """Rank the pool for every query with each embedder, and through each of its indexes
-    (``indexes``: name -> (embedder, spec)), then every reranked pipeline (``pipelines``:
-    name -> (embedder, reranker); fusion needs all first stages first). ``runs`` is filled as
-    the work goes (the reranker context reads it); every embedder and reranker is closed."""
+    """Run every pipeline (each embedder among them) in :func:`.ranking.pipelines.schedule`'s
+    order (:func:`.ranking.pipelines.run_pipeline`). ``served``: by pipeline name, the embedder
+    a runtime backend serves (:mod:`.embedders.backends`). ``runs`` is filled as the work goes
+    (the reranker context reads it); every embedder and reranker is closed, each embedder
+    once its pipelines ran."""
     ranked = Ranked({}, 0.0, {}, {})
-    pending = dict(embedders)  # closed as each is done, the rest on the way out
+    pool = PoolInput(loaded.items, loaded.pool, loaded.pool_sha256, loaded.tests)
+    served = dict(served or {})
+    pending: dict[str, Embedder] = {**embedders, **served}  # closed when done, the rest on exit
     try:
-        for name, embedder in embedders.items():
-            del pending[name]
-            try:
-                runs[name] = run_loaded(loaded, embedder, runner, cache_dir, code_similarity)
-                rank_indexed(loaded, name, embedder, indexes or {}, runner, cache_dir, runs, ranked)
-            except ServiceError as exc:
-                raise ServiceFailure(f"--embedder {name}: {exc}") from None
-            except EmbedderError as exc:
-                raise SetupError(f"--embedder {name}: {exc}") from None
-            finally:
-                embedder.close()
-            ranked.encode_s += runs[name].encode_s
-            ranked.usage[name] = usage_fields(embedder)
-        snippets = {s.snippet_id: s for s in loaded.pool.snippets}
-        for pipeline, (first, reranker) in pipelines.items():
-            done = rerank_run(
-                runs[first],
-                first,
-                rerankers[reranker],
-                rerank_k,
-                loaded.items,
-                snippets,
-                runner,
-                reranker,
-            )
-            runs[pipeline] = done.run
-            ranked.rerank_info[pipeline] = done.info
-            ranked.rerank_cost[pipeline] = done.cost
-    except ServiceError as exc:
-        raise ServiceFailure(f"--execretrieval-rerank: {exc}") from None
-    except RerankerError as exc:
-        raise SetupError(f"--execretrieval-rerank: {exc}") from None
+        for group in schedule(pipelines):
+            for pipeline in group:
+                _run_one(
+                    pipeline,
+                    pool,
+                    embedders,
+                    served,
+                    rerankers,
+                    rerank_k,
+                    runner,
+                    cache_dir,
+                    code_similarity,
+                    runs,
+                    ranked,
+                )
+            for pipeline in group:
+                for name in (pipeline.embedder, pipeline.name):
+                    if name in pending:
+                        pending.pop(name).close()
     finally:
         for embedder in pending.values():
             embedder.close()
         for r in rerankers.values():
             r.close()
     return ranked
+
+
+def _run_one(
+    pipeline: Pipeline,
+    pool: PoolInput,
+    embedders: Mapping[str, Embedder],
+    served: Mapping[str, Embedder],
+    rerankers: Mapping[str, Reranker],
+    rerank_k: int,
+    runner: SuiteRunner,
+    cache_dir: Path,
+    code_similarity: bool,
+    runs: MutableMapping[str, BenchmarkRun],
+    ranked: Ranked,
+) -> None:
+    """One pipeline's run into ``runs`` and ``ranked``; its errors as the flag that caused them."""
+    name = pipeline.name
+    vectors = replace(pipeline, quantize=None, index=None, reranker=None)
+    embedder = served.get(vectors.name) or embedders.get(pipeline.embedder)
+    try:
+        done = run_pipeline(
+            pipeline,
+            pool,
+            runs,
+            runner,
+            cache_dir,
+            embedder=embedder,
+            reranker=rerankers.get(pipeline.reranker or ""),
+            rerank_k=rerank_k,
+            progress=stderr_progress,
+            code_similarity=code_similarity,
+        )
+    except ServiceError as exc:
+        flag = "--execretrieval-rerank" if pipeline.reranker else f"--embedder {vectors.name}"
+        raise ServiceFailure(f"{flag}: {exc}") from None
+    except RerankerError as exc:
+        raise SetupError(f"--execretrieval-rerank: {exc}") from None
+    except EmbedderError as exc:
+        raise SetupError(f"--embedder {vectors.name}: {exc}") from None
+    except IndexSpecError as exc:
+        assert pipeline.index is not None
+        raise SetupError(f"--execretrieval-index {pipeline.index.text}: {exc}") from None
+    except QuantizeError as exc:
+        raise SetupError(f"--execretrieval-quantize/--execretrieval-dims: {exc}") from None
+    runs[name] = done.run
+    if pipeline.encodes:
+        ranked.encode_s += done.run.encode_s
+    if pipeline.first_stage is None and embedder is not None:
+        ranked.usage[name] = usage_fields(embedder)
+    if done.rerank is not None and done.cost is not None:
+        ranked.rerank_info[name] = done.rerank
+        ranked.rerank_cost[name] = done.cost
+    if done.figures is not None and done.cost is not None:
+        ranked.index_info[name] = done.figures
+        ranked.index_cost[name] = done.cost
 
 
 def run_loaded(
@@ -425,41 +520,6 @@ def run_loaded(
         code_similarity,
         loaded.tests,
     )
-
-
-def rank_indexed(
-    loaded: Loaded,
-    name: str,
-    embedder: Embedder,
-    indexes: Mapping[str, tuple[str, IndexSpec]],
-    runner: SuiteRunner,
-    cache_dir: Path,
-    runs: MutableMapping[str, BenchmarkRun],
-    ranked: Ranked,
-) -> None:
-    """Every indexed pipeline of embedder ``name`` (its exact run is in ``runs``): its run,
-    its per-query figures and what the index took go to ``runs`` and ``ranked``."""
-    for pipeline, (first, spec) in indexes.items():
-        if first != name:
-            continue
-        try:
-            done = index_run(
-                runs[name],
-                name,
-                spec,
-                loaded.items,
-                loaded.pool,
-                loaded.pool_sha256,
-                embedder,
-                runner,
-                cache_dir,
-                loaded.tests,
-            )
-        except IndexSpecError as exc:
-            raise SetupError(f"--execretrieval-index {spec.text}: {exc}") from None
-        runs[pipeline] = done.run
-        ranked.index_info[pipeline] = done.per_query
-        ranked.index_cost[pipeline] = done.cost
 
 
 def read_baseline(path: Path, language: str | None = None) -> dict:
@@ -697,18 +757,19 @@ def build_reports(
     elapsed: float,
     seed: int,
     usage: Mapping[str, dict],
-    first_stage: Mapping[str, str],
-    rerank_info: Mapping[str, dict],
+    pipelines: Mapping[str, Pipeline],
+    ranked: Ranked,
     language: str | None = None,
-    index_info: Mapping[str, dict] | None = None,
 ) -> dict[str, dict]:
     """One report per embedder or pipeline that ran queries (``ran``: name -> query ids, in run
-    order); a pipeline's report has its ``first_stage``, its ``rerank`` section (a reranked
-    pipeline) or ``index`` section (an indexed one: :func:`.scoring.index_cost.index_cost` from
-    ``index_info``'s per-query figures), and its ``lift`` over the first stage's report of this
-    session. ``language``: the pool's report field (see :func:`.reporting.report.build_report`)."""
+    order); a pipeline's report (``pipelines``: by name) has its ``first_stage``, its last
+    stage's section (:data:`.ranking.pipelines.SECTIONS`: a reranker's ``rerank`` from
+    ``ranked``; an index's, stored codes' or a backend's cost against the first stage,
+    :func:`.scoring.serving_cost.serving_cost`, an index's from ``ranked``'s per-query
+    figures), and its ``lift`` over the first stage's report of this session. ``language``:
+    the pool's report field (see :func:`.reporting.report.build_report`)."""
     from .scoring.compare import ComparisonError
-    from .scoring.index_cost import index_cost
+    from .scoring.serving_cost import serving_cost
 
     # What a report records of its circumstances, read here (reporting reads no clock and
     # starts no sandbox): the sandbox layers in force during the run, and when it ended.
@@ -732,22 +793,25 @@ def build_reports(
         if ids
     }
     for name, report in reports.items():
-        if name not in first_stage:
+        pipeline = pipelines.get(name)
+        parent = pipeline.first_stage if pipeline else None
+        if pipeline is None or parent is None:
             continue
-        first = reports.get(first_stage[name])
-        report["first_stage"] = first_stage[name]
-        if name in rerank_info:
-            report["rerank"] = rerank_info[name]
+        first = reports.get(parent.name)
+        report["first_stage"] = parent.name
+        section = SECTIONS[str(pipeline.last_stage)]
+        if name in ranked.rerank_info:
+            report["rerank"] = ranked.rerank_info[name]
         try:
             if first is None:
-                raise ComparisonError(f"the first stage {first_stage[name]} did not run")
+                raise ComparisonError(f"the first stage {parent.name} did not run")
             report["lift"] = lift(first, report, seed)
-            if index_info and name in index_info:
-                report["index"] = index_cost(first, report, index_info[name])
+            if section != "rerank":
+                report[section] = serving_cost(first, report, ranked.index_info.get(name), seed)
         except ComparisonError as exc:  # e.g. -k selected different queries for the two
             report["lift"] = {"error": str(exc)}
-            if index_info and name in index_info:
-                report["index"] = {"error": str(exc)}
+            if section != "rerank":
+                report[section] = {"error": str(exc)}
     return reports
 
 

@@ -164,8 +164,8 @@ class Invocation(TypedDict, total=False):
 
     An embedder's ``invocation()`` gives the fixed keys first (``embedders.describe``) and may add
     its own (a revision, a weights hash); a pipeline's adds ``first_stage``, and ``reranker``
-    and ``rerank_k`` or ``index``. Every key that changes the scores is here: it keys the
-    embedding cache."""
+    and ``rerank_k``, ``index`` or ``quantize`` (``ranking/pipelines.py``). Every key that
+    changes the scores is here: it keys the embedding cache."""
 
     name: str
     model: str
@@ -180,6 +180,11 @@ class Invocation(TypedDict, total=False):
     reranker: dict[str, object]
     rerank_k: int
     index: dict[str, object]  # an indexed pipeline's (ranking/index.py)
+    quantize: dict[str, object]  # stored codes' (ranking/quantize.py)
+    # a runtime backend's (embedders/backends.py): the served model's own record
+    backend: str
+    runtime: str
+    model_file_sha256: str
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from .signed_files import check_key_source
 
 if TYPE_CHECKING:
     from .ranking.index import IndexSpec
+    from .ranking.quantize import Quantization
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,34 @@ OPTIONS = (
         "<embedder>@<SPEC>",
         repeatable=True,
         metavar="SPEC",
+    ),
+    Option(
+        "quantize",
+        str,
+        (),
+        "also rank every dense embedder's vectors as a vector database stores them "
+        "(repeatable): int8 (scalar, calibrated on the pool), binary (Hamming), binary-rescore "
+        "(Hamming candidates re-scored in float32); the pipeline is <embedder>~<PRECISION>",
+        repeatable=True,
+        metavar="PRECISION",
+    ),
+    Option(
+        "dims",
+        str,
+        (),
+        "also rank every dense embedder's vectors truncated to their first N dimensions, "
+        "renormalised (Matryoshka; repeatable); the pipeline is <embedder>~dN",
+        repeatable=True,
+        metavar="N",
+    ),
+    Option(
+        "backend",
+        str,
+        (),
+        "also encode with every local sentence-transformers embedder served by a runtime "
+        "backend (repeatable): onnx, openvino, onnx-int8; the pipeline is <embedder>+<BACKEND>",
+        repeatable=True,
+        metavar="BACKEND",
     ),
     Option(
         "rerank-k",
@@ -411,6 +440,9 @@ class Settings:
     background: tuple[str, ...] = ()  # --execretrieval-background sources
     tests: str = "all"  # --execretrieval-tests
     index: tuple[IndexSpec, ...] = ()  # --execretrieval-index, checked
+    # --execretrieval-quantize, then --execretrieval-dims, checked, in the order given
+    quantize: tuple[Quantization, ...] = ()
+    backend: tuple[str, ...] = ()  # --execretrieval-backend, checked
     # every --execretrieval-items directory when several are named (the bundled benchmark by
     # its path), in order; () for one: items_dir
     items_dirs: tuple[Path, ...] = ()
@@ -480,6 +512,8 @@ def resolve(config) -> Settings:
     if tests not in TESTS:
         raise ValueError(f"--execretrieval-tests: {tests!r} is not one of {TESTS}")
     index = _index_specs(setting(config, "index")) if embedders else ()
+    quantize = _quantizations(setting(config, "quantize"), setting(config, "dims"))
+    backend = _backends(setting(config, "backend"))
     for flag in ("report-dir", "cache-dir"):
         check_own_directory(f"--execretrieval-{flag}", setting(config, flag), config.rootpath)
     return Settings(
@@ -505,6 +539,8 @@ def resolve(config) -> Settings:
         background=setting(config, "background"),
         tests=tests,
         index=index,
+        quantize=quantize if embedders else (),
+        backend=backend if embedders else (),
         items_dirs=items if len(items) > 1 else (),
     )
 
@@ -593,6 +629,42 @@ def _index_specs(texts: tuple[str, ...]) -> tuple[IndexSpec, ...]:
         return tuple(check_spec(text) for text in texts)
     except IndexSpecError as exc:
         raise ValueError(f"--execretrieval-index: {exc}") from None
+
+
+def _quantizations(precisions: tuple[str, ...], dims: tuple[str, ...]) -> tuple[Quantization, ...]:
+    """Every ``--execretrieval-quantize`` precision and ``--execretrieval-dims`` count as a
+    quantisation, precisions first; a bad or repeated one is named."""
+    from .ranking.quantize import Quantization, QuantizeError
+
+    _unique(precisions, "a precision")
+    _unique(dims, "a dimension count")
+    out = []
+    try:
+        out += [Quantization(precision=p) for p in precisions]
+    except QuantizeError as exc:
+        raise ValueError(f"--execretrieval-quantize: {exc}") from None
+    for text in dims:
+        try:
+            out.append(Quantization(dims=int(text)))
+        except ValueError as exc:  # QuantizeError is one
+            why = exc if isinstance(exc, QuantizeError) else "not a number"
+            raise ValueError(f"--execretrieval-dims: {text!r}: {why}") from None
+    return tuple(out)
+
+
+def _backends(names: tuple[str, ...]) -> tuple[str, ...]:
+    """Every ``--execretrieval-backend``, one of :data:`.embedders.backends.BACKENDS`."""
+    _unique(names, "a backend")
+    if not names:
+        return ()
+    from .embedders.backends import BACKENDS
+
+    for name in names:
+        if name not in BACKENDS:
+            raise ValueError(
+                f"--execretrieval-backend: {name!r} is not one of {', '.join(BACKENDS)}"
+            )
+    return names
 
 
 def check_own_directory(flag: str, path: Path | None, root: Path) -> None:

@@ -43,16 +43,17 @@ from .orchestration import (
     identifier_view,
     open_embedders,
     open_rerankers,
+    open_served,
     rank,
     read_baseline,
     refresh_baseline,
     refuse_lexical_indexes,
     refuse_training_items,
+    vector_embedders,
 )
 from .ranking.benchmark import BenchmarkRun
-from .ranking.index import IndexSpec, index_name
+from .ranking.pipelines import Pipeline, expand
 from .ranking.rerank import RerankerContext
-from .ranking.rerank.pipeline import pipeline_name
 from .reporting.report import RecordedTest, final_summary, ungated_exit_line, write_reports
 from .scoring.cross_language import CrossLanguage
 from .scoring.gate import GateDecision, Incomplete
@@ -95,17 +96,11 @@ class BenchmarkState:
         self.pool = pool
         self.prefix = f"{pool}/" if pool else ""
         self.no_baseline: str | None = None  # why this pool has no baseline though one was asked
-        self.pipelines: dict[str, tuple[str, str]] = {}  # name -> (embedder, reranker)
-        self.indexes: dict[str, tuple[str, IndexSpec]] = {}  # name -> (embedder, index)
-        self.names: list[str] = []  # embedders, each followed by its pipelines
-        for name in settings.embedders:
-            self.names.append(name)
-            for spec in settings.index:
-                self.indexes[index_name(name, spec.text)] = (name, spec)
-                self.names.append(index_name(name, spec.text))
-            for reranker in settings.rerank:
-                self.pipelines[pipeline_name(name, reranker)] = (name, reranker)
-                self.names.append(pipeline_name(name, reranker))
+        # by name: every embedder, each followed by its pipelines (:func:`plan`); before the
+        # embedders are open every embedder counts as dense and served by every backend
+        self.pipelines: dict[str, Pipeline] = {}
+        self.names: list[str] = []
+        self.plan()
         self.runs: dict[str, BenchmarkRun] = {}
         self.ranked = Ranked({}, 0.0, {}, {})
         self.baseline: dict | None = None
@@ -123,6 +118,16 @@ class BenchmarkState:
         self.written: list[Path] = []
         self.status: int | None = None  # the exit status finish() decided
         self.started = time.perf_counter()
+
+    def plan(self, dense: Sequence[str] | None = None, served: Sequence[str] | None = None) -> None:
+        """The pipelines of the session (:func:`.ranking.pipelines.expand`): stored codes for
+        the ``dense`` embedders, backends for the ``served`` ones (default: every embedder)."""
+        s = self.settings
+        pipelines = expand(
+            s.embedders, s.backend, s.quantize, s.index, s.rerank, served=served, dense=dense
+        )
+        self.pipelines = {p.name: p for p in pipelines}
+        self.names = list(self.pipelines)
 
     @property
     def report_dir(self) -> Path | None:
@@ -179,7 +184,11 @@ class BenchmarkState:
             refuse_training_items(embedders, selected)
         if s.index:
             refuse_lexical_indexes(embedders)
+        dense = vector_embedders(embedders, bool(s.quantize))
+        served = open_served(embedders, s.backend)
+        self.plan(dense, sorted({self.pipelines[n].embedder for n in served}))
         embedders = identifier_view(embedders, loaded, s.identifiers)
+        served = identifier_view(served, loaded, s.identifiers)
         rerankers = open_rerankers(s.rerank, context)
         if not s.allow_training_items:
             refuse_training_items(rerankers, selected, "--execretrieval-rerank")
@@ -212,13 +221,13 @@ class BenchmarkState:
             loaded,
             embedders,
             rerankers,
-            self.pipelines,
+            list(self.pipelines.values()),
             s.rerank_k,
             runner,
             s.cache_dir,
             s.code_similarity,
             self.runs,
-            self.indexes,
+            served,
         )
 
     def query_of(self, nodeid: str) -> tuple[str, str] | None:
@@ -313,10 +322,9 @@ class BenchmarkState:
             time.perf_counter() - self.started,
             s.seed,
             self.ranked.usage,
-            {name: first for name, (first, _) in (*self.pipelines.items(), *self.indexes.items())},
-            self.ranked.rerank_info,
+            self.pipelines,
+            self.ranked,
             self.pool or None,
-            self.ranked.index_info,
         )
         self.incomplete = self.cut_short(status, stopped)
         short = self.short_models(records)

@@ -24,6 +24,7 @@ from pytest_execretrieval.orchestration import (
     open_rerankers,
     rank,
 )
+from pytest_execretrieval.ranking.pipelines import expand
 from pytest_execretrieval.ranking.rerank import RerankerContext
 from pytest_execretrieval.scoring.gate import DEFAULT_GATE_METRICS
 from pytest_execretrieval.settings import GateSettings
@@ -46,16 +47,16 @@ def test_a_session_without_pytest(items, tmp_path):
         rerankers = open_rerankers(
             ["exec-consensus"], RerankerContext(runner, tmp_path, ("bm25",), runs)
         )
-        pipelines = {"bm25+exec-consensus": ("bm25", "exec-consensus")}
+        pipelines = expand(["bm25"], rerankers=["exec-consensus"])
+        assert [p.name for p in pipelines] == ["bm25", "bm25+exec-consensus"]
         ranked = rank(
             loaded, embedders, rerankers, pipelines, 5, runner, tmp_path / "cache", False, runs
         )
     assert set(runs) == {"bm25", "bm25+exec-consensus"}
     assert set(ranked.rerank_info) == {"bm25+exec-consensus"} and ranked.encode_s >= 0
     ran = {name: sorted(run.results) for name, run in runs.items()}
-    reports = build_reports(
-        runs, ran, 1.0, 0, ranked.usage, {"bm25+exec-consensus": "bm25"}, ranked.rerank_info
-    )
+    by_name = {p.name: p for p in pipelines}
+    reports = build_reports(runs, ran, 1.0, 0, ranked.usage, by_name, ranked)
     assert reports["bm25"]["corpus"]["n_queries"] == 4
     assert reports["bm25+exec-consensus"]["first_stage"] == "bm25"
     assert "lift" in reports["bm25+exec-consensus"]
@@ -100,9 +101,11 @@ def test_a_baseline_of_another_corpus_is_refused(items, tmp_path):
     runs: dict = {}
     with SuiteRunner(cache_dir=tmp_path / "cache") as runner:
         embedders = open_embedders(["bm25"], EmbedderOptions(cache_dir=str(tmp_path / "cache")))
-        ranked = rank(loaded, embedders, {}, {}, 10, runner, tmp_path / "cache", False, runs)
+        ranked = rank(
+            loaded, embedders, {}, expand(["bm25"]), 10, runner, tmp_path / "cache", False, runs
+        )
     report = build_reports(
-        runs, {"bm25": sorted(runs["bm25"].results)}, 1.0, 0, ranked.usage, {}, {}
+        runs, {"bm25": sorted(runs["bm25"].results)}, 1.0, 0, ranked.usage, {}, ranked
     )["bm25"]
     path = tmp_path / "bm25.json"
     path.write_text(json.dumps(report))

@@ -35,8 +35,8 @@ from ..scoring.metrics import (
 )
 from ..scoring.stats import bootstrap_ci
 from .comparison import compare_reports, tie_range
-from .index_text import index_lines, index_markdown
 from .lift_text import lift_lines, lift_markdown
+from .serving_text import serving_lines, serving_markdown
 from .tables import analyses_tables, per_class_table, real_bugs_table, table_markdown
 from .verdict import HTML_FILE, flip_lines, verdict_markdown
 
@@ -311,7 +311,7 @@ def final_summary(
     lines += metrics_table(reports).splitlines()
     lines.append(f"(tie-aware expected values; embedding and ranking took {encode_s:.1f} s)")
     for name, report in reports.items():
-        lines += lift_lines(name, report) + index_lines(name, report)
+        lines += lift_lines(name, report) + serving_lines(name, report)
     if written:
         lines.append("reports: " + ", ".join(str(p) for p in written))
     return lines
@@ -399,7 +399,7 @@ def summary_markdown(
     data = list(reports.values())
     verdict = verdict_markdown(gates, html)
     text = analyses_markdown(data, analyses, images, metrics_md, notes, verdict)
-    lifts = lift_markdown(reports) + index_markdown(reports)
+    lifts = lift_markdown(reports) + serving_markdown(reports)
     return text + ("\n" + lifts if lifts else "")
 
 
