@@ -57,6 +57,7 @@ from .ranking.indexed import index_run
 from .ranking.rerank import Reranker, RerankerContext, RerankerError, get_reranker
 from .ranking.rerank.pipeline import rerank_run
 from .reporting.report import build_report
+from .scoring.controls import PoolSnippet, controls_table
 from .scoring.lift import lift
 from .settings import GateSettings
 
@@ -568,6 +569,7 @@ def refresh_baseline(
         isolation=isolation_in_force(),
         created_at=ended.isoformat(timespec="seconds"),
         language=language,
+        controls=controls_table(loaded.pool.snippets, [item.id for item in loaded.items], seed),
     )
     report["refreshed_from"] = {"path": str(path), "corpus_sha256": old}
     embedded = (
@@ -701,12 +703,15 @@ def build_reports(
     rerank_info: Mapping[str, dict],
     language: str | None = None,
     index_info: Mapping[str, dict] | None = None,
+    pool: Sequence[PoolSnippet] = (),
 ) -> dict[str, dict]:
     """One report per embedder or pipeline that ran queries (``ran``: name -> query ids, in run
     order); a pipeline's report has its ``first_stage``, its ``rerank`` section (a reranked
     pipeline) or ``index`` section (an indexed one: :func:`.scoring.index_cost.index_cost` from
     ``index_info``'s per-query figures), and its ``lift`` over the first stage's report of this
-    session. ``language``: the pool's report field (see :func:`.reporting.report.build_report`)."""
+    session. ``language``: the pool's report field (see :func:`.reporting.report.build_report`).
+    ``pool``: the snippets whose query-blind controls every report carries, over its queries
+    (:func:`.scoring.controls.controls_table`, computed once per set of queries)."""
     from .scoring.compare import ComparisonError
     from .scoring.index_cost import index_cost
 
@@ -714,6 +719,10 @@ def build_reports(
     # starts no sandbox): the sandbox layers in force during the run, and when it ended.
     isolation = isolation_in_force()
     created_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    tables: dict[frozenset[str], dict] = {}
+    for ids in ran.values():
+        if ids and pool and frozenset(ids) not in tables:
+            tables[frozenset(ids)] = controls_table(pool, ids, seed)
     reports = {
         name: {
             **build_report(
@@ -725,6 +734,7 @@ def build_reports(
                 isolation=isolation,
                 created_at=created_at,
                 language=language,
+                controls=tables.get(frozenset(ids)),
             ),
             **usage.get(name, {}),
         }

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .corpus.store import Snippet
 from .embedders import EmbedderOptions
 from .execution.outcome_cache import foreign_line
 from .execution.runner import SuiteRunner
@@ -108,6 +109,7 @@ class BenchmarkState:
                 self.names.append(pipeline_name(name, reranker))
         self.runs: dict[str, BenchmarkRun] = {}
         self.ranked = Ranked({}, 0.0, {}, {})
+        self.snippets: Sequence[Snippet] = ()  # the pool's, whose controls the reports carry
         self.baseline: dict | None = None
         self.baseline_failed: set[str] = set()
         self.refreshed: str | None = None  # how the baseline was re-ranked on this pool
@@ -159,6 +161,7 @@ class BenchmarkState:
         budget is the whole run's)."""
         s = self.settings
         check_outputs(self.report_dir, s.cache_dir, self.names)
+        self.snippets = loaded.corpus.snippets if loaded.corpus else ()
 
         def options(name: str) -> EmbedderOptions:
             extra = {} if s.max_tokens is None else {"max_tokens": s.max_tokens}
@@ -317,6 +320,7 @@ class BenchmarkState:
             self.ranked.rerank_info,
             self.pool or None,
             self.ranked.index_info,
+            self.snippets,
         )
         self.incomplete = self.cut_short(status, stopped)
         short = self.short_models(records)
