@@ -55,7 +55,9 @@ def cmd_build(args: argparse.Namespace) -> int:
         return _fail("build", "--json goes with --check")
     items_dir = Path(args.items_dir or default_items())
     try:
-        variant = CorpusVariant.checked(args.stack, args.source, args.families, "--{}".format)
+        variant = CorpusVariant.checked(
+            args.stack, args.source, args.families, "--{}".format, args.balanced
+        )
     except ValueError as exc:
         return _fail("build", str(exc))
     out_dir = corpus_dir(items_dir, variant)
@@ -1006,6 +1008,12 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="distractors drawn across every operator class, the real-bug families too: a "
         "separate corpus in DIR/families/",
+    )
+    b.add_argument(
+        "--balanced",
+        action="store_true",
+        help="families whose shape does not name the canonical (most centred on a wrong "
+        "member): a separate corpus in DIR/balanced/",
     )
     b.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     b.add_argument(

@@ -57,6 +57,7 @@ from .ranking.pipelines import SECTIONS, Pipeline, PoolInput, run_pipeline, sche
 from .ranking.quantize import QuantizeError
 from .ranking.rerank import Reranker, RerankerContext, RerankerError, get_reranker
 from .reporting.report import build_report
+from .scoring.controls import PoolSnippet, controls_table
 from .scoring.lift import lift
 from .settings import GateSettings
 
@@ -628,6 +629,7 @@ def refresh_baseline(
         isolation=isolation_in_force(),
         created_at=ended.isoformat(timespec="seconds"),
         language=language,
+        controls=controls_table(loaded.pool.snippets, [item.id for item in loaded.items], seed),
     )
     report["refreshed_from"] = {"path": str(path), "corpus_sha256": old}
     embedded = (
@@ -760,6 +762,7 @@ def build_reports(
     pipelines: Mapping[str, Pipeline],
     ranked: Ranked,
     language: str | None = None,
+    pool: Sequence[PoolSnippet] = (),
 ) -> dict[str, dict]:
     """One report per embedder or pipeline that ran queries (``ran``: name -> query ids, in run
     order); a pipeline's report (``pipelines``: by name) has its ``first_stage``, its last
@@ -767,7 +770,9 @@ def build_reports(
     ``ranked``; an index's, stored codes' or a backend's cost against the first stage,
     :func:`.scoring.serving_cost.serving_cost`, an index's from ``ranked``'s per-query
     figures), and its ``lift`` over the first stage's report of this session. ``language``:
-    the pool's report field (see :func:`.reporting.report.build_report`)."""
+    the pool's report field (see :func:`.reporting.report.build_report`). ``pool``: the
+    snippets whose query-blind controls every report carries, over its queries
+    (:func:`.scoring.controls.controls_table`, computed once per set of queries)."""
     from .scoring.compare import ComparisonError
     from .scoring.serving_cost import serving_cost
 
@@ -775,6 +780,10 @@ def build_reports(
     # starts no sandbox): the sandbox layers in force during the run, and when it ended.
     isolation = isolation_in_force()
     created_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    tables: dict[frozenset[str], dict] = {}
+    for ids in ran.values():
+        if ids and pool and frozenset(ids) not in tables:
+            tables[frozenset(ids)] = controls_table(pool, ids, seed)
     reports = {
         name: {
             **build_report(
@@ -786,6 +795,7 @@ def build_reports(
                 isolation=isolation,
                 created_at=created_at,
                 language=language,
+                controls=tables.get(frozenset(ids)),
             ),
             **usage.get(name, {}),
         }

@@ -70,6 +70,13 @@ OPTIONS = (
         "the real-bug families too",
     ),
     Option(
+        "balanced",
+        bool,
+        CORPUS_OPTIONS["balanced"],
+        "benchmark/verify the balanced corpus: families whose shape does not name the "
+        "canonical (most centred on a wrong member)",
+    ),
+    Option(
         "report-dir",
         Path,
         None,
@@ -479,6 +486,7 @@ def resolve(config) -> Settings:
         setting(config, "source"),
         setting(config, "families"),
         "--execretrieval-{}".format,
+        setting(config, "balanced"),
     )
     isolation = setting(config, "isolation")
     if isolation not in ISOLATION_MODES:

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .corpus.store import Snippet
 from .embedders import EmbedderOptions
 from .execution.outcome_cache import foreign_line
 from .execution.runner import SuiteRunner
@@ -103,6 +104,7 @@ class BenchmarkState:
         self.plan()
         self.runs: dict[str, BenchmarkRun] = {}
         self.ranked = Ranked({}, 0.0, {}, {})
+        self.snippets: Sequence[Snippet] = ()  # the pool's, whose controls the reports carry
         self.baseline: dict | None = None
         self.baseline_failed: set[str] = set()
         self.refreshed: str | None = None  # how the baseline was re-ranked on this pool
@@ -164,6 +166,7 @@ class BenchmarkState:
         budget is the whole run's)."""
         s = self.settings
         check_outputs(self.report_dir, s.cache_dir, self.names)
+        self.snippets = loaded.corpus.snippets if loaded.corpus else ()
 
         def options(name: str) -> EmbedderOptions:
             extra = {} if s.max_tokens is None else {"max_tokens": s.max_tokens}
@@ -325,6 +328,7 @@ class BenchmarkState:
             self.pipelines,
             self.ranked,
             self.pool or None,
+            pool=self.snippets,
         )
         self.incomplete = self.cut_short(status, stopped)
         short = self.short_models(records)

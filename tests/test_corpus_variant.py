@@ -24,31 +24,33 @@ from pytest_execretrieval.settings import BY_NAME
 ITEMS = Path("/items")
 
 
-def valid(stack: int, source: str, families: bool) -> bool:
-    return (
-        1 <= stack <= MAX_STACK
-        and source in SOURCES
-        and (stack == 1 or (source == "operators" and not families))
-        and not (families and source != "operators")
-    )
+def valid(stack: int, source: str, families: bool, balanced: bool) -> bool:
+    chosen = (stack != 1) + (source != "operators") + families + balanced
+    return 1 <= stack <= MAX_STACK and source in SOURCES and chosen <= 1
 
 
-@given(st.integers(-1, MAX_STACK + 2), st.sampled_from([*SOURCES, "mutmutt"]), st.booleans())
-def test_every_conflict_is_refused_naming_the_options(stack, source, families):
-    if valid(stack, source, families):
-        variant = CorpusVariant.checked(stack, source, families, "--{}".format)
-        assert variant == CorpusVariant(stack, source, families)
+@given(
+    st.integers(-1, MAX_STACK + 2),
+    st.sampled_from([*SOURCES, "mutmutt"]),
+    st.booleans(),
+    st.booleans(),
+)
+def test_every_conflict_is_refused_naming_the_options(stack, source, families, balanced):
+    if valid(stack, source, families, balanced):
+        variant = CorpusVariant.checked(stack, source, families, "--{}".format, balanced)
+        assert variant == CorpusVariant(stack, source, families, balanced)
         # the build command names exactly the options that select this corpus
         assert build_command(ITEMS, variant).split()[3:] == (
             (["--stack", str(stack)] if stack != 1 else [])
             + (["--source", source] if source != "operators" else [])
             + (["--families"] if families else [])
+            + (["--balanced"] if balanced else [])
         )
     else:
-        with pytest.raises(ValueError, match=r"--execretrieval-(stack|source|families)"):
-            CorpusVariant.checked(stack, source, families, "--execretrieval-{}".format)
+        with pytest.raises(ValueError, match=r"--execretrieval-(stack|source|families|balanced)"):
+            CorpusVariant.checked(stack, source, families, "--execretrieval-{}".format, balanced)
         with pytest.raises(ValueError):
-            CorpusVariant(stack, source, families)
+            CorpusVariant(stack, source, families, balanced)
 
 
 def test_each_variant_has_its_own_directory_and_engine():
@@ -57,11 +59,15 @@ def test_each_variant_has_its_own_directory_and_engine():
         *(CorpusVariant(stack=k) for k in range(2, MAX_STACK + 1)),
         CorpusVariant(source="mutmut"),
         CorpusVariant(families=True),
+        CorpusVariant(balanced=True),
     ]
     dirs = [corpus_dir(ITEMS, v) for v in variants]
     assert dirs[0] == ITEMS and len(set(dirs)) == len(dirs)
-    assert [d.name for d in dirs[1:]] == ["stack-2", "stack-3", "stack-4", "mutmut", "families"]
+    assert [d.name for d in dirs[1:]] == [
+        *("stack-2", "stack-3", "stack-4", "mutmut", "families", "balanced")
+    ]
     assert engine(CorpusVariant(families=True))["families"]
+    assert engine(CorpusVariant(balanced=True))["balanced"]
     assert engine(CorpusVariant(stack=3))["stack"] == 3
 
 
@@ -83,7 +89,10 @@ def test_the_variant_table_is_the_one_place_a_kind_is_defined(kind, k):
     assert (variant.kind, variant.k) == (kind, k)
     assert corpus_dir(ITEMS, variant) == ITEMS / VARIANTS[kind].directory.format(k=k)
     args = cli.parser().parse_args(build_command(ITEMS, variant).split()[1:])
-    assert CorpusVariant.checked(args.stack, args.source, args.families, "--{}".format) == variant
+    flag = "--{}".format
+    assert CorpusVariant.checked(args.stack, args.source, args.families, flag, args.balanced) == (
+        variant
+    )
     # the benchmark's options are the build's, with the same defaults (the default corpus)
     assert {name: BY_NAME[name].default for name in OPTION_DEFAULTS} == OPTION_DEFAULTS
     assert CorpusVariant(**OPTION_DEFAULTS) == CorpusVariant.of("default")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, TypeVar
 
 from ..execution.runner import Suite, SuiteRunner
@@ -24,7 +24,9 @@ from ..mutation.select import MAX_DISTRACTORS, UNUSABLE, Killed, kill_kind, sele
 from ..mutation.stacking import stack_mutants
 from ..records import ALTERNATIVE, CANONICAL, DISTRACTOR
 from ..sanitize import escape
-from .incremental import ItemRecord, Reusable, choosable, recorded_killed
+from . import balanced
+from .behaviours import same_behaviour
+from .incremental import ItemRecord, Reusable, choosable, recorded_killed, recorded_same
 from .items import WRONG_VALUE_FIRST, WRONG_VALUE_ONLY, BenchmarkItem
 from .real_bugs import QUICK_FIX_RUNS, SURVIVOR_OPERATOR, judged, quick_limits
 from .store import Corpus, Snippet, make_snippet, unified_diff
@@ -90,6 +92,12 @@ def per_item(item: BenchmarkItem, problems: list[str], step: str, work, *args):
     except Exception as exc:
         problems.append(f"{item.path}: {step}: {type(exc).__name__}: {exc}")
         return None
+
+
+def attempt(item: BenchmarkItem, problems: list[str] | None, step: str, work, *args):
+    """``work(*args)``: through :func:`per_item` into ``problems``, or raising when that is
+    None."""
+    return work(*args) if problems is None else per_item(item, problems, step, work, *args)
 
 
 @dataclass(frozen=True)
@@ -175,6 +183,9 @@ class ItemRun:
     survivors: list[Mutant]  # the real bug last, when it passes (real_bugs.judged)
     unusable: list[str]  # why each unusable candidate is neither a distractor nor a survivor
     real_bug: Snippet | None = None  # the item's real bug, when its tests kill it
+    # Per killed candidate behaving like an earlier one, that one's position (.behaviours);
+    # empty where the corpus's rule keeps duplicates.
+    same: dict[int, int] = field(default_factory=dict)
 
 
 class _Phases:
@@ -296,12 +307,12 @@ def select(planned: BuildPlan, runs: Mapping[str, ItemRun], variant: CorpusVaria
     for item in planned.items:
         reused = planned.reuse.get(item.id)
         if item.id in runs:
-            killed = runs[item.id].killed
+            killed, same = runs[item.id].killed, runs[item.id].same
         elif reused is not None:
-            killed = recorded_killed(reused.record)
+            killed, same = recorded_killed(reused.record), recorded_same(reused.record)
         else:
             continue  # its build failed: a problem already
-        picked = choose(item, killed, class_totals, variant.row.preferred)
+        picked = choose(item, killed, class_totals, variant.row.preferred, same)
         chosen[item.id] = [k.position for k in picked]
         if reused is not None and tuple(chosen[item.id]) != reused.record.selected:
             moved.append(item)
@@ -309,7 +320,11 @@ def select(planned: BuildPlan, runs: Mapping[str, ItemRun], variant: CorpusVaria
 
 
 def choose(
-    item: BenchmarkItem, killed: Sequence[Killed], class_totals: Counter, core: Collection[str]
+    item: BenchmarkItem,
+    killed: Sequence[Killed],
+    class_totals: Counter,
+    core: Collection[str],
+    same: Mapping[int, int] | None = None,
 ) -> list[Killed]:
     """``item``'s distractors among ``killed`` (:func:`.mutation.select.select_distractors`).
     An item whose ``[source]`` says ``distractors = "wrong-value-first"`` (mined since issue
@@ -318,15 +333,16 @@ def choose(
     crash is no near miss. Every other item (the bundled ones, and mined corpora committed
     before) chooses as it always did, distinct classes before wrong values. With
     ``distractors = "wrong-value-only"`` (written by ``mine --context``) a mutant that only
-    crashed is never chosen: fewer distractors rather than ones no search would confuse."""
+    crashed is never chosen: fewer distractors rather than ones no search would confuse.
+    ``same``: the duplicate behaviours, one of each chosen (:mod:`.behaviours`)."""
     rule = item.source.distractors if item.source else ""
     if rule not in (WRONG_VALUE_FIRST, WRONG_VALUE_ONLY):
-        return select_distractors(killed, class_totals, core=core)
+        return select_distractors(killed, class_totals, core=core, same=same)
     wrong = [k for k in killed if k.kill == "assertion"]
-    picked = select_distractors(wrong, class_totals, core=core)
+    picked = select_distractors(wrong, class_totals, core=core, same=same)
     crashed = [k for k in killed if k.kill != "assertion"]
     left = MAX_DISTRACTORS - len(picked) if rule == WRONG_VALUE_FIRST else 0
-    return picked + (select_distractors(crashed, class_totals, left, core) if left else [])
+    return picked + (select_distractors(crashed, class_totals, left, core, same) if left else [])
 
 
 def fresh_snippets(
@@ -483,7 +499,8 @@ def item_record(
     """The yields row of an item built from scratch."""
     rows = tuple({k: v for k, v in s.to_json().items() if k != "item_id"} for s in survivors)
     killed = count_classes(k.mutant for k in run.killed)
-    return ItemRecord(item_id, len(run.mutants), killed, choosable(run.killed), tuple(chosen), rows)
+    chooses = choosable(run.killed, run.same)
+    return ItemRecord(item_id, len(run.mutants), killed, chooses, tuple(chosen), rows)
 
 
 def run_items(
@@ -500,9 +517,34 @@ def run_items(
     if not items:
         return {}
     candidates = mutate(items, mutant_runner, variant, phases, problems)
-    return execute(
+    runs = execute(
         [i for i in items if i.id in candidates], candidates, runner, mutant_runner, phases
     )
+    if not variant.row.distinct:
+        return runs
+    return with_behaviours(items, runs, mutant_runner, phases, problems)
+
+
+def with_behaviours(
+    items: Sequence[BenchmarkItem],
+    runs: dict[str, ItemRun],
+    runner: SuiteRunner,
+    phases: _Phases,
+    problems: list[str],
+) -> dict[str, ItemRun]:
+    """``runs`` with each item's duplicate behaviours among its killed candidates
+    (:func:`.behaviours.same_behaviour`, which runs the drawn inputs with ``runner``); an item
+    whose comparison fails is left out, its failure in ``problems`` (:func:`per_item`)."""
+    built = [item for item in items if item.id in runs]
+    phases.start("behaviours", len(built))
+    out = {}
+    for done, item in enumerate(built, 1):
+        run = runs[item.id]
+        same = per_item(item, problems, "behaviours", same_behaviour, item, run.killed, runner)
+        if same is not None:
+            out[item.id] = replace(run, same=same)
+        phases.tick(done)
+    return out
 
 
 def mutate(
@@ -524,6 +566,8 @@ def mutate(
         singles[item.id] = None if mutants is None else _not_the_real_bug(item, mutants)
         phases.tick(done)
     items = [item for item in items if singles[item.id] is not None]
+    if variant.row.centred:
+        return balanced_candidates(items, singles, mutant_runner, phases, problems)
     if variant.k == 1:
         return {item.id: singles[item.id] for item in items}
     stacked = stacked_candidates(items, singles, mutant_runner, variant.k, phases, problems)
@@ -691,9 +735,7 @@ def _evidence(
         return [None] * len(codes)
     work = (item.canonical, item.entry_point, item.setup, codes, runner, item.query)
     typed = (*work, types, item.lang.realm, item.id)
-    if problems is None:
-        return evidence(*typed)
-    return per_item(item, problems, "equivalence evidence", evidence, *typed) or []
+    return attempt(item, problems, "equivalence evidence", evidence, *typed) or []
 
 
 def evidence_report(corpus: Corpus, items: Sequence[BenchmarkItem] = ()) -> str:
@@ -856,18 +898,10 @@ def stacked_candidates(
 ) -> dict[str, list[Mutant]]:
     """Each item's stacked candidates (``None`` for an item whose stacking failed, recorded in
     ``problems``; raised when that is None)."""
-    results = runner.imap([_suite(item, m.code) for item in items for m in singles[item.id]])
-    phases = phases or _Phases(None, ())
-    phases.start("stacking", len(items))
+    killed_of = run_killed(items, singles, runner, phases or _Phases(None, ()), "stacking")
     out = {}
-    for done, item in enumerate(items, 1):
-        killed = [
-            Killed(i, m, r, kind)
-            for i, m in enumerate(singles[item.id])
-            for r in [next(results)]
-            for kind in [kill_kind(r)]
-            if kind is not None and kind != UNUSABLE
-        ]
+    for item in items:
+        killed = killed_of[item.id]
         preferred = select_distractors(killed, Counter(), limit=len(killed))
         work = (
             item.canonical,
@@ -876,12 +910,69 @@ def stacked_candidates(
             [c.mutant for c in preferred],
             STACK_CANDIDATES,
         )
-        if problems is None:
-            out[item.id] = stack_mutants(*work)
-        else:
-            out[item.id] = per_item(item, problems, "stacked mutants", stack_mutants, *work)
+        out[item.id] = attempt(item, problems, "stacked mutants", stack_mutants, *work)
+    return out
+
+
+def run_killed(
+    items: Sequence[BenchmarkItem],
+    mutants: Mapping[str, Sequence[Mutant]],
+    runner: SuiteRunner,
+    phases: _Phases,
+    phase: str,
+) -> dict[str, list[Killed]]:
+    """Each item's ``mutants`` run against its tests: the killed ones (unusable suites left
+    out), positions in the item's list; progress reported as ``phase``."""
+    results = runner.imap([_suite(item, m.code) for item in items for m in mutants[item.id]])
+    phases.start(phase, len(items))
+    out = {}
+    for done, item in enumerate(items, 1):
+        out[item.id] = [
+            Killed(i, m, r, kind)
+            for i, m in enumerate(mutants[item.id])
+            for r in [next(results)]
+            for kind in [kill_kind(r)]
+            if kind is not None and kind != UNUSABLE
+        ]
         phases.tick(done)
     return out
+
+
+def balanced_candidates(
+    items: Sequence[BenchmarkItem],
+    singles: Mapping[str, list[Mutant]],
+    runner: SuiteRunner,
+    phases: _Phases | None = None,
+    problems: list[str] | None = None,
+) -> dict[str, list[Mutant]]:
+    """Each item's candidates in the balanced corpus (:mod:`.balanced`): a star's are its
+    single edits, chosen from as usual; a family centred on W has W and its leaves, each run
+    here and killed, so they are its distractors. W's single edits are generated as the item's
+    are (:func:`per_item`: a failure is a problem in ``problems``, raised when that is None)."""
+    phases = phases or _Phases(None, ())
+    killed = run_killed(items, singles, runner, phases, "centres")
+    centres: dict[str, Killed] = {}
+    leaves: dict[str, list[Mutant]] = {}
+    for item in items:
+        centre = None
+        if not balanced.is_star(item.id):
+            centre = balanced.choose_centre(item.id, item.canonical, killed[item.id])
+        if centre is None:
+            continue
+        work = (centre.mutant.code, item.entry_point)
+        own = attempt(item, problems, "centre's mutants", item.lang.mutants, *work)
+        if own is not None:
+            centres[item.id] = centre
+            leaves[item.id] = balanced.leaf_candidates(own, item.canonical, centre.mutant.code)
+    shaped = [item for item in items if item.id in centres]
+    leaf_kills = run_killed(shaped, leaves, runner, phases, "leaves")
+    return {
+        item.id: balanced.centred(
+            item.id, centres.get(item.id), leaf_kills.get(item.id, [])
+        ).candidates
+        or singles[item.id]
+        for item in items
+    }
 
 
 def distractor(item: BenchmarkItem, killed: Killed) -> Snippet:

@@ -27,7 +27,11 @@ later item's. The build therefore runs the selection over every item again, taki
 candidates from :attr:`ItemRecord.choosable`. That list keeps, per operator class and kill kind,
 the first ``MAX_DISTRACTORS`` killed candidates by position, timeouts never: inside such a group
 every key of the selection but the position is equal at every step, so the group's members are
-taken in position order, and no more than ``MAX_DISTRACTORS`` in all. The selection therefore
+taken in position order, and no more than ``MAX_DISTRACTORS`` in all. Where duplicate behaviours
+count as one (:mod:`.behaviours`), the list keeps per group the first candidate of each of its
+first ``MAX_DISTRACTORS`` behaviours, with each duplicate's behaviour: a later candidate of a
+behaviour is never taken before the group's first of it, and each earlier behaviour of the group
+passed over is one chosen already. The selection therefore
 chooses from that list exactly what it would choose from all the item's killed mutants. An item
 whose choice moves is rebuilt ("reselected"). Everything else that spans items (the identical-code
 check, the sorted files, the manifest's counts) is recomputed over all items.
@@ -37,7 +41,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,6 +90,20 @@ class Choosable:
     position: int
     operator: str
     kill: str  # "assertion" | "exception"
+    behaviour: int | None = None  # the first candidate behaving the same (.behaviours), if not it
+
+    def to_json(self) -> list:
+        """Its row of ``choosable``: a fourth field only for a duplicate behaviour."""
+        own = [self.behaviour] if self.behaviour is not None else []
+        return [self.position, self.operator, self.kill, *own]
+
+    @classmethod
+    def from_json(cls, row: list) -> Choosable:
+        """Raises ValueError (or TypeError) on a row of the wrong shape."""
+        if len(row) not in (3, 4):
+            raise ValueError(f"a choosable row of {len(row)} fields")
+        behaviour = int(row[3]) if len(row) == 4 else None
+        return cls(int(row[0]), str(row[1]), str(row[2]), behaviour)
 
 
 @dataclass(frozen=True)
@@ -104,7 +122,7 @@ class ItemRecord:
             "item_id": self.item_id,
             "candidates": self.candidates,
             "killed": self.killed,
-            "choosable": [[c.position, c.operator, c.kill] for c in self.choosable],
+            "choosable": [c.to_json() for c in self.choosable],
             "selected": list(self.selected),
             "survivors": list(self.survivors),
         }
@@ -114,7 +132,7 @@ class ItemRecord:
         """Raises ValueError (or TypeError, KeyError) on a row of the wrong shape."""
         if set(row) != {"item_id", "candidates", "killed", "choosable", "selected", "survivors"}:
             raise ValueError(f"unexpected fields {sorted(row)}")
-        choosable = tuple(Choosable(int(p), str(op), str(k)) for p, op, k in row["choosable"])
+        choosable = tuple(Choosable.from_json(list(c)) for c in row["choosable"])
         killed = {str(op): int(n) for op, n in dict(row["killed"]).items()}
         survivors = tuple(dict(s) for s in row["survivors"])
         if any(set(s) != SURVIVOR_FIELDS for s in survivors):
@@ -146,16 +164,30 @@ class Plan:
     # for all)
 
 
-def choosable(killed: Iterable[Killed]) -> tuple[Choosable, ...]:
-    """The killed candidates an item's record keeps for the selection (module docstring)."""
-    taken: Counter = Counter()
+def choosable(
+    killed: Iterable[Killed], same: Mapping[int, int] | None = None
+) -> tuple[Choosable, ...]:
+    """The killed candidates an item's record keeps for the selection (module docstring);
+    ``same``: the behaviours of duplicates (:func:`.behaviours.same_behaviour`), recorded."""
+    same = same or {}
+    taken: dict[tuple[str, str], set[int]] = {}
     out = []
     for k in sorted(killed, key=lambda k: k.position):
-        group = (k.mutant.operator, k.kill)
-        if k.kill != "timeout" and taken[group] < MAX_DISTRACTORS:
-            taken[group] += 1
-            out.append(Choosable(k.position, k.mutant.operator, k.kill))
+        behaviours = taken.setdefault((k.mutant.operator, k.kill), set())
+        behaviour = same.get(k.position, k.position)
+        if (
+            k.kill != "timeout"
+            and behaviour not in behaviours
+            and len(behaviours) < MAX_DISTRACTORS
+        ):
+            behaviours.add(behaviour)
+            out.append(Choosable(k.position, k.mutant.operator, k.kill, same.get(k.position)))
     return tuple(out)
+
+
+def recorded_same(record: ItemRecord) -> dict[int, int]:
+    """The behaviours of the record's duplicate candidates, as the selection takes them."""
+    return {c.position: c.behaviour for c in record.choosable if c.behaviour is not None}
 
 
 _RECORDED = SuiteResult((), False, "recorded in yields.jsonl", "")

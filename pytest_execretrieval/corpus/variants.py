@@ -14,13 +14,20 @@ from pathlib import Path
 from ..mutation.families import ALL_CLASSES, ALL_OPERATORS, FAMILY_CANDIDATES_PER_CLASS
 from ..mutation.fingerprint import families_version
 from ..mutation.operators import CORE_CLASSES, Mutant, generate_mutants
+from . import balanced
+from .behaviours import BEHAVIOURS_VERSION
 from .items import BenchmarkItem
 
 MAX_STACK = 4  # `execretrieval build --stack K` builds K = 2..4
 # The options that select a corpus (`execretrieval build --stack/--source/--families`, the
 # `--execretrieval-*` flags and ini keys of the same names), with their defaults: the default
 # corpus. A row names the values that select it; an option left at its default selects nothing.
-OPTION_DEFAULTS: dict[str, object] = {"stack": 1, "source": "operators", "families": False}
+OPTION_DEFAULTS: dict[str, object] = {
+    "stack": 1,
+    "source": "operators",
+    "families": False,
+    "balanced": False,
+}
 
 Candidates = Callable[[BenchmarkItem], list[Mutant]]
 
@@ -40,7 +47,10 @@ class CorpusKind:
     ``generator()``: loads its single-edit candidates' generator (an extra is imported only
     then; :class:`VariantUnavailable` when missing). ``preferred``: the classes its selection
     prefers after distinct classes. ``engine()``: what its corpora record of their generator
-    beyond the engine every corpus records (a change makes them stale)."""
+    beyond the engine every corpus records (a change makes them stale). ``centred``: its
+    families are centred on a wrong member where :mod:`.balanced` draws it (the single edits
+    are run first, then the chosen centre's own single edits). ``distinct``: behaviourally
+    duplicate distractors count as one (:mod:`.behaviours`)."""
 
     name: str
     ks: range
@@ -49,6 +59,8 @@ class CorpusKind:
     generator: Callable[[], Candidates]
     preferred: tuple[str, ...] = CORE_CLASSES
     engine: Callable[[], dict] = dict
+    centred: bool = False
+    distinct: bool = False
 
 
 def _language_operators(item: BenchmarkItem) -> list[Mutant]:
@@ -88,7 +100,16 @@ VARIANTS: dict[str, CorpusKind] = {
     kind.name: kind
     for kind in (
         # The paper's shape: single edits of the core operator classes, in the directory itself.
-        CorpusKind("default", range(1, 2), "", lambda k: {}, lambda: _language_operators),
+        # Behaviourally duplicate distractors count as one (.behaviours).
+        CorpusKind(
+            "default",
+            range(1, 2),
+            "",
+            lambda k: {},
+            lambda: _language_operators,
+            engine=lambda: {"behaviours": BEHAVIOURS_VERSION},
+            distinct=True,
+        ),
         # K > 1 edits per distractor on disjoint lines, stacked from proven single edits.
         CorpusKind(
             "stack",
@@ -116,6 +137,16 @@ VARIANTS: dict[str, CorpusKind] = {
             preferred=ALL_CLASSES,
             engine=_families_engine,
         ),
+        # Families whose shape does not name the canonical: most centred on a wrong member.
+        CorpusKind(
+            "balanced",
+            range(1, 2),
+            "balanced",
+            lambda k: {"balanced": True},
+            lambda: _language_operators,
+            engine=balanced.engine,
+            centred=True,
+        ),
     )
 }
 # `--source`'s choices: the default and every kind that `--source NAME` selects.
@@ -130,25 +161,39 @@ class CorpusVariant:
     """One corpus of an items directory: a kind of :data:`VARIANTS` and its ``k`` edits per
     distractor. Made from the options that select it, in their spelling
     (``CorpusVariant(stack=3)``, ``CorpusVariant(source="mutmut")``,
-    ``CorpusVariant(families=True)``), or from its row (:meth:`of`); options that select
-    different corpora are a ``ValueError`` (:meth:`checked` names the options)."""
+    ``CorpusVariant(families=True)``, ``CorpusVariant(balanced=True)``), or from its row
+    (:meth:`of`); options that select different corpora are a ``ValueError`` (:meth:`checked`
+    names the options)."""
 
     kind: str
     k: int
 
-    def __init__(self, stack: int = 1, source: str = "operators", families: bool = False):
-        kind, k = _resolve({"stack": stack, "source": source, "families": families}, str)
+    def __init__(
+        self,
+        stack: int = 1,
+        source: str = "operators",
+        families: bool = False,
+        balanced: bool = False,
+    ):
+        options = {"stack": stack, "source": source, "families": families, "balanced": balanced}
+        kind, k = _resolve(options, str)
         object.__setattr__(self, "kind", kind.name)
         object.__setattr__(self, "k", k)
 
     @classmethod
     def checked(
-        cls, stack: int, source: str, families: bool, flag: Callable[[str], str]
+        cls,
+        stack: int,
+        source: str,
+        families: bool,
+        flag: Callable[[str], str],
+        balanced: bool = False,
     ) -> CorpusVariant:
         """The variant that command-line options ask for; the ``ValueError`` of a conflict
         spells each option as ``flag(name)`` does (``--stack``, ``--execretrieval-stack``)."""
-        _resolve({"stack": stack, "source": source, "families": families}, flag)
-        return cls(stack, source, families)
+        options = {"stack": stack, "source": source, "families": families, "balanced": balanced}
+        _resolve(options, flag)
+        return cls(stack, source, families, balanced)
 
     @classmethod
     def of(cls, kind: str, k: int = 1) -> CorpusVariant:

@@ -8,6 +8,11 @@ until ``limit`` are chosen or none is left. So an item first gets as many distin
 as it can, core classes before the polarity extras, wrong-output kills before crashes, the class
 that is rarest in the corpus so far, and finally the earliest candidate in source order.
 
+With ``same`` (a corpus whose rule is that behaviourally duplicate distractors count as one,
+:mod:`..corpus.behaviours`), choosing a candidate drops every candidate of the same behaviour:
+one per behaviour is taken, by the same key, and the next one fills the slot a duplicate
+would have taken.
+
 Mutants killed only by a timeout count in the yields but are never chosen: each would cost the full
 timeout in every verification run, and a hang is not the near-miss behaviour the benchmark probes.
 A mutant whose suite proved nothing (a lost sandbox or a broken protocol, twice: the suite is
@@ -17,7 +22,7 @@ A mutant whose suite proved nothing (a lost sandbox or a broken protocol, twice:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..execution.sandbox import SuiteResult
@@ -68,16 +73,21 @@ def select_distractors(
     class_totals: Counter,
     limit: int = MAX_DISTRACTORS,
     core: Collection[str] = CORE_CLASSES,
+    same: Mapping[int, int] | None = None,
 ) -> list[Killed]:
     """Pick up to ``limit`` of ``killed``; updates ``class_totals`` with the choice. ``core``:
     the classes preferred after distinct classes (the families corpus passes every class, so
-    no class is preferred to another)."""
+    no class is preferred to another). ``same``: per position of a candidate that behaves like
+    an earlier one, that one's position (:func:`..corpus.behaviours.same_behaviour`); a chosen
+    candidate's behaviour is never chosen again."""
+    same = same or {}
     chosen: list[Killed] = []
     left = [k for k in killed if k.kill not in ("timeout", UNUSABLE)]
     while left and len(chosen) < limit:
         used = Counter(k.mutant.operator for k in chosen)
         best = min(left, key=lambda k: preference(k, used, class_totals, core))
-        left.remove(best)
+        behaviour = same.get(best.position, best.position)
+        left = [k for k in left if same.get(k.position, k.position) != behaviour]
         chosen.append(best)
         class_totals[best.mutant.operator] += 1
     return chosen

@@ -35,6 +35,7 @@ from ..scoring.metrics import (
 )
 from ..scoring.stats import bootstrap_ci
 from .comparison import compare_reports, tie_range
+from .controls_text import controls_flag_lines, controls_flag_markdown
 from .lift_text import lift_lines, lift_markdown
 from .serving_text import serving_lines, serving_markdown
 from .tables import analyses_tables, per_class_table, real_bugs_table, table_markdown
@@ -94,8 +95,12 @@ def build_report(
     isolation: dict,
     created_at: str,
     language: str | None = None,
+    controls: dict | None = None,
 ) -> dict:
-    """The report JSON of ``name`` over the queries that ran (``query_ids``); ``isolation``:
+    """The report JSON of ``name`` over the queries that ran (``query_ids``); ``controls``: the
+    query-blind controls of its pool over those queries
+    (:func:`.scoring.controls.controls_table`), its analyses' ``controls`` section (none
+    without); ``isolation``:
     the sandbox layers in force during the run (``execution.sandbox.isolation_in_force``),
     ``created_at``: when the run ended (ISO 8601, UTC); ``language``: the language pool's name
     (:mod:`..corpus.pools`), the report's ``language`` field, left out for an items
@@ -118,7 +123,7 @@ def build_report(
         **metric_summary(per_query, seed),
         "per_query": per_query,
     }
-    report["analyses"] = analyses(report)
+    report["analyses"] = analyses(report, controls)
     report["isolation"] = isolation
     report["elapsed_s"] = round(elapsed_s, 3)
     report["created_at"] = created_at
@@ -305,13 +310,14 @@ def final_summary(
 ) -> list[str]:
     """The session's closing lines, verdict first: each gate's decision with its reasons, the
     queries that flipped against the baseline, then the metrics table, the lifts and indexes,
-    the reports written."""
+    the rerank pipelines that do not beat the query-blind controls, the reports written."""
     lines = [line for name, gate in gates.items() for line in gate_lines(name, gate)]
     lines += [line for name, gate in gates.items() for line in flip_lines(name, gate)]
     lines += metrics_table(reports).splitlines()
     lines.append(f"(tie-aware expected values; embedding and ranking took {encode_s:.1f} s)")
     for name, report in reports.items():
         lines += lift_lines(name, report) + serving_lines(name, report)
+    lines += controls_flag_lines(reports)
     if written:
         lines.append("reports: " + ", ".join(str(p) for p in written))
     return lines
@@ -394,13 +400,15 @@ def summary_markdown(
     """summary.md, verdict first: the gates' decisions (``gates``: the reports' gate records by
     name) and the queries that flipped against the baseline, then the corpus, the metrics
     (``metrics_md``), the plots (``images``, ``notes``), the analyses tables (``analyses``: the
-    reports' analyses, same order), the pipelines' lifts and indexes. ``html``: the HTML page's
-    path from the summary (the flips link to their rows there)."""
+    reports' analyses, same order), the rerank pipelines the query-blind controls flag, the
+    pipelines' lifts and indexes. ``html``: the HTML page's path from the summary (the flips
+    link to their rows there)."""
     data = list(reports.values())
     verdict = verdict_markdown(gates, html)
     text = analyses_markdown(data, analyses, images, metrics_md, notes, verdict)
     lifts = lift_markdown(reports) + serving_markdown(reports)
-    return text + ("\n" + lifts if lifts else "")
+    flags = controls_flag_markdown(reports)
+    return text + ("\n" + flags if flags else "") + ("\n" + lifts if lifts else "")
 
 
 def session_summary_markdown(

@@ -5,8 +5,8 @@ that reads it, a header and rows of cell texts), built once from the analyses re
 text back into cells.
 
 The tables: the highlights (deception, margin, rank-1 miss attribution, density, edit size,
-code-to-code similarity), exec@1 per domain, per operator class with the two mixes, and the real
-bugs of a pool that has them.
+code-to-code similarity), the query-blind controls beside the rerank pipelines, exec@1 per
+domain, per operator class with the two mixes, and the real bugs of a pool that has them.
 """
 
 from __future__ import annotations
@@ -18,12 +18,14 @@ from ..scoring.analyses import DENSITIES, operator_order
 from ..scoring.metrics import HEADLINE
 
 __all__ = [
+    "CONTROL_TITLES",
     "Table",
     "analyses_tables",
     "domain_table",
     "highlights_table",
     "or_na",
     "per_class_table",
+    "query_blind_table",
     "real_bugs_table",
     "table_markdown",
 ]
@@ -56,9 +58,62 @@ def table_markdown(table: Table) -> list[str]:
     ]
 
 
+CONTROL_TITLES = {
+    "family_medoid": "family medoid",
+    "pair_classifier": "pair classifier (held out)",
+    "single_classifier": "single-snippet classifier (held out)",
+}
+
+
+def _ci(low: float | None, high: float | None) -> str:
+    return f"[{or_na(low)}, {or_na(high)}]"
+
+
+def query_blind_table(names: Sequence[str], analyses: Sequence[dict]) -> Table | None:
+    """The controls of the first report that has them, then every rerank pipeline's exec@1
+    beside the best control; ``None`` when no report has controls."""
+    sections = [(n, a.get("controls")) for n, a in zip(names, analyses)]
+    first = next((s for _, s in sections if s and s.get("controls")), None)
+    if first is None:
+        return None
+    rows = [
+        (
+            CONTROL_TITLES.get(name, name),
+            f"{or_na(c['rate'])} {_ci(*c['ci95'])}",
+            or_na(c["chance"]),
+            or_na(c["above_chance"], "+.3f"),
+            f"{c['n']} {c['unit']}" + (f", held out by {c['folds']}" if c.get("folds") else ""),
+        )
+        for name, c in first["controls"].items()
+    ]
+    for name, section in sections:
+        pipeline = (section or {}).get("pipeline")
+        if pipeline:
+            verdict = "beats" if pipeline["beats_controls"] else "**does not beat**"
+            aware = "set-aware" if pipeline["set_aware"] else "pointwise"
+            rows.append(
+                (
+                    f"{name} (exec@1, {aware})",
+                    f"{or_na(pipeline['exec@1'])} {_ci(*pipeline['ci95'])}",
+                    "",
+                    "",
+                    f"{verdict} the {CONTROL_TITLES.get(pipeline['best_control'], '')}",
+                )
+            )
+    lead = (
+        f"Query-blind controls ({first['n_families']} families: a canonical and its own "
+        "distractors): how often the pool names its canonical with no query read, with a blind "
+        "guess's rate (chance) and the 95% bootstrap CI. A rerank pipeline beats them when its "
+        "exec@1 is above the best control's CI."
+    )
+    header = ("control", "rate [95% CI]", "chance", "above chance", "over")
+    return Table("Query-blind controls", lead, header, tuple(rows))
+
+
 def analyses_tables(names: Sequence[str], analyses: Sequence[dict]) -> list[Table]:
     """Every analyses table of the reports named ``names`` (their analyses, same order)."""
-    found = [highlights_table(names, analyses), domain_table(names, analyses)]
+    found = [highlights_table(names, analyses), query_blind_table(names, analyses)]
+    found.append(domain_table(names, analyses))
     found += [per_class_table(names, analyses), real_bugs_table(names, analyses)]
     return [t for t in found if t is not None]
 

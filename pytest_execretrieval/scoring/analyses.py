@@ -26,6 +26,7 @@ import numpy as np
 from ..mutation.families import ALL_CLASSES, TSSB_COUNTS, TSSB_PATTERNS, TSSB_SOURCE
 from ..mutation.operators import CORE_CLASSES
 from ..records import BACKGROUND, CANONICAL, DISTRACTOR, REAL_BUG
+from .controls import beside_controls
 from .metrics import METRICS, row_metrics
 from .stats import (
     auc_roc,
@@ -47,6 +48,7 @@ __all__ = [
     "code_similarity_samples",
     "class_only_exec1",
     "code_to_code",
+    "controls_section",
     "deception",
     "density_ablation",
     "edit_size",
@@ -582,11 +584,27 @@ def _exec1_without_real_bug(q: dict) -> float | None:
     return _exec1_kept(q, lambda h: h["kind"] != REAL_BUG)
 
 
-def analyses(report: dict) -> dict:
-    """Every analysis of one report, keyed by section (see the module and section docstrings)."""
+def controls_section(report: dict, table: dict) -> dict:
+    """The ``controls`` section: the query-blind controls of the report's pool (``table``:
+    :func:`.controls.controls_table` over the report's queries) and, for a rerank pipeline, its
+    exec@1 beside the best of them (``pipeline``: :func:`.controls.beside_controls`; its
+    ``beats_controls`` false flags the pipeline)."""
+    pipeline = beside_controls(report, table)
+    return {**table, **({"pipeline": pipeline} if pipeline else {})}
+
+
+def analyses(report: dict, pool_controls: dict | None = None) -> dict:
+    """Every analysis of one report, keyed by section (see the module and section docstrings);
+    ``pool_controls``: the query-blind controls of its pool (:func:`controls_section`), which the
+    report itself cannot give (its rows hold no code)."""
     neighbours = background_neighbours(report)
     real = real_bugs(report)
     return {
+        **(
+            {"controls": controls_section(report, pool_controls)}
+            if pool_controls is not None
+            else {}
+        ),
         **({"background_neighbours": neighbours} if neighbours else {}),
         **({"real_bugs": real} if real else {}),
         "embedder": report["embedder"].get("name"),

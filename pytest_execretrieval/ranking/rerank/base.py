@@ -59,7 +59,10 @@ class RerankerContext:
 
 @runtime_checkable
 class Reranker(Protocol):
-    """``name``; ``invocation()`` (what determines the scores, JSON-able, for reports);
+    """``name``; ``invocation()`` (what determines the scores, JSON-able, for reports; its
+    ``set_aware`` says whether a candidate's score depends on the other candidates, as a vote's
+    or a listwise model's does: such a pipeline is shown beside the query-blind controls,
+    :mod:`...scoring.controls`, and taken to be set-aware when it does not say);
     ``rerank(first_stage, queries)`` -> one :class:`Reranked` per query, in order
     (``first_stage`` is the embedder name whose top k is reordered); ``close()``."""
 

@@ -31,6 +31,7 @@ class WithinClones:
             "name": self.name,
             "scope": "the near clones of the first stage's rank 1",
             "near_ratio": NEAR,
+            "set_aware": True,  # the clones are found among the candidates
             "reranker": inner,
             **training,  # where the refusal to score training items looks
         }

@@ -252,6 +252,7 @@ class ExecConsensus:
             "source": self.source,
             "bits": BITS,
             "harness_version": HARNESS_VERSION,
+            "set_aware": True,  # a vote among the candidates
             **extra,
         }
 

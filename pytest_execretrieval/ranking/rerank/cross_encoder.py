@@ -63,6 +63,7 @@ class CrossEncoderReranker:
             "model": str(self.path.resolve()),
             "batch_size": BATCH_SIZE,
             "view": self.view,
+            "set_aware": self.view == "diff",  # marks what differs from the other candidates
             "package_versions": package_versions("sentence-transformers", "torch"),
             **training,
         }

@@ -148,6 +148,7 @@ class HostedReranker:
             "api_base": self.base.public,
             "endpoint": self.api.path,
             "documentation": self.api.documentation,
+            "set_aware": True,  # the service is sent the candidates together
             "package_versions": package_versions("httpx"),
         }
 

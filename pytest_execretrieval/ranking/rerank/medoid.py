@@ -36,6 +36,7 @@ class Medoid:
         return {
             "name": self.name,
             "reads": "the candidates' code only (not the query; nothing learnt)",
+            "set_aware": True,
             "score": "minus the mean token edits to the candidate's near clones",
             "near_ratio": NEAR,
         }

@@ -33,7 +33,13 @@ class ReciprocalRankFusion:
         self.runs = context.runs
 
     def invocation(self) -> dict:
-        return {"name": self.name, "fused": [self.a, self.b], "rrf_k": RRF_K, "depth": 10}
+        return {
+            "name": self.name,
+            "fused": [self.a, self.b],
+            "rrf_k": RRF_K,
+            "depth": 10,
+            "set_aware": False,  # each candidate's two ranks alone
+        }
 
     def rerank(self, first_stage: str, queries: Sequence[RerankQuery]) -> list[Reranked]:
         missing = [e for e in (self.a, self.b) if e not in self.runs]

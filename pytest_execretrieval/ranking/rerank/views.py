@@ -14,8 +14,8 @@ alternatives, distractors) and the first stage's top k at query time.
   ``v1``, ``v2``, ... in order of first appearance; keywords, builtins, attributes after a dot,
   strings and numbers stay: does the model read the logic, or the names?
 
-Tokens: strings, ``#`` comments, names, numbers, operators (``<=`` is one token), other
-characters one each. « and » are single tokens of the packaged MiniLM's vocabulary.
+Tokens: :mod:`...mutation.tokens`'s (strings, ``#`` comments, names, numbers, operators, other
+characters one each). « and » are single tokens of the packaged MiniLM's vocabulary.
 """
 
 from __future__ import annotations
@@ -26,17 +26,13 @@ import re
 from collections.abc import Sequence
 from difflib import SequenceMatcher
 
+from ...mutation.tokens import edit_count, matcher, tokens
+from ...mutation.tokens import token_edits as token_edits  # importable here, as before
+
 VIEWS = ("code", "diff", "no-identifiers")
 NEAR = 0.8
 OPEN, CLOSE = "«", "»"
 
-TOKEN = re.compile(
-    r'"(?:\\.|[^"\\\n])*"|'
-    r"'(?:\\.|[^'\\\n])*'|"
-    r"`(?:\\.|[^`\\])*`|"
-    r"#[^\n]*|[A-Za-z_$][\w$]*|\d[\w.]*|"
-    r"===|!==|\*\*=?|//=?|>>>?=?|<<=?|[=!<>]=|[-+*/%&|^@]=|->|=>|&&|\|\||\?\?|\S"
-)
 NAME = re.compile(r"[A-Za-z_$][\w$]*\Z")
 JAVASCRIPT_WORDS = frozenset(
     "function return const let var if else for while do break continue new this typeof "
@@ -70,10 +66,6 @@ def render(view: str, codes: Sequence[str]) -> list[str]:
     return marked_differences(codes)
 
 
-def tokens(code: str) -> list[re.Match]:
-    return list(TOKEN.finditer(code))
-
-
 def without_identifiers(code: str) -> str:
     names: dict[str, str] = {}
     out, last, previous = [], 0, ""
@@ -92,13 +84,6 @@ def near_clones(codes: Sequence[str], of: int = 0) -> list[int]:
     return [j for j, other in enumerate(words) if j == of or _near(words[of], other) is not None]
 
 
-def token_edits(a: str, b: str) -> int:
-    """The tokens one edit script between ``a`` and ``b`` touches: per differing run, the
-    longer of its two sides (a one-token replacement counts 1, ``x`` -> ``x + 1`` counts 2)."""
-    mine, theirs = ([m.group() for m in tokens(c)] for c in (a, b))
-    return _edit_count(SequenceMatcher(None, mine, theirs, autojunk=False))
-
-
 def edits_to_clones(codes: Sequence[str]) -> list[list[int]]:
     """For each of ``codes``, its :func:`token_edits` to each of its near clones among them
     (each code tokenised once, one matcher per ordered pair)."""
@@ -106,20 +91,14 @@ def edits_to_clones(codes: Sequence[str]) -> list[list[int]]:
     found = []
     for i, mine in enumerate(words):
         matchers = (_near(mine, other) for j, other in enumerate(words) if j != i)
-        found.append([_edit_count(m) for m in matchers if m is not None])
+        found.append([edit_count(m) for m in matchers if m is not None])
     return found
-
-
-def _edit_count(matcher: SequenceMatcher) -> int:
-    return sum(
-        max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"
-    )
 
 
 def _near(words: list[str], other: list[str]) -> SequenceMatcher | None:
     """The token matcher of two near clones, ``None`` when they are not."""
-    matcher = SequenceMatcher(None, words, other, autojunk=False)
-    return matcher if matcher.ratio() >= NEAR else None
+    found = matcher(words, other)
+    return found if found.ratio() >= NEAR else None
 
 
 def marked_differences(codes: Sequence[str]) -> list[str]:
