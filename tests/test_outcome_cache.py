@@ -162,7 +162,10 @@ def test_entries_forged_without_the_key_are_rejected(tmp_path, tag):
     assert not path.exists()
 
 
-def test_the_key_is_private_and_shared_by_every_instance(tmp_path):
+def test_the_key_is_private_and_shared_by_every_instance(tmp_path, monkeypatch):
+    # a user cache directory of its own: one another test made first (prepared contexts live
+    # in it) would keep the mode it was made with
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     first, second = OutcomeCache(tmp_path), OutcomeCache(tmp_path)
     first.put(CODE, SETUP, TESTS, RESULT)
     assert second.get(CODE, SETUP, TESTS) == RESULT
