@@ -33,8 +33,9 @@ from pathlib import Path
 
 from pytest_execretrieval.corpus.items import load_items
 from pytest_execretrieval.corpus.store import Corpus, CorpusVariant, corpus_dir, read_corpus
+from pytest_execretrieval.mutation.tokens import tokens
 from pytest_execretrieval.ranking.rerank.medoid import centrality
-from pytest_execretrieval.ranking.rerank.views import OPEN, render, tokens
+from pytest_execretrieval.ranking.rerank.views import OPEN, render
 from pytest_execretrieval.training.split import domain_folds
 
 Family = tuple[str, list[str], list[str]]  # query id, [canonical, *distractors], their classes

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_execretrieval.execution.runner import SuiteRunner
+from pytest_execretrieval.execution.sandbox import Limits
+
 DATA = Path(__file__).parent / "data" / "items"
 
 
@@ -60,3 +63,15 @@ def box(request):
 
     with Sandbox(Limits(timeout_s=TIMEOUT), _guard=request.param == "full") as sandbox:
         yield sandbox
+
+
+@pytest.fixture(scope="module")
+def runners(tmp_path_factory):
+    """A build's two runners, sharing one outcome cache per test module: the full limits, and
+    the mutant runner's 1 s timeout."""
+    cache = tmp_path_factory.mktemp("cache")
+    with (
+        SuiteRunner(cache_dir=cache) as runner,
+        SuiteRunner(Limits(timeout_s=1.0), cache_dir=cache) as mutant_runner,
+    ):
+        yield runner, mutant_runner

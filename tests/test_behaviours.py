@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,8 +18,7 @@ from pytest_execretrieval.corpus.incremental import (
     recorded_same,
 )
 from pytest_execretrieval.corpus.items import load_items
-from pytest_execretrieval.execution.runner import SuiteRunner
-from pytest_execretrieval.execution.sandbox import Limits, SuiteResult
+from pytest_execretrieval.execution.sandbox import SuiteResult
 from pytest_execretrieval.mutation.equivalence import PYTHON_REALM
 from pytest_execretrieval.mutation.operators import CORE_CLASSES, Mutant
 from pytest_execretrieval.mutation.select import Killed, select_distractors
@@ -152,16 +150,6 @@ tests = [
   "assert has_key(7, [7, 7]) is True",
 ]
 '''
-
-
-@pytest.fixture(scope="module")
-def runners(tmp_path_factory):
-    cache = tmp_path_factory.mktemp("cache")
-    with (
-        SuiteRunner(cache_dir=cache) as runner,
-        SuiteRunner(Limits(timeout_s=1.0), cache_dir=cache) as mutant_runner,
-    ):
-        yield runner, mutant_runner
 
 
 def test_the_build_chooses_one_distractor_per_behaviour(tmp_path: Path, runners):

@@ -36,16 +36,6 @@ def items(tmp_path) -> Path:
     return target
 
 
-@pytest.fixture(scope="module")
-def runners(tmp_path_factory):
-    cache = tmp_path_factory.mktemp("cache")
-    with (
-        SuiteRunner(cache_dir=cache) as runner,
-        SuiteRunner(Limits(timeout_s=1.0), cache_dir=cache) as mutant_runner,
-    ):
-        yield runner, mutant_runner
-
-
 def test_distractors_are_killed_single_edits(items, runners):
     loaded, _ = load_items(items)
     result = build(loaded, *runners)

@@ -8,9 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_rerank_clones import CANONICAL, MUTANT, OTHER_MUTANT, UNRELATED, order, query
 
+from pytest_execretrieval.mutation.tokens import token_edits
 from pytest_execretrieval.ranking.rerank import get_reranker
 from pytest_execretrieval.ranking.rerank.medoid import NO_CLONE, Medoid, centrality
-from pytest_execretrieval.ranking.rerank.views import token_edits
 
 
 def test_token_edits_count_the_longer_side_of_each_differing_run():

@@ -27,7 +27,6 @@ from collections.abc import Sequence
 from difflib import SequenceMatcher
 
 from ...mutation.tokens import edit_count, matcher, tokens
-from ...mutation.tokens import token_edits as token_edits  # importable here, as before
 
 VIEWS = ("code", "diff", "no-identifiers")
 NEAR = 0.8
@@ -85,7 +84,7 @@ def near_clones(codes: Sequence[str], of: int = 0) -> list[int]:
 
 
 def edits_to_clones(codes: Sequence[str]) -> list[list[int]]:
-    """For each of ``codes``, its :func:`token_edits` to each of its near clones among them
+    """For each of ``codes``, its :func:`...mutation.tokens.token_edits` to each of its near clones among them
     (each code tokenised once, one matcher per ordered pair)."""
     words = [[m.group() for m in tokens(c)] for c in codes]
     found = []
