@@ -58,7 +58,7 @@ class OutcomeCache(SignedFiles):
         setup: str,
         tests: Sequence[str],
         limits: Limits | None = None,
-        language: str = "python",
+        language: str = Sandbox.language,
     ) -> str:
         """Content key. ``limits`` defaults to ``Limits()``: a timeout depends on them. Another
         language than Python adds its name and its runner's version; every key names what the
@@ -80,7 +80,7 @@ class OutcomeCache(SignedFiles):
         setup: str,
         tests: Sequence[str],
         limits: Limits | None = None,
-        language: str = "python",
+        language: str = Sandbox.language,
     ) -> SuiteResult | None:
         key = self.key(code, setup, tests, limits, language)
         path = self.path_for(key)
@@ -98,7 +98,7 @@ class OutcomeCache(SignedFiles):
         tests: Sequence[str],
         result: SuiteResult,
         limits: Limits | None = None,
-        language: str = "python",
+        language: str = Sandbox.language,
     ) -> None:
         key = self.key(code, setup, tests, limits, language)
         body = json.dumps(result.to_json(), sort_keys=True).encode("ascii")

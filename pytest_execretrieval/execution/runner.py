@@ -99,7 +99,7 @@ class SuiteRunner:
         code: str,
         setup: str,
         tests: Sequence[str],
-        language: str = "python",
+        language: str = Sandbox.language,
         group: str | None = None,
     ) -> SuiteResult:
         sandbox_class(language)  # an unknown language is a ValueError before the cache is asked
@@ -118,7 +118,7 @@ class SuiteRunner:
         code: str,
         setup: str,
         tests: Sequence[str],
-        language: str = "python",
+        language: str = Sandbox.language,
         group: str | None = None,
     ) -> SuiteResult | None:
         """Start the suite that this thread's next :meth:`run` will ask for, so that it runs
