@@ -10,6 +10,10 @@ turn times encoding alone; the load is printed apart. Batch size is the embedder
 MiniLM) for every backend; torch uses its default intra-op threads, the runtimes one per core
 this process may use (both printed).
 
+A reference row, ``torch-tokens``: the torch model batched by tokens as the backends batch
+(:mod:`pytest_execretrieval.embedders.backends`), one sentence-transformers call per batch, so
+the table separates what the runtime gains from what batching by tokens gains.
+
 Beside the time: the cosine of each backend's vectors to torch's (median and minimum), and
 rank-1 agreement: for each query, whether the backend ranks the same document first as torch
 among the sample's documents.
@@ -47,6 +51,30 @@ def pool_texts(items_dir: Path, every: int) -> tuple[list[str], list[str]]:
     return [i.query for i in items], [s.code for s in snippets if s.query_id in chosen]
 
 
+class TokenBatchedTorch:
+    """``base`` (the torch embedder) called once per batch of texts of about equal tokens."""
+
+    def __init__(self, base) -> None:
+        self.base = base
+
+    def invocation(self) -> dict:
+        return self.base.invocation()
+
+    def encode(self, texts: list[str], role: str, ids: list[str]) -> np.ndarray:
+        tokenizer = self.base._load().tokenizer
+        lengths = [len(row) for row in tokenizer(texts, truncation=True)["input_ids"]]
+        order = np.argsort([-n for n in lengths], kind="stable")
+        out = np.empty((len(texts), 0), dtype=np.float32)
+        size = self.base.batch_size
+        for start in range(0, len(texts), size):
+            rows = order[start : start + size]
+            vectors = self.base.encode([texts[i] for i in rows], role, [])
+            if out.shape[1] == 0:
+                out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
+            out[rows] = vectors
+        return out
+
+
 def encode_all(encoder: DenseEncoder, queries: list[str], docs: list[str]):
     started, cpu = time.perf_counter(), time.process_time()
     vectors = encoder.encode(docs, "document", []), encoder.encode(queries, "query", [])
@@ -59,9 +87,11 @@ def measure(name: str, queries: list[str], docs: list[str], repeats: int, cache:
     base = get_embedder(name, EmbedderOptions(cache_dir=cache))
     encoders: dict[str, DenseEncoder] = {"torch": base}  # type: ignore[dict-item]
     loads = {}
-    for backend in ("torch", *BACKENDS):
+    for backend in ("torch", "torch-tokens", *BACKENDS):
         started = time.perf_counter()
-        encoder = encoders.get(backend) or served(base, backend)
+        encoder = encoders.get(backend) or (
+            TokenBatchedTorch(base) if backend == "torch-tokens" else served(base, backend)
+        )
         encoder.invocation()  # the export, when the cache has none
         encoder.encode(["def f(): pass"], "document", [])  # the model or session loaded
         encoders[backend], loads[backend] = encoder, round(time.perf_counter() - started, 2)

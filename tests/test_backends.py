@@ -113,6 +113,26 @@ def test_a_texts_vector_does_not_depend_on_its_batch(shuffled_encoder, sample, v
     np.testing.assert_allclose(again, vectors["onnx"][1][-12:][order], atol=1e-5)
 
 
+def test_batches_hold_texts_of_equal_tokens(minilm):
+    """Batched by tokens, not characters: no batch pads a row where batching by characters
+    would put a text of 3 tokens beside one of 22 in each batch."""
+    encoder = served(minilm, "onnx")
+    encoder.batch_size = 2
+    widths: list[list[int]] = []
+    session, tokenizer = encoder._load()
+    encoder._session = lambda inputs: (
+        widths.append(inputs["attention_mask"].sum(axis=1).tolist()) or session(inputs)
+    )
+    letters = "abcdefghijklmnopqrst"
+    texts = ["x" + " " * 70, "  ".join(letters), "y" + " " * 45, " ".join(letters)]
+    assert [len(t) for t in texts] == sorted((len(t) for t in texts), reverse=True)
+    tokens = [len(tokenizer.encode(t).ids) for t in texts]
+    assert tokens[0] == tokens[2] < tokens[1] == tokens[3]  # by characters: mixed batches
+    encoder.encode(texts, "document", [])
+    assert all(len(set(row)) == 1 for row in widths), widths
+    assert sorted(w for row in widths for w in row) == sorted(tokens)
+
+
 def export_dir(encoder) -> Path:
     return Path(encoder.export.directory)
 
