@@ -1,11 +1,12 @@
-"""Issue 59 part 2: the embedding-quantisation table of docs/serving.md, from the reports of one
-benchmark session with ``--execretrieval-quantize`` and ``--execretrieval-dims``.
+"""Issue 59: the serving tables of docs/serving.md, from the reports of one benchmark session
+with ``--execretrieval-quantize`` and ``--execretrieval-dims`` (embedding quantisation) or
+``--execretrieval-backend`` (runtime backends).
 
 Per pipeline (the float32 embedder first): exec@1 and exec@10 (tie-aware expected values),
 their difference against float32 with the paired test (the report's ``lift``), the pytest
 items' rank-1 passes (a tie at rank 1 fails) with the exact McNemar test, the canonicals the
 pipeline dropped from the float32 top 10 and the own mutants it moved to rank 1 (the report's
-``quantize`` section).
+``quantize`` or ``backend`` section).
 Prints a markdown table.
 
 Usage: python benchmarks/quantization_table.py REPORT_DIR [--embedder minilm]
@@ -17,12 +18,18 @@ import argparse
 import json
 from pathlib import Path
 
+COST_SECTIONS = ("quantize", "backend")  # the serving stages whose reports carry their cost
+
+
+def _cost(report: dict) -> dict | None:
+    return next((report[s] for s in COST_SECTIONS if s in report), None)
+
 
 def _reports(directory: Path, embedder: str) -> list[dict]:
     found = [json.loads(p.read_text()) for p in sorted(directory.glob("*.json"))]
     mine = [r for r in found if r.get("embedder", {}).get("name", "").startswith(embedder)]
-    mine = [r for r in mine if r["embedder"]["name"] == embedder or "quantize" in r]
-    return sorted(mine, key=lambda r: ("quantize" in r, r["embedder"]["name"]))
+    mine = [r for r in mine if r["embedder"]["name"] == embedder or _cost(r)]
+    return sorted(mine, key=lambda r: (_cost(r) is not None, r["embedder"]["name"]))
 
 
 def _metric(report: dict, metric: str) -> str:
@@ -49,7 +56,7 @@ def table(directory: Path, embedder: str) -> str:
     )
     rows = [head]
     for r in _reports(directory, embedder):
-        cost = r.get("quantize")
+        cost = _cost(r)
         dropped = f"{cost['canonical_dropped_n']}" if cost else "-"
         promoted = f"{cost['mutant_first_n']}" if cost else "-"
         rows.append(
