@@ -240,8 +240,15 @@ def _ivf_pq(factory: str, pool: np.ndarray, seed: int):
     return index
 
 
-def near_clones(n: int, queries: int, query_spread: float, factory: str, nprobes: list[int],
-                exact: bool, folder: Path) -> dict:
+def near_clones(
+    n: int,
+    queries: int,
+    query_spread: float,
+    factory: str,
+    nprobes: list[int],
+    exact: bool,
+    folder: Path,
+) -> dict:
     """One size of the near-clone benchmark (module docstring), in this process."""
     from pytest_execretrieval.ranking.index import CANDIDATES, rank_candidates
     from pytest_execretrieval.ranking.retrieval import normalize, rank_dense
@@ -251,8 +258,12 @@ def near_clones(n: int, queries: int, query_spread: float, factory: str, nprobes
     started = time.perf_counter()
     asked, targets = near_clone_pool(path, n, queries, query_spread)
     pool = np.load(path, mmap_mode="r")
-    out: dict = {"n": n, "queries": queries, "query_spread": query_spread,
-                 "generate_s": time.perf_counter() - started}
+    out: dict = {
+        "n": n,
+        "queries": queries,
+        "query_spread": query_spread,
+        "generate_s": time.perf_counter() - started,
+    }
     memory.step("generate")
     own = np.asarray(targets)[:, None] + np.arange(1, 1 + MUTANTS)[None, :]
     mutant_first = lambda first: float(np.mean((first[:, None] == own).any(axis=1)))  # noqa: E731
@@ -269,8 +280,11 @@ def near_clones(n: int, queries: int, query_spread: float, factory: str, nprobes
     started = time.perf_counter()
     index = _ivf_pq(factory, pool, 0)
     memory.step("build")
-    out["index"] = {"factory": factory, "build_s": time.perf_counter() - started,
-                    "candidates": CANDIDATES}
+    out["index"] = {
+        "factory": factory,
+        "build_s": time.perf_counter() - started,
+        "candidates": CANDIDATES,
+    }
     out["runs"] = []
     unit = normalize(asked)
     for nprobe in nprobes:
@@ -289,8 +303,9 @@ def near_clones(n: int, queries: int, query_spread: float, factory: str, nprobes
         }
         if exact:
             top = truth.indices
-            run["recall_at_10"] = float(np.mean([len(set(t) & set(f)) / 10
-                                                 for t, f in zip(top, found)]))
+            run["recall_at_10"] = float(
+                np.mean([len(set(t) & set(f)) / 10 for t, f in zip(top, found)])
+            )
             dropped = (truth.target_rank <= 10) & ~(found == np.asarray(targets)[:, None]).any(1)
             run["dropped"] = float(np.mean(dropped))
             run["rank1_kept"] = float(np.mean(ranking.indices[:, 0] == top[:, 0]))
@@ -308,30 +323,51 @@ def print_near_clones(args: argparse.Namespace) -> None:
     folder = Path(args.dir or tempfile.mkdtemp(prefix="scale-"))
     for n in map(int, args.sizes.split(",")):
         extra = ["--no-exact-above", str(args.no_exact_above)]
-        r = in_fresh_process(["--near-clones-one", str(n), "--queries", str(args.queries),
-                              "--query-spread", str(args.query_spread),
-                              "--factory", args.factory, "--nprobe", args.nprobe,
-                              "--dir", str(folder), *extra])
+        r = in_fresh_process(
+            [
+                "--near-clones-one",
+                str(n),
+                "--queries",
+                str(args.queries),
+                "--query-spread",
+                str(args.query_spread),
+                "--factory",
+                args.factory,
+                "--nprobe",
+                args.nprobe,
+                "--dir",
+                str(folder),
+                *extra,
+            ]
+        )
         exact = r.get("exact")
         anon = ", ".join(f"{step} {gib:.2f}" for step, gib in r["peak_anon_gib"].items())
-        print(f"{n:,} snippets (a {r['file_gib']:.1f} GiB file), {r['queries']} queries at "
-              f"query spread {r['query_spread']}: generated in {r['generate_s']:.0f} s; peak RSS "
-              f"{r['peak_rss_gib']:.2f} GiB (mapped pages included); peak anonymous GiB: {anon}")
+        print(
+            f"{n:,} snippets (a {r['file_gib']:.1f} GiB file), {r['queries']} queries at "
+            f"query spread {r['query_spread']}: generated in {r['generate_s']:.0f} s; peak RSS "
+            f"{r['peak_rss_gib']:.2f} GiB (mapped pages included); peak anonymous GiB: {anon}"
+        )
         if exact:
-            print(f"  exact: {exact['seconds']:.0f} s; canonical first "
-                  f"{exact['canonical_first']:.3f},"
-                  f" in the top 10 {exact['canonical_top10']:.3f}; own mutant first "
-                  f"{exact['mutant_first']:.3f}")
+            print(
+                f"  exact: {exact['seconds']:.0f} s; canonical first "
+                f"{exact['canonical_first']:.3f},"
+                f" in the top 10 {exact['canonical_top10']:.3f}; own mutant first "
+                f"{exact['mutant_first']:.3f}"
+            )
         print(f"  {r['index']['factory']}: built in {r['index']['build_s']:.0f} s")
         for run in r["runs"]:
-            line = (f"    nprobe={run['nprobe']}: search {run['search_s']:.1f} s, re-score "
-                    f"{run['rescore_s']:.1f} s; canonical among the "
-                    f"{r['index']['candidates']} candidates "
-                    f"{run['canonical_recall']:.3f}; canonical first {run['canonical_first']:.3f};"
-                    f" own mutant first {run['mutant_first']:.3f}")
+            line = (
+                f"    nprobe={run['nprobe']}: search {run['search_s']:.1f} s, re-score "
+                f"{run['rescore_s']:.1f} s; canonical among the "
+                f"{r['index']['candidates']} candidates "
+                f"{run['canonical_recall']:.3f}; canonical first {run['canonical_first']:.3f};"
+                f" own mutant first {run['mutant_first']:.3f}"
+            )
             if "dropped" in run:
-                line += (f"; recall@10 of exact {run['recall_at_10']:.3f}; dropped "
-                         f"{run['dropped']:.3f}; rank 1 kept {run['rank1_kept']:.3f}")
+                line += (
+                    f"; recall@10 of exact {run['recall_at_10']:.3f}; dropped "
+                    f"{run['dropped']:.3f}; rank 1 kept {run['rank1_kept']:.3f}"
+                )
             print(line)
         print(json.dumps(r), file=sys.stderr)
 
@@ -348,25 +384,42 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--precision", action="store_true", help="float32 vs float64 vs bare")
-    parser.add_argument("--repeats", type=int, default=5,
-                        help="bare and rank_dense runs each, alternating (precision)")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=5,
+        help="bare and rank_dense runs each, alternating (precision)",
+    )
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--precision-one", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--near-clones", action="store_true", help="pools of near clones")
     parser.add_argument("--near-clones-one", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--factory", default="IVF1024,PQ48", help="the faiss index (near clones)")
     parser.add_argument("--nprobe", default="16,64", help="IVF lists searched, one run each")
-    parser.add_argument("--no-exact-above", type=int, default=10**9,
-                        help="sizes above this skip exact ranking (near clones)")
-    parser.add_argument("--query-spread", type=float, default=QUERY_SPREAD,
-                        help="a query's noise around its canonical (1.5: cosine ~0.55)")
+    parser.add_argument(
+        "--no-exact-above",
+        type=int,
+        default=10**9,
+        help="sizes above this skip exact ranking (near clones)",
+    )
+    parser.add_argument(
+        "--query-spread",
+        type=float,
+        default=QUERY_SPREAD,
+        help="a query's noise around its canonical (1.5: cosine ~0.55)",
+    )
     parser.add_argument("--dir", help="where the pool's file is written (default: a temp dir)")
     args = parser.parse_args()
     if args.near_clones_one:
         n, nprobes = args.near_clones_one, [int(p) for p in args.nprobe.split(",")]
         exact = n <= args.no_exact_above
-        print(json.dumps(near_clones(n, args.queries, args.query_spread, args.factory, nprobes,
-                                     exact, Path(args.dir))))
+        print(
+            json.dumps(
+                near_clones(
+                    n, args.queries, args.query_spread, args.factory, nprobes, exact, Path(args.dir)
+                )
+            )
+        )
         return
     if args.near_clones:
         print_near_clones(args)

@@ -84,8 +84,8 @@ def near_clones(codes: Sequence[str], of: int = 0) -> list[int]:
 
 
 def edits_to_clones(codes: Sequence[str]) -> list[list[int]]:
-    """For each of ``codes``, its :func:`...mutation.tokens.token_edits` to each of its near clones among them
-    (each code tokenised once, one matcher per ordered pair)."""
+    """For each of ``codes``, its :func:`...mutation.tokens.token_edits` to each of its near
+    clones among them (each code tokenised once, one matcher per ordered pair)."""
     words = [[m.group() for m in tokens(c)] for c in codes]
     found = []
     for i, mine in enumerate(words):
