@@ -75,3 +75,9 @@ def runners(tmp_path_factory):
         SuiteRunner(Limits(timeout_s=1.0), cache_dir=cache) as mutant_runner,
     ):
         yield runner, mutant_runner
+
+
+@pytest.fixture(scope="module")
+def cache_args(tmp_path_factory) -> list[str]:
+    """``--cache-dir`` for the builds of one test module: one outcome cache they share."""
+    return ["--cache-dir", str(tmp_path_factory.mktemp("cache"))]

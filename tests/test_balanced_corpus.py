@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from corpus_builds import corpus_files
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -44,21 +45,12 @@ EDITED = "arrays_lists/last_index_of"
 DROPPED = '  "assert last_index_of([5, 6, 7], 6) == 1",\n'
 
 
-def files(where: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(where.glob("*.json*"))}
-
-
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory) -> list[str]:
-    return ["--cache-dir", str(tmp_path_factory.mktemp("cache"))]
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory, cache) -> Path:
+def built(tmp_path_factory, cache_args) -> Path:
     """A copy of the test items with a fully built balanced corpus."""
     target = tmp_path_factory.mktemp("built") / "items"
     shutil.copytree(DATA, target)
-    assert cli.main(["build", str(target), "--balanced", "--full", *cache]) == 0
+    assert cli.main(["build", str(target), "--balanced", "--full", *cache_args]) == 0
     return target
 
 
@@ -142,13 +134,13 @@ def test_the_same_seed_builds_the_same_corpus(built, tmp_path) -> None:
     shutil.copytree(DATA, again)
     fresh = ["--cache-dir", str(tmp_path / "cold")]
     assert cli.main(["build", str(again), "--balanced", "--full", *fresh]) == 0
-    assert files(again / "balanced") == files(built / "balanced")
+    assert corpus_files(again / "balanced") == corpus_files(built / "balanced")
 
 
-def test_balanced_check_and_incremental_build(built, tmp_path, cache, capsys) -> None:
+def test_balanced_check_and_incremental_build(built, tmp_path, cache_args, capsys) -> None:
     capsys.readouterr()
     assert cli.main(["build", str(built), "--balanced", "--check"]) == 0
-    assert files(built) == files(DATA)  # the default corpus is left as committed
+    assert corpus_files(built) == corpus_files(DATA)  # the default corpus is left as committed
     meta = json.loads((built / "balanced" / "manifest.json").read_text())
     assert meta["engine"] == engine(BALANCED)
     edited, full = tmp_path / "edited", tmp_path / "full"
@@ -159,10 +151,10 @@ def test_balanced_check_and_incremental_build(built, tmp_path, cache, capsys) ->
     capsys.readouterr()
     assert cli.main(["build", str(edited), "--balanced", "--check"]) == 1
     assert f"  {EDITED}" in capsys.readouterr().out
-    assert cli.main(["build", str(edited), "--balanced", *cache]) == 0
+    assert cli.main(["build", str(edited), "--balanced", *cache_args]) == 0
     assert "reused 3 items" in capsys.readouterr().out
-    assert cli.main(["build", str(full), "--balanced", "--full", *cache]) == 0
-    assert files(edited / "balanced") == files(full / "balanced")
+    assert cli.main(["build", str(full), "--balanced", "--full", *cache_args]) == 0
+    assert corpus_files(edited / "balanced") == corpus_files(full / "balanced")
 
 
 def test_the_draws_are_seeded_by_the_item_alone() -> None:

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from corpus_builds import corpus_files
 from plugin_runs import bench
 
 from pytest_execretrieval import cli
@@ -22,29 +23,20 @@ DROPPED = '  "assert last_index_of([5, 6, 7], 6) == 1",\n'
 FAMILIES = CorpusVariant(families=True)
 
 
-def files(where: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(where.glob("*.json*"))}
-
-
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory) -> list[str]:
-    return ["--cache-dir", str(tmp_path_factory.mktemp("cache"))]
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory, cache) -> Path:
+def built(tmp_path_factory, cache_args) -> Path:
     """A copy of the test items with a fully built families corpus (the default one as
     committed)."""
     target = tmp_path_factory.mktemp("built") / "items"
     shutil.copytree(DATA, target)
-    assert cli.main(["build", str(target), "--families", "--full", *cache]) == 0
+    assert cli.main(["build", str(target), "--families", "--full", *cache_args]) == 0
     return target
 
 
 def test_families_corpus_has_its_own_folder_and_engine(built) -> None:
     where = corpus_dir(built, FAMILIES)
     assert where == built / "families"
-    assert files(built) == files(DATA)  # the default corpus is left as committed
+    assert corpus_files(built) == corpus_files(DATA)  # the default corpus is left as committed
     meta = json.loads((where / "manifest.json").read_text())
     assert meta["engine"] == engine(FAMILIES)
     assert {"families", "candidates_per_class"} <= set(meta["engine"]) - set(engine())
@@ -56,7 +48,7 @@ def test_families_corpus_has_its_own_folder_and_engine(built) -> None:
     assert all(s.failing_tests and s.kill in ("assertion", "exception") for s in distractors)
 
 
-def test_families_check_and_incremental_build(built, tmp_path, cache, capsys) -> None:
+def test_families_check_and_incremental_build(built, tmp_path, cache_args, capsys) -> None:
     capsys.readouterr()
     assert cli.main(["build", str(built), "--families", "--check"]) == 0
     assert cli.main(["build", str(built), "--check"]) == 0  # the default corpus is still fresh
@@ -68,11 +60,11 @@ def test_families_check_and_incremental_build(built, tmp_path, cache, capsys) ->
     capsys.readouterr()
     assert cli.main(["build", str(edited), "--families", "--check"]) == 1
     assert f"  {EDITED}" in capsys.readouterr().out
-    assert cli.main(["build", str(edited), "--families", *cache]) == 0
+    assert cli.main(["build", str(edited), "--families", *cache_args]) == 0
     out = capsys.readouterr().out
     assert "reused 3 items" in out or "reused 2 items" in out  # the balance may move one more
-    assert cli.main(["build", str(full), "--families", "--full", *cache]) == 0
-    assert files(edited / "families") == files(full / "families")
+    assert cli.main(["build", str(full), "--families", "--full", *cache_args]) == 0
+    assert corpus_files(edited / "families") == corpus_files(full / "families")
 
 
 def test_families_and_stack_exclude_each_other(tmp_path, capsys) -> None:
@@ -95,14 +87,15 @@ tests = [
 """
 
 
-def test_an_equivalent_family_mutant_is_a_survivor_never_a_distractor(tmp_path, cache) -> None:
+def test_an_equivalent_family_mutant_is_a_survivor_never_a_distractor(tmp_path, cache_args) -> None:
     """Dropping `int()` around an int is equivalent (type_confusion): the tests cannot kill it,
     so it is no distractor; it is listed as a survivor with evidence that it agrees."""
     (tmp_path / "math_number_theory").mkdir()
     (tmp_path / "math_number_theory" / "succ.toml").write_text(ITEM)
     survivors = tmp_path / "survivors.jsonl"
     assert (
-        cli.main(["build", str(tmp_path), "--families", "--survivors", str(survivors), *cache]) == 0
+        cli.main(["build", str(tmp_path), "--families", "--survivors", str(survivors), *cache_args])
+        == 0
     )
     corpus = read_corpus(tmp_path, where=tmp_path / "families")
     dropped = "    return (n) + 1\n", "    return n + 1\n"
@@ -112,14 +105,14 @@ def test_an_equivalent_family_mutant_is_a_survivor_never_a_distractor(tmp_path, 
     assert same and all(r["equivalence"]["differing"] == 0 for r in same)
 
 
-def test_benchmark_option_selects_the_families_corpus(pytester, items, cache) -> None:
+def test_benchmark_option_selects_the_families_corpus(pytester, items, cache_args) -> None:
     missing = bench(pytester, items, "--execretrieval-families")
     assert missing.ret == pytest.ExitCode.USAGE_ERROR
     assert "execretrieval build" in missing.stderr.str() and "--families" in missing.stderr.str()
     both = bench(pytester, items, "--execretrieval-families", "--execretrieval-stack", "2")
     assert both.ret == pytest.ExitCode.USAGE_ERROR
     assert "--execretrieval-families" in both.stderr.str()
-    assert cli.main(["build", str(items), "--families", *cache]) == 0
+    assert cli.main(["build", str(items), "--families", *cache_args]) == 0
     result = bench(
         pytester, items, "--execretrieval-families", "--execretrieval-report-dir", "reports"
     )

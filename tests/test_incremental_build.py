@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from corpus_builds import corpus_files
 
 from pytest_execretrieval import cli
 from pytest_execretrieval.corpus.build import BuildProgress, build, engine
@@ -37,21 +38,12 @@ def runners(cache: Path):
         yield runner, mutant_runner
 
 
-def files(where: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(where.glob("*.json*"))}
-
-
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory) -> list[str]:
-    return ["--cache-dir", str(tmp_path_factory.mktemp("cache"))]
-
-
 @pytest.fixture
-def built(tmp_path, cache) -> Path:
+def built(tmp_path, cache_args) -> Path:
     """A copy of the test items, fully built (so its corpus carries build records)."""
     target = tmp_path / "items"
     shutil.copytree(DATA, target)
-    assert cli.main(["build", str(target), "--full", *cache]) == 0
+    assert cli.main(["build", str(target), "--full", *cache_args]) == 0
     return target
 
 
@@ -63,22 +55,24 @@ def edit(items: Path) -> None:
 
 
 @pytest.mark.parametrize("stack", [1, 2])
-def test_incremental_build_is_byte_identical_to_a_full_build(built, tmp_path, cache, capsys, stack):
+def test_incremental_build_is_byte_identical_to_a_full_build(
+    built, tmp_path, cache_args, capsys, stack
+):
     stack_args = ["--stack", str(stack)]
     where = lambda items: items if stack == 1 else items / f"stack-{stack}"  # noqa: E731
     if stack > 1:
-        assert cli.main(["build", str(built), "--full", *stack_args, *cache]) == 0
+        assert cli.main(["build", str(built), "--full", *stack_args, *cache_args]) == 0
     other = tmp_path / "other"
     shutil.copytree(built, other)
     edit(built)
     edit(other)
     capsys.readouterr()
-    assert cli.main(["build", str(built), *stack_args, *cache]) == 0
+    assert cli.main(["build", str(built), *stack_args, *cache_args]) == 0
     out = capsys.readouterr().out
-    assert cli.main(["build", str(other), "--full", *stack_args, *cache]) == 0
+    assert cli.main(["build", str(other), "--full", *stack_args, *cache_args]) == 0
     assert "reused 0 items, rebuilt 4" in capsys.readouterr().out
-    assert files(where(built)) == files(where(other))
-    assert "yields.jsonl" in files(where(built))
+    assert corpus_files(where(built)) == corpus_files(where(other))
+    assert "yields.jsonl" in corpus_files(where(built))
     # stacked candidates draw on a different balance: there the edit moves no other item
     expected = {
         1: "reused 2 items, rebuilt 2 (1 of them because the class balance moved",
@@ -140,8 +134,8 @@ def write_rows(path: Path, rows: list[dict]) -> None:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 
-def test_a_hand_edited_record_of_an_unchanged_item_is_rebuilt_and_said(built, cache, capsys):
-    expected = files(built)
+def test_a_hand_edited_record_of_an_unchanged_item_is_rebuilt_and_said(built, cache_args, capsys):
+    expected = corpus_files(built)
     corpus = rows(built / "corpus.jsonl")
     victim = next(r for r in corpus if r["kind"] == "distractor")
     victim["outcomes"] = ["pass"] * len(victim["outcomes"])  # claims a distractor passes
@@ -150,11 +144,11 @@ def test_a_hand_edited_record_of_an_unchanged_item_is_rebuilt_and_said(built, ca
     assert cli.main(["build", "--check", str(built)]) == 1
     out = capsys.readouterr().out
     assert f"stale: the committed records of item {victim['query_id']} are not reusable" in out
-    assert cli.main(["build", str(built), *cache]) == 0
+    assert cli.main(["build", str(built), *cache_args]) == 0
     captured = capsys.readouterr()
     assert f"rebuilding: the committed records of item {victim['query_id']}" in captured.err
     assert "reused 3 items, rebuilt 1" in captured.out
-    assert files(built) == expected
+    assert corpus_files(built) == expected
 
 
 def test_a_record_consistent_with_the_manifest_is_still_checked_against_its_item(built):
