@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_execretrieval.execution.node import NodeSandbox, find_node
 from pytest_execretrieval.execution.sandbox import Limits, Sandbox
+from pytest_execretrieval.languages.javascript.runner import NodeSandbox, find_node
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -23,6 +23,8 @@ largest figure in brackets):
 ``MAX_JS_TREE_DEPTH``   200         depth of a JavaScript tree-sitter parse (JavaScript's gate):
                                     its trees spend a level on each block, statement and
                                     parenthesis, about twice Python's for the same code [24]
+``MAX_GO_TREE_DEPTH``   200         depth of a Go tree-sitter parse (Go's gate), for the same
+                                    reason
 =====================  ==========  =============================================================
 
 Names: a domain folder and an item stem match ``[a-z0-9_]+`` (:data:`NAME`): an escape
@@ -45,6 +47,7 @@ MAX_TOML_DEPTH = 32
 MAX_CODE_CHARS = 64 * 1024
 MAX_AST_DEPTH = 100
 MAX_JS_TREE_DEPTH = 200
+MAX_GO_TREE_DEPTH = 200
 NAME = re.compile(r"[a-z0-9_]+\Z")
 
 

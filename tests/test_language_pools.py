@@ -76,10 +76,12 @@ def test_both_pools_in_one_run_ids_reports_and_the_paired_analysis(pytester, poo
     for folder in (reports, reports / "javascript"):
         assert (folder / "bm25.xml").is_file() and (folder / "summary.md").is_file()
     assert 'name="javascript/' not in (reports / "javascript/bm25.xml").read_text()
-    cross = json.loads((reports / "cross-language.json").read_text())["embedders"]["bm25"]
+    pairs = json.loads((reports / "cross-language.json").read_text())["pairs"]
+    assert list(pairs) == ["python vs javascript"]
+    cross = pairs["python vs javascript"]["bm25"]
     assert cross["n_twins"] == 3 and cross["untwinned"] == {"python": 1, "javascript": 0}
     assert cross["languages"] == ["python", "javascript"]
-    assert "## bm25" in (reports / "cross-language.md").read_text()
+    assert "## bm25: python vs javascript" in (reports / "cross-language.md").read_text()
     assert "cross-language [bm25]: exec@1 on 3 twin queries" in out
 
 

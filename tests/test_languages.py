@@ -41,7 +41,7 @@ def test_an_item_is_python_unless_it_says_otherwise(tmp_path):
 @pytest.mark.parametrize(
     "line, reason",
     [
-        ('language = "cobol"\n', "unknown language 'cobol' (known: javascript, python)"),
+        ('language = "cobol"\n', "unknown language 'cobol' (known: go, javascript, python)"),
         ("language = 3\n", "must be a str, got int"),
     ],
 )

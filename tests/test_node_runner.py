@@ -1,4 +1,4 @@
-"""The confined Node runner (execution/node.py, _node.py, _node_runner.js) against real node.
+"""The confined Node runner (languages/javascript/: runner.py, _runner.py, _runner.js), real node.
 
 First its contract (the Python sandbox's outcomes, the value codec, the grammar's JavaScript
 error classes), then hostile snippets, one class per test: forged verdicts (``toString``,
@@ -23,8 +23,6 @@ from pathlib import Path
 import pytest
 from processes import descendants
 
-from pytest_execretrieval.execution import _node
-from pytest_execretrieval.execution import node as node_module
 from pytest_execretrieval.execution.sandbox import (
     PROTOCOL_ERROR,
     Limits,
@@ -32,6 +30,8 @@ from pytest_execretrieval.execution.sandbox import (
     SandboxError,
     SuiteResult,
 )
+from pytest_execretrieval.languages.javascript import _runner as _node
+from pytest_execretrieval.languages.javascript import runner as node_module
 
 try:
     NODE, NODE_FROM = node_module.find_node()

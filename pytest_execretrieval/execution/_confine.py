@@ -257,20 +257,21 @@ _SELF_ONLY = (
 # ... and for these the pid is argument 1 (``which, who``).
 _SELF_ONLY_ARG1 = ("setpriority", "ioprio_set")
 ROLES = ("server", "child", "checker")
-# The Node runner's (``execution/_node.py``): its zygote, which must exec node, and the node
-# process itself; they take the server's and the child's places (see :func:`seccomp_programs`).
-NODE_ROLES = ("node_server", "node", "checker")
-_ALL_ROLES = (*ROLES, "node_server", "node")
-# Where the node launcher maps the path it passes to execve: the node program allows execve
-# only with this pointer as the path (a filter cannot read the path itself), so once node runs,
-# exec is denied unless native code maps a path there (Landlock then still allows executing
-# the node binary only). Low enough for 39-bit address spaces, far from the ASLR regions.
+# Another language's runner's (``execution/_exec_runner.py``): its zygote, which must exec the
+# runner's programs (node; Go's compiler, linker and binary), and each such process itself; they
+# take the server's and the child's places (see :func:`seccomp_programs`).
+RUNNER_ROLES = ("runner_server", "runner", "checker")
+_ALL_ROLES = (*ROLES, "runner_server", "runner")
+# Where a runner's launcher maps the path it passes to execve: the runner program allows execve
+# only with this pointer as the path (a filter cannot read the path itself), so once the program
+# runs, exec is denied unless native code maps a path there (Landlock then still allows
+# executing that one program only). Low enough for 39-bit address spaces, far from the ASLR regions.
 EXEC_PATH_ADDRESS = 0x40_0000_0000
 
 
 def seccomp_programs(roles: tuple[str, str, str] = ROLES) -> tuple[bytes, bytes, bytes]:
     """The programs of :func:`seccomp_filter` for ``roles`` (the zygote's, the child's and the
-    checker's: :data:`ROLES`, or :data:`NODE_ROLES`), compiled in a forked helper.
+    checker's: :data:`ROLES`, or :data:`RUNNER_ROLES`), compiled in a forked helper.
 
     Importing ``pyseccomp`` imports ``ctypes.util`` (which runs ``ldconfig`` to find
     libseccomp: exec, so before any filter), and with it ``subprocess``, ``threading``,
@@ -321,7 +322,7 @@ def seccomp_programs(roles: tuple[str, str, str] = ROLES) -> tuple[bytes, bytes,
 
 def seccomp_filter(role: str) -> bytes:
     """The compiled BPF program (``struct sock_filter[]`` bytes) for one of :data:`ROLES` or
-    :data:`NODE_ROLES`.
+    :data:`RUNNER_ROLES`.
 
     Everything not listed is allowed.
 
@@ -338,16 +339,18 @@ def seccomp_filter(role: str) -> bytes:
       send a signal (``_DENY_CHECKER``), and ``prlimit64``/``setpriority``/the scheduler calls
       on any process but itself (``_SELF_ONLY``: a non-zero pid argument is EPERM).
 
-    * ``node_server`` (the Node runner's zygote): the server program without the ``execve``
-      denial, so that it can start node (Landlock allows executing the node binary only).
-    * ``node``: loaded on top of ``node_server`` by the launcher just before it execs node, so
-      it binds node for its life: the child program (no new processes, threads only: V8's
-      platform workers and libuv's pool are ``clone`` with CLONE_THREAD, or ``clone3``, which
-      glibc retries as ``clone``), ``execveat`` denied and ``execve`` allowed only with the
-      path at :data:`EXEC_PATH_ADDRESS`. V8's JIT needs nothing more: ``mmap``/``mprotect``
-      with PROT_EXEC stay allowed (as for Python). Node needs no socket at all (its event loop
-      wakes through eventfd and pipes, and the runner never starts it): ``socket()`` stays
-      denied by ``node_server``, ``socketpair`` too except AF_UNIX, which node does not use.
+    * ``runner_server`` (a runner's zygote: the Node runner's, the Go runner's): the server
+      program without the ``execve`` denial, so that it can start the runner's programs
+      (Landlock allows executing the one each launcher starts).
+    * ``runner``: loaded on top of ``runner_server`` by the launcher just before it execs, so
+      it binds the program for its life: the child program (no new processes, threads only:
+      V8's platform workers, libuv's pool and Go's runtime threads are ``clone`` with
+      CLONE_THREAD, or ``clone3``, which glibc retries as ``clone``), ``execveat`` denied and
+      ``execve`` allowed only with the path at :data:`EXEC_PATH_ADDRESS`. V8's JIT needs
+      nothing more: ``mmap``/``mprotect`` with PROT_EXEC stay allowed (as for Python). Neither
+      node nor Go's tools need a socket (node's event loop wakes through eventfd and pipes, and
+      the runner never starts it): ``socket()`` stays denied by ``runner_server``,
+      ``socketpair`` too except AF_UNIX.
 
     Raises LayerUnavailable without ``pyseccomp``/libseccomp. The sandbox calls it through
     :func:`seccomp_programs`, in a helper process.
@@ -374,14 +377,14 @@ def seccomp_filter(role: str) -> bytes:
     if role in ("server", "checker"):
         deny(_DENY_ALWAYS)
         deny(["socket"])
-    elif role == "node_server":
+    elif role == "runner_server":
         deny([name for name in _DENY_ALWAYS if name != "execve"])
         deny(["socket"])
-    if role in ("child", "checker", "node"):
+    if role in ("child", "checker", "runner"):
         deny(_DENY_CHILD)
         deny(["clone3"], errno.ENOSYS)
         deny(["clone"], errno.EPERM, sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
-    if role == "node":
+    if role == "runner":
         deny(["execveat"])
         deny(["execve"], errno.EPERM, sc.Arg(0, sc.NE, EXEC_PATH_ADDRESS))
     if role == "checker":
@@ -389,7 +392,7 @@ def seccomp_filter(role: str) -> bytes:
         deny(_DENY_CHECKER)
         deny(_SELF_ONLY, errno.EPERM, sc.Arg(0, sc.NE, 0))
         deny(_SELF_ONLY_ARG1, errno.EPERM, sc.Arg(1, sc.NE, 0))
-    elif role in ("server", "node_server"):
+    elif role in ("server", "runner_server"):
         deny(["socketpair"], errno.EAFNOSUPPORT, sc.Arg(0, sc.NE, socket.AF_UNIX))
     rfd, wfd = os.pipe()
     try:
@@ -449,7 +452,7 @@ _MAP_PRIVATE, _MAP_ANONYMOUS, _MAP_FIXED_NOREPLACE = 0x02, 0x20, 0x100000
 
 def execve_fixed(path: str, argv: list[str], env: dict[str, str]) -> None:
     """``execve(path, argv, env)`` with ``path`` copied to :data:`EXEC_PATH_ADDRESS` (the one
-    pointer the ``node`` seccomp program lets execve take); returns only by raising
+    pointer the ``runner`` seccomp program lets execve take); returns only by raising
     LayerUnavailable (the mapping) or OSError (the exec)."""
     libc = ctypes.CDLL(None, use_errno=True)  # a handle of its own: restypes differ from _libc's
     libc.mmap.restype = ctypes.c_void_p

@@ -162,12 +162,12 @@ def serve() -> None:
     signal.signal(signal.SIGTERM, _terminate)
     limits = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
     contexts = str(limits.pop("contexts", ""))  # not a limit: the zygote's read-only tree
-    # The Node runner's options (node's path, the runner script): this checker serves
-    # JavaScript suites with the zygote of _node.py.
-    # Imported only then: the Python zygote, whose size every fork pays for, never holds it.
-    node = json.loads(sys.argv[2]) if len(sys.argv) > 2 else None
-    if node is not None:
-        _node = _import_node()
+    # Another language's runner: its options name the module that holds its checker and its
+    # zygote ("module": a file path; _node.py for JavaScript, a language folder's _runner.py),
+    # and what else it needs (its binaries, its scripts). Imported only then: the Python
+    # zygote, whose size every fork pays for, never holds it.
+    runner_options = json.loads(sys.argv[2]) if len(sys.argv) > 2 else None
+    runner = None if runner_options is None else _import_runner(runner_options["module"])
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, here)
     try:
@@ -175,7 +175,7 @@ def serve() -> None:
     finally:
         sys.path.remove(here)
     try:  # before the zygote exists: see seccomp_programs() for why in a helper process
-        roles = confine.ROLES if node is None else confine.NODE_ROLES
+        roles = confine.ROLES if runner is None else confine.RUNNER_ROLES
         seccomp: tuple[bytes, ...] | str = confine.seccomp_programs(roles)
     except OSError as exc:
         seccomp = str(exc)
@@ -197,7 +197,7 @@ def serve() -> None:
             os.close(fd)
         if own.life_r is not None:
             os.close(own.life_r)
-        flavour = None if node is None else _node.Flavour(node)
+        flavour = None if runner is None else runner.Flavour(runner_options)
         _zygote._zygote_process(confine, pipes, limits, checker, seccomp, flavour, contexts)
     for fd in pipes.ends(checker=False):
         os.close(fd)
@@ -219,7 +219,7 @@ def serve() -> None:
     isolation = ready["layers"]
     own.confine(seccomp)
     _checker._set_checker_limits(limits)
-    checker_obj = (_checker._Checker if node is None else _node._NodeChecker)(pipes, limits)
+    checker_obj = (_checker._Checker if runner is None else runner.Checker)(pipes, limits)
     budget = _checker._CpuBudget(checker_obj.link)
     if budget.backstop:
         own._on("cpu_limit")
@@ -271,12 +271,19 @@ def serve() -> None:
         _wire.write_frame(fd_out, reply)
 
 
-def _import_node() -> Any:
-    try:
-        from . import _node
-    except ImportError:  # a top-level module in the sandbox, with this directory on sys.path
-        import _node  # type: ignore[no-redef, import-not-found]
-    return _node
+def _import_runner(path: str) -> Any:
+    """The runner module at ``path``, as a top-level module (its siblings here are on
+    sys.path, and it imports them so)."""
+    import importlib.util
+
+    name = "_runner_" + os.path.splitext(os.path.basename(path))[0].lstrip("_")
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no runner module at {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def _read_line(fd: int) -> bytes:

@@ -502,6 +502,9 @@ class _Layers:
     ``noexec`` scratch directory and a child ruleset of its own."""
 
     scratch_flags = 2 | 4  # MS_NOSUID | MS_NODEV (the scratch tmpfs)
+    # Whether a child may execute what lies in the scratch directory (the Go runner's binary;
+    # each of its children's own rulesets names the one file it may execute).
+    scratch_execute = False
     contexts = ""  # the directory of the prepared contexts (Sandbox's ``contexts``), or ""
 
     def __init__(
@@ -660,8 +663,9 @@ class _Layers:
             ruleset.allow_paths(["/dev/null"], c.FS_READ_FILE | c.FS_WRITE_FILE)
             if not self.pid_namespace:
                 ruleset.allow_paths([f"/proc/{os.getpid()}"], c.FS_READ_FILE | c.FS_READ_DIR)
-            scratch_rights = ruleset.fs & ~(c.FS_MAKE_CHAR | c.FS_MAKE_BLOCK | c.FS_EXECUTE)
-            ruleset.allow_paths([self.scratch], scratch_rights)
+            execute = 0 if self.scratch_execute else c.FS_EXECUTE
+            denied = c.FS_MAKE_CHAR | c.FS_MAKE_BLOCK | execute
+            ruleset.allow_paths([self.scratch], ruleset.fs & ~denied)
             ruleset.restrict_self()
             ruleset.close()
             self.active["landlock"] = True

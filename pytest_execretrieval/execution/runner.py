@@ -51,6 +51,24 @@ def sandbox_class(language: str) -> type[Sandbox]:
         raise ValueError(f"no runner for language {language!r} (known: {known})") from None
 
 
+def _group_key(suite: Suite) -> tuple[str, str] | None:
+    """``(language, group)`` of a suite that names its group, else None."""
+    if len(suite) < 5 or suite[4] is None:
+        return None
+    return (suite[3], suite[4])
+
+
+def _groups(suites: Sequence[Suite]) -> dict[tuple[str, str], list[str]]:
+    """The codes of each group whose language's sandbox builds a group together (it
+    overrides :meth:`Sandbox.expect`), in order."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for suite in suites:
+        key = _group_key(suite)
+        if key is not None and sandbox_class(key[0]).expect is not Sandbox.expect:
+            groups.setdefault(key, []).append(suite[0])
+    return groups
+
+
 def limits_key(limits: Limits) -> str:
     fields = json.dumps(dataclasses.asdict(limits), sort_keys=True).encode()
     return hashlib.sha256(fields).hexdigest()[:16]
@@ -142,20 +160,57 @@ class SuiteRunner:
 
     def imap(self, suites: Sequence[Suite]) -> Iterator[SuiteResult]:
         """:meth:`run_many` as an iterator: each result as soon as it and those before it are
-        done (for progress lines)."""
+        done (for progress lines). The suites of one group (an item) go to one thread, whose
+        sandbox is told their codes first (:meth:`Sandbox.expect`: the Go runner builds them
+        into one binary)."""
+        groups = _groups(suites)
         if self.jobs == 1 or len(suites) < 2:
             ahead: SuiteResult | None = None  # the next suite's cached result
             for i, suite in enumerate(suites):
+                self._announce(suite, groups)
                 result = ahead if ahead is not None else self.run(*suite)
                 # the next suite runs while the caller takes this result
-                ahead = self.prefetch(*suites[i + 1]) if i + 1 < len(suites) else None
+                if i + 1 < len(suites):
+                    self._announce(suites[i + 1], groups)
+                    ahead = self.prefetch(*suites[i + 1])
+                else:
+                    ahead = None
                 yield result
             return
         with self._lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.jobs)
             pool = self._pool
-        yield from pool.map(lambda suite: self.run(*suite), suites)
+        if not groups:
+            yield from pool.map(lambda suite: self.run(*suite), suites)
+            return
+        # One task per group (and per ungrouped suite), in the order of their first suites.
+        tasks: dict[object, list[int]] = {}
+        for i, suite in enumerate(suites):
+            tasks.setdefault(_group_key(suite) or i, []).append(i)
+
+        def run_task(indices: list[int]) -> list[SuiteResult]:
+            found = []
+            for i in indices:
+                self._announce(suites[i], groups)
+                found.append(self.run(*suites[i]))
+            return found
+
+        results: list[SuiteResult | None] = [None] * len(suites)
+        ready = 0
+        for indices, found in zip(tasks.values(), pool.map(run_task, tasks.values()), strict=True):
+            for i, result in zip(indices, found, strict=True):
+                results[i] = result
+            while ready < len(suites) and results[ready] is not None:
+                yield results[ready]  # type: ignore[misc]  # not None: checked
+                ready += 1
+
+    def _announce(self, suite: Suite, groups: dict[tuple[str, str], list[str]]) -> None:
+        """Tell this thread's sandbox the codes of ``suite``'s group, when its language's
+        sandbox builds groups together."""
+        key = _group_key(suite)
+        if key is not None and key in groups:
+            self._sandbox(key[0]).expect(key[1], groups[key])
 
     @property
     def foreign(self) -> int:

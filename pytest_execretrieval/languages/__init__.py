@@ -18,10 +18,12 @@ depends on the code's language:
   language's ``gate.py``) and what they depend on; ``leaks`` and ``python_syntax``: what lint
   reads of it; ``packages``: whether context items and background functions are in it.
 
-The implementations: :data:`~.python.PYTHON` (``python/``: the standard library's ``ast``)
-and :data:`~.javascript.JAVASCRIPT` (``javascript/``: ES2020 through tree-sitter, the
+The implementations: :data:`~.python.PYTHON` (``python/``: the standard library's ``ast``),
+:data:`~.javascript.JAVASCRIPT` (``javascript/``: ES2020 through tree-sitter, the
 ``javascript`` extra, imported at the first parse, so Python items never need it; importing it
-registers its Node runner with ``execution``, which names no language).
+registers its Node runner with ``execution``, which names no language) and :data:`~.go.GO`
+(``go/``: tree-sitter-go, the ``go`` extra, and the machine's Go toolchain, which compiles each
+candidate in the sandbox).
 
 Adding a language: one folder ``languages/<name>/`` with a class satisfying the protocol, one
 line in :data:`LANGUAGES`, and the items that use it (``language = "<name>"``). No module
@@ -36,6 +38,7 @@ from typing import Protocol
 from ..mutation.equivalence import Inputs, Realm
 from ..mutation.js_evidence import Twin
 from ..mutation.operators import Mutant
+from .go import GO
 from .javascript import JAVASCRIPT
 from .python import PYTHON
 
@@ -105,7 +108,7 @@ class Language(Protocol):
 
 
 # The registry: a language's name (an item's ``language`` field) -> its implementation.
-LANGUAGES: dict[str, Language] = {PYTHON.name: PYTHON, JAVASCRIPT.name: JAVASCRIPT}
+LANGUAGES: dict[str, Language] = {lang.name: lang for lang in (PYTHON, JAVASCRIPT, GO)}
 DEFAULT = PYTHON.name  # an item without a ``language`` field
 # The languages whose items form a pool of their own, in a folder of the language's name inside
 # an items directory (``javascript/``); the default language's items are the directory's own.

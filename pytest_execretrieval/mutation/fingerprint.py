@@ -30,7 +30,10 @@ The JavaScript mutants (:mod:`.javascript`) have a version of their own,
 whose helpers and selection they share, plus ``js_syntax.py``, ``js_scope.py`` and
 ``javascript.py``), the live ``JS_OPERATORS`` table and the installed versions of the parser
 and its grammar (:data:`.js_syntax.GRAMMAR_PACKAGES`: the grammar decides every parse), against
-``javascript.JS_MUTATION_FINGERPRINT``; Python's version never depends on them.
+``javascript.JS_MUTATION_FINGERPRINT``; Python's version never depends on them. A language
+whose mutants live in its own folder (Go's, ``languages/go/mutation.py``: this layer imports no
+language) derives its version the same way from there, with :func:`language_fingerprint` and
+:func:`recorded_version`.
 
 The real-bug families (:mod:`.families`) generate only the ``families`` corpus, so the mutation
 version leaves them out (the default corpus stays fresh when a family changes); the families
@@ -60,6 +63,8 @@ RECORDING_NAMES = frozenset(
         "FAMILIES_FINGERPRINT",
         "JS_MUTATION_VERSION",
         "JS_MUTATION_FINGERPRINT",
+        "GO_MUTATION_VERSION",
+        "GO_MUTATION_FINGERPRINT",
     }
 )
 _DOCUMENTED = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -187,21 +192,37 @@ def families_version() -> str:
     return f"{families.FAMILIES_VERSION}+unrecorded-{fingerprint[:12]}"
 
 
+def language_fingerprint(
+    modules: tuple[ModuleType, ...], table: dict, home: ModuleType, grammar: dict[str, str]
+) -> str:
+    """sha256 over the fingerprints of ``modules``, the live operator ``table`` (as
+    :func:`table_description` writes it, relative to ``home``, the module defining it) and the
+    parser's and grammar's versions ``grammar``: a tree-sitter language's mutation code."""
+    parts = {
+        "modules": [[m.__name__.rpartition(".")[2], _module_fingerprint(m)] for m in modules],
+        "table": table_description(table, home),
+        "grammar": grammar,
+    }
+    return hashlib.sha256(json.dumps(parts, separators=(",", ":")).encode()).hexdigest()
+
+
+def recorded_version(version: str, recorded: str, fingerprint: str) -> str:
+    """``version`` while ``fingerprint`` is the ``recorded`` one, else
+    ``"<version>+unrecorded-<first 12 hex of the fingerprint>"``."""
+    return version if fingerprint == recorded else f"{version}+unrecorded-{fingerprint[:12]}"
+
+
 def js_fingerprint() -> str:
     """sha256 over the fingerprints of :data:`JS_MODULES`, the live ``JS_OPERATORS`` table and
     the parser's and grammar's versions."""
-    parts = {
-        "modules": [[m.__name__.rpartition(".")[2], _module_fingerprint(m)] for m in JS_MODULES],
-        "table": table_description(javascript.JS_OPERATORS, javascript),
-        "grammar": js_syntax.grammar_versions(),
-    }
-    return hashlib.sha256(json.dumps(parts, separators=(",", ":")).encode()).hexdigest()
+    return language_fingerprint(
+        JS_MODULES, javascript.JS_OPERATORS, javascript, js_syntax.grammar_versions()
+    )
 
 
 def js_mutation_version() -> str:
     """What a JavaScript corpus records: ``JS_MUTATION_VERSION`` while the code and grammar
     match ``JS_MUTATION_FINGERPRINT``, else ``"<JS_MUTATION_VERSION>+unrecorded-<12 hex>"``."""
-    fingerprint = js_fingerprint()
-    if fingerprint == javascript.JS_MUTATION_FINGERPRINT:
-        return javascript.JS_MUTATION_VERSION
-    return f"{javascript.JS_MUTATION_VERSION}+unrecorded-{fingerprint[:12]}"
+    return recorded_version(
+        javascript.JS_MUTATION_VERSION, javascript.JS_MUTATION_FINGERPRINT, js_fingerprint()
+    )

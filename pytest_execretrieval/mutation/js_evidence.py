@@ -34,7 +34,7 @@ from __future__ import annotations
 import ast
 import datetime as dt
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from . import js_syntax
 from .equivalence import (
@@ -68,10 +68,16 @@ def signature_key(canonical: str, entry_point: str) -> str | None:
     return ast.unparse(node.args) if node is not None else None
 
 
-def twin_inputs(code: str, entry_point: str, twin: Twin | str) -> Inputs:
+def twin_inputs(
+    code: str,
+    entry_point: str,
+    twin: Twin | str,
+    parameter_names: Callable[[str, str], tuple[str, ...] | None] | None = None,
+) -> Inputs:
     """The drawn inputs' types of the JavaScript item with canonical ``code``, from ``twin``
     (its Python twin's canonical and entry point, or why it has none; see the module
-    docstring), or None and why not."""
+    docstring), or None and why not. ``parameter_names``: another language's reading of its
+    entry point's parameters (Go's evidence is this one's)."""
     if isinstance(twin, str):
         return Inputs(None, twin)
     canonical, twin_entry = twin
@@ -84,7 +90,10 @@ def twin_inputs(code: str, entry_point: str, twin: Twin | str) -> Inputs:
     typed = annotated_inputs(canonical, entry_point)
     if node is None or typed.types is None:
         return Inputs(None, "its Python twin's entry point is not fully annotated in the grammar")
-    names = js_syntax.parameter_names(js_syntax.parse(code), entry_point)
+    if parameter_names is None:
+        names = js_syntax.parameter_names(js_syntax.parse(code), entry_point)
+    else:
+        names = parameter_names(code, entry_point)
     twin_names = tuple(a.arg for a in node.args.args)
     if names != twin_names:
         shown = ", ".join(names) if names is not None else "not plain names"

@@ -1,6 +1,6 @@
 """The paired cross-language analysis (:mod:`..scoring.cross_language`) as text: the lines a
 session and ``execretrieval cross-language`` print, and the report directory's
-``cross-language.md`` and ``cross-language.json`` (one section, one key per embedder)."""
+``cross-language.md`` and ``cross-language.json`` (a section per embedder and pair of languages)."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def cross_language_markdown(results: Sequence[CrossLanguage]) -> str:
         p = c.paired
         lines += [
             "",
-            f"## {c.embedder}",
+            f"## {c.embedder}: {a} vs {b}",
             "",
             f"{c.n_twins} twin queries"
             + "".join(
@@ -93,15 +93,19 @@ def cross_language_markdown(results: Sequence[CrossLanguage]) -> str:
 
 
 def write_cross_language(report_dir: Path, results: Mapping[str, CrossLanguage]) -> list[Path]:
-    """Write ``cross-language.json`` (``{"cross_language_version": 1, "embedders": {name:
-    analysis}}``: no report's ``schema_version``, so no report reader takes it for one)
+    """Write ``cross-language.json`` (``{"cross_language_version": 2, "pairs": {"python vs
+    go": {name: analysis}}}``: no report's ``schema_version``, so no report reader takes it
+    for one)
     and ``cross-language.md`` into ``report_dir``; returns the paths (none without results)."""
     if not results:
         return []
     paths = [Path(report_dir) / f"{FILE_STEM}{ext}" for ext in (".json", ".md")]
     for path in paths:
         check_target(path)
-    data = {"cross_language_version": 1, "embedders": {n: c.to_json() for n, c in results.items()}}
+    pairs: dict[str, dict[str, dict]] = {}
+    for c in results.values():
+        pairs.setdefault(" vs ".join(c.languages), {})[c.embedder] = c.to_json()
+    data = {"cross_language_version": 2, "pairs": pairs}
     write_atomic(paths[0], json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     write_atomic(paths[1], escape(cross_language_markdown(list(results.values()))))
     return paths

