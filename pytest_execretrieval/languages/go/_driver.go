@@ -155,9 +155,10 @@ func (e *execretrieval_encoder) enc(v reflect.Value, depth int) {
 
 // execretrieval_encode is a call's results as an answer: the value, or a tuple of several.
 func execretrieval_encode(results []reflect.Value) (answer string) {
+	finished := false
 	defer func() {
-		if r := recover(); r != nil {
-			why, ok := r.(execretrieval_fail)
+		if !finished {
+			why, ok := recover().(execretrieval_fail)
 			if !ok {
 				why = "a value whose encoding failed"
 			}
@@ -179,18 +180,22 @@ func execretrieval_encode(results []reflect.Value) (answer string) {
 		}
 		e.put("]")
 	}
-	return `{"v":` + e.out.String() + `}`
+	answer = `{"v":` + e.out.String() + `}`
+	finished = true
+	return answer
 }
 
 const execretrieval_panic = `["builtins.panic"]`
 const execretrieval_runtimeError = `["builtins.runtime_error"]`
 
-// execretrieval_call runs one call; the answer, or the class chain of its panic.
+// execretrieval_call runs one call; the answer, or the class chain of its panic (panic(nil)
+// too: a flag, not recover's value, says whether the call returned).
 func execretrieval_call(fn reflect.Value, argsText string, kind string) (answer string) {
+	returned := false
 	defer func() {
-		if r := recover(); r != nil {
+		if !returned {
 			mro, name := execretrieval_panic, "panic"
-			if _, ok := r.(runtime.Error); ok {
+			if _, ok := recover().(runtime.Error); ok {
 				mro, name = execretrieval_runtimeError, "runtime_error"
 			}
 			if kind == "call" {
@@ -202,9 +207,12 @@ func execretrieval_call(fn reflect.Value, argsText string, kind string) (answer 
 	}()
 	args, problem := execretrieval_arguments(fn.Type(), argsText)
 	if problem != "" {
-		return `{"x":"ArgumentError","mro":["go.ArgumentError"],"why":` + strconv.Quote(problem) + `}`
+		returned = true
+		why, _ := json.Marshal(problem)
+		return `{"x":"ArgumentError","mro":["go.ArgumentError"],"why":` + string(why) + `}`
 	}
 	results := fn.Call(args)
+	returned = true
 	if kind == "call" {
 		return `{"ok":1}`
 	}

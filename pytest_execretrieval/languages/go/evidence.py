@@ -85,4 +85,4 @@ def close(a: object, b: object) -> bool:
     return a == b
 
 
-GO_REALM = Realm(js_evidence.probes, outcome, close, "go")
+GO_REALM = Realm(js_evidence.probes, outcome, close, "go", grouped=True)  # one binary per item

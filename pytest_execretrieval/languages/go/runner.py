@@ -16,6 +16,7 @@ once into the user's cache (no module is downloaded: the standard library only).
 from __future__ import annotations
 
 import functools
+import hashlib
 import itertools
 import json
 import os
@@ -147,15 +148,22 @@ def find_go() -> Toolchain:
 
 
 class _RunnerVersion:
-    """:data:`GO_RUNNER_VERSION` and the toolchain's version, read when first asked for:
-    another Go compiles the same code otherwise (a loop variable's scope changed in 1.22), so
-    the outcome cache and the corpus say which one ran."""
+    """:data:`GO_RUNNER_VERSION`, the toolchain's version and the driver's digest, read when
+    asked for: another Go compiles the same code otherwise (a loop variable's scope changed in
+    1.22), so the outcome cache and the corpus say which one ran."""
 
     def __get__(self, obj: object, owner: type | None = None) -> str:
         try:
-            return f"{GO_RUNNER_VERSION}+{find_go().version}"
+            toolchain = find_go().version
         except SandboxError:
-            return f"{GO_RUNNER_VERSION}+no-toolchain"
+            toolchain = "no-toolchain"
+        return f"{GO_RUNNER_VERSION}+{toolchain}+driver-{_driver_digest()}"
+
+
+@functools.lru_cache(maxsize=1)
+def _driver_digest() -> str:
+    """The driver's own version: a digest of its source, which decides every value's form."""
+    return hashlib.sha256(DRIVER.read_bytes()).hexdigest()[:12]
 
 
 class GoSandbox(Sandbox):
