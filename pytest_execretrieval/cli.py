@@ -407,12 +407,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             print(f"sandbox: cannot start: {exc}")
         return 1
     javascript = _node_report()
+    go = _go_report()
     if args.json:  # the keys are documented in docs/ci.md
         embedders = {
             name: {"usable": why is None, "why": why}
             for name, why in embedder_usability(args.cache_dir).items()
         }
-        found = isolation | {"javascript": javascript, "embedders": embedders}
+        found = isolation | {"javascript": javascript, "go": go, "embedders": embedders}
         print(json.dumps(found, indent=2, sort_keys=True))
         return 1 if isolation["missing"] else 0
     width = max(map(len, LAYERS))
@@ -426,18 +427,17 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         f"scratch {_scratch_text(isolation)}; checker: {isolation['checker']}"
     )
     if javascript.get("node"):
-        missing = javascript.get("missing") or {}
-        layers = (
-            "every layer in force"
-            if not missing
-            else "MISSING: " + "; ".join(f"{k}: {v}" for k, v in missing.items())
-        )
+        layers = _layers_text(javascript.get("missing") or {})
         print(
             f"javascript (Node runner): node {javascript['version']} at {javascript['node']} "
             f"(from {javascript['from']}); {layers}"
         )
     else:
         print(f"javascript (Node runner): unavailable: {javascript['error']}")
+    if go.get("go"):
+        print(f"go (Go runner): {go['version']} at {go['go']}; {_layers_text(go['missing'])}")
+    else:
+        print(f"go (Go runner): unavailable: {go['error']}")
     print("embedders:")
     cmd_embedders(args)
     return 1 if isolation["missing"] else 0
@@ -456,6 +456,28 @@ def _node_report() -> dict:
     except SandboxError as exc:
         return {"error": str(exc)}
     return {"node": node, "from": where, "version": node_version(node), "missing": missing}
+
+
+def _go_report() -> dict:
+    """The Go runner here: its toolchain and the layers a probe GoSandbox has; ``{"error":
+    why}`` without one."""
+    from .execution.sandbox import SandboxError
+    from .languages.go.runner import GoSandbox, find_go
+
+    try:
+        toolchain = find_go()
+        with GoSandbox() as probe:
+            probe.run("func f() int { return 1 }", "", ["assert f() == 1"])
+            missing = dict(probe.isolation["missing"])
+    except SandboxError as exc:
+        return {"error": str(exc)}
+    return {"go": toolchain.go, "version": toolchain.version, "missing": missing}
+
+
+def _layers_text(missing: dict) -> str:
+    if not missing:
+        return "every layer in force"
+    return "MISSING: " + "; ".join(f"{k}: {v}" for k, v in missing.items())
 
 
 def _scratch_text(isolation: dict) -> str:

@@ -226,7 +226,9 @@ def test_doctor_json_lists_the_embedders(capsys):
     assert status == (1 if found.get("missing") or "error" in found else 0)
     if "error" in found:
         pytest.skip(found["error"])
-    assert {"layers", "missing", "javascript", "embedders"} <= set(found)
+    assert {"layers", "missing", "javascript", "go", "embedders"} <= set(found)
+    if shutil.which("go"):
+        assert found["go"]["missing"] == found["missing"] and found["go"]["version"]
     assert found["embedders"]["bm25"] == {"usable": True, "why": None}
     assert all(set(e) == {"usable", "why"} for e in found["embedders"].values())
 

@@ -351,3 +351,41 @@ def test_the_baseline_command_ignores_the_configured_gate_and_writes_every_pool(
     assert "gate" not in python and js["language"] == "javascript"
     gated = bench(pytester, pools).stdout.str()  # the ini's gate finds both baselines
     assert "gate [javascript/bm25]: " in gated and "no baseline" not in gated
+
+
+@pytest.fixture(scope="module")
+def built_go(tmp_path_factory) -> Path:
+    """The Go twins (``tests/data/go_items``, the same three queries) with their corpus, built
+    beside their Python twins by the real Go runner."""
+    if shutil.which("go") is None:
+        pytest.skip("no Go toolchain")
+    root = tmp_path_factory.mktemp("go")
+    for twin in (DATA / "items").glob("*/*.toml"):
+        (root / twin.parent.name).mkdir(exist_ok=True)
+        shutil.copy(twin, root / twin.parent.name / twin.name)
+    target = root / "go"
+    shutil.copytree(DATA / "go_items", target)
+    cache = ["--cache-dir", str(root / "build-cache")]
+    assert cli.main(["build", str(target), "-j", "1", *cache]) == 0
+    return target
+
+
+def test_three_pools_in_one_run_each_with_its_reports_gate_and_pairs(pytester, pools, built_go):
+    shutil.copytree(built_go, pools / "go")
+    gate = "--execretrieval-min=exec@1=0"  # a gate every pool passes: its case in each junit
+    result = bench(pytester, pools, "-v", "--execretrieval-report-dir=reports", gate)
+    out = result.stdout.str()
+    assert result.ret == 0
+    for qid in TWINS:
+        assert f"go/{qid}[bm25]" in out and f"javascript/{qid}[bm25]" in out
+    reports = pytester.path / "reports"
+    go = json.loads((reports / "go" / "bm25.json").read_text())
+    assert go["language"] == "go" and go["corpus"]["n_queries"] == 3
+    own = {s.snippet_id for s in read_corpus(pools / "go").snippets}
+    assert {h["snippet_id"] for q in go["per_query"] for h in q["top"]} <= own
+    assert 'name="gate[go/bm25]"' in (reports / "go" / "bm25.xml").read_text()
+    assert "verdict [go/bm25]: PASS" in out
+    pairs = json.loads((reports / "cross-language.json").read_text())["pairs"]
+    assert sorted(pairs) == ["go vs javascript", "python vs go", "python vs javascript"]
+    assert pairs["go vs javascript"]["bm25"]["n_twins"] == 3
+    assert pairs["python vs go"]["bm25"]["untwinned"] == {"python": 1, "go": 0}
