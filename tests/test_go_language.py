@@ -30,12 +30,14 @@ from pytest_execretrieval.languages.go.mutation import (  # noqa: E402
     go_mutation_version,
     valid_structure,
 )
+from pytest_execretrieval.languages.javascript.mutation import (  # noqa: E402
+    JS_MUTATION_FINGERPRINT,
+    js_fingerprint,
+)
 from pytest_execretrieval.mutation.fingerprint import (  # noqa: E402
     code_fingerprint,
-    js_fingerprint,
     recorded_version,
 )
-from pytest_execretrieval.mutation.javascript import JS_MUTATION_FINGERPRINT  # noqa: E402
 from pytest_execretrieval.mutation.operators import (  # noqa: E402
     CORE_CLASSES,
     MUTATION_FINGERPRINT,

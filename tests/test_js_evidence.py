@@ -1,6 +1,6 @@
 """Differential evidence for JavaScript items: inputs typed by the Python twin's annotations,
 JSON-encoded as the JavaScript tests write them, run in the real Node runner and compared as
-JavaScript values (``mutation/js_evidence.py``)."""
+JavaScript values (``languages/javascript/evidence.py``, ``mutation/twin_evidence.py``)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,11 @@ from pytest_execretrieval.corpus.items import load_item
 from pytest_execretrieval.corpus.store import stale_reasons
 from pytest_execretrieval.corpus.twins import input_types
 from pytest_execretrieval.execution import _grammar
-from pytest_execretrieval.mutation import equivalence, js_evidence, js_syntax
-from pytest_execretrieval.mutation.js_evidence import close, outcome, to_json, twin_inputs
+from pytest_execretrieval.languages.javascript import evidence as js_evidence
+from pytest_execretrieval.languages.javascript import syntax as js_syntax
+from pytest_execretrieval.languages.javascript.evidence import close, outcome, twin_inputs
+from pytest_execretrieval.mutation import equivalence
+from pytest_execretrieval.mutation.twin_evidence import probes, to_json
 
 CLAMP_PY = """
 def clamp(x: int, lo: int, hi: int) -> int:
@@ -131,7 +134,7 @@ def test_drawn_values_are_written_as_the_javascript_tests_write_them():
     assert to_json(dt.datetime(2024, 1, 5, 9, 3, 1)) == "2024-01-05T09:03:01"
     assert to_json(dt.time(9, 0)) == "09:00:00"
     assert to_json(dt.timedelta(days=1, seconds=5)) == 86405
-    (probe,) = js_evidence.probes("f", [((1, 2), {0: "a"}, dt.date(2000, 2, 29), None, True)])
+    (probe,) = probes("f", [((1, 2), {0: "a"}, dt.date(2000, 2, 29), None, True)])
     call = _grammar.parse_test(probe, probe=True).call
     encoded = [[1, 2], {"0": "a"}, "2000-02-29", None, True]
     assert json.loads(_grammar.json_arguments(call)) == encoded

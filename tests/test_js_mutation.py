@@ -1,6 +1,7 @@
-"""JavaScript mutants from the tree-sitter parse (mutation/javascript.py): each class's edit, one
-hunk each, every mutant valid JavaScript (tree-sitter's verdict, and V8's where Node is
-installed), the same mutants on every run, and the JavaScript language behind the seam."""
+"""JavaScript mutants from the tree-sitter parse (languages/javascript/mutation.py): each
+class's edit, one hunk each, every mutant valid JavaScript (tree-sitter's verdict, and V8's
+where Node is installed), the same mutants on every run, and the JavaScript language behind
+the seam."""
 
 from __future__ import annotations
 
@@ -17,13 +18,8 @@ from hypothesis import strategies as st
 
 from pytest_execretrieval.languages import LANGUAGES, language
 from pytest_execretrieval.languages.javascript import JAVASCRIPT
-from pytest_execretrieval.mutation import js_syntax
-from pytest_execretrieval.mutation.fingerprint import (
-    code_fingerprint,
-    js_fingerprint,
-    js_mutation_version,
-)
-from pytest_execretrieval.mutation.javascript import (
+from pytest_execretrieval.languages.javascript import syntax as js_syntax
+from pytest_execretrieval.languages.javascript.mutation import (
     JS_CLASSES,
     JS_CORE_CLASSES,
     JS_MUTATION_FINGERPRINT,
@@ -31,8 +27,11 @@ from pytest_execretrieval.mutation.javascript import (
     JS_OPERATORS,
     generate_js_edits,
     generate_js_mutants,
+    js_fingerprint,
+    js_mutation_version,
     valid_structure,
 )
+from pytest_execretrieval.mutation.fingerprint import code_fingerprint
 from pytest_execretrieval.mutation.operators import (
     CORE_CLASSES,
     MUTATION_FINGERPRINT,
@@ -129,9 +128,9 @@ def test_every_class_has_a_case_and_the_core_classes_are_pythons():
 
 
 def _class_doc(name: str) -> str:
-    from pytest_execretrieval.mutation import javascript
+    from pytest_execretrieval.languages.javascript import mutation
 
-    doc = javascript.__doc__ or ""
+    doc = mutation.__doc__ or ""
     return doc[doc.index(f"``{name}``") :].split("\n", 1)[0]
 
 
@@ -310,7 +309,7 @@ def test_v8_compiles_every_mutant():
 
 _DUMP = """
 import json, sys
-from pytest_execretrieval.mutation.javascript import generate_js_mutants
+from pytest_execretrieval.languages.javascript.mutation import generate_js_mutants
 from tests.test_js_mutation import SAMPLES
 print(json.dumps([[m.operator, m.line, m.code, m.description, m.lines_changed, m.chars_changed]
                   for s in SAMPLES for m in generate_js_mutants(s, "f")]))
@@ -353,9 +352,9 @@ def test_javascript_is_a_registered_language():
 def test_js_mutation_fingerprint_is_recorded() -> None:
     fingerprint = js_fingerprint()
     assert fingerprint == JS_MUTATION_FINGERPRINT, (
-        "the JavaScript mutation code (javascript.py, js_syntax.py, the shared operators.py, "
+        "the JavaScript mutation code (mutation.py, syntax.py, scope.py, the shared operators.py, "
         "select.py, stacking.py), its table or the tree-sitter versions changed: if the mutants "
-        "changed, bump JS_MUTATION_VERSION in mutation/javascript.py; either way set "
+        "changed, bump JS_MUTATION_VERSION in languages/javascript/mutation.py; either way set "
         f'JS_MUTATION_FINGERPRINT = "{fingerprint}" there'
     )
     assert js_mutation_version() == JS_MUTATION_VERSION

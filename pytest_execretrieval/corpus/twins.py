@@ -3,7 +3,7 @@
 An items directory's JavaScript pool is its ``javascript/`` folder (:mod:`.pools`), and
 ``<dir>/javascript/<domain>/<stem>.toml`` is the twin of ``<dir>/<domain>/<stem>.toml``: the
 same query in Python. A JavaScript item's differential evidence draws its inputs from the
-twin's annotated signature (:mod:`..mutation.js_evidence`), so the twin is read here (its text
+twin's annotated signature (:mod:`..mutation.twin_evidence`), so the twin is read here (its text
 bounded as any item file's, its code parsed, never run), and its signature is recorded in the
 manifest (:func:`input_keys`): a corpus built for another signature is stale.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 from ..bounds import read_item_text
 from ..languages import POOL_LANGUAGES
 from ..mutation.equivalence import Inputs
-from ..mutation.js_evidence import Twin, signature_key
+from ..mutation.twin_evidence import Twin, signature_key
 from .items import BenchmarkItem, item_id, item_paths
 
 __all__ = ["input_key", "input_keys", "input_types", "twin_path", "twin_source"]
@@ -56,7 +56,7 @@ def input_types(item: BenchmarkItem) -> Inputs:
 
 def input_key(path: Path) -> str | None:
     """What the evidence of the item at ``path`` reads of its twin: the twin's signature
-    (:func:`..mutation.js_evidence.signature_key`); None without a twin."""
+    (:func:`..mutation.twin_evidence.signature_key`); None without a twin."""
     twin = twin_source(path) if twin_path(path) is not None else None
     return signature_key(*twin) if isinstance(twin, tuple) else None
 

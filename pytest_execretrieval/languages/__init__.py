@@ -36,8 +36,8 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from ..mutation.equivalence import Inputs, Realm
-from ..mutation.js_evidence import Twin
 from ..mutation.operators import Mutant
+from ..mutation.twin_evidence import Twin
 from .go import GO
 from .javascript import JAVASCRIPT
 from .python import PYTHON

@@ -25,15 +25,12 @@ What the fingerprint covers:
 Code these modules import (the sandbox, ``ast`` itself) is not covered: what a verdict means
 has its own version (``RUNNER_VERSION``).
 
-The JavaScript mutants (:mod:`.javascript`) have a version of their own,
-:func:`js_mutation_version`, derived the same way from :data:`JS_MODULES` (Python's modules,
-whose helpers and selection they share, plus ``js_syntax.py``, ``js_scope.py`` and
-``javascript.py``), the live ``JS_OPERATORS`` table and the installed versions of the parser
-and its grammar (:data:`.js_syntax.GRAMMAR_PACKAGES`: the grammar decides every parse), against
-``javascript.JS_MUTATION_FINGERPRINT``; Python's version never depends on them. A language
-whose mutants live in its own folder (Go's, ``languages/go/mutation.py``: this layer imports no
-language) derives its version the same way from there, with :func:`language_fingerprint` and
-:func:`recorded_version`.
+Another language's mutants have a version of their own, derived the same way in its folder
+(``languages/javascript/mutation.py``, ``languages/go/mutation.py``: this layer imports no
+language) with :func:`language_fingerprint` and :func:`recorded_version`: from Python's
+modules (whose helpers and selection they share) and its own, its live operator table and the
+installed versions of its parser and grammar (the grammar decides every parse), against its
+recorded fingerprint; Python's version never depends on them.
 
 The real-bug families (:mod:`.families`) generate only the ``families`` corpus, so the mutation
 version leaves them out (the default corpus stays fresh when a family changes); the families
@@ -50,11 +47,9 @@ import inspect
 import json
 from types import ModuleType
 
-from . import families, javascript, js_scope, js_syntax, operators, select, stacking
+from . import families, operators, select, stacking
 
 MODULES: tuple[ModuleType, ...] = (operators, select, stacking)
-# JavaScript mutants come from these, plus the shared helpers and selection of MODULES.
-JS_MODULES: tuple[ModuleType, ...] = (*MODULES, js_syntax, js_scope, javascript)
 RECORDING_NAMES = frozenset(
     {
         "MUTATION_VERSION",
@@ -210,19 +205,3 @@ def recorded_version(version: str, recorded: str, fingerprint: str) -> str:
     """``version`` while ``fingerprint`` is the ``recorded`` one, else
     ``"<version>+unrecorded-<first 12 hex of the fingerprint>"``."""
     return version if fingerprint == recorded else f"{version}+unrecorded-{fingerprint[:12]}"
-
-
-def js_fingerprint() -> str:
-    """sha256 over the fingerprints of :data:`JS_MODULES`, the live ``JS_OPERATORS`` table and
-    the parser's and grammar's versions."""
-    return language_fingerprint(
-        JS_MODULES, javascript.JS_OPERATORS, javascript, js_syntax.grammar_versions()
-    )
-
-
-def js_mutation_version() -> str:
-    """What a JavaScript corpus records: ``JS_MUTATION_VERSION`` while the code and grammar
-    match ``JS_MUTATION_FINGERPRINT``, else ``"<JS_MUTATION_VERSION>+unrecorded-<12 hex>"``."""
-    return recorded_version(
-        javascript.JS_MUTATION_VERSION, javascript.JS_MUTATION_FINGERPRINT, js_fingerprint()
-    )

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from ...execution.sandbox import register_sandbox
 from ...mutation.equivalence import Inputs, Realm
-from ...mutation.js_evidence import Twin
 from ...mutation.operators import Mutant
+from ...mutation.twin_evidence import Twin
 from . import evidence, gate, syntax
 from .runner import GO_EXCEPTIONS, GoSandbox
 

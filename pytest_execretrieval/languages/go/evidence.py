@@ -1,6 +1,6 @@
 """Differential evidence for Go items: inputs typed by the Python twin, as JavaScript's.
 
-A Go item's drawn inputs are its Python twin's (:func:`...mutation.js_evidence.twin_inputs`
+A Go item's drawn inputs are its Python twin's (:func:`...mutation.twin_evidence.twin_inputs`
 says when there are none), written as JSON as the JavaScript evidence writes them and decoded
 by the driver into the entry point's parameter types; the twin's parameter names must be the Go
 entry point's, in order. A drawn value the Go types cannot hold (a negative number for a
@@ -16,9 +16,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ...mutation import js_evidence
-from ...mutation.equivalence import Inputs, Realm, near
-from ...mutation.js_evidence import Twin
+from ...mutation import twin_evidence
+from ...mutation.equivalence import Inputs, Realm, _outcome, near
+from ...mutation.twin_evidence import Twin
 from .syntax import parse
 
 __all__ = ["GO_EVIDENCE_VERSION", "GO_REALM", "parameter_names", "twin_inputs"]
@@ -55,12 +55,14 @@ def _text(node: Any) -> str:
 def twin_inputs(code: str, entry_point: str, twin: Twin | str) -> Inputs:
     """The drawn inputs' types of the Go item with canonical ``code``, from ``twin``, or None
     and why not (see the module docs)."""
-    return js_evidence.twin_inputs(code, entry_point, twin, parameter_names)
+    return twin_evidence.twin_inputs(code, entry_point, twin, parameter_names)
 
 
 def outcome(value: object) -> tuple | None:
     """A probe's value as ``("value", v)`` or ``("raises", "panic" | "runtime_error")``."""
-    return js_evidence.outcome(value)
+    if isinstance(value, tuple) and value[0] == "error":
+        return ("raises", value[1])
+    return _outcome(value)
 
 
 def _number(value: object) -> bool:
@@ -85,4 +87,4 @@ def close(a: object, b: object) -> bool:
     return a == b
 
 
-GO_REALM = Realm(js_evidence.probes, outcome, close, "go", grouped=True)  # one binary per item
+GO_REALM = Realm(twin_evidence.probes, outcome, close, "go", grouped=True)  # one binary per item

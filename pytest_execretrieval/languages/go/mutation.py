@@ -1,6 +1,6 @@
 """Single-edit mutation operators for Go, over the tree-sitter parse (:mod:`.syntax`).
 
-The Go counterpart of :mod:`...mutation.javascript`, built the same way: an operator maps one
+The Go counterpart of :mod:`..javascript.mutation`, built the same way: an operator maps one
 tree-sitter node to its mutated alternatives, each an :class:`~...mutation.operators.Edit`
 replacing a span of the ORIGINAL source (character offsets, computed from the nodes' byte
 spans); a mutant is that splice, re-parsed. The records are Python's

@@ -1,5 +1,6 @@
-"""JavaScript (ES2020): tree-sitter parses it (:mod:`..mutation.js_syntax`),
-``mutation/javascript.py`` mutates it, the Node runner (:mod:`.runner`) runs it."""
+"""JavaScript (ES2020): tree-sitter parses it (:mod:`.syntax`), :mod:`.mutation` mutates it
+(:mod:`.scope` for its scoping class), :mod:`.evidence` draws its inputs from the Python twin,
+the Node runner (:mod:`.runner`) runs it."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ from pathlib import Path
 
 from ...execution import _grammar
 from ...execution.sandbox import register_sandbox
-from ...mutation import js_syntax
 from ...mutation.equivalence import Inputs
-from ...mutation.javascript import generate_js_mutants
-from ...mutation.js_evidence import JS_EVIDENCE_VERSION, JS_REALM, Twin, twin_inputs
 from ...mutation.operators import Mutant
+from ...mutation.twin_evidence import Twin
 from . import gate
+from . import syntax as js_syntax
+from .evidence import JS_EVIDENCE_VERSION, JS_REALM, twin_inputs
+from .mutation import generate_js_mutants
 from .runner import NODE_RUNNER_VERSION, NodeSandbox
 
 __all__ = ["JAVASCRIPT", "JavaScript"]
@@ -71,7 +73,7 @@ class JavaScript:
         return generate_js_mutants(code, entry_point)
 
     def versions(self) -> dict[str, str]:
-        from ...mutation.fingerprint import js_mutation_version
+        from .mutation import js_mutation_version
 
         return {
             "runner": NODE_RUNNER_VERSION,

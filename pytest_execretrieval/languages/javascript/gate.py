@@ -2,7 +2,7 @@
 build mutates it or a runner executes it.
 
 A JavaScript item's code is an ES2020 script: it parses (tree-sitter, no ``ERROR`` or
-``MISSING`` node, none of the early errors :func:`..mutation.js_syntax.early_error` knows),
+``MISSING`` node, none of the early errors :func:`.syntax.early_error` knows),
 nests no deeper than :data:`.bounds.MAX_JS_TREE_DEPTH` (its size is bounded before, with every
 code field's: :data:`.bounds.MAX_CODE_CHARS`), declares the entry point as a top-level
 ``function`` and reaches nothing beyond the language's built-ins. So no modules (``import``
@@ -17,7 +17,15 @@ A JavaScript item has no ``setup``: the snippet brings everything it uses.
 from __future__ import annotations
 
 from ...bounds import MAX_JS_TREE_DEPTH
-from ...mutation import js_syntax
+from .syntax import (
+    JavaScriptUnavailable,
+    early_error,
+    parse,
+    syntax_problem,
+    top_level_functions,
+    tree_depth,
+    walk,
+)
 
 __all__ = ["FORBIDDEN_NAMES", "code_problems", "setup_problems"]
 
@@ -42,19 +50,19 @@ def code_problems(code: str, entry_point: str | None) -> list[str]:
     """Why ``code`` is not an acceptable JavaScript snippet (none: it is); ``entry_point``,
     when given, must be declared as a top-level function."""
     try:
-        tree = js_syntax.parse(code)
-    except js_syntax.JavaScriptUnavailable as exc:
+        tree = parse(code)
+    except JavaScriptUnavailable as exc:
         return [f"cannot be checked: {exc}"]
-    problem = js_syntax.syntax_problem(tree)
+    problem = syntax_problem(tree)
     if problem:
         return [f"does not parse: {problem}"]
-    if js_syntax.tree_depth(tree, MAX_JS_TREE_DEPTH) > MAX_JS_TREE_DEPTH:
+    if tree_depth(tree, MAX_JS_TREE_DEPTH) > MAX_JS_TREE_DEPTH:
         return [f"nests more than {MAX_JS_TREE_DEPTH} levels deep (the limit)"]
-    early = js_syntax.early_error(tree)
+    early = early_error(tree)
     if early:
         return [f"does not parse: {early}"]
     reasons: dict[str, str] = {}  # the first occurrence of each construct, in source order
-    for node in js_syntax.walk(tree.root_node):
+    for node in walk(tree.root_node):
         line = node.start_point[0] + 1
         if node.type in _MODULE_STATEMENTS:
             what = _MODULE_STATEMENTS[node.type]
@@ -70,7 +78,7 @@ def code_problems(code: str, entry_point: str | None) -> list[str]:
                 "uses the language's built-ins only",
             )
     found = list(reasons.values())
-    if entry_point is not None and entry_point not in js_syntax.top_level_functions(tree):
+    if entry_point is not None and entry_point not in top_level_functions(tree):
         found.append(
             f"does not declare function {entry_point!r} at top level "
             f"(`function {entry_point}(...) {{ ... }}`)"

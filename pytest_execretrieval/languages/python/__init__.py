@@ -11,8 +11,8 @@ from pathlib import Path
 
 from ...execution import _grammar
 from ...mutation.equivalence import PYTHON_REALM, Inputs, annotated_inputs
-from ...mutation.js_evidence import Twin
 from ...mutation.operators import Mutant, generate_mutants
+from ...mutation.twin_evidence import Twin
 from . import gate
 from .gate import defined_functions
 

@@ -1,64 +1,47 @@
-"""Differential evidence for JavaScript items: inputs typed by the Python twin.
+"""Inputs typed by the Python twin: the differential evidence of an item in another language.
 
-JavaScript has no parameter types to draw inputs from, so a JavaScript item takes them from
-its Python twin (``<dir>/javascript/<domain>/<stem>.toml`` is the twin of
-``<dir>/<domain>/<stem>.toml``; :mod:`..corpus.twins` finds and reads it): the twin's entry
-point must be fully annotated in the grammar of :mod:`.equivalence`, and its parameter names
-must be the JavaScript entry point's, in the same order (a default value allowed, no rest or
-destructuring pattern). Otherwise the item has no evidence, and :func:`twin_inputs` says why.
+JavaScript and Go items have no annotations to draw inputs from (JavaScript has no parameter
+types; Go's are not Python's), so such an item takes them from its Python twin
+(``<dir>/<language>/<domain>/<stem>.toml`` is the twin of ``<dir>/<domain>/<stem>.toml``;
+:mod:`..corpus.twins` finds and reads it): the twin's entry point must be fully annotated in the
+grammar of :mod:`.equivalence`, and its parameter names must be the item's entry point's, in the
+same order, as the language reads them. Otherwise the item has no evidence, and
+:func:`twin_inputs` says why.
 
 The inputs are hypothesis's draws for those types (:func:`.equivalence.draw_inputs`, the same
-as the twin's own), written as the JavaScript items' tests write the Python values
-(``items/javascript/TRANSLATION.md``), so each reaches node as JSON text
+as the twin's own), written as the items' tests write the Python values as JSON
+(``items/javascript/TRANSLATION.md``), so each reaches the runner as JSON text
 (:func:`..execution._grammar.json_arguments`): a tuple, a tree and a set are lists (a set's
 elements sorted), a dict's int keys are strings, ``bytes`` a list of byte values, a ``date``,
 ``datetime`` or ``time`` its ISO 8601 ``isoformat()``, a ``timedelta`` its whole seconds.
 ``Fraction`` and callables have no such form, nor a dict keyed by anything but ``int`` or
 ``str`` alone: an annotation with one gives no evidence. Drawn ints stay far inside
-JavaScript's safe integers, so none needs a BigInt.
-
-Results are compared as a JavaScript test's assertion reads them (the checker's decoded
-values, :data:`..execution.node.CODEC`): numbers are one type, so an int and a float agree
-when their values do (floats within ``math.isclose``, as Python's evidence; NaN agrees with
-NaN); a boolean agrees with a boolean only (``is True`` tells ``true`` from ``1``); lists,
-dicts and sets element by element. Exceptions: a throw is behaviour by its class, as in
-Python: where the canonical throws a class the query names ("throws a RangeError"), a
-candidate must throw the same class; where it throws a class the query does not name (a
-``TypeError`` from a drawn value the JavaScript canonical never expected) the input is outside
-the domain and skipped. A thrown value that is not an ``Error`` counts as a throw of its own
-class ``Throw`` (never named by a query), not as a call that gave nothing.
+JavaScript's safe integers. How a language compares the results is its own (its ``Realm``).
 """
 
 from __future__ import annotations
 
 import ast
 import datetime as dt
-import math
 from collections.abc import Callable, Sequence
 
-from . import js_syntax
 from .equivalence import (
     Inputs,
-    Realm,
     _name,
-    _outcome,
     annotated_inputs,
     entry_point_def,
-    near,
     parse_annotation,
     stable_repr,
 )
 
-__all__ = ["JS_EVIDENCE_VERSION", "JS_REALM", "Twin", "signature_key", "twin_inputs"]
+__all__ = ["Twin", "probes", "signature_key", "to_json", "twin_inputs"]
 
-# Bump when the encoding of the inputs, the pairing with the twin or the comparison change.
-JS_EVIDENCE_VERSION = "1"
 Twin = tuple[str, str]  # the Python twin's canonical and entry point
 _UNPARSABLE = (SyntaxError, RecursionError, MemoryError, ValueError)  # an untrusted canonical
 
 
 def signature_key(canonical: str, entry_point: str) -> str | None:
-    """What a JavaScript item's evidence reads of its twin (the parameter list of the twin's
+    """What an item's evidence reads of its twin (the parameter list of the twin's
     entry point, as text), for the manifest: the corpus is stale when it changes. None when
     the twin defines no such entry point or does not parse."""
     try:
@@ -72,12 +55,12 @@ def twin_inputs(
     code: str,
     entry_point: str,
     twin: Twin | str,
-    parameter_names: Callable[[str, str], tuple[str, ...] | None] | None = None,
+    parameter_names: Callable[[str, str], tuple[str, ...] | None],
 ) -> Inputs:
-    """The drawn inputs' types of the JavaScript item with canonical ``code``, from ``twin``
-    (its Python twin's canonical and entry point, or why it has none; see the module
-    docstring), or None and why not. ``parameter_names``: another language's reading of its
-    entry point's parameters (Go's evidence is this one's)."""
+    """The drawn inputs' types of the item in another language with canonical ``code``, from
+    ``twin`` (its Python twin's canonical and entry point, or why it has none; see the module
+    docstring), or None and why not. ``parameter_names``: the language's reading of its entry
+    point's parameters (None: not plain names)."""
     if isinstance(twin, str):
         return Inputs(None, twin)
     canonical, twin_entry = twin
@@ -90,10 +73,7 @@ def twin_inputs(
     typed = annotated_inputs(canonical, entry_point)
     if node is None or typed.types is None:
         return Inputs(None, "its Python twin's entry point is not fully annotated in the grammar")
-    if parameter_names is None:
-        names = js_syntax.parameter_names(js_syntax.parse(code), entry_point)
-    else:
-        names = parameter_names(code, entry_point)
+    names = parameter_names(code, entry_point)
     twin_names = tuple(a.arg for a in node.args.args)
     if names != twin_names:
         shown = ", ".join(names) if names is not None else "not plain names"
@@ -123,7 +103,7 @@ def _encoding_problem(node: ast.expr) -> str | None:
 
 
 def to_json(value: object) -> object:
-    """A drawn Python value as the JavaScript tests write it (the module docstring)."""
+    """A drawn Python value as the items' JSON tests write it (the module docstring)."""
     if isinstance(value, list | tuple):
         return [to_json(v) for v in value]
     if isinstance(value, set | frozenset):
@@ -146,39 +126,3 @@ def to_json(value: object) -> object:
 def probes(entry_point: str, inputs: Sequence[tuple]) -> list[str]:
     """The probe tests calling ``entry_point`` on each argument tuple, JSON-encoded."""
     return [f"{entry_point}({', '.join(stable_repr(to_json(a)) for a in args)})" for args in inputs]
-
-
-def outcome(value: object) -> tuple | None:
-    """A probe's value as ``("value", v)`` or ``("raises", class)``; a non-Error throw is
-    ``("raises", "Throw")``; None when it gave none."""
-    if isinstance(value, tuple) and value[0] == "error":
-        return ("raises", value[1])
-    return _outcome(value)
-
-
-def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def close(a: object, b: object) -> bool:
-    """Whether two decoded JavaScript values agree (the module docstring)."""
-    if _number(a) and _number(b):
-        if a == b:
-            return True
-        if not (isinstance(a, float) or isinstance(b, float)):
-            return False  # two integers (a BigInt too): exact
-        try:
-            x, y = float(a), float(b)  # type: ignore[arg-type]
-        except OverflowError:  # a BigInt beyond any float
-            return False
-        return (math.isnan(x) and math.isnan(y)) or near(x, y)
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
-    return a == b
-
-
-JS_REALM = Realm(probes, outcome, close, "javascript", grouped=True)

@@ -92,8 +92,8 @@ Never touched: string, template and regular-expression literals (nothing inside 
 either), comments, parameter lists (defaults included), decorators.
 
 Candidate validity (:func:`generate_js_mutants`): the mutant parses with no ``ERROR`` or
-``MISSING`` node and no early error :func:`.js_syntax.early_error` knows, declares
-``entry_point`` as a top-level function, its :func:`.js_syntax.structure` differs from the
+``MISSING`` node and no early error :func:`.early_error` knows, declares
+``entry_point`` as a top-level function, its :func:`.structure` differs from the
 canonical's and every earlier candidate's, and its line diff against the canonical is one hunk
 (:func:`.operators.diff_blocks`); at most :data:`.operators.MAX_CANDIDATES` edits are tried.
 Sizes as Python's (:func:`.operators.build_mutant`). An operator token is written with a blank
@@ -104,13 +104,24 @@ on a side where it would otherwise run into a neighbouring operator character (`
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from types import ModuleType
 from typing import Any
 
-from . import js_syntax
-from .js_scope import let_scoping
-from .operators import Edit, Mutant, _short, distinct_mutants
+from ...mutation import fingerprint
+from ...mutation.operators import Edit, Mutant, _short, distinct_mutants
+from .scope import let_scoping
+from .syntax import (
+    early_error,
+    field,
+    grammar_versions,
+    parse,
+    structure,
+    syntax_problem,
+    top_level_functions,
+)
 
 __all__ = [
     "JS_CLASSES",
@@ -124,7 +135,7 @@ __all__ = [
 ]
 
 # A tree-sitter node, or None where a field is absent: Any, since tree_sitter is imported only
-# when JavaScript is parsed (js_syntax.py).
+# when JavaScript is parsed (syntax.py).
 Node = Any
 
 # Subtrees no operator touches.
@@ -143,8 +154,8 @@ class JsContext:
     def __init__(self, source: str) -> None:
         self.source = source
         self.data = source.encode("utf-8")
-        self.tree = js_syntax.parse(source)
-        problem = js_syntax.syntax_problem(self.tree)
+        self.tree = parse(source)
+        problem = syntax_problem(self.tree)
         if problem:
             raise ValueError(f"source {problem}")
         self._chars: list[int] | None = None
@@ -212,7 +223,7 @@ class JsOperatorClass:
 # --- shared helpers -------------------------------------------------------------------------
 
 
-_field = js_syntax.field
+_field = field
 
 
 def _op(node: Node) -> str | None:
@@ -656,7 +667,7 @@ def _boolean_literal(node: Node, ctx: JsContext) -> Iterator[Edit]:
 
 # The operator table. Its order decides which class keeps an edit two classes produce alike
 # (the earlier one) and the order classes are listed in reports. Changing what it generates
-# means bumping JS_MUTATION_VERSION below (see `fingerprint.js_mutation_version`).
+# means bumping JS_MUTATION_VERSION below (see `js_mutation_version`).
 JS_OPERATORS: dict[str, JsOperatorClass] = {
     "off_by_one": JsOperatorClass((_off_by_one,), core=True),
     "wrong_operator": JsOperatorClass(
@@ -685,11 +696,11 @@ JS_CLASSES: tuple[str, ...] = tuple(JS_OPERATORS)
 JS_CORE_CLASSES: tuple[str, ...] = tuple(n for n, c in JS_OPERATORS.items() if c.core)
 
 # What generated the JavaScript mutants: a JavaScript corpus records it. Bump it when a change
-# to this module, js_syntax.py, the shared helpers of operators.py, select.py, stacking.py or
+# to this module, syntax.py, scope.py, the shared helpers of operators.py, select.py, stacking.py or
 # the grammar's versions changes the mutants or their selection; either way record the new
-# `fingerprint.js_fingerprint()` in JS_MUTATION_FINGERPRINT (tests/test_js_mutation.py prints it).
+# `js_fingerprint()` in JS_MUTATION_FINGERPRINT (tests/test_js_mutation.py prints it).
 JS_MUTATION_VERSION = "1"
-JS_MUTATION_FINGERPRINT = "495ac6872eafc28ed7e6b6c86b0b3c20a42ddb90f6faea78366ac6e5aca51a74"
+JS_MUTATION_FINGERPRINT = "77caeee498f25013d2e05d7bf56d7718e2fb2c28e7c224efa93d79246588ae2c"
 
 
 # --- candidates ---------------------------------------------------------------------------
@@ -717,14 +728,14 @@ def generate_js_edits(source: str, table: dict[str, JsOperatorClass] | None = No
 
 
 def valid_structure(code: str, entry_point: str) -> tuple[str, ...] | None:
-    """:func:`.js_syntax.structure` of code that parses (no ``ERROR``/``MISSING``, no known
+    """:func:`.structure` of code that parses (no ``ERROR``/``MISSING``, no known
     early error) and declares ``entry_point`` as a top-level function, else None."""
-    tree = js_syntax.parse(code)
-    if js_syntax.syntax_problem(tree) or js_syntax.early_error(tree):
+    tree = parse(code)
+    if syntax_problem(tree) or early_error(tree):
         return None
-    if entry_point not in js_syntax.top_level_functions(tree):
+    if entry_point not in top_level_functions(tree):
         return None
-    return js_syntax.structure(tree)
+    return structure(tree)
 
 
 def generate_js_mutants(
@@ -746,4 +757,26 @@ def generate_js_mutants(
         lambda code: valid_structure(code, entry_point),
         canonical,
         per_class,
+    )
+
+
+def js_modules() -> tuple[ModuleType, ...]:
+    """The modules JavaScript mutants come from: Python's (``fingerprint.MODULES``, whose helpers
+    and selection they share), ``syntax.py``, ``scope.py`` and this one."""
+    own = (parse, let_scoping)  # syntax.py's and scope.py's
+    return (*fingerprint.MODULES, *(sys.modules[f.__module__] for f in own), sys.modules[__name__])
+
+
+def js_fingerprint() -> str:
+    """sha256 over the fingerprints of :func:`js_modules`, the live :data:`JS_OPERATORS` table
+    and the parser's and grammar's versions (``fingerprint.language_fingerprint``)."""
+    module = sys.modules[__name__]
+    return fingerprint.language_fingerprint(js_modules(), JS_OPERATORS, module, grammar_versions())
+
+
+def js_mutation_version() -> str:
+    """What a JavaScript corpus records: :data:`JS_MUTATION_VERSION` while the code and grammar
+    match :data:`JS_MUTATION_FINGERPRINT`, else ``"<JS_MUTATION_VERSION>+unrecorded-<12 hex>"``."""
+    return fingerprint.recorded_version(
+        JS_MUTATION_VERSION, JS_MUTATION_FINGERPRINT, js_fingerprint()
     )

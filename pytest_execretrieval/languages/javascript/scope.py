@@ -5,7 +5,7 @@ A ``var`` binds in the enclosing function, a ``let`` in its block; the rewrite i
 inside the scope of another lexical binding of the name, and a change of behaviour only where
 the name is read outside the declaration's block, a loop keeps the last iteration's value, or a
 closure in a loop captures it (:func:`_rescoping_shows`). Everything here reads tree-sitter
-nodes (:mod:`.js_syntax`); the edit itself is the operator's (:func:`let_scoping`).
+nodes (:mod:`.syntax`); the edit itself is the operator's (:func:`let_scoping`).
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from . import js_syntax
+from .syntax import field, walk
 
 if TYPE_CHECKING:
-    from .javascript import JsContext
-    from .operators import Edit
+    from ...mutation.operators import Edit
+    from .mutation import JsContext
 
-Node = Any  # a tree-sitter node (see javascript.py)
+Node = Any  # a tree-sitter node (see mutation.py)
 
 # What starts a scope of its own for `var`.
 _FUNCTIONS = frozenset(
@@ -34,7 +34,7 @@ _FUNCTIONS = frozenset(
         "program",
     }
 )
-_field = js_syntax.field
+_field = field
 
 
 def _declared_identifiers(node: Node) -> list[Node] | None:
@@ -92,7 +92,7 @@ def _lexical_names(function: Node, ctx: JsContext) -> list[tuple[int, bytes, Nod
         elif node.type == "catch_clause":
             patterns = [_field(node, "parameter")]
         for pattern in patterns:  # a default inside a pattern counts too: the cautious side
-            for inner in js_syntax.walk(pattern) if pattern is not None else ():
+            for inner in walk(pattern) if pattern is not None else ():
                 if inner.type in ("identifier", "shorthand_property_identifier_pattern"):
                     found.append((node.id, inner.text, _scope(node)))
         stack.extend(node.children)
@@ -157,7 +157,7 @@ def _rescoping_shows(
         declarators = [d for d in node.named_children if d.type == "variable_declarator"]
         if any(_field(d, "value") is None for d in declarators):
             return True
-    for ref in js_syntax.walk(function):
+    for ref in walk(function):
         if ref.type not in ("identifier", "shorthand_property_identifier"):
             continue
         if ref.text not in wanted:
