@@ -16,25 +16,29 @@ elements sorted), a dict's int keys are strings, ``bytes`` a list of byte values
 ``datetime`` or ``time`` its ISO 8601 ``isoformat()``, a ``timedelta`` its whole seconds.
 ``Fraction`` and callables have no such form, nor a dict keyed by anything but ``int`` or
 ``str`` alone: an annotation with one gives no evidence. Drawn ints stay far inside
-JavaScript's safe integers. How a language compares the results is its own (its ``Realm``).
+JavaScript's safe integers. Results are compared by :func:`close` and :func:`outcome`, which both
+languages' realms use.
 """
 
 from __future__ import annotations
 
 import ast
 import datetime as dt
+import math
 from collections.abc import Callable, Sequence
 
 from .equivalence import (
     Inputs,
     _name,
+    _outcome,
     annotated_inputs,
     entry_point_def,
+    near,
     parse_annotation,
     stable_repr,
 )
 
-__all__ = ["Twin", "probes", "signature_key", "to_json", "twin_inputs"]
+__all__ = ["Twin", "close", "outcome", "probes", "signature_key", "to_json", "twin_inputs"]
 
 Twin = tuple[str, str]  # the Python twin's canonical and entry point
 _UNPARSABLE = (SyntaxError, RecursionError, MemoryError, ValueError)  # an untrusted canonical
@@ -126,3 +130,41 @@ def to_json(value: object) -> object:
 def probes(entry_point: str, inputs: Sequence[tuple]) -> list[str]:
     """The probe tests calling ``entry_point`` on each argument tuple, JSON-encoded."""
     return [f"{entry_point}({', '.join(stable_repr(to_json(a)) for a in args)})" for args in inputs]
+
+
+def outcome(value: object) -> tuple | None:
+    """A probe's value as ``("value", v)`` or ``("raises", class)`` (the class the runner
+    named: a JavaScript ``Throw`` for a non-Error, Go's ``panic`` or ``runtime_error``); None
+    when it gave none."""
+    if isinstance(value, tuple) and value[0] == "error":
+        return ("raises", value[1])
+    return _outcome(value)
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def close(a: object, b: object) -> bool:
+    """Whether two values a runner's codec decoded agree, as a test's assertion reads them:
+    numbers are one type, so an int and a float agree when their values do (floats within
+    ``math.isclose``, as Python's evidence; NaN agrees with NaN; two ints exactly); a boolean
+    agrees with a boolean only; lists, tuples (Go's arrays and results), dicts and sets element
+    by element, each with its own kind."""
+    if _number(a) and _number(b):
+        if a == b:
+            return True
+        if not (isinstance(a, float) or isinstance(b, float)):
+            return False  # two integers (a BigInt, a *big.Int too): exact
+        try:
+            x, y = float(a), float(b)  # type: ignore[arg-type]
+        except OverflowError:  # an integer beyond any float
+            return False
+        return (math.isnan(x) and math.isnan(y)) or near(x, y)
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
+    return a == b

@@ -6,18 +6,17 @@ by the driver into the entry point's parameter types; the twin's parameter names
 entry point's, in order. A drawn value the Go types cannot hold (a negative number for a
 ``uint``) is an ``ArgumentError`` for every candidate alike: outside the domain.
 
-Results compare as a Go test's assertion reads them (:data:`.runner.CODEC`): an int and a float
-agree when their values do (floats within ``math.isclose``, NaN with NaN), a tuple (an array or
-several results) and a list element by element, each with its own kind.
+Results compare as a Go test's assertion reads them (:data:`.runner.CODEC`), by
+:func:`...mutation.twin_evidence.close`: a tuple (an array or several results) element by
+element, as a list is.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ...mutation import twin_evidence
-from ...mutation.equivalence import Inputs, Realm, _outcome, near
+from ...mutation.equivalence import Inputs, Realm
 from ...mutation.twin_evidence import Twin
 from .syntax import parse
 
@@ -58,33 +57,6 @@ def twin_inputs(code: str, entry_point: str, twin: Twin | str) -> Inputs:
     return twin_evidence.twin_inputs(code, entry_point, twin, parameter_names)
 
 
-def outcome(value: object) -> tuple | None:
-    """A probe's value as ``("value", v)`` or ``("raises", "panic" | "runtime_error")``."""
-    if isinstance(value, tuple) and value[0] == "error":
-        return ("raises", value[1])
-    return _outcome(value)
-
-
-def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def close(a: object, b: object) -> bool:
-    """Whether two decoded Go values agree (see the module docs)."""
-    if _number(a) and _number(b):
-        if a == b:
-            return True
-        if not (isinstance(a, float) or isinstance(b, float)):
-            return False
-        x, y = float(a), float(b)  # type: ignore[arg-type]
-        return (math.isnan(x) and math.isnan(y)) or near(x, y)
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
-        return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
-    return a == b
-
-
-GO_REALM = Realm(twin_evidence.probes, outcome, close, "go", grouped=True)  # one binary per item
+GO_REALM = Realm(
+    twin_evidence.probes, twin_evidence.outcome, twin_evidence.close, "go", grouped=True
+)  # one binary per item

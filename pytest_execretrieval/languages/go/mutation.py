@@ -869,13 +869,14 @@ GO_CORE_CLASSES: tuple[str, ...] = tuple(n for n, c in GO_OPERATORS.items() if c
 # the grammar's versions changes the mutants or their selection; either way record the new
 # `go_fingerprint()` in GO_MUTATION_FINGERPRINT (tests/test_go_language.py prints it).
 GO_MUTATION_VERSION = "1"
-GO_MUTATION_FINGERPRINT = "d73f94e64b460aecef0799d93d5ae06b1d856938e17b6e4a6379abfea0c2a557"
+GO_MUTATION_FINGERPRINT = "1f8701f7154ad5a7331a71fd9292d680fe8fbce4e3850ccd20b7f38a08fc020e"
 
 
 def go_modules() -> tuple[ModuleType, ...]:
     """The modules Go mutants come from: Python's (``fingerprint.MODULES``, whose helpers and
-    selection they share), ``syntax.py`` and this one."""
-    return (*fingerprint.MODULES, sys.modules[parse.__module__], sys.modules[__name__])
+    selection they share), ``languages/trees.py``, ``syntax.py`` and this one."""
+    own = (walk, parse)  # trees.py's (the shared tree helpers), syntax.py's
+    return (*fingerprint.MODULES, *(sys.modules[f.__module__] for f in own), sys.modules[__name__])
 
 
 def go_fingerprint() -> str:

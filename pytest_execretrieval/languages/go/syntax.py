@@ -23,9 +23,11 @@ a tree-sitter node carries is a byte offset into the UTF-8 encoding of the sourc
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
-from importlib import metadata
 from typing import Any
+
+from ..trees import field, tree_depth, walk
+from ..trees import grammar_versions as _grammar_versions
+from ..trees import syntax_problem as _syntax_problem
 
 __all__ = [
     "GRAMMAR_PACKAGES",
@@ -62,54 +64,18 @@ def _parser() -> Any:
 
 def grammar_versions() -> dict[str, str]:
     """The installed version of each of :data:`GRAMMAR_PACKAGES` (``"missing"`` if absent)."""
-    versions = {}
-    for name in GRAMMAR_PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = "missing"
-    return versions
+    return _grammar_versions(GRAMMAR_PACKAGES)
+
+
+def syntax_problem(tree: Any) -> str | None:
+    """Where ``tree`` holds its first ``ERROR`` or ``MISSING`` node, or None."""
+    return _syntax_problem(tree, "Go")
 
 
 def parse(code: str) -> Any:
     """The tree-sitter tree of ``code``, a Go file without its ``package`` clause (``ERROR``/
     ``MISSING`` nodes where it is not Go); :class:`GoUnavailable` without the parser."""
     return _parser().parse(code.encode("utf-8"))
-
-
-def field(node: Any, name: str) -> Any:
-    """``node``'s child in the grammar's field ``name``, or None."""
-    return node.child_by_field_name(name)
-
-
-def walk(node: Any) -> Iterator[Any]:
-    """Every node below and including ``node``, pre-order, without recursion."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(current.children))
-
-
-def syntax_problem(tree: Any) -> str | None:
-    """Where ``tree`` holds its first ``ERROR`` or ``MISSING`` node, or None."""
-    if not tree.root_node.has_error:
-        return None
-    for node in walk(tree.root_node):
-        if node.is_missing:
-            return f"a {node.type!r} is missing (line {node.start_point[0] + 1})"
-        if node.is_error:
-            return f"is not Go syntax (line {node.start_point[0] + 1})"
-    return "is not Go syntax"
-
-
-def tree_depth(tree: Any, limit: int) -> int:
-    """The depth of ``tree`` (the root is 1), counting no further than ``limit + 1``."""
-    level, depth = [tree.root_node], 0
-    while level and depth <= limit:
-        depth += 1
-        level = [child for node in level for child in node.children]
-    return depth
 
 
 def top_level_functions(tree: Any) -> frozenset[str]:

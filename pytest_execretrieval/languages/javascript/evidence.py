@@ -20,10 +20,8 @@ class ``Throw`` (never named by a query), not as a call that gave nothing.
 
 from __future__ import annotations
 
-import math
-
-from ...mutation.equivalence import Inputs, Realm, _outcome, near
-from ...mutation.twin_evidence import Twin, probes
+from ...mutation.equivalence import Inputs, Realm
+from ...mutation.twin_evidence import Twin, close, outcome, probes
 from ...mutation.twin_evidence import twin_inputs as _twin_inputs
 from .syntax import parameter_names, parse
 
@@ -41,39 +39,6 @@ def twin_inputs(code: str, entry_point: str, twin: Twin | str) -> Inputs:
 
 def _parameter_names(code: str, entry_point: str) -> tuple[str, ...] | None:
     return parameter_names(parse(code), entry_point)
-
-
-def outcome(value: object) -> tuple | None:
-    """A probe's value as ``("value", v)`` or ``("raises", class)``; a non-Error throw is
-    ``("raises", "Throw")``; None when it gave none."""
-    if isinstance(value, tuple) and value[0] == "error":
-        return ("raises", value[1])
-    return _outcome(value)
-
-
-def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def close(a: object, b: object) -> bool:
-    """Whether two decoded JavaScript values agree (the module docstring)."""
-    if _number(a) and _number(b):
-        if a == b:
-            return True
-        if not (isinstance(a, float) or isinstance(b, float)):
-            return False  # two integers (a BigInt too): exact
-        try:
-            x, y = float(a), float(b)  # type: ignore[arg-type]
-        except OverflowError:  # a BigInt beyond any float
-            return False
-        return (math.isnan(x) and math.isnan(y)) or near(x, y)
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
-    return a == b
 
 
 JS_REALM = Realm(probes, outcome, close, "javascript", grouped=True)

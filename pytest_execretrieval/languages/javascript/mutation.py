@@ -700,7 +700,7 @@ JS_CORE_CLASSES: tuple[str, ...] = tuple(n for n, c in JS_OPERATORS.items() if c
 # the grammar's versions changes the mutants or their selection; either way record the new
 # `js_fingerprint()` in JS_MUTATION_FINGERPRINT (tests/test_js_mutation.py prints it).
 JS_MUTATION_VERSION = "1"
-JS_MUTATION_FINGERPRINT = "77caeee498f25013d2e05d7bf56d7718e2fb2c28e7c224efa93d79246588ae2c"
+JS_MUTATION_FINGERPRINT = "70fd25ecbb7b68c8bca510fc7a1692cff29514fd8c8453417adbc01645aee917"
 
 
 # --- candidates ---------------------------------------------------------------------------
@@ -762,8 +762,8 @@ def generate_js_mutants(
 
 def js_modules() -> tuple[ModuleType, ...]:
     """The modules JavaScript mutants come from: Python's (``fingerprint.MODULES``, whose helpers
-    and selection they share), ``syntax.py``, ``scope.py`` and this one."""
-    own = (parse, let_scoping)  # syntax.py's and scope.py's
+    and selection they share), ``languages/trees.py``, ``syntax.py``, ``scope.py`` and this one."""
+    own = (field, parse, let_scoping)  # trees.py's (shared), syntax.py's, scope.py's
     return (*fingerprint.MODULES, *(sys.modules[f.__module__] for f in own), sys.modules[__name__])
 
 
