@@ -183,16 +183,20 @@ class VerifyItem(ReportingItem):
     Its run starts the suite of the item pytest runs next (``next_case``, set by the session
     from ``pytest_runtest_protocol``), which then runs while pytest reports this one."""
 
-    def __init__(self, *args, case: Case, **kwargs):
+    def __init__(self, *args, case: Case, codes: tuple[str, ...] = (), **kwargs):
         super().__init__(*args, **kwargs)
         self.case = case
+        self.codes = codes  # every case's code of its item (a runner may build them together)
         self.next_case: Case | None = None
+        self.next_codes: tuple[str, ...] = ()
         self.add_marker(case.item.domain)
 
     def runtest(self) -> None:
         runner = cast("VerifySession", session_of(self)).runner
+        runner.expect(self.case.suite, self.codes)
         result = runner.run(*self.case.suite)
         if self.next_case is not None:
+            runner.expect(self.next_case.suite, self.next_codes)
             runner.prefetch(*self.next_case.suite)
         problem = check(self.case, result)
         if problem:

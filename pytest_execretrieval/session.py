@@ -309,12 +309,15 @@ class VerifySession(Session):
         run = self.pool_of(parent.path)
         # A changed item's recorded distractors belong to its old version: not checked.
         stale = run.loaded is not None and item.id in run.loaded.changed
-        for case in item_cases(item, () if stale else self.distractors(run, item.id)):
+        cases = list(item_cases(item, () if stale else self.distractors(run, item.id)))
+        codes = tuple(case.code for case in cases)
+        for case in cases:
             node = VerifyItem.from_parent(
                 parent,
                 name=case.name,
                 nodeid=f"{run.pool.prefix}{item.id}::{case.name}",
                 case=case,
+                codes=codes,
             )
             if run.pool.name:
                 node.add_marker(run.pool.name)
@@ -324,6 +327,7 @@ class VerifySession(Session):
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
         if isinstance(item, VerifyItem):  # its suite starts the next one's (VerifyItem.runtest)
             item.next_case = nextitem.case if isinstance(nextitem, VerifyItem) else None
+            item.next_codes = nextitem.codes if isinstance(nextitem, VerifyItem) else ()
 
     def distractors(self, run: PoolRun, query_id: str) -> list[Snippet]:
         """The corpus distractors of one item of pool ``run`` (indexed once per process)."""

@@ -586,8 +586,9 @@ def items_dirs(config) -> tuple[Path, ...]:
 
 def unneutralised_pools(items_dir: Path, corpus: CorpusVariant) -> list[str]:
     """The pools of ``items_dir`` whose code the identifier-free view leaves as written: it
-    renames Python code only, so a JavaScript pool (``javascript/``, or a directory's own pool
-    whose corpus was built with JavaScript items) is embedded with its own identifiers."""
+    renames Python code only, so another language's pool (``javascript/``, ``go/``, or a
+    directory's own pool whose corpus was built with such items) is embedded with its own
+    identifiers."""
     from .bounded_json import JSONBoundError, read_json
     from .corpus.pools import language_pools
 
@@ -619,9 +620,9 @@ def _warn_unneutralised(config, items_dir: Path | None, corpus: CorpusVariant) -
     if pools:
         config.issue_config_time_warning(
             pytest.PytestConfigWarning(
-                "--execretrieval-identifiers neutral: JavaScript identifiers are not "
-                f"neutralised: {'; '.join(pools)}: embedded as written (the "
-                "identifier-free view renames Python code only)"
+                "--execretrieval-identifiers neutral: identifiers of code in another "
+                f"language than Python are not neutralised: {'; '.join(pools)}: embedded as "
+                "written (the identifier-free view renames Python code only)"
             ),
             stacklevel=2,
         )

@@ -133,7 +133,7 @@ def test_the_neutral_view_says_it_leaves_javascript_identifiers_alone(pytester, 
     result = bench(pytester, own, "--execretrieval-identifiers=neutral")
     assert result.ret in (0, 1)
     out = " ".join(result.stdout.str().split())
-    assert "JavaScript identifiers are not neutralised" in out
+    assert "another language than Python are not neutralised" in out
     assert f"the javascript items of {own}" in out
     # a Python-only directory: nothing to say
     python = bench(pytester, DATA / "items", "--execretrieval-identifiers=neutral")
@@ -141,7 +141,8 @@ def test_the_neutral_view_says_it_leaves_javascript_identifiers_alone(pytester, 
     # the bundled benchmark's javascript/ pool, and a directory's own JavaScript items
     assert settings.unneutralised_pools(DATA / "items", DEFAULT_VARIANT) == []
     bundled = settings.unneutralised_pools(ROOT / "items", DEFAULT_VARIANT)
-    assert bundled == [f"the javascript pool ({ROOT / 'items' / 'javascript'})"]
+    pools = ("go", "javascript")
+    assert bundled == [f"the {name} pool ({ROOT / 'items' / name})" for name in pools]
 
 
 @pytest.mark.parametrize(

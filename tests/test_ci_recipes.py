@@ -177,7 +177,7 @@ def test_the_recipe_runs_literally_on_any_items_directory(tmp_path, variant, req
     Python-only) one item is added and the gate step decides against the baseline re-ranked on
     the new pool, with no baseline re-run."""
     ini = (RECIPES / "pyproject-snippet.toml").read_text().replace("minilm", "bm25")
-    pools = ["bm25", "javascript/bm25"]
+    pools = ["bm25", "go/bm25", "javascript/bm25"]
     if variant != "bundled":
         source = (
             ROOT / "tests" / "data" / "items"

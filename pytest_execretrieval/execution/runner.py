@@ -206,11 +206,17 @@ class SuiteRunner:
                 ready += 1
 
     def _announce(self, suite: Suite, groups: dict[tuple[str, str], list[str]]) -> None:
-        """Tell this thread's sandbox the codes of ``suite``'s group, when its language's
-        sandbox builds groups together."""
         key = _group_key(suite)
         if key is not None and key in groups:
-            self._sandbox(key[0]).expect(key[1], groups[key])
+            self.expect(suite, groups[key])
+
+    def expect(self, suite: Suite, codes: Sequence[str]) -> None:
+        """Tell this thread's sandbox the codes of ``suite``'s group (an item), when its
+        language's sandbox builds a group's codes together (:meth:`Sandbox.expect`); a caller
+        that runs an item's suites one by one (the verification's items) says so first."""
+        key = _group_key(suite)
+        if key is not None and sandbox_class(key[0]).expect is not Sandbox.expect:
+            self._sandbox(key[0]).expect(key[1], codes)
 
     @property
     def foreign(self) -> int:
