@@ -5,10 +5,11 @@ tree-sitter node to its mutated alternatives, each an :class:`~...mutation.opera
 replacing a span of the ORIGINAL source (character offsets, computed from the nodes' byte
 spans); a mutant is that splice, re-parsed. The records are Python's
 (:class:`~...mutation.operators.Mutant`), so the build's selection, stacking and corpus take
-them unchanged. :data:`GO_OPERATORS` maps each class name to its :class:`GoOperatorClass`; the
-six core classes and the three polarity fillers carry Python's names, so a class means the same
-bug in every language, and the Go-specific classes follow the JavaScript module's (each names
-its model).
+them unchanged; what Go shares with JavaScript of this machinery is :mod:`..tree_mutation`.
+:data:`GO_OPERATORS` maps each class name to its :class:`..tree_mutation.TreeOperatorClass`;
+the six core classes and the three polarity fillers carry Python's names, so a class means the
+same bug in every language, and the Go-specific classes follow the JavaScript module's (each
+names its model).
 
 A mutant is valid Go syntax, not necessarily well-typed Go (``-`` between two string variables,
 an index past a fixed-size array, arguments of two types swapped): the runner reports a compile
@@ -101,15 +102,31 @@ operator character (``a+-b`` -> ``a- -b``, ``a<0`` -> ``a< -1``).
 
 from __future__ import annotations
 
-import re
 import sys
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Iterator
+from functools import partial
 from types import ModuleType
-from typing import Any
 
 from ...mutation import fingerprint
-from ...mutation.operators import Edit, Mutant, _short, distinct_mutants
+from ...mutation.operators import Edit, Mutant
+from ..tree_mutation import (
+    BINARY,
+    Node,
+    TreeContext,
+    TreeOperatorClass,
+    boolean_literal,
+    bound_shifts,
+    delete_lines,
+    drop_unary_minus,
+    generate_edits,
+    generate_mutants,
+    negate,
+    off_by_one,
+    swap_operands,
+    swap_pair,
+    token_table,
+    tree_modules,
+)
 from .syntax import field as _field
 from .syntax import grammar_versions, parse, structure, syntax_problem, top_level_functions, walk
 
@@ -127,10 +144,6 @@ __all__ = [
     "go_mutation_version",
     "valid_structure",
 ]
-
-# A tree-sitter node, or None where a field is absent: Any, since tree_sitter is imported only
-# when Go is parsed (syntax.py).
-Node = Any
 
 # Subtrees no operator touches: literals of text, comments, imports, types, signatures.
 _PROTECTED = frozenset(
@@ -161,87 +174,10 @@ _PROTECTED = frozenset(
     }
 )
 _TYPES = _PROTECTED - {"comment", "import_declaration", "package_clause", "parameter_list"}
-_NEWLINE = re.compile(rb"\r\n|\r|\n")
-_INTEGER = re.compile(rb"(?:0|[1-9][0-9]*)\Z")
 _OPERATOR_CHARS = frozenset(b"+-*/%&|^<>=!:~")
 
 
-class GoContext:
-    """A parsed Go source: char offsets of byte positions, the nodes operators visit
-    (pre-order, protected subtrees left out), the boundary expressions."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-        self.data = source.encode("utf-8")
-        self.tree = parse(source)
-        problem = syntax_problem(self.tree)
-        if problem:
-            raise ValueError(f"source {problem}")
-        self.functions = top_level_functions(self.tree)
-        self._chars: list[int] | None = None
-        if not source.isascii():  # byte offset -> char offset, for the non-ASCII case only
-            chars = []
-            for index, char in enumerate(source):
-                chars += [index] * len(char.encode("utf-8"))
-            self._chars = [*chars, len(source)]
-        self.nodes: list[Node] = []
-        self.bounds: set[int] = set()  # ids of boundary expressions (see _bound_exprs)
-        stack = [self.tree.root_node]
-        while stack:
-            node = stack.pop()
-            if node.type in _PROTECTED:
-                continue
-            self.nodes.append(node)
-            self.bounds.update(b.id for b in _bound_exprs(node))
-            stack.extend(reversed(node.children))
-
-    def char(self, offset: int) -> int:
-        """The char offset of a byte offset."""
-        return offset if self._chars is None else self._chars[offset]
-
-    def text(self, node: Node) -> str:
-        return self.data[node.start_byte : node.end_byte].decode("utf-8")
-
-    def between(self, start: int, end: int) -> str:
-        return self.data[start:end].decode("utf-8")
-
-    def edit(self, start: int, end: int, new: str, context: Node = None) -> Edit:
-        """Replace bytes ``start:end`` by ``new``, described as "`old` -> `new`", quoting the
-        ``context`` node when given; a blank keeps a leading ``-`` from the operator before."""
-        if new.startswith("-") and start and self.data[start - 1] in _OPERATOR_CHARS:
-            new = " " + new
-        if context is None:
-            old, shown = self.between(start, end), new
-        else:
-            lo, hi = context.start_byte, context.end_byte
-            old = self.between(lo, hi)
-            shown = self.between(lo, start) + new + self.between(end, hi)
-        return Edit(self.char(start), self.char(end), new, f"`{_short(old)}` -> `{_short(shown)}`")
-
-    def replace_token(self, token: Node, new: str, context: Node = None) -> Edit:
-        """``token`` replaced by the operator ``new``, blank-separated from a neighbouring
-        operator character it would otherwise merge with."""
-        before = self.data[token.start_byte - 1] if token.start_byte else None
-        after = self.data[token.end_byte] if token.end_byte < len(self.data) else None
-        text = (" " if before in _OPERATOR_CHARS else "") + new
-        text += " " if after in _OPERATOR_CHARS else ""
-        return self.edit(token.start_byte, token.end_byte, text, context)
-
-
-GoOperator = Callable[[Node, GoContext], Iterator[Edit]]
-
-
-@dataclass(frozen=True)
-class GoOperatorClass:
-    """One class of the Go table, shaped as :class:`...mutation.operators.OperatorClass` (what
-    the selection and the fingerprint read): its operator functions, and whether it is one of
-    the core classes."""
-
-    functions: tuple[GoOperator, ...]
-    core: bool
-
-
-# --- shared helpers -------------------------------------------------------------------------
+# --- helpers the operators share ----------------------------------------------------------
 
 
 _OPERATED = frozenset({"binary_expression", "unary_expression", "assignment_statement"})
@@ -270,38 +206,6 @@ def _prec(node: Node) -> int:
     if node.type == "binary_expression":
         return _BINARY_PREC.get(_op(node) or "", 0)
     return _UNARY_PREC if node.type == "unary_expression" else _ATOM_PREC
-
-
-def _operand(node: Node, ctx: GoContext, op: str, side: str) -> str:
-    """Source of ``node`` as the ``side`` operand of the binary ``op`` (every Go binary
-    operator is left-associative), parenthesised if needed."""
-    p, q = _prec(node), _BINARY_PREC[op]
-    needs = p < q if side == "left" else p <= q
-    return f"({ctx.text(node)})" if needs else ctx.text(node)
-
-
-def _int_literal(node: Node) -> int | None:
-    """Value of a decimal integer literal ``k`` or ``-k``, else None."""
-    if node is None:
-        return None
-    if node.type == "int_literal":
-        return int(node.text) if _INTEGER.match(node.text) else None
-    if node.type == "unary_expression" and _op(node) == "-":
-        operand = _field(node, "operand")
-        if operand is not None and operand.type == "int_literal":
-            inner = _int_literal(operand)
-            return None if inner is None else -inner
-    return None
-
-
-def _is_term(node: Node) -> bool:
-    """``e + c`` or ``e - c`` with an integer literal ``c``."""
-    return (
-        node is not None
-        and node.type == "binary_expression"
-        and _op(node) in ("+", "-")
-        and _int_literal(_field(node, "right")) is not None
-    )
 
 
 def _values(node: Node) -> list[Node]:
@@ -366,38 +270,7 @@ def _divisor(node: Node) -> bool:
     return _op(parent) in ("/", "%") and _field(parent, "right") == node
 
 
-def _line_span(ctx: GoContext, node: Node) -> tuple[int, int] | None:
-    """Byte span of the whole lines ``node`` occupies, if nothing else (bar a trailing ``//``
-    comment) is on them."""
-    first = node.start_byte - node.start_point[1]
-    newline = _NEWLINE.search(ctx.data, node.end_byte)
-    last = newline.end() if newline else len(ctx.data)
-    indent = ctx.data[first : node.start_byte]
-    tail = ctx.data[node.end_byte : newline.start() if newline else last].strip()
-    if indent.strip() or (tail and not tail.startswith(b"//")):
-        return None
-    return first, last
-
-
-def _term_shifts(ctx: GoContext, term: Node) -> Iterator[Edit]:
-    """``e ± c`` shifted by +1 and -1 through ``c``; a zero term is dropped."""
-    left, token, right = _field(term, "left"), _field(term, "operator"), _field(term, "right")
-    sign = 1 if token.type == "+" else -1
-    signed = sign * (_int_literal(right) or 0)
-    for delta in (1, -1):
-        value = signed + delta
-        if value == 0:
-            start = token.start_byte
-            while start > left.end_byte and ctx.data[start - 1] in b" \t":
-                start -= 1
-            yield ctx.edit(start, right.end_byte, "", term)
-        else:
-            new_op = "+" if value > 0 else "-"
-            spacing = ctx.between(token.end_byte, right.start_byte)
-            yield ctx.edit(token.start_byte, right.end_byte, f"{new_op}{spacing}{abs(value)}", term)
-
-
-def _case_values(node: Node) -> set[int]:
+def _case_values(ctx: GoContext, node: Node) -> set[int]:
     """The integer literals of the ``case`` lists of the switch whose case ``node`` is a value
     of (a duplicate constant case does not compile), else none."""
     case = node.parent.parent if node.parent is not None else None
@@ -406,60 +279,11 @@ def _case_values(node: Node) -> set[int]:
     values: set[int] = set()
     for other in case.parent.named_children:
         if other.type == "expression_case":
-            found = (_int_literal(v) for v in _values(_field(other, "value")))
+            found = (ctx.int_literal(v) for v in _values(_field(other, "value")))
             values.update(v for v in found if v is not None)
     return values
 
 
-def _literal_shifts(ctx: GoContext, node: Node, context: Node) -> Iterator[Edit]:
-    """An integer literal made one more and one less (not a negative constant where Go
-    refuses one, a constant divisor ``0`` or a duplicate constant ``case``)."""
-    value = _int_literal(node)
-    assert value is not None
-    cases = _case_values(node)
-    for new in (value + 1, value - 1):
-        if (new < 0 and _nonnegative(node)) or (new == 0 and _divisor(node)) or new in cases:
-            continue
-        yield ctx.edit(node.start_byte, node.end_byte, str(new), context)
-
-
-def _bound_shifts(ctx: GoContext, bound: Node, context: Node) -> Iterator[Edit]:
-    """A boundary expression moved by +1 and -1."""
-    if _int_literal(bound) is not None:
-        yield from _literal_shifts(ctx, bound, context)
-    elif _is_term(bound):
-        yield from _term_shifts(ctx, bound)
-    elif bound.type not in _PROTECTED:
-        text = ctx.text(bound)
-        text = f"({text})" if _prec(bound) < _ADD_PREC else text
-        for suffix in (" + 1", " - 1"):
-            yield ctx.edit(bound.start_byte, bound.end_byte, text + suffix, context)
-
-
-def _drop_prefix(ctx: GoContext, node: Node) -> Edit:
-    """Delete a prefix operator token (and blanks after it), keeping any parentheses."""
-    token, operand = _field(node, "operator"), _field(node, "operand")
-    end = token.end_byte
-    while end < operand.start_byte and ctx.data[end] in b" \t":
-        end += 1
-    return ctx.edit(token.start_byte, end, "", node)
-
-
-def _token_table(
-    types: frozenset[str], table: dict[str, str], keep: Callable[[Node], bool] | None = None
-) -> GoOperator:
-    """An operator replacing the operator token of each node of ``types`` found in ``table``
-    (where ``keep(node)``, when given, says the edit may compile)."""
-
-    def operator(node: Node, ctx: GoContext) -> Iterator[Edit]:
-        op = _op(node) if node.type in types else None
-        if op in table and (keep is None or keep(node)):
-            yield ctx.replace_token(_field(node, "operator"), table[op])
-
-    return operator
-
-
-_BINARY = frozenset({"binary_expression"})
 _ASSIGNMENT = frozenset({"assignment_statement"})
 
 # Calls whose result is a string: a `+` beside one concatenates.
@@ -502,22 +326,51 @@ def _numeric_plus(node: Node) -> bool:
     return _op(node) != "+=" or not any(_string_typed(v) for v in _values(_field(node, "right")))
 
 
+class GoContext(TreeContext):
+    """A parsed Go source (:class:`..tree_mutation.TreeContext`) with Go's grammar, and the
+    names of its top-level functions."""
+
+    protected = _PROTECTED
+    operator_chars = _OPERATOR_CHARS
+    spaced_negatives = True
+    integer_type = "int_literal"
+    prefix_operand = "operand"
+    unswappable = frozenset({"variadic_argument", "nil", *_TYPES})  # `xs...`, nil, a type
+    non_commutative = frozenset({"-", "/", "%", "<<", ">>", "&^"})
+    add_prec, unary_prec = _ADD_PREC, _UNARY_PREC
+    parse = staticmethod(parse)
+    syntax_problem = staticmethod(syntax_problem)
+    bound_exprs = staticmethod(_bound_exprs)
+    op = staticmethod(_op)
+    prec = staticmethod(_prec)
+
+    def __init__(self, source: str) -> None:
+        super().__init__(source)
+        self.functions = top_level_functions(self.tree)
+
+    def operand(self, node: Node, op: str, side: str) -> str:
+        """Source of ``node`` as the ``side`` operand of the binary ``op`` (every Go binary
+        operator is left-associative), parenthesised if needed."""
+        p, q = _prec(node), _BINARY_PREC[op]
+        needs = p < q if side == "left" else p <= q
+        return f"({self.text(node)})" if needs else self.text(node)
+
+    def literal_shifts(self, node: Node, context: Node) -> Iterator[Edit]:
+        """An integer literal made one more and one less (not a negative constant where Go
+        refuses one, a constant divisor ``0`` or a duplicate constant ``case``)."""
+        value = self.int_literal(node)
+        assert value is not None
+        cases = _case_values(self, node)
+        for new in (value + 1, value - 1):
+            if (new < 0 and _nonnegative(node)) or (new == 0 and _divisor(node)) or new in cases:
+                continue
+            yield self.edit(node.start_byte, node.end_byte, str(new), context)
+
+    def loop_condition(self, node: Node) -> Node:
+        return _condition(node) if node.type in ("for_statement", "for_clause") else None
+
+
 # --- operators ----------------------------------------------------------------------------
-
-
-def _off_by_one(node: Node, ctx: GoContext) -> Iterator[Edit]:
-    if _int_literal(node) is None:
-        return
-    parent = node.parent
-    if node.type == "int_literal" and _int_literal(parent) is not None:
-        return  # the `k` of `-k`: handled as the literal `-k`
-    term = parent if _is_term(parent) and _field(parent, "right") == node else None
-    if node.id in ctx.bounds or (term is not None and term.id in ctx.bounds):
-        return  # owned by off_by_one_boundary
-    if term is not None:
-        yield from _term_shifts(ctx, term)
-    else:
-        yield from _literal_shifts(ctx, node, node)
 
 
 # fmt: off
@@ -526,17 +379,12 @@ _WRONG_BINARY = {
     "<<": ">>", ">>": "<<", "&&": "||", "||": "&&",
 }
 # fmt: on
-_wrong_binary = _token_table(_BINARY, _WRONG_BINARY, _numeric_plus)
-_wrong_compound = _token_table(
+_wrong_binary = token_table(BINARY, _WRONG_BINARY, _numeric_plus)
+_wrong_compound = token_table(
     _ASSIGNMENT,
     {f"{old}=": f"{new}=" for old, new in _WRONG_BINARY.items() if old not in ("&&", "||")},
     _numeric_plus,
 )
-
-
-def _drop_unary_minus(node: Node, ctx: GoContext) -> Iterator[Edit]:
-    if node.type == "unary_expression" and _op(node) == "-" and _int_literal(node) is None:
-        yield _drop_prefix(ctx, node)
 
 
 # The first argument of these built-ins is special (a type, the slice appended to).
@@ -550,45 +398,7 @@ def _swap_call_args(node: Node, ctx: GoContext) -> Iterator[Edit]:
     if _called(node) in _FIRST_SPECIAL:
         arguments = arguments[1:]
     for a, b in zip(arguments, arguments[1:]):
-        yield from _swap_pair(ctx, a, b)
-
-
-def _swap_pair(ctx: GoContext, a: Node, b: Node) -> Iterator[Edit]:
-    """``a`` and ``b`` (siblings of one list) exchanged, unless one is ``xs...``, a type or
-    ``nil`` or their texts are the same."""
-    text_a, text_b = ctx.text(a), ctx.text(b)
-    skipped = {"variadic_argument", "nil", *_TYPES}
-    if a.type in skipped or b.type in skipped or text_a == text_b:
-        return
-    gap = ctx.between(a.end_byte, b.start_byte)
-    description = f"swap `{_short(text_a)}` and `{_short(text_b)}`"
-    yield Edit(ctx.char(a.start_byte), ctx.char(b.end_byte), text_b + gap + text_a, description)
-
-
-_NON_COMMUTATIVE = frozenset({"-", "/", "%", "<<", ">>", "&^"})
-
-
-def _swap_operands(node: Node, ctx: GoContext) -> Iterator[Edit]:
-    op = _op(node) if node.type == "binary_expression" else None
-    if op not in _NON_COMMUTATIVE:
-        return
-    left, token, right = _field(node, "left"), _field(node, "operator"), _field(node, "right")
-    text_left, text_right = ctx.text(left), ctx.text(right)
-    if text_left == text_right:
-        return
-    before = token.start_byte
-    while before > left.end_byte and ctx.data[before - 1] in b" \t":
-        before -= 1
-    after = token.end_byte
-    while after < right.start_byte and ctx.data[after] in b" \t":
-        after += 1
-    swapped = (
-        _operand(right, ctx, op, "left")
-        + ctx.between(before, after)
-        + _operand(left, ctx, op, "right")
-    )
-    description = f"swap `{_short(text_left)}` and `{_short(text_right)}`"
-    yield Edit(ctx.char(node.start_byte), ctx.char(node.end_byte), swapped, description)
+        yield from swap_pair(ctx, a, b)
 
 
 def _swap_values(node: Node, ctx: GoContext) -> Iterator[Edit]:
@@ -604,7 +414,7 @@ def _swap_values(node: Node, ctx: GoContext) -> Iterator[Edit]:
     else:
         return
     for a, b in zip(values, values[1:]):
-        yield from _swap_pair(ctx, a, b)
+        yield from swap_pair(ctx, a, b)
 
 
 _EARLY_EXITS = frozenset(
@@ -654,12 +464,8 @@ def _remove_guard(node: Node, ctx: GoContext) -> Iterator[Edit]:
     if node.parent is None or node.parent.type != "statement_list":
         return  # an `else if`
     statements = _statements(_field(node, "consequence"))
-    if not statements or not _exits(statements[-1]) or _leaves_unused(node):
-        return
-    span = _line_span(ctx, node)
-    if span is not None:
-        header = ctx.text(node).splitlines()[0]
-        yield Edit(ctx.char(span[0]), ctx.char(span[1]), "", f"remove `{_short(header)}`")
+    if statements and _exits(statements[-1]) and not _leaves_unused(node):
+        yield from delete_lines(ctx, node)
 
 
 # fmt: off
@@ -672,11 +478,11 @@ _COMPLEMENT_COMPARISON = {"<": ">=", ">=": "<", ">": "<=", "<=": ">"}
 def _shift_bounds(node: Node, ctx: GoContext) -> Iterator[Edit]:
     if node.type == "index_expression":
         index = _field(node, "index")
-        if _int_literal(index) is not None or _is_term(index):
-            yield from _bound_shifts(ctx, index, node)
+        if ctx.int_literal(index) is not None or ctx.is_term(index):
+            yield from bound_shifts(ctx, index, node)
     elif node.type == "slice_expression":
         for bound in _bound_exprs(node):
-            yield from _bound_shifts(ctx, bound, node)
+            yield from bound_shifts(ctx, bound, node)
 
 
 _CONSTANTS = frozenset({"true", "false"})
@@ -696,14 +502,8 @@ def _condition(node: Node) -> Node:
 
 def _negate_condition(node: Node, ctx: GoContext) -> Iterator[Edit]:
     condition = _condition(node)
-    if condition is None or condition.type in _CONSTANTS:
-        return
-    if condition.type == "unary_expression" and _op(condition) == "!":
-        yield _drop_prefix(ctx, condition)
-    else:
-        text = ctx.text(condition)
-        new = f"!{text}" if _prec(condition) >= _UNARY_PREC else f"!({text})"
-        yield ctx.edit(condition.start_byte, condition.end_byte, new)
+    if condition is not None and condition.type not in _CONSTANTS:
+        yield negate(ctx, condition)
 
 
 _MIN_MAX = {"min": "max", "max": "min", "Min": "Max", "Max": "Min"}
@@ -827,56 +627,45 @@ def _update_operator(node: Node, ctx: GoContext) -> Iterator[Edit]:
         yield ctx.replace_token(token, "--" if token.type == "++" else "++", node)
 
 
-def _boolean_literal(node: Node, ctx: GoContext) -> Iterator[Edit]:
-    if node.type not in _CONSTANTS or not node.is_named:
-        return
-    parent = node.parent
-    if parent.type == "parenthesized_expression":
-        parent = parent.parent
-    if parent.type in ("for_statement", "for_clause") and _condition(parent) in (node, node.parent):
-        return
-    yield ctx.edit(node.start_byte, node.end_byte, "false" if node.type == "true" else "true")
-
-
 # The operator table. Its order decides which class keeps an edit two classes produce alike
 # (the earlier one) and the order classes are listed in reports. Changing what it generates
 # means bumping GO_MUTATION_VERSION below (see `go_mutation_version`).
-GO_OPERATORS: dict[str, GoOperatorClass] = {
-    "off_by_one": GoOperatorClass((_off_by_one,), core=True),
-    "wrong_operator": GoOperatorClass(
-        (_wrong_binary, _wrong_compound, _drop_unary_minus), core=True
+GO_OPERATORS: dict[str, TreeOperatorClass[GoContext]] = {
+    "off_by_one": TreeOperatorClass((off_by_one,), core=True),
+    "wrong_operator": TreeOperatorClass(
+        (_wrong_binary, _wrong_compound, drop_unary_minus), core=True
     ),
-    "swap_arguments": GoOperatorClass((_swap_call_args, _swap_operands, _swap_values), core=True),
-    "remove_edge_case_check": GoOperatorClass((_remove_guard,), core=True),
-    "wrong_comparison": GoOperatorClass((_token_table(_BINARY, _WRONG_COMPARISON),), core=True),
-    "off_by_one_boundary": GoOperatorClass(
-        (_token_table(_BINARY, _BOUNDARY_COMPARISON), _shift_bounds), core=True
+    "swap_arguments": TreeOperatorClass((_swap_call_args, swap_operands, _swap_values), core=True),
+    "remove_edge_case_check": TreeOperatorClass((_remove_guard,), core=True),
+    "wrong_comparison": TreeOperatorClass((token_table(BINARY, _WRONG_COMPARISON),), core=True),
+    "off_by_one_boundary": TreeOperatorClass(
+        (token_table(BINARY, _BOUNDARY_COMPARISON), _shift_bounds), core=True
     ),
-    "negate_condition": GoOperatorClass((_negate_condition,), core=False),
-    "swap_min_max": GoOperatorClass((_swap_min_max,), core=False),
-    "complement_comparison": GoOperatorClass(
-        (_token_table(_BINARY, _COMPLEMENT_COMPARISON),), core=False
+    "negate_condition": TreeOperatorClass((_negate_condition,), core=False),
+    "swap_min_max": TreeOperatorClass((_swap_min_max,), core=False),
+    "complement_comparison": TreeOperatorClass(
+        (token_table(BINARY, _COMPLEMENT_COMPARISON),), core=False
     ),
-    "shadowing": GoOperatorClass((_shadowing,), core=False),
-    "update_operator": GoOperatorClass((_update_operator,), core=False),
-    "boolean_literal": GoOperatorClass((_boolean_literal,), core=False),
+    "shadowing": TreeOperatorClass((_shadowing,), core=False),
+    "update_operator": TreeOperatorClass((_update_operator,), core=False),
+    "boolean_literal": TreeOperatorClass((boolean_literal,), core=False),
 }
 GO_CLASSES: tuple[str, ...] = tuple(GO_OPERATORS)
 GO_CORE_CLASSES: tuple[str, ...] = tuple(n for n, c in GO_OPERATORS.items() if c.core)
 
 # What generated the Go mutants: a Go corpus records it (`go_mutation_version`). Bump it when a
-# change to this module, syntax.py, the shared helpers of operators.py, select.py, stacking.py or
-# the grammar's versions changes the mutants or their selection; either way record the new
-# `go_fingerprint()` in GO_MUTATION_FINGERPRINT (tests/test_go_language.py prints it).
+# change to this module, syntax.py, languages/trees.py, languages/tree_mutation.py, the shared
+# helpers of operators.py, select.py, stacking.py or the grammar's versions changes the mutants
+# or their selection; either way record the new `go_fingerprint()` in GO_MUTATION_FINGERPRINT
+# (tests/test_go_language.py prints it).
 GO_MUTATION_VERSION = "1"
-GO_MUTATION_FINGERPRINT = "1f8701f7154ad5a7331a71fd9292d680fe8fbce4e3850ccd20b7f38a08fc020e"
+GO_MUTATION_FINGERPRINT = "3eddd64fa164b8faa2850492ab957cff73ccbd5a1eccddb7bacb33f8b4e460f4"
 
 
 def go_modules() -> tuple[ModuleType, ...]:
-    """The modules Go mutants come from: Python's (``fingerprint.MODULES``, whose helpers and
-    selection they share), ``languages/trees.py``, ``syntax.py`` and this one."""
-    own = (walk, parse)  # trees.py's (the shared tree helpers), syntax.py's
-    return (*fingerprint.MODULES, *(sys.modules[f.__module__] for f in own), sys.modules[__name__])
+    """The modules Go mutants come from: :func:`..tree_mutation.tree_modules`'s (Python's,
+    ``languages/trees.py``, ``languages/tree_mutation.py``), ``syntax.py`` and this one."""
+    return tree_modules(parse, GoContext)  # syntax.py's, this one's
 
 
 def go_fingerprint() -> str:
@@ -897,25 +686,13 @@ def go_mutation_version() -> str:
 # --- candidates ---------------------------------------------------------------------------
 
 
-def generate_go_edits(source: str, table: dict[str, GoOperatorClass] | None = None) -> list[Edit]:
+def generate_go_edits(
+    source: str, table: dict[str, TreeOperatorClass[GoContext]] | None = None
+) -> list[Edit]:
     """Every raw single-edit candidate (not yet validated) of the classes of ``table`` (default
     :data:`GO_OPERATORS`), ordered by position, class (table order), text; an edit two classes
     make alike is the earlier class's. ``ValueError`` if ``source`` does not parse."""
-    table = GO_OPERATORS if table is None else table
-    ctx = GoContext(source)
-    order = {name: i for i, name in enumerate(table)}
-    found = [
-        replace(edit, operator=name)
-        for node in ctx.nodes
-        for name, entry in table.items()
-        for operator in entry.functions
-        for edit in operator(node, ctx)
-    ]
-    found.sort(key=lambda e: (e.start, order[e.operator], e.end, e.replacement))
-    unique: dict[tuple[int, int, str], Edit] = {}
-    for edit in found:
-        unique.setdefault((edit.start, edit.end, edit.replacement), edit)
-    return list(unique.values())
+    return generate_edits(GoContext(source), GO_OPERATORS if table is None else table)
 
 
 def valid_structure(code: str, entry_point: str) -> tuple[str, ...] | None:
@@ -930,20 +707,12 @@ def valid_structure(code: str, entry_point: str) -> tuple[str, ...] | None:
 def generate_go_mutants(
     source: str,
     entry_point: str,
-    table: dict[str, GoOperatorClass] | None = None,
+    table: dict[str, TreeOperatorClass[GoContext]] | None = None,
     per_class: int | None = None,
 ) -> list[Mutant]:
     """Every valid single-edit mutant of ``source`` among its first :data:`MAX_CANDIDATES`
     tried edits, in :func:`generate_go_edits` order (``per_class``: as
     :func:`...mutation.operators.generate_mutants`). ``ValueError`` if ``source`` is not valid
     or does not declare ``entry_point``."""
-    canonical = valid_structure(source, entry_point)
-    if canonical is None:
-        raise ValueError(f"source is not Go declaring function {entry_point!r}")
-    return distinct_mutants(
-        source,
-        generate_go_edits(source, table),
-        lambda code: valid_structure(code, entry_point),
-        canonical,
-        per_class,
-    )
+    edits = partial(generate_go_edits, table=table)
+    return generate_mutants(source, entry_point, valid_structure, edits, "Go", per_class)

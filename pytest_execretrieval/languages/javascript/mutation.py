@@ -5,9 +5,10 @@ mutated alternatives, each an :class:`~.operators.Edit` replacing a span of the 
 source, computed from the nodes' byte spans (and stored, like Python's, as character offsets of
 the source text); a mutant is that splice (never an unparse), re-parsed. The records are
 Python's (:class:`~.operators.Mutant`, built by :func:`~.operators.build_mutant`), so the
-build's selection, stacking and corpus take them unchanged. :data:`JS_OPERATORS` maps each
-class name to its :class:`JsOperatorClass`; the six core classes and the three
-polarity fillers carry Python's names, so a class means the same bug in both languages, and the
+build's selection, stacking and corpus take them unchanged; what JavaScript shares with Go of
+this machinery is :mod:`..tree_mutation`. :data:`JS_OPERATORS` maps each class name to its
+:class:`..tree_mutation.TreeOperatorClass`; the six core classes and the three polarity fillers
+carry Python's names, so a class means the same bug in both languages, and the
 JavaScript-specific classes follow StrykerJS's mutators (each class names the one it follows).
 
 Core classes
@@ -103,15 +104,31 @@ on a side where it would otherwise run into a neighbouring operator character (`
 
 from __future__ import annotations
 
-import re
 import sys
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Iterator
+from functools import partial
 from types import ModuleType
-from typing import Any
 
 from ...mutation import fingerprint
-from ...mutation.operators import Edit, Mutant, _short, distinct_mutants
+from ...mutation.operators import Edit, Mutant
+from ..tree_mutation import (
+    BINARY,
+    Node,
+    TreeContext,
+    TreeOperatorClass,
+    boolean_literal,
+    bound_shifts,
+    delete_lines,
+    drop_unary_minus,
+    generate_edits,
+    generate_mutants,
+    negate,
+    off_by_one,
+    swap_operands,
+    swap_pair,
+    token_table,
+    tree_modules,
+)
 from .scope import let_scoping
 from .syntax import (
     early_error,
@@ -134,94 +151,14 @@ __all__ = [
     "generate_js_mutants",
 ]
 
-# A tree-sitter node, or None where a field is absent: Any, since tree_sitter is imported only
-# when JavaScript is parsed (syntax.py).
-Node = Any
-
 # Subtrees no operator touches.
 _PROTECTED = frozenset(
     {"string", "template_string", "regex", "comment", "formal_parameters", "decorator"}
 )
-_NEWLINE = re.compile(rb"\r\n|\r|\n")
-_INTEGER = re.compile(rb"(?:0|[1-9][0-9]*)\Z")
 _OPERATOR_CHARS = frozenset(b"+-*/%&|^<>=!?~")
 
 
-class JsContext:
-    """A parsed JavaScript source: char offsets of byte positions, the nodes operators visit
-    (pre-order, protected subtrees left out), the boundary expressions."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-        self.data = source.encode("utf-8")
-        self.tree = parse(source)
-        problem = syntax_problem(self.tree)
-        if problem:
-            raise ValueError(f"source {problem}")
-        self._chars: list[int] | None = None
-        if not source.isascii():  # byte offset -> char offset, for the non-ASCII case only
-            chars = []
-            for index, char in enumerate(source):
-                chars += [index] * len(char.encode("utf-8"))
-            self._chars = [*chars, len(source)]
-        self.nodes: list[Node] = []
-        self.bounds: set[int] = set()  # ids of boundary expressions (see _bound_exprs)
-        self.memo: dict[object, object] = {}
-        stack = [self.tree.root_node]
-        while stack:
-            node = stack.pop()
-            if node.type in _PROTECTED:
-                continue
-            self.nodes.append(node)
-            self.bounds.update(b.id for b in _bound_exprs(node))
-            stack.extend(reversed(node.children))
-
-    def char(self, offset: int) -> int:
-        """The char offset of a byte offset."""
-        return offset if self._chars is None else self._chars[offset]
-
-    def text(self, node: Node) -> str:
-        return self.data[node.start_byte : node.end_byte].decode("utf-8")
-
-    def between(self, start: int, end: int) -> str:
-        return self.data[start:end].decode("utf-8")
-
-    def edit(self, start: int, end: int, new: str, context: Node = None) -> Edit:
-        """Replace bytes ``start:end`` by ``new``, described as "`old` -> `new`", quoting the
-        ``context`` node when given."""
-        if context is None:
-            old, shown = self.between(start, end), new
-        else:
-            lo, hi = context.start_byte, context.end_byte
-            old = self.between(lo, hi)
-            shown = self.between(lo, start) + new + self.between(end, hi)
-        return Edit(self.char(start), self.char(end), new, f"`{_short(old)}` -> `{_short(shown)}`")
-
-    def replace_token(self, token: Node, new: str, context: Node = None) -> Edit:
-        """``token`` replaced by the operator ``new``, blank-separated from a neighbouring
-        operator character it would otherwise merge with."""
-        before = self.data[token.start_byte - 1] if token.start_byte else None
-        after = self.data[token.end_byte] if token.end_byte < len(self.data) else None
-        text = (" " if before in _OPERATOR_CHARS else "") + new
-        text += " " if after in _OPERATOR_CHARS else ""
-        return self.edit(token.start_byte, token.end_byte, text, context)
-
-
-JsOperator = Callable[[Node, JsContext], Iterator[Edit]]
-
-
-@dataclass(frozen=True)
-class JsOperatorClass:
-    """One class of the JavaScript table, shaped as :class:`.operators.OperatorClass` (what
-    the selection and the fingerprint read): its operator functions, and whether it is one of
-    the core classes."""
-
-    functions: tuple[JsOperator, ...]
-    core: bool
-
-
-# --- shared helpers -------------------------------------------------------------------------
-
+# --- helpers the operators share ----------------------------------------------------------
 
 _field = field
 
@@ -266,40 +203,6 @@ def _prec(node: Node) -> int:
     return _LOW_PREC.get(node.type, _ATOM_PREC)
 
 
-def _operand(node: Node, ctx: JsContext, op: str, side: str) -> str:
-    """Source of ``node`` as the ``side`` operand of the binary ``op``, parenthesised if
-    needed (``**`` is right-associative and refuses a unary base)."""
-    p, q = _prec(node), _BINARY_PREC[op]
-    if op == "**":
-        needs = p <= _UNARY_PREC if side == "left" else p < _UNARY_PREC
-    else:
-        needs = p < q if side == "left" else p <= q
-    return f"({ctx.text(node)})" if needs else ctx.text(node)
-
-
-def _int_literal(node: Node) -> int | None:
-    """Value of a decimal integer literal ``k`` or ``-k``, else None."""
-    if node is None:
-        return None
-    if node.type == "number":
-        return int(node.text) if _INTEGER.match(node.text) else None
-    if node.type == "unary_expression" and _op(node) == "-":
-        argument = _field(node, "argument")
-        if argument is not None and argument.type == "number":
-            inner = _int_literal(argument)
-            return None if inner is None else -inner
-    return None
-
-
-def _is_term(node: Node) -> bool:
-    """``e + c`` or ``e - c`` with an integer literal ``c``."""
-    return (
-        _op(node) in ("+", "-")
-        and node.type == "binary_expression"
-        and (_int_literal(_field(node, "right")) is not None)
-    )
-
-
 def _arguments(call: Node) -> list[Node]:
     """The arguments of a call (none for a tagged template)."""
     arguments = _field(call, "arguments")
@@ -338,101 +241,63 @@ def _bound_exprs(node: Node) -> list[Node]:
     return []
 
 
-def _line_span(ctx: JsContext, node: Node) -> tuple[int, int] | None:
-    """Byte span of the whole lines ``node`` occupies, if nothing else (bar a trailing ``//``
-    comment) is on them."""
-    first = node.start_byte - node.start_point[1]
-    newline = _NEWLINE.search(ctx.data, node.end_byte)
-    last = newline.end() if newline else len(ctx.data)
-    indent = ctx.data[first : node.start_byte]
-    tail = ctx.data[node.end_byte : newline.start() if newline else last].strip()
-    if indent.strip() or (tail and not tail.startswith(b"//")):
-        return None
-    return first, last
+_LOOPS = frozenset({"while_statement", "do_statement", "for_statement"})
 
 
-def _term_shifts(ctx: JsContext, term: Node) -> Iterator[Edit]:
-    """``e ± c`` shifted by +1 and -1 through ``c``; a zero term is dropped."""
-    left, token, right = _field(term, "left"), _field(term, "operator"), _field(term, "right")
-    sign = 1 if token.type == "+" else -1
-    signed = sign * (_int_literal(right) or 0)
-    for delta in (1, -1):
-        value = signed + delta
-        if value == 0:
-            start = token.start_byte
-            while start > left.end_byte and ctx.data[start - 1] in b" \t":
-                start -= 1
-            yield ctx.edit(start, right.end_byte, "", term)
+class JsContext(TreeContext):
+    """A parsed JavaScript source (:class:`..tree_mutation.TreeContext`) with JavaScript's
+    grammar, and a memo the operators' analyses share (:mod:`.scope`)."""
+
+    protected = _PROTECTED
+    operator_chars = _OPERATOR_CHARS
+    integer_type = "number"
+    prefix_operand = "argument"
+    unswappable = frozenset({"spread_element"})
+    non_commutative = frozenset({"-", "/", "%", "**", "<<", ">>", ">>>"})
+    add_prec, unary_prec = _ADD_PREC, _UNARY_PREC
+    parse = staticmethod(parse)
+    syntax_problem = staticmethod(syntax_problem)
+    bound_exprs = staticmethod(_bound_exprs)
+    op = staticmethod(_op)
+    prec = staticmethod(_prec)
+
+    def __init__(self, source: str) -> None:
+        super().__init__(source)
+        self.memo: dict[object, object] = {}
+
+    def operand(self, node: Node, op: str, side: str) -> str:
+        """Source of ``node`` as the ``side`` operand of the binary ``op``, parenthesised if
+        needed (``**`` is right-associative and refuses a unary base)."""
+        p, q = _prec(node), _BINARY_PREC[op]
+        if op == "**":
+            needs = p <= _UNARY_PREC if side == "left" else p < _UNARY_PREC
         else:
-            new_op = "+" if value > 0 else "-"
-            spacing = ctx.between(token.end_byte, right.start_byte)
-            yield ctx.edit(token.start_byte, right.end_byte, f"{new_op}{spacing}{abs(value)}", term)
+            needs = p < q if side == "left" else p <= q
+        return f"({self.text(node)})" if needs else self.text(node)
 
+    def literal_shifts(self, node: Node, context: Node) -> Iterator[Edit]:
+        """An integer literal made one more and one less (parenthesised when negative as the
+        base of ``**``)."""
+        value = self.int_literal(node)
+        assert value is not None
+        parent = node.parent
+        pow_base = _op(parent) == "**" and _field(parent, "left") == node
+        for new in (value + 1, value - 1):
+            text = f"({new})" if new < 0 and pow_base else str(new)
+            yield self.edit(node.start_byte, node.end_byte, text, context)
 
-def _literal_shifts(ctx: JsContext, node: Node, context: Node) -> Iterator[Edit]:
-    value = _int_literal(node)
-    assert value is not None
-    parent = node.parent
-    pow_base = _op(parent) == "**" and _field(parent, "left") == node
-    for new in (value + 1, value - 1):
-        text = f"({new})" if new < 0 and pow_base else str(new)
-        yield ctx.edit(node.start_byte, node.end_byte, text, context)
-
-
-def _bound_shifts(ctx: JsContext, bound: Node, context: Node) -> Iterator[Edit]:
-    """A boundary expression moved by +1 and -1."""
-    if _int_literal(bound) is not None:
-        yield from _literal_shifts(ctx, bound, context)
-    elif _is_term(bound):
-        yield from _term_shifts(ctx, bound)
-    elif bound.type not in _PROTECTED:
-        text = ctx.text(bound)
-        text = f"({text})" if _prec(bound) < _ADD_PREC else text
-        for suffix in (" + 1", " - 1"):
-            yield ctx.edit(bound.start_byte, bound.end_byte, text + suffix, context)
-
-
-def _drop_prefix(ctx: JsContext, node: Node) -> Edit:
-    """Delete a prefix operator token (and blanks after it), keeping any parentheses."""
-    token, argument = _field(node, "operator"), _field(node, "argument")
-    end = token.end_byte
-    while end < argument.start_byte and ctx.data[end] in b" \t":
-        end += 1
-    return ctx.edit(token.start_byte, end, "", node)
-
-
-def _token_table(types: frozenset[str], table: dict[str, str]) -> JsOperator:
-    """An operator replacing the operator token of each node of ``types`` found in ``table``."""
-
-    def operator(node: Node, ctx: JsContext) -> Iterator[Edit]:
-        op = _op(node) if node.type in types else None
-        if op in table:
-            yield ctx.replace_token(_field(node, "operator"), table[op])
-
-    return operator
-
-
-_BINARY = frozenset({"binary_expression"})
+    def loop_condition(self, node: Node) -> Node:
+        return _field(node, "condition") if node.type in _LOOPS else None
 
 
 # --- operators ----------------------------------------------------------------------------
 
 
 def _off_by_one(node: Node, ctx: JsContext) -> Iterator[Edit]:
-    if _int_literal(node) is None:
-        return
     parent = node.parent
-    if node.type == "number" and _int_literal(parent) is not None:
-        return  # the `k` of `-k`: handled as the literal `-k`
     if parent is not None and parent.type == "pair" and _field(parent, "key") == node:
-        return
-    term = parent if _is_term(parent) and _field(parent, "right") == node else None
-    if node.id in ctx.bounds or (term is not None and term.id in ctx.bounds):
-        return  # owned by off_by_one_boundary
-    if term is not None:
-        yield from _term_shifts(ctx, term)
-    else:
-        yield from _literal_shifts(ctx, node, node)
+        return  # an object key
+    yield from off_by_one(node, ctx)
 
 
 # fmt: off
@@ -441,16 +306,11 @@ _WRONG_BINARY = {
     "<<": ">>", ">>": "<<", ">>>": ">>", "&&": "||", "||": "&&",
 }
 # fmt: on
-_wrong_binary = _token_table(_BINARY, _WRONG_BINARY)
-_wrong_compound = _token_table(
+_wrong_binary = token_table(BINARY, _WRONG_BINARY)
+_wrong_compound = token_table(
     frozenset({"augmented_assignment_expression"}),
     {f"{old}=": f"{new}=" for old, new in _WRONG_BINARY.items() if old not in ("&&", "||")},
 )
-
-
-def _drop_unary_minus(node: Node, ctx: JsContext) -> Iterator[Edit]:
-    if node.type == "unary_expression" and _op(node) == "-" and _int_literal(node) is None:
-        yield _drop_prefix(ctx, node)
 
 
 def _swap_call_args(node: Node, ctx: JsContext) -> Iterator[Edit]:
@@ -458,38 +318,7 @@ def _swap_call_args(node: Node, ctx: JsContext) -> Iterator[Edit]:
         return
     arguments = _arguments(node)
     for a, b in zip(arguments, arguments[1:]):
-        text_a, text_b = ctx.text(a), ctx.text(b)
-        if "spread_element" in (a.type, b.type) or text_a == text_b:
-            continue
-        gap = ctx.between(a.end_byte, b.start_byte)
-        description = f"swap `{_short(text_a)}` and `{_short(text_b)}`"
-        yield Edit(ctx.char(a.start_byte), ctx.char(b.end_byte), text_b + gap + text_a, description)
-
-
-_NON_COMMUTATIVE = frozenset({"-", "/", "%", "**", "<<", ">>", ">>>"})
-
-
-def _swap_operands(node: Node, ctx: JsContext) -> Iterator[Edit]:
-    op = _op(node) if node.type == "binary_expression" else None
-    if op not in _NON_COMMUTATIVE:
-        return
-    left, token, right = _field(node, "left"), _field(node, "operator"), _field(node, "right")
-    text_left, text_right = ctx.text(left), ctx.text(right)
-    if text_left == text_right:
-        return
-    before = token.start_byte
-    while before > left.end_byte and ctx.data[before - 1] in b" \t":
-        before -= 1
-    after = token.end_byte
-    while after < right.start_byte and ctx.data[after] in b" \t":
-        after += 1
-    swapped = (
-        _operand(right, ctx, op, "left")
-        + ctx.between(before, after)
-        + _operand(left, ctx, op, "right")
-    )
-    description = f"swap `{_short(text_left)}` and `{_short(text_right)}`"
-    yield Edit(ctx.char(node.start_byte), ctx.char(node.end_byte), swapped, description)
+        yield from swap_pair(ctx, a, b)
 
 
 _EARLY_EXITS = frozenset(
@@ -507,12 +336,8 @@ def _remove_guard(node: Node, ctx: JsContext) -> Iterator[Edit]:
     if body is not None and body.type == "statement_block":
         statements = [s for s in body.named_children if s.type != "comment"]
         body = statements[-1] if statements else None
-    if body is None or body.type not in _EARLY_EXITS:
-        return
-    span = _line_span(ctx, node)
-    if span is not None:
-        header = ctx.text(node).splitlines()[0]
-        yield Edit(ctx.char(span[0]), ctx.char(span[1]), "", f"remove `{_short(header)}`")
+    if body is not None and body.type in _EARLY_EXITS:
+        yield from delete_lines(ctx, node)
 
 
 # fmt: off
@@ -528,11 +353,11 @@ _STRICT_EQUALITY = {"===": "==", "==": "===", "!==": "!=", "!=": "!=="}
 def _shift_bounds(node: Node, ctx: JsContext) -> Iterator[Edit]:
     if node.type == "subscript_expression":
         index = _field(node, "index")
-        if _int_literal(index) is not None or _is_term(index):
-            yield from _bound_shifts(ctx, index, node)
+        if ctx.int_literal(index) is not None or ctx.is_term(index):
+            yield from bound_shifts(ctx, index, node)
     elif _method(node) in _SLICES:
         for bound in _bound_exprs(node):
-            yield from _bound_shifts(ctx, bound, node)
+            yield from bound_shifts(ctx, bound, node)
 
 
 _CONSTANTS = frozenset({"true", "false", "number", "null", "undefined"})
@@ -552,14 +377,8 @@ def _condition(node: Node) -> Node:
 
 def _negate_condition(node: Node, ctx: JsContext) -> Iterator[Edit]:
     condition = _condition(node)
-    if condition is None or condition.type in _CONSTANTS:
-        return
-    if condition.type == "unary_expression" and _op(condition) == "!":
-        yield _drop_prefix(ctx, condition)
-    else:
-        text = ctx.text(condition)
-        new = f"!{text}" if _prec(condition) >= _UNARY_PREC else f"!({text})"
-        yield ctx.edit(condition.start_byte, condition.end_byte, new)
+    if condition is not None and condition.type not in _CONSTANTS:
+        yield negate(ctx, condition)
 
 
 def _swap_min_max(node: Node, ctx: JsContext) -> Iterator[Edit]:
@@ -620,7 +439,7 @@ def _string_concatenation(node: Node, ctx: JsContext) -> Iterator[Edit]:
     side = "left" if _field(parent, "left") == node else "right"
     inner = _converted(node)
     if inner is not None:
-        yield ctx.edit(node.start_byte, node.end_byte, _operand(inner, ctx, "+", side), node)
+        yield ctx.edit(node.start_byte, node.end_byte, ctx.operand(inner, "+", side), node)
         return
     if side == "right" and node.type == "parenthesized_expression":
         contents = [c for c in node.named_children if c.type != "comment"]
@@ -641,90 +460,59 @@ def _optional_chaining(node: Node, ctx: JsContext) -> Iterator[Edit]:
     yield ctx.edit(chain.start_byte, chain.end_byte, new, node)
 
 
-_nullish_coalescing = _token_table(_BINARY, {"??": "||"})
-_update_operator = _token_table(frozenset({"update_expression"}), {"++": "--", "--": "++"})
-_LOOPS = frozenset({"while_statement", "do_statement", "for_statement"})
-
-
-def _boolean_literal(node: Node, ctx: JsContext) -> Iterator[Edit]:
-    if node.type not in ("true", "false") or not node.is_named:
-        return
-    parent = node.parent
-    if parent.type == "parenthesized_expression":
-        parent = parent.parent
-    if (
-        parent is not None
-        and parent.type in _LOOPS
-        and _field(parent, "condition")
-        in (
-            node,
-            node.parent,
-        )
-    ):
-        return
-    yield ctx.edit(node.start_byte, node.end_byte, "false" if node.type == "true" else "true")
+_nullish_coalescing = token_table(BINARY, {"??": "||"})
+_update_operator = token_table(frozenset({"update_expression"}), {"++": "--", "--": "++"})
 
 
 # The operator table. Its order decides which class keeps an edit two classes produce alike
 # (the earlier one) and the order classes are listed in reports. Changing what it generates
 # means bumping JS_MUTATION_VERSION below (see `js_mutation_version`).
-JS_OPERATORS: dict[str, JsOperatorClass] = {
-    "off_by_one": JsOperatorClass((_off_by_one,), core=True),
-    "wrong_operator": JsOperatorClass(
-        (_wrong_binary, _wrong_compound, _drop_unary_minus), core=True
+JS_OPERATORS: dict[str, TreeOperatorClass[JsContext]] = {
+    "off_by_one": TreeOperatorClass((_off_by_one,), core=True),
+    "wrong_operator": TreeOperatorClass(
+        (_wrong_binary, _wrong_compound, drop_unary_minus), core=True
     ),
-    "swap_arguments": JsOperatorClass((_swap_call_args, _swap_operands), core=True),
-    "remove_edge_case_check": JsOperatorClass((_remove_guard,), core=True),
-    "wrong_comparison": JsOperatorClass((_token_table(_BINARY, _WRONG_COMPARISON),), core=True),
-    "off_by_one_boundary": JsOperatorClass(
-        (_token_table(_BINARY, _BOUNDARY_COMPARISON), _shift_bounds), core=True
+    "swap_arguments": TreeOperatorClass((_swap_call_args, swap_operands), core=True),
+    "remove_edge_case_check": TreeOperatorClass((_remove_guard,), core=True),
+    "wrong_comparison": TreeOperatorClass((token_table(BINARY, _WRONG_COMPARISON),), core=True),
+    "off_by_one_boundary": TreeOperatorClass(
+        (token_table(BINARY, _BOUNDARY_COMPARISON), _shift_bounds), core=True
     ),
-    "negate_condition": JsOperatorClass((_negate_condition,), core=False),
-    "swap_min_max": JsOperatorClass((_swap_min_max,), core=False),
-    "complement_comparison": JsOperatorClass(
-        (_token_table(_BINARY, _COMPLEMENT_COMPARISON),), core=False
+    "negate_condition": TreeOperatorClass((_negate_condition,), core=False),
+    "swap_min_max": TreeOperatorClass((_swap_min_max,), core=False),
+    "complement_comparison": TreeOperatorClass(
+        (token_table(BINARY, _COMPLEMENT_COMPARISON),), core=False
     ),
-    "strict_equality": JsOperatorClass((_token_table(_BINARY, _STRICT_EQUALITY),), core=False),
-    "let_scoping": JsOperatorClass((let_scoping,), core=False),
-    "string_concatenation": JsOperatorClass((_string_concatenation,), core=False),
-    "optional_chaining": JsOperatorClass((_optional_chaining,), core=False),
-    "nullish_coalescing": JsOperatorClass((_nullish_coalescing,), core=False),
-    "update_operator": JsOperatorClass((_update_operator,), core=False),
-    "boolean_literal": JsOperatorClass((_boolean_literal,), core=False),
+    "strict_equality": TreeOperatorClass((token_table(BINARY, _STRICT_EQUALITY),), core=False),
+    "let_scoping": TreeOperatorClass((let_scoping,), core=False),
+    "string_concatenation": TreeOperatorClass((_string_concatenation,), core=False),
+    "optional_chaining": TreeOperatorClass((_optional_chaining,), core=False),
+    "nullish_coalescing": TreeOperatorClass((_nullish_coalescing,), core=False),
+    "update_operator": TreeOperatorClass((_update_operator,), core=False),
+    "boolean_literal": TreeOperatorClass((boolean_literal,), core=False),
 }
 JS_CLASSES: tuple[str, ...] = tuple(JS_OPERATORS)
 JS_CORE_CLASSES: tuple[str, ...] = tuple(n for n, c in JS_OPERATORS.items() if c.core)
 
 # What generated the JavaScript mutants: a JavaScript corpus records it. Bump it when a change
-# to this module, syntax.py, scope.py, the shared helpers of operators.py, select.py, stacking.py or
-# the grammar's versions changes the mutants or their selection; either way record the new
-# `js_fingerprint()` in JS_MUTATION_FINGERPRINT (tests/test_js_mutation.py prints it).
+# to this module, syntax.py, scope.py, languages/trees.py, languages/tree_mutation.py, the shared
+# helpers of operators.py, select.py, stacking.py or the grammar's versions changes the mutants
+# or their selection; either way record the new `js_fingerprint()` in JS_MUTATION_FINGERPRINT
+# (tests/test_js_mutation.py prints it).
 JS_MUTATION_VERSION = "1"
-JS_MUTATION_FINGERPRINT = "70fd25ecbb7b68c8bca510fc7a1692cff29514fd8c8453417adbc01645aee917"
+JS_MUTATION_FINGERPRINT = "4c0300e1e32a93f80c1112e3a56bed327945c6b0c17f7d7ae279473865eaab1e"
 
 
 # --- candidates ---------------------------------------------------------------------------
 
 
-def generate_js_edits(source: str, table: dict[str, JsOperatorClass] | None = None) -> list[Edit]:
+def generate_js_edits(
+    source: str, table: dict[str, TreeOperatorClass[JsContext]] | None = None
+) -> list[Edit]:
     """Every raw single-edit candidate (not yet validated) of the classes of ``table`` (default
     :data:`JS_OPERATORS`), ordered by position, class (table order), text; an edit two classes
     make alike is the earlier class's. ``ValueError`` if ``source`` does not parse."""
-    table = JS_OPERATORS if table is None else table
-    ctx = JsContext(source)
-    order = {name: i for i, name in enumerate(table)}
-    found = [
-        replace(edit, operator=name)
-        for node in ctx.nodes
-        for name, entry in table.items()
-        for operator in entry.functions
-        for edit in operator(node, ctx)
-    ]
-    found.sort(key=lambda e: (e.start, order[e.operator], e.end, e.replacement))
-    unique: dict[tuple[int, int, str], Edit] = {}
-    for edit in found:
-        unique.setdefault((edit.start, edit.end, edit.replacement), edit)
-    return list(unique.values())
+    return generate_edits(JsContext(source), JS_OPERATORS if table is None else table)
 
 
 def valid_structure(code: str, entry_point: str) -> tuple[str, ...] | None:
@@ -741,30 +529,22 @@ def valid_structure(code: str, entry_point: str) -> tuple[str, ...] | None:
 def generate_js_mutants(
     source: str,
     entry_point: str,
-    table: dict[str, JsOperatorClass] | None = None,
+    table: dict[str, TreeOperatorClass[JsContext]] | None = None,
     per_class: int | None = None,
 ) -> list[Mutant]:
     """Every valid single-edit mutant of ``source`` among its first :data:`MAX_CANDIDATES`
     tried edits, in :func:`generate_js_edits` order (``per_class``: as
     :func:`.operators.generate_mutants`). ``ValueError`` if ``source`` is not valid or does
     not declare ``entry_point``."""
-    canonical = valid_structure(source, entry_point)
-    if canonical is None:
-        raise ValueError(f"source is not JavaScript declaring function {entry_point!r}")
-    return distinct_mutants(
-        source,
-        generate_js_edits(source, table),
-        lambda code: valid_structure(code, entry_point),
-        canonical,
-        per_class,
-    )
+    edits = partial(generate_js_edits, table=table)
+    return generate_mutants(source, entry_point, valid_structure, edits, "JavaScript", per_class)
 
 
 def js_modules() -> tuple[ModuleType, ...]:
-    """The modules JavaScript mutants come from: Python's (``fingerprint.MODULES``, whose helpers
-    and selection they share), ``languages/trees.py``, ``syntax.py``, ``scope.py`` and this one."""
-    own = (field, parse, let_scoping)  # trees.py's (shared), syntax.py's, scope.py's
-    return (*fingerprint.MODULES, *(sys.modules[f.__module__] for f in own), sys.modules[__name__])
+    """The modules JavaScript mutants come from: :func:`..tree_mutation.tree_modules`'s (Python's,
+    ``languages/trees.py``, ``languages/tree_mutation.py``), ``syntax.py``, ``scope.py`` and
+    this one."""
+    return tree_modules(parse, let_scoping, JsContext)  # syntax.py's, scope.py's, this one's
 
 
 def js_fingerprint() -> str:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ...mutation.operators import Edit
     from .mutation import JsContext
 
-Node = Any  # a tree-sitter node (see mutation.py)
+Node = Any  # a tree-sitter node (see ..tree_mutation)
 
 # What starts a scope of its own for `var`.
 _FUNCTIONS = frozenset(
