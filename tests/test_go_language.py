@@ -76,24 +76,25 @@ func (p pair) less(q pair) bool {
 	return p.word < q.word
 }
 
-func keys[K comparable, V any](m map[K]V) []K {
-	out := make([]K, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
+func seen[K comparable, V any](m map[K]V, k K) bool {
+	_, ok := m[k]
+	return ok
 }
 
 func top_words(text string, k int) []string {
 	counts := map[string]int{}
+	words := []string{}
 	for _, w := range strings.Fields(strings.ToLower(text)) {
 		if u8.RuneCountInString(w) > limit {
 			continue
 		}
+		if !seen(counts, w) {
+			words = append(words, w)
+		}
 		counts[w]++
 	}
 	pairs := []pair{}
-	for _, w := range keys(counts) {
+	for _, w := range words {
 		pairs = append(pairs, pair{w, counts[w]})
 	}
 	sort.Slice(pairs, func(i, j int) bool { return pairs[i].less(pairs[j]) })
@@ -164,6 +165,50 @@ def test_the_gate_refuses_each_forbidden_construct(code, problem):
     assert len(problems) == 1 and problem in problems[0], problems
 
 
+# Each way the gate sees a map: (a declaration before f, f's parameters, its first statement,
+# what `range` ranges over). Go randomises a map's order.
+MAP_RANGES = [
+    ("", "m map[int]int", "", "m"),
+    ("", "a int", "\tm := map[int]int{a: 1}\n", "m"),
+    ("", "a int", "\tm := make(map[int]bool)\n", "m"),
+    ("", "a int", "\tvar m map[int]int\n", "m"),
+    ("type C map[int]int\n\n", "c C", "", "c"),
+    ("func g() map[int]int {\n\treturn nil\n}\n\n", "a int", "\tm := g()\n", "m"),
+    ("", "a int", "", "map[int]int{a: 1}"),
+    ("", "m map[int]map[int]bool", "", "m[0]"),
+    ("", "a int", "\tm := make(map[string]map[int]bool)\n", 'm["x"]'),
+]
+KEYS = "\tkeys := []int{}\n\tfor k := range m {\n\t\tkeys = append(keys, k)\n\t}\n"
+
+
+@pytest.mark.parametrize("before, params, first, over", MAP_RANGES)
+def test_the_gate_refuses_a_range_over_a_map(before, params, first, over):
+    loop = f"\tfor k := range {over} {{\n\t\treturn k\n\t}}\n"
+    code = f"{before}func f({params}) int {{\n{first}{loop}\treturn 0\n}}\n"
+    problems = gate.code_problems(code, "f")
+    assert len(problems) == 1 and "ranges over the map" in problems[0], problems
+    assert "Go randomises the order" in problems[0]
+
+
+def test_the_gate_accepts_keys_collected_then_sorted_without_a_comparator():
+    head = 'import "sort"\n\nfunc f(m map[int]int) []int {\n' + KEYS
+    assert gate.code_problems(head + "\tsort.Ints(keys)\n\treturn keys\n}\n", "f") == []
+    by_hand = "\tsort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })\n"
+    assert (
+        "ranges over the map `m`"
+        in gate.code_problems(head + by_hand + "\treturn keys\n}\n", "f")[0]
+    )
+    unsorted = "func f(m map[int]int) []int {\n" + KEYS + "\treturn keys\n}\n"
+    assert "ranges over the map `m`" in gate.code_problems(unsorted, "f")[0]
+    more = (
+        head.replace("append(keys, k)", "append(keys, k+1)")
+        + "\tsort.Ints(keys)\n\treturn keys\n}\n"
+    )
+    assert "ranges over the map `m`" in gate.code_problems(more, "f")[0]
+    names = "func f(m map[int]int, xs []int) int {\n\tfor _, x := range xs {\n\t\treturn x\n\t}\n"
+    assert gate.code_problems(names + "\treturn len(m)\n}\n", "f") == []  # a slice is no map
+
+
 def test_problems_come_in_source_order_once_per_construct():
     code = 'import "os"\n\nvar x = 1\nvar y = 2\n\nfunc main() {}\n\n// c\n' + BODY
     problems = gate.code_problems(code, "f")
@@ -191,7 +236,7 @@ def test_top_level_functions_are_the_declared_functions_only():
     tree = syntax.parse(code)
     assert syntax.syntax_problem(tree) is None
     assert syntax.top_level_functions(tree) == {"g", "h"}
-    assert syntax.top_level_functions(syntax.parse(CANONICAL)) == {"keys", "top_words"}
+    assert syntax.top_level_functions(syntax.parse(CANONICAL)) == {"seen", "top_words"}
 
 
 def test_the_stored_code_parses_without_a_package_clause():
@@ -402,13 +447,13 @@ SAMPLES = [
        params="n int"),
     fn("var n, count uint = a, 0", "for n != 0 {", "\tn &= n - 1", "\tcount++", "}",
        "return int(count) &^ 1 << 2", params="a uint"),
-    fn("seen := map[string]int{}", "outer:", "for k, v := range a {",
-       "\tfor j := 0; j < len(v); j++ {", "\t\tif v[j] < 0 {", "\t\t\tcontinue outer", "\t\t}",
-       "\t\tseen[k] += v[j]", "\t}", "}", "keys := make([]string, 0, len(seen))",
-       "for k := range seen {", "\tkeys = append(keys, k)", "}",
+    fn("seen := map[string]int{}", "keys := []string{}", "outer:", "for _, k := range names {",
+       "\tv := a[k]", "\tfor j := 0; j < len(v); j++ {", "\t\tif v[j] < 0 {",
+       "\t\t\tcontinue outer", "\t\t}", "\t\tif _, ok := seen[k]; !ok {",
+       "\t\t\tkeys = append(keys, k)", "\t\t}", "\t\tseen[k] += v[j]", "\t}", "}",
        "sort.Slice(keys, func(p, q int) bool {", "\tif seen[keys[p]] != seen[keys[q]] {",
        "\t\treturn seen[keys[p]] > seen[keys[q]]", "\t}", "\treturn keys[p] < keys[q]", "})",
-       "return keys", params="a map[string][]int", result="[]string"),
+       "return keys", params="names []string, a map[string][]int", result="[]string"),
     "type stack []int\n\nfunc (s *stack) push(v int) { *s = append(*s, v) }\n\n"
     "const limit = 10\n\n"
     + fn("var st stack", "best := -1", "for i := 1; i <= int(math.Min(float64(a), limit)); i++ {",

@@ -13,9 +13,12 @@ starts no goroutine (``go``), declares no ``init`` or ``main`` function (the fir
 before the driver, the second is the driver's) and no identifier of the driver's
 ``execretrieval_`` prefix, holds no comment (a ``//go:`` directive is the compiler's, a
 ``/* */`` in a cgo preamble is C) and declares the entry point as a top-level function without
-type parameters (the driver calls it with values). The gate is a statement of what items may
-do, not the confinement: the runner holds whatever slips by. A Go item has no ``setup``: the
-snippet brings everything it uses.
+type parameters (the driver calls it with values), and ranges over no map (:func:`_map_ranges`:
+Go randomises the order, so a mutant, a broken comparator say, could be killed in one run and
+pass the next) but to collect its keys into a slice it then sorts with ``sort.Ints``,
+``sort.Strings`` or ``sort.Float64s``, which take no comparator a mutant could break. The gate
+is a statement of what items may do, not the confinement: the runner holds whatever slips by. A
+Go item has no ``setup``: the snippet brings everything it uses.
 """
 
 from __future__ import annotations
@@ -156,12 +159,114 @@ def code_problems(code: str, entry_point: str | None) -> list[str]:
                 name,
                 f"line {line}: names {name!r}: the prefix {DRIVER_PREFIX!r} is the driver's",
             )
+    for node, name in _map_ranges(tree):
+        _note(
+            reasons,
+            node,
+            "map range",
+            f"line {node.start_point[0] + 1}: ranges over the map {name}: Go randomises the "
+            "order, so a mutant's outcome could change from run to run: collect its keys (`for k "
+            ":= range m { keys = append(keys, k) }`) and sort them with sort.Ints, sort.Strings "
+            "or sort.Float64s, or keep the keys in the order the input gave them",
+        )
     found = [why for _, why in sorted(reasons.values())]  # in source order
     if entry_point is not None:
         entry = _entry_problem(tree, entry_point)
         if entry:
             found.append(entry)
     return found
+
+
+def _map_ranges(tree: Any) -> list[tuple[Any, str]]:
+    """Each ``range`` over a map that is not :func:`_collects_keys` into a slice the function
+    sorts without a comparator, and the map as written. A map is read from the syntax alone: a
+    name of the function that holds one (a parameter, ``var`` or ``:=`` of a map type, a map
+    literal, ``make(map...)`` or a call of a function of the file that returns one), such a
+    value itself, or a map of maps indexed (``m[k]``); a map reached otherwise (a struct's
+    field) is not seen."""
+    root = tree.root_node
+    named = {  # `type Counts map[string]int`
+        field(spec, "name").text: field(spec, "type")
+        for spec in walk(root)
+        if spec.type == "type_spec" and field(spec, "type").type == "map_type"
+    }
+
+    def map_type(node: Any) -> Any:
+        """The ``map_type`` node ``node`` is or names, else None."""
+        if node is not None and node.type == "type_identifier":
+            node = named.get(node.text)
+        return node if node is not None and node.type == "map_type" else None
+
+    returning = {
+        field(f, "name").text: map_type(field(f, "result"))
+        for f in root.named_children
+        if f.type in ("function_declaration", "method_declaration")
+    }
+
+    def value_type(node: Any) -> Any:
+        """The map type of the value ``node``, else None."""
+        if node.type == "composite_literal":
+            return map_type(field(node, "type"))
+        if node.type != "call_expression":
+            return None
+        function, arguments = field(node, "function"), field(node, "arguments").named_children
+        if function.text == b"make":
+            return map_type(arguments[0]) if arguments else None
+        return returning.get(function.text) if function.type == "identifier" else None
+
+    def ranged_map(node: Any, maps: dict[bytes, Any]) -> Any:
+        """The map type of what ``range`` ranges over, the function's ``maps`` known."""
+        if node.type == "identifier":
+            return maps.get(node.text)
+        if node.type == "index_expression":
+            outer = ranged_map(field(node, "operand"), maps)
+            return map_type(field(outer, "value")) if outer is not None else None
+        return value_type(node)
+
+    found = []
+    for function in root.named_children:
+        maps: dict[bytes, Any] = {}  # name -> its map type
+        for node in walk(function):
+            if node.type in ("parameter_declaration", "var_spec") and map_type(field(node, "type")):
+                for name in node.children_by_field_name("name"):
+                    maps[name.text] = map_type(field(node, "type"))
+            if node.type in ("short_var_declaration", "var_spec", "assignment_statement"):
+                left = field(node, "left")
+                names = left.named_children if left else node.children_by_field_name("name")
+                right = field(node, "right") or field(node, "value")
+                for name, value in zip(names, right.named_children if right else []):
+                    if value_type(value) is not None:
+                        maps[name.text] = value_type(value)
+
+        sorted_slices = {  # sort.Ints(keys): no comparator a mutant could break
+            call.text[len(sort) + 1 : -1]
+            for call in walk(function)
+            for sort in (b"sort.Ints", b"sort.Strings", b"sort.Float64s")
+            if call.type == "call_expression" and call.text.startswith(sort + b"(")
+        }
+        for node in walk(function):
+            ranged = field(node, "right") if node.type == "range_clause" else None
+            if ranged is None or ranged_map(ranged, maps) is None:
+                continue
+            if _collects_keys(node) not in sorted_slices:
+                found.append((node, f"`{ranged.text.decode('utf-8')[:40]}`"))
+    return found
+
+
+def _collects_keys(clause: Any) -> bytes | None:
+    """``keys`` of the loop ``for k := range m { keys = append(keys, k) }`` whose
+    ``range_clause`` is ``clause``, else None."""
+    key, body = field(clause, "left"), field(clause.parent, "body")
+    lists = [c for c in body.named_children if c.type == "statement_list"] if body else []
+    statements = lists[0].named_children if lists else []
+    if key is None or len(key.named_children) != 1 or len(statements) != 1:
+        return None
+    statement = statements[0]
+    if statement.type != "assignment_statement" or field(statement, "operator").type != "=":
+        return None
+    keys, written = field(statement, "left").text, field(statement, "right").text
+    collected = b"append(" + keys + b"," + key.named_children[0].text + b")"
+    return keys if written.replace(b" ", b"") == collected else None
 
 
 def _note(reasons: dict[str, tuple[int, str]], node: Any, key: str, why: str) -> None:
