@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -35,7 +35,6 @@ __all__ = [
     "delete_lines",
     "drop_prefix",
     "drop_unary_minus",
-    "generate_edits",
     "generate_mutants",
     "negate",
     "off_by_one",
@@ -365,25 +364,6 @@ def boolean_literal(node: Node, ctx: TreeContext) -> Iterator[Edit]:
 
 
 # --- candidates ---------------------------------------------------------------------------
-
-
-def generate_edits(ctx: C, table: Mapping[str, TreeOperatorClass[C]]) -> list[Edit]:
-    """Every raw single-edit candidate (not yet validated) of the classes of ``table`` over
-    ``ctx``'s nodes, ordered by position, class (table order), text; an edit two classes make
-    alike is the earlier class's."""
-    order = {name: i for i, name in enumerate(table)}
-    found = [
-        replace(edit, operator=name)
-        for node in ctx.nodes
-        for name, entry in table.items()
-        for operator in entry.functions
-        for edit in operator(node, ctx)
-    ]
-    found.sort(key=lambda e: (e.start, order[e.operator], e.end, e.replacement))
-    unique: dict[tuple[int, int, str], Edit] = {}
-    for edit in found:
-        unique.setdefault((edit.start, edit.end, edit.replacement), edit)
-    return list(unique.values())
 
 
 def generate_mutants(

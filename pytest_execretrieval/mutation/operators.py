@@ -71,9 +71,9 @@ import difflib
 import itertools
 import re
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 
 @dataclass(frozen=True)
@@ -601,7 +601,7 @@ CORE_CLASSES: tuple[str, ...] = tuple(name for name, c in OPERATORS.items() if c
 # `fingerprint.code_fingerprint()` in MUTATION_FINGERPRINT (tests/test_mutation_operators.py
 # prints it). Until it is recorded, corpora record "<version>+unrecorded-<fingerprint>".
 MUTATION_VERSION = "4"
-MUTATION_FINGERPRINT = "14dd86bb68adbf4961cba1399edd60d6d58bff79e752efc1888977c152a08675"
+MUTATION_FINGERPRINT = "d9b1a862a8fa54173987a18145787f88a44820756994c43d115f212b6d0dcb42"
 
 
 # --- candidates ---------------------------------------------------------------------------
@@ -610,8 +610,13 @@ MUTATION_FINGERPRINT = "14dd86bb68adbf4961cba1399edd60d6d58bff79e752efc1888977c1
 def generate_edits(source: str, table: dict[str, OperatorClass] | None = None) -> list[Edit]:
     """Every raw single-edit candidate (not yet validated) of the classes of ``table`` (default
     :data:`OPERATORS`), ordered by position, class (table order), text."""
-    table = OPERATORS if table is None else table
-    ctx = SourceContext(source)
+    return ordered_edits(SourceContext(source), OPERATORS if table is None else table)
+
+
+def ordered_edits(ctx: Any, table: Mapping[str, Any]) -> list[Edit]:
+    """The edits each class of ``table`` (its ``functions``, each ``(node, ctx) -> edits``)
+    makes at each of ``ctx.nodes``, ordered by position, class (table order), text; the tree-sitter
+    languages' candidates come from here too."""
     order = {name: i for i, name in enumerate(table)}
     found = [
         replace(edit, operator=name)

@@ -108,7 +108,7 @@ from functools import partial
 from types import ModuleType
 
 from ...mutation import fingerprint
-from ...mutation.operators import Edit, Mutant
+from ...mutation.operators import Edit, Mutant, ordered_edits
 from ..tree_mutation import (
     BINARY,
     Node,
@@ -118,7 +118,6 @@ from ..tree_mutation import (
     bound_shifts,
     delete_lines,
     drop_unary_minus,
-    generate_edits,
     generate_mutants,
     negate,
     off_by_one,
@@ -659,7 +658,7 @@ GO_CORE_CLASSES: tuple[str, ...] = tuple(n for n, c in GO_OPERATORS.items() if c
 # or their selection; either way record the new `go_fingerprint()` in GO_MUTATION_FINGERPRINT
 # (tests/test_go_language.py prints it).
 GO_MUTATION_VERSION = "1"
-GO_MUTATION_FINGERPRINT = "3eddd64fa164b8faa2850492ab957cff73ccbd5a1eccddb7bacb33f8b4e460f4"
+GO_MUTATION_FINGERPRINT = "6173c320cf812a2b7512b9bab86dcf9a10eb5b42f657dfb77a54f0bbafe77b1e"
 
 
 def go_modules() -> tuple[ModuleType, ...]:
@@ -692,7 +691,7 @@ def generate_go_edits(
     """Every raw single-edit candidate (not yet validated) of the classes of ``table`` (default
     :data:`GO_OPERATORS`), ordered by position, class (table order), text; an edit two classes
     make alike is the earlier class's. ``ValueError`` if ``source`` does not parse."""
-    return generate_edits(GoContext(source), GO_OPERATORS if table is None else table)
+    return ordered_edits(GoContext(source), GO_OPERATORS if table is None else table)
 
 
 def valid_structure(code: str, entry_point: str) -> tuple[str, ...] | None:

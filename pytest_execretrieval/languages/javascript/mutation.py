@@ -110,7 +110,7 @@ from functools import partial
 from types import ModuleType
 
 from ...mutation import fingerprint
-from ...mutation.operators import Edit, Mutant
+from ...mutation.operators import Edit, Mutant, ordered_edits
 from ..tree_mutation import (
     BINARY,
     Node,
@@ -120,7 +120,6 @@ from ..tree_mutation import (
     bound_shifts,
     delete_lines,
     drop_unary_minus,
-    generate_edits,
     generate_mutants,
     negate,
     off_by_one,
@@ -500,7 +499,7 @@ JS_CORE_CLASSES: tuple[str, ...] = tuple(n for n, c in JS_OPERATORS.items() if c
 # or their selection; either way record the new `js_fingerprint()` in JS_MUTATION_FINGERPRINT
 # (tests/test_js_mutation.py prints it).
 JS_MUTATION_VERSION = "1"
-JS_MUTATION_FINGERPRINT = "4c0300e1e32a93f80c1112e3a56bed327945c6b0c17f7d7ae279473865eaab1e"
+JS_MUTATION_FINGERPRINT = "c3251a88d787dbdfc916ab24cd4db1345eb17c2bd0e9adda5c987c0200be1b15"
 
 
 # --- candidates ---------------------------------------------------------------------------
@@ -512,7 +511,7 @@ def generate_js_edits(
     """Every raw single-edit candidate (not yet validated) of the classes of ``table`` (default
     :data:`JS_OPERATORS`), ordered by position, class (table order), text; an edit two classes
     make alike is the earlier class's. ``ValueError`` if ``source`` does not parse."""
-    return generate_edits(JsContext(source), JS_OPERATORS if table is None else table)
+    return ordered_edits(JsContext(source), JS_OPERATORS if table is None else table)
 
 
 def valid_structure(code: str, entry_point: str) -> tuple[str, ...] | None:
