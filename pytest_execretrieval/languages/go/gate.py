@@ -64,6 +64,7 @@ FORBIDDEN_IMPORTS: dict[str, str] = {
     "embed": "embeds the host's files",
 }
 DRIVER_PREFIX = "execretrieval_"
+_KEY_SORTS = frozenset({b"sort.Ints", b"sort.Strings", b"sort.Float64s"})  # no comparator
 _DECLARATIONS = frozenset(
     {"function_declaration", "method_declaration", "type_declaration", "const_declaration"}
 )
@@ -226,24 +227,22 @@ def _map_ranges(tree: Any) -> list[tuple[Any, str]]:
     found = []
     for function in root.named_children:
         maps: dict[bytes, Any] = {}  # name -> its map type
+        sorted_slices: set[bytes] = set()  # sort.Ints(keys): no comparator a mutant could break
         for node in walk(function):
-            if node.type in ("parameter_declaration", "var_spec") and map_type(field(node, "type")):
-                for name in node.children_by_field_name("name"):
-                    maps[name.text] = map_type(field(node, "type"))
+            if node.type in ("parameter_declaration", "var_spec"):
+                kind = map_type(field(node, "type"))
+                if kind is not None:
+                    maps.update((name.text, kind) for name in node.children_by_field_name("name"))
             if node.type in ("short_var_declaration", "var_spec", "assignment_statement"):
                 left = field(node, "left")
                 names = left.named_children if left else node.children_by_field_name("name")
                 right = field(node, "right") or field(node, "value")
                 for name, value in zip(names, right.named_children if right else []):
-                    if value_type(value) is not None:
-                        maps[name.text] = value_type(value)
-
-        sorted_slices = {  # sort.Ints(keys): no comparator a mutant could break
-            call.text[len(sort) + 1 : -1]
-            for call in walk(function)
-            for sort in (b"sort.Ints", b"sort.Strings", b"sort.Float64s")
-            if call.type == "call_expression" and call.text.startswith(sort + b"(")
-        }
+                    if (kind := value_type(value)) is not None:
+                        maps[name.text] = kind
+            elif node.type == "call_expression" and field(node, "function").text in _KEY_SORTS:
+                arguments = field(node, "arguments").named_children
+                sorted_slices.update(a.text for a in arguments[:1])
         for node in walk(function):
             ranged = field(node, "right") if node.type == "range_clause" else None
             if ranged is None or ranged_map(ranged, maps) is None:
