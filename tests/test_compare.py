@@ -288,6 +288,22 @@ def test_corpus_mismatch() -> None:
         assert "a" * 64 in str(info.value) and "b" * 64 in str(info.value)
 
 
+def test_the_same_queries_over_two_pools_pair_only_when_asked() -> None:
+    star, balanced = (
+        make_report([2, 1, 3, 1], sha="a" * 64),
+        make_report([1, 1, 1, 2], sha="b" * 64),
+    )
+    cmp = paired_comparison(star, balanced, across_pools=True)
+    assert cmp["n_queries"] == 4
+    assert cmp["metrics"]["exec@1"]["difference"] == pytest.approx(0.25)
+    assert (cmp["metrics"]["exec@1"]["only_a"], cmp["metrics"]["exec@1"]["only_b"]) == (1, 2)
+    fewer = make_report([1, 2, 3], sha="b" * 64)
+    with pytest.raises(ComparisonError, match=r"1 query id\(s\) differ"):
+        paired_comparison(star, fewer, across_pools=True)
+    with pytest.raises(ComparisonError, match="different corpora"):
+        paired_comparison(star, balanced)
+
+
 def test_query_mismatch() -> None:
     a, b = make_report([1, 2, 3, 4]), make_report([1, 2])
     b["per_query"].append(dict(b["per_query"][0], query_id="zzz"))

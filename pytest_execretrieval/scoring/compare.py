@@ -173,9 +173,14 @@ def flips(baseline: dict, candidate: dict) -> tuple[Flip, ...]:
     return tuple(sorted(found, key=lambda f: FLIP_DIRECTIONS.index(f.direction)))
 
 
-def paired_queries(a: dict, b: dict) -> tuple[list[ReportRow], list[ReportRow]]:
-    """The two reports' per-query rows, paired by query id (sorted); raises if not comparable."""
-    same_corpus(a, b)
+def paired_queries(
+    a: dict, b: dict, across_pools: bool = False
+) -> tuple[list[ReportRow], list[ReportRow]]:
+    """The two reports' per-query rows, paired by query id (sorted); raises if not comparable.
+    ``across_pools``: the same queries over two pools (a corpus variant against the star corpus
+    of the same items) are comparable too; every command compares one corpus's reports only."""
+    if not across_pools:
+        same_corpus(a, b)
     qa, qb = _by_query(a), _by_query(b)
     if qa.keys() != qb.keys():
         only_a, only_b = sorted(qa.keys() - qb.keys()), sorted(qb.keys() - qa.keys())
@@ -212,7 +217,11 @@ def paired_test(a: np.ndarray, b: np.ndarray, seed: int = 0) -> dict:
 
 
 def paired_comparison(
-    a: dict, b: dict, seed: int = 0, metrics: Sequence[str] | None = None
+    a: dict,
+    b: dict,
+    seed: int = 0,
+    metrics: Sequence[str] | None = None,
+    across_pools: bool = False,
 ) -> dict:
     """Paired comparison of report ``b`` against report ``a`` (differences ``b - a``).
 
@@ -224,9 +233,10 @@ def paired_comparison(
     ``ci95`` is the paired query-level percentile bootstrap
     (:func:`pytest_execretrieval.scoring.stats.paired_bootstrap_diff_ci`, :data:`N_RESAMPLES`
     resamples, ``seed``); the test is :func:`paired_test`.  Raises :class:`ComparisonError`
-    for different corpora, different query ids, zero queries or no metric to compare.
+    for different corpora (unless ``across_pools``: see :func:`paired_queries`), different
+    query ids, zero queries or no metric to compare.
     """
-    qa, qb = paired_queries(a, b)
+    qa, qb = paired_queries(a, b, across_pools)
     shared, skipped = shared_metrics([a, b])
     names = tuple(shared if metrics is None else metrics)
     if not names:
