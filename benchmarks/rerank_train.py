@@ -17,6 +17,9 @@ against the first stage and against exec-consensus) are written from the folds t
     nice -n 19 python benchmarks/rerank_train.py --only 1 --loss bce --out benchmarks/results/rerank
 
 ``--limit N`` evaluates the first N held-out queries of a fold (training uses the whole fold).
+``--also balanced`` reranks the same held-out queries on the balanced pool too (families
+centred on a wrong member); ``--train-on balanced`` trains each fold's reranker on the balanced
+corpus's families instead of the star's.
 """
 
 from __future__ import annotations
@@ -59,14 +62,15 @@ NAMES = {
     "base+clones-medoid": "minilm+clones-medoid",  # the control: no query, nothing learnt
     f"base+{CONSENSUS}": f"minilm+{CONSENSUS}",
 }
-ALSO = ("families", "stack-2", "stack-3")  # the other corpora a fold's reranker is tried on
+# the other corpora a fold's reranker is tried on
+ALSO = ("families", "stack-2", "stack-3", "balanced")
 VIEWS = ("", "-topical", *(f"-{v}" for v in ALSO))  # label suffixes: every corpus evaluated
 
 
 def variant_of(name: str) -> CorpusVariant:
     """The corpus ``name`` of :data:`ALSO` (``""``: the bundled one)."""
-    if name == "families":
-        return CorpusVariant(families=True)
+    if name in ("families", "balanced"):
+        return CorpusVariant(**{name: True})
     return CorpusVariant(stack=int(name[6:])) if name else CorpusVariant()
 
 
@@ -85,7 +89,14 @@ def train_fold(args, fold, model_dir: Path) -> dict:
         )
         resume = (model_dir / "checkpoints").is_dir()
         train_split(
-            args.items, "minilm", model_dir, fold, config, cache_dir=args.cache_dir, resume=resume
+            args.items,
+            "minilm",
+            model_dir,
+            fold,
+            config,
+            cache_dir=args.cache_dir,
+            resume=resume,
+            variant=variant_of(args.train_on),
         )
     return json.loads((model_dir / CARD).read_text())
 
@@ -97,6 +108,7 @@ def evaluate_fold(args, items, fold, number: int, runner) -> None:
     card = train_fold(args, fold, model_dir)
     state["training"] = {k: card[k] for k in ("steps", "loss_curve", "hyper_parameters", "loss")}
     state["training"]["view"] = card.get("view", "code")
+    state["training"]["corpus"] = card["corpus"].get("variant", "")
     state["training"]["time"] = card["training_time"]
     held_ids = set(fold.held_out[: args.limit or None])
     held = [i for i in items if i.id in held_ids]
@@ -178,7 +190,8 @@ def summarize(args) -> str:
             for f in folds
         ),
         f"{reports['base']['corpus']['n_queries']} held-out queries; reranker loss "
-        f"`{folds[0]['training']['loss']}`, view `{folds[0]['training'].get('view', 'code')}`.",
+        f"`{folds[0]['training']['loss']}`, view `{folds[0]['training'].get('view', 'code')}`, "
+        f"trained on the families of the {trained_on(folds[0])} corpus.",
         "",
         "| corpus | pipeline | " + " | ".join(SHOWN) + " |",
         "|---|---|" + "---|" * len(SHOWN),
@@ -220,6 +233,12 @@ def summarize(args) -> str:
     text = "\n".join(lines)
     (args.out / "summary.md").write_text(text)
     return text
+
+
+def trained_on(fold: dict) -> str:
+    """The corpus whose families a fold's reranker saw: the star one, or the variant's flags."""
+    flags = fold["training"].get("corpus")
+    return f"`{flags}`" if flags else "star"
 
 
 def where_rank_one_goes(folds: list[dict], corpora: dict) -> list[str]:
@@ -297,6 +316,12 @@ def main(argv=None) -> int:
         default=[],
         choices=ALSO,
         help="also rerank on this corpus of the held-out items (built beforehand)",
+    )
+    p.add_argument(
+        "--train-on",
+        default="",
+        choices=("", *ALSO),
+        help="train each fold's reranker on this corpus's families (default: the bundled star)",
     )
     p.add_argument("--summarize", action="store_true", help="only pool the finished folds")
     p.add_argument("--cache-dir", type=Path, default=Path(".execretrieval_cache"))

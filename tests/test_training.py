@@ -5,6 +5,7 @@ score it on its own training items unless asked to."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from plugin_runs import bench
 
 from pytest_execretrieval.cli import main
 from pytest_execretrieval.corpus.items import load_items
-from pytest_execretrieval.corpus.store import corpus_sha256, read_corpus
+from pytest_execretrieval.corpus.store import CorpusVariant, corpus_sha256, read_corpus
 from pytest_execretrieval.embedders import EmbedderError, EmbedderOptions, get_embedder
 from pytest_execretrieval.execution.runner import SuiteRunner
 from pytest_execretrieval.model_card import CARD, REQUIRED, read_card
@@ -139,3 +140,16 @@ def test_a_broken_card_is_an_error_not_an_untrained_model(trained, tmp_path):
     embedder = get_embedder(f"st:{model}", EmbedderOptions(cache_dir=str(tmp_path)))
     with pytest.raises(EmbedderError, match="training card lacks"):
         embedder.invocation()
+
+
+def test_a_variant_is_trained_on_only_where_its_corpus_is_built(tmp_path):
+    items, _ = load_items(DATA)
+    listing = tmp_path / "train.txt"
+    listing.write_text(f"{HELD_OUT}\n")
+    split = item_list_split(items, listing)
+    balanced = CorpusVariant(balanced=True)
+    build = f"run `execretrieval build {DATA} --balanced`"
+    with pytest.raises(TrainingError, match=re.escape(build)):
+        train_split(
+            DATA, "minilm", tmp_path / "m", split, TINY, cache_dir=tmp_path, variant=balanced
+        )

@@ -290,16 +290,22 @@ def read_snippets(path: Path) -> list[Snippet]:
     return snippets
 
 
-def read_corpus(items_dir: Path, engine: dict | None = None, where: Path | None = None) -> Corpus:
-    """Load the committed corpus (from ``where``, default the items directory); raises
-    :class:`CorpusError` when it is missing, malformed or, given ``engine``, stale."""
+def read_corpus(
+    items_dir: Path,
+    engine: dict | None = None,
+    where: Path | None = None,
+    variant: CorpusVariant = DEFAULT_VARIANT,
+) -> Corpus:
+    """Load the committed ``variant`` corpus (from ``where``, default its directory of the
+    items directory); raises :class:`CorpusError` when it is missing, malformed or, given
+    ``engine``, stale, naming the command that builds it."""
     items_dir = Path(items_dir)
-    where = Path(where or items_dir)
+    where = Path(where or corpus_dir(items_dir, variant))
     if engine is not None:
         reasons = stale_reasons(items_dir, engine, where)
         if reasons:
             raise CorpusError(
-                f"the corpus in {where} is stale; run `execretrieval build {items_dir}`:\n  "
+                f"the corpus in {where} is stale; run `{build_command(items_dir, variant)}`:\n  "
                 + "\n  ".join(map(str, reasons))
             )
     try:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from ..corpus.variants import DEFAULT_VARIANT, CorpusVariant
 from ..model_dir import load_kwargs
 from .examples import Example, as_columns
 from .split import Split
@@ -138,20 +139,27 @@ def train_split(
     cache_dir: Path = Path(".execretrieval_cache"),
     resume: bool = False,
     stream=sys.stderr,
+    variant: CorpusVariant = DEFAULT_VARIANT,
 ) -> dict:
-    """Load the corpus of ``items_dir``, build ``split``'s training examples and fine-tune
-    ``embedder`` on them into ``out``; returns the card."""
+    """Load the ``variant`` corpus of ``items_dir`` (default: the star corpus), build
+    ``split``'s training examples and fine-tune ``embedder`` on them into ``out``; returns the
+    card."""
     from ..corpus.build import engine
     from ..corpus.items import load_items
-    from ..corpus.store import CorpusError, corpus_sha256, read_corpus
+    from ..corpus.store import CorpusError, corpus_dir, corpus_sha256, read_corpus
     from .examples import families, training_examples
 
     try:
-        corpus = read_corpus(items_dir, engine())
+        corpus = read_corpus(items_dir, engine(variant), variant=variant)
     except CorpusError as exc:
         raise TrainingError(str(exc)) from None
     items, _ = load_items(items_dir)
-    record = {"sha256": corpus_sha256(items_dir), "dir": str(Path(items_dir).resolve())}
+    record = {
+        "sha256": corpus_sha256(corpus_dir(items_dir, variant)),
+        "dir": str(Path(items_dir).resolve()),
+    }
+    if variant != DEFAULT_VARIANT:
+        record["variant"] = " ".join(variant.flags)
     if config.objective == "cross-encoder":
         from .cross_encoder import cross_encoder_base, fine_tune_cross_encoder
 
