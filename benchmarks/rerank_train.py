@@ -16,6 +16,8 @@ against the first stage and against exec-consensus) are written from the folds t
 
     nice -n 19 python benchmarks/rerank_train.py --only 1 --loss bce --out benchmarks/results/rerank
 
+``--wrong-query`` also reranks with ``clones:ce`` reading another held-out query's text
+(``minilm+clones-ce-wrong-query``): whether the reranker reads the query at all.
 ``--limit N`` evaluates the first N held-out queries of a fold (training uses the whole fold).
 ``--also balanced`` reranks the same held-out queries on the balanced pool too (families
 centred on a wrong member); ``--train-on balanced`` trains each fold's reranker on the balanced
@@ -29,6 +31,7 @@ import json
 import sys
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 from finetune import ci, pooled
@@ -54,12 +57,14 @@ from pytest_execretrieval.training.split import domain_folds
 from pytest_execretrieval.training.train import TrainConfig, train_split
 
 CONSENSUS = "exec-consensus"
+WRONG = "-wrong-query"  # a reranker's label suffix: it read another query (wrong_queries)
 SHOWN = ("exec@1", "exec@5", "ndcg@10", "mrr")
 NAMES = {
     "base": "minilm",
     "base+ce": "minilm+ce",
     "base+clones-ce": "minilm+clones-ce",  # the reranker decides only among rank 1's near clones
     "base+clones-medoid": "minilm+clones-medoid",  # the control: no query, nothing learnt
+    "base+clones-ce-wrong-query": "minilm+clones-ce-wrong-query",  # does it read the query?
     f"base+{CONSENSUS}": f"minilm+{CONSENSUS}",
 }
 # the other corpora a fold's reranker is tried on
@@ -125,6 +130,7 @@ def evaluate_fold(args, items, fold, number: int, runner) -> None:
         rerankers = [("ce", f"ce:{model_dir}"), ("clones-ce", f"clones:ce:{model_dir}")]
         rerankers += [("clones-medoid", "clones:medoid")]
         rerankers += [(CONSENSUS, CONSENSUS)] * (not variant.startswith("families"))
+        rerankers += [(f"clones-ce{WRONG}", f"clones:ce:{model_dir}")] * args.wrong_query
         sha = corpus_sha256(where)
         runs_on(args, state, path, suffix, held, pool, sha, rerankers, runner)
         if not variant:  # the topical control: the held-out canonicals only, no near miss
@@ -157,8 +163,9 @@ def runs_on(args, state, path, suffix, held, pool, sha, rerankers, runner) -> No
             continue
         started, cpu = time.perf_counter(), time.process_time()
         reranker = get_reranker(name, RerankerContext(runner, args.cache_dir, ("base",), runs))
+        queries = wrong_queries(held) if short.endswith(WRONG) else held
         try:
-            done = rerank_run(runs["base"], "base", reranker, 10, held, snippets, runner, short)
+            done = rerank_run(runs["base"], "base", reranker, 10, queries, snippets, runner, short)
         finally:
             reranker.close()
         state["runs"][label] = done.run.to_json()
@@ -168,6 +175,15 @@ def runs_on(args, state, path, suffix, held, pool, sha, rerankers, runner) -> No
             "queries": len(held),
         }
         write_json(path, state)
+
+
+def wrong_queries(held: list) -> list:
+    """Each held-out item with the next one's query (by id, so mostly a function of the same
+    domain; the last takes the first's): the first stage's candidates stay, only the reranker
+    reads the wrong query. A reranker that reads the query loses by it; one that has learnt the
+    code alone (the operators' fingerprint) keeps its rank 1."""
+    ordered = sorted(held, key=lambda i: i.id)
+    return [replace(i, query=ordered[(n + 1) % len(ordered)].query) for n, i in enumerate(ordered)]
 
 
 def summarize(args) -> str:
@@ -203,6 +219,7 @@ def summarize(args) -> str:
     pairs = [
         (f"base{x}", f"base+{ce}{x}") for x in VIEWS for ce in ("ce", "clones-ce", "clones-medoid")
     ]
+    pairs += [(f"base+clones-ce{x}", f"base+clones-ce{WRONG}{x}") for x in VIEWS]
     against = [(f"base+{CONSENSUS}", f"base+{ce}") for ce in ("ce", "clones-ce", "clones-medoid")]
     for a, b in [*pairs, *against]:
         if a in reports and b in reports:
@@ -322,6 +339,11 @@ def main(argv=None) -> int:
         default="",
         choices=("", *ALSO),
         help="train each fold's reranker on this corpus's families (default: the bundled star)",
+    )
+    p.add_argument(
+        "--wrong-query",
+        action="store_true",
+        help="also rerank with clones:ce reading each held-out query's neighbour's text",
     )
     p.add_argument("--summarize", action="store_true", help="only pool the finished folds")
     p.add_argument("--cache-dir", type=Path, default=Path(".execretrieval_cache"))
