@@ -50,7 +50,7 @@ def main(argv=None) -> int:
     ]
     for path in sorted(args.star.glob("*.json")):
         other = args.balanced / f"{path.stem}{args.suffix}.json"
-        if path.stem.endswith(args.suffix or "\0") or not other.exists():
+        if (args.suffix and path.stem.endswith(args.suffix)) or not other.exists():
             continue
         star, balanced = (json.loads(f.read_text()) for f in (path, other))
         if "per_query" in star:  # a benchmark report (not cross-language.json)

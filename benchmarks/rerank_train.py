@@ -73,10 +73,9 @@ VIEWS = ("", "-topical", *(f"-{v}" for v in ALSO))  # label suffixes: every corp
 
 
 def variant_of(name: str) -> CorpusVariant:
-    """The corpus ``name`` of :data:`ALSO` (``""``: the bundled one)."""
-    if name in ("families", "balanced"):
-        return CorpusVariant(**{name: True})
-    return CorpusVariant(stack=int(name[6:])) if name else CorpusVariant()
+    """The corpus ``name`` of :data:`ALSO`, its directory's name (``""``: the bundled one)."""
+    kind, _, k = name.partition("-")
+    return CorpusVariant.of(kind or "default", int(k or 1))
 
 
 def train_fold(args, fold, model_dir: Path) -> dict:
